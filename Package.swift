@@ -1,0 +1,22 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// The root package has no package dependencies: the core embeds in any app without
+// pulling anything in. Fuzz/ and Benchmarks/ are separate packages that depend on this
+// one by path.
+let package = Package(
+  name: "Converge",
+  platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+  products: [
+    .library(name: "Converge", targets: ["Converge"]),
+    .library(name: "ConvergeTestSupport", targets: ["ConvergeTestSupport"]),
+    .executable(name: "converge", targets: ["ConvergeCommand"]),
+  ],
+  targets: [
+    .target(name: "Converge"),
+    .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
+    .executableTarget(name: "ConvergeCommand", dependencies: ["Converge"]),
+    .testTarget(name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"]),
+  ],
+  swiftLanguageModes: [.v6]
+)

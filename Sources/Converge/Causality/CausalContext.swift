@@ -1,0 +1,147 @@
+/// Every event a replica knows of: a version vector plus the dots that arrived out of
+/// order, kept per replica as ``CounterRanges``.
+///
+/// Delta-state CRDTs (Almeida, Shoker and Baquero, "Delta State Replicated Data Types")
+/// pair their data with a causal context. A dot that is in the context but not in the
+/// data was seen and then removed; a dot in neither was never seen. That distinction is
+/// what lets a remove win over the adds it observed and lose to the ones it did not.
+///
+/// When a missing dot arrives and closes a gap, the ranges join, so the context is
+/// always compact: in the common case one range per replica, `1...n`, which is exactly a
+/// version vector entry.
+///
+/// A whole document shares one causal context. Giving each key its own context would
+/// resurrect data when a key is re-created, because the new context would forget the
+/// removals the old one recorded.
+///
+/// - Complexity: `contains` is O(log g) for g gaps of that replica; `nextDot(for:)` is
+///   O(1); union and difference are O(r + g) for r replicas.
+public struct CausalContext: Hashable, Sendable {
+  private var counters: [ReplicaID: CounterRanges]
+
+  /// The empty context: nothing seen.
+  public init() {
+    counters = [:]
+  }
+
+  /// The context holding exactly `1...vector[r]` for every replica `r`.
+  public init(_ vector: VersionVector) {
+    counters = [:]
+    for (replica, counter) in vector.entries {
+      counters[replica] = CounterRanges(1...counter)
+    }
+  }
+
+  /// The context holding exactly the given dots.
+  public init<S: Sequence>(dots: S) where S.Element == Dot {
+    counters = [:]
+    for dot in dots { insert(dot) }
+  }
+
+  public var isEmpty: Bool { counters.isEmpty }
+
+  /// The replicas with at least one known event, sorted.
+  public var replicas: [ReplicaID] { counters.keys.sorted() }
+
+  /// The known counters of `replica`.
+  public func counters(of replica: ReplicaID) -> CounterRanges {
+    counters[replica] ?? CounterRanges()
+  }
+
+  /// The gap-free prefix of every replica's events.
+  public var versionVector: VersionVector {
+    var vector = VersionVector()
+    for (replica, ranges) in counters { vector[replica] = ranges.contiguousPrefix }
+    return vector
+  }
+
+  /// Whether the context has gaps: events known out of order, whose predecessors are not.
+  public var hasGaps: Bool {
+    counters.values.contains { $0.ranges.count > 1 || $0.contiguousPrefix == 0 }
+  }
+
+  /// The number of known events, saturating at `UInt64.max`.
+  public var eventCount: UInt64 {
+    var total: UInt64 = 0
+    for ranges in counters.values {
+      let (sum, overflow) = total.addingReportingOverflow(ranges.count)
+      if overflow { return .max }
+      total = sum
+    }
+    return total
+  }
+
+  /// Whether `dot` is known.
+  public func contains(_ dot: Dot) -> Bool {
+    counters[dot.replica]?.contains(dot.counter) ?? false
+  }
+
+  /// Whether every event of `other` is known here.
+  public func includes(_ other: CausalContext) -> Bool {
+    other.counters.allSatisfy { replica, ranges in
+      counters[replica]?.isSuperset(of: ranges) ?? ranges.isEmpty
+    }
+  }
+
+  /// The dot that `replica`'s next local event must use: one past the largest counter of
+  /// that replica seen so far, or `nil` if the counter space is exhausted.
+  ///
+  /// Counters are never reused as long as the context holds every event `replica` ever
+  /// made; a replica restored from a stale copy must therefore take a fresh id.
+  public func nextDot(for replica: ReplicaID) -> Dot? {
+    let maximum = counters[replica]?.maximum ?? 0
+    guard maximum < .max else { return nil }
+    return Dot(replica: replica, counter: maximum + 1)
+  }
+
+  /// Records `dot` as known.
+  public mutating func insert(_ dot: Dot) {
+    counters[dot.replica, default: CounterRanges()].insert(dot.counter)
+  }
+
+  /// Records the events `counters` of `replica` as known.
+  public mutating func insert(replica: ReplicaID, counters range: ClosedRange<UInt64>) {
+    counters[replica, default: CounterRanges()].insert(range)
+  }
+
+  /// Records the events `ranges` of `replica` as known.
+  public mutating func insert(replica: ReplicaID, counters ranges: CounterRanges) {
+    guard !ranges.isEmpty else { return }
+    counters[replica, default: CounterRanges()].formUnion(ranges)
+  }
+
+  /// Records every event of `other` as known.
+  public mutating func formUnion(_ other: CausalContext) {
+    for (replica, ranges) in other.counters {
+      insert(replica: replica, counters: ranges)
+    }
+  }
+
+  /// The events known here or in `other`.
+  public func union(_ other: CausalContext) -> CausalContext {
+    var result = self
+    result.formUnion(other)
+    return result
+  }
+
+  /// The events known here but not in `other`: what a peer that knows `other` lacks.
+  public func subtracting(_ other: CausalContext) -> CausalContext {
+    var result = CausalContext()
+    for (replica, ranges) in counters {
+      let remaining = other.counters[replica].map { ranges.subtracting($0) } ?? ranges
+      if !remaining.isEmpty { result.counters[replica] = remaining }
+    }
+    return result
+  }
+
+  /// The (replica, ranges) pairs sorted by replica, for canonical encodings.
+  public var entries: [(replica: ReplicaID, counters: CounterRanges)] {
+    counters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+  }
+}
+
+extension CausalContext: CustomStringConvertible {
+  public var description: String {
+    "{" + entries.map { "\($0.replica):\($0.counters)" }.joined(separator: ", ") + "}"
+  }
+}

@@ -1,0 +1,64 @@
+/// For each replica, how many of its events have been seen without a gap.
+///
+/// `vector[r] == n` means events `1...n` of replica `r` are known. A version vector is the
+/// compact summary two peers exchange in a sync handshake; the exact knowledge of a
+/// replica (including events received out of order) is its ``CausalContext``.
+///
+/// - Complexity: lookups are O(1); `merge` and comparisons are O(r) for r replicas.
+public struct VersionVector: Hashable, Sendable {
+  private var counters: [ReplicaID: UInt64]
+
+  /// The empty vector: nothing seen.
+  public init() {
+    counters = [:]
+  }
+
+  /// A vector with the given counters; zero entries are dropped.
+  public init(_ counters: [ReplicaID: UInt64]) {
+    self.counters = counters.filter { $0.value > 0 }
+  }
+
+  /// The number of events of `replica` seen without a gap (0 if none).
+  public subscript(replica: ReplicaID) -> UInt64 {
+    get { counters[replica] ?? 0 }
+    set { counters[replica] = newValue == 0 ? nil : newValue }
+  }
+
+  /// The replicas with a non-zero entry, sorted so every device lists them alike.
+  public var replicas: [ReplicaID] { counters.keys.sorted() }
+
+  /// The entries as (replica, counter) pairs sorted by replica.
+  public var entries: [(replica: ReplicaID, counter: UInt64)] {
+    counters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+  }
+
+  public var isEmpty: Bool { counters.isEmpty }
+
+  /// Whether `dot` is covered by this vector.
+  public func contains(_ dot: Dot) -> Bool {
+    dot.counter <= self[dot.replica]
+  }
+
+  /// Takes the larger entry for every replica.
+  public mutating func merge(_ other: VersionVector) {
+    counters.merge(other.counters) { Swift.max($0, $1) }
+  }
+
+  /// The entry-wise maximum of the two vectors.
+  public func merging(_ other: VersionVector) -> VersionVector {
+    var result = self
+    result.merge(other)
+    return result
+  }
+
+  /// Whether every entry of `other` is at most the entry here.
+  public func dominates(_ other: VersionVector) -> Bool {
+    other.counters.allSatisfy { self[$0.key] >= $0.value }
+  }
+}
+
+extension VersionVector: CustomStringConvertible {
+  public var description: String {
+    "{" + entries.map { "\($0.replica):\($0.counter)" }.joined(separator: ", ") + "}"
+  }
+}
