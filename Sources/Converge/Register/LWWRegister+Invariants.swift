@@ -1,0 +1,11 @@
+extension LWWRegister {
+  /// Verifies the register's invariants: a value exists exactly when a stamp does.
+  ///
+  /// Called after every mutation and merge when the package is built with
+  /// `-Xswiftc -DCONVERGE_INTERNAL_CHECKS`; a no-op otherwise.
+  public func _checkInvariants() {
+    #if CONVERGE_INTERNAL_CHECKS
+      precondition((value != nil) == (stamp != nil), "LWWRegister: value without stamp")
+    #endif
+  }
+}
