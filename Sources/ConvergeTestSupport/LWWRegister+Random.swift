@@ -1,0 +1,33 @@
+import Converge
+
+extension LWWRegister {
+  /// A random write by `replica`, which returns its delta.
+  ///
+  /// Most writers first observe the current stamp's timestamp, as a replica's clock does
+  /// when it merges; the others write with whatever their skewed clock says, so some
+  /// writes lose on arrival and are ignored. Rarely, the clock observes a forged
+  /// ``Timestamp/max`` and saturates, so stamps then order by their dots alone.
+  public static func randomWrite(
+    by replica: inout SimulatedReplica<LWWRegister>, using generator: inout SeededGenerator,
+    value: (inout SeededGenerator) -> Value
+  ) -> LWWRegister {
+    if let stamp = replica.state.stamp, Int.random(in: 0..<10, using: &generator) < 8 {
+      replica.clock.observe(stamp.timestamp)
+    }
+    if Int.random(in: 0..<300, using: &generator) == 0 { replica.clock.observe(.max) }
+    let stamp = Stamp(timestamp: replica.tick(), dot: replica.nextDot())
+    return replica.state.set(value(&generator), stamp: stamp)
+  }
+
+  /// A network of `replicas` registers after `steps` random writes and exchanges.
+  public static func randomNetwork(
+    replicas: Int = 3, steps: Int = 24, using generator: inout SeededGenerator,
+    value: (inout SeededGenerator) -> Value
+  ) -> ReplicaNetwork<LWWRegister> {
+    var network = ReplicaNetwork(replicas: replicas, initial: LWWRegister(), using: &generator)
+    network.run(steps: steps, using: &generator) { replica, generator in
+      randomWrite(by: &replica, using: &generator, value: value)
+    }
+    return network
+  }
+}

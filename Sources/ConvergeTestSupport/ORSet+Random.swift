@@ -1,0 +1,40 @@
+import Converge
+
+extension ORSet where Element: Comparable {
+  /// A random change by `replica`, which returns its delta: mostly adds and removes of
+  /// elements from `element` (a small domain makes re-adds and concurrent add/remove
+  /// pairs common), sometimes a `removeAll`.
+  ///
+  /// `Element: Comparable` lets a remove pick a present element without depending on
+  /// `Set` iteration order, which changes from one process to the next.
+  public static func randomMutation(
+    by replica: inout SimulatedReplica<ORSet>, using generator: inout SeededGenerator,
+    element: (inout SeededGenerator) -> Element
+  ) -> ORSet {
+    switch Int.random(in: 0..<100, using: &generator) {
+    case 0..<55:
+      return replica.state.insert(element(&generator), replica: replica.id) ?? ORSet()
+    case 55..<95:
+      let present = replica.state.elements.sorted()
+      let target =
+        present.isEmpty || Int.random(in: 0..<4, using: &generator) == 0
+        ? element(&generator)
+        : present[Int.random(in: present.indices, using: &generator)]
+      return replica.state.remove(target)
+    default:
+      return replica.state.removeAll()
+    }
+  }
+
+  /// A network of `replicas` sets after `steps` random changes and exchanges.
+  public static func randomNetwork(
+    replicas: Int = 3, steps: Int = 24, using generator: inout SeededGenerator,
+    element: (inout SeededGenerator) -> Element
+  ) -> ReplicaNetwork<ORSet> {
+    var network = ReplicaNetwork(replicas: replicas, initial: ORSet(), using: &generator)
+    network.run(steps: steps, using: &generator) { replica, generator in
+      randomMutation(by: &replica, using: &generator, element: element)
+    }
+    return network
+  }
+}
