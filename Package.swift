@@ -16,7 +16,10 @@ let package = Package(
     .target(name: "Converge"),
     .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
     .executableTarget(name: "ConvergeCommand", dependencies: ["Converge"]),
-    .testTarget(name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"]),
+    .testTarget(
+      name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"],
+      // Golden wire-format files that every later version must still decode.
+      resources: [.copy("Fixtures")]),
   ],
   swiftLanguageModes: [.v6]
 )
