@@ -13,7 +13,8 @@ let package = Package(
     .executable(name: "converge", targets: ["ConvergeCommand"]),
   ],
   targets: [
-    .target(name: "Converge"),
+    // The wire format's specification lives beside the codec's code.
+    .target(name: "Converge", exclude: ["Codec/FORMAT.md"]),
     .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
     .executableTarget(name: "ConvergeCommand", dependencies: ["Converge"]),
     .testTarget(
