@@ -175,6 +175,25 @@ import Testing
     #expect(try whole.readUInt8() == 0xEE)
   }
 
+  @Test func boundedReadsAndNestingLevelsAreRestored() throws {
+    var reader = ByteReader([0x05, 0x06, 0x01, 0x01, 0x01, 0x01, 0x00], maximumDepth: 2)
+    #expect(try reader.readVarUInt(maximum: 5) == 5)
+    #expect(throws: ConvergeDecodingError.invalidValue(offset: 1, reason: "6 > 5")) {
+      try reader.readVarUInt(maximum: 5)
+    }
+    // Two levels twice in a row: leaving a level gives it back.
+    for _ in 0..<2 {
+      let depth = try reader.nested { outer in
+        try outer.readUInt8() == 1 ? try outer.nested { try $0.readUInt8() } : 9
+      }
+      #expect(depth == 1)
+    }
+    #expect(throws: ConvergeDecodingError.truncated(offset: 6)) { try reader.readBytes(count: 2) }
+    #expect(throws: ConvergeDecodingError.truncated(offset: 6)) { try reader.readBytes(count: -1) }
+    #expect(Array(try reader.readBytes(count: 1)) == [0])
+    #expect(reader.isAtEnd && reader.remainingCount == 0)
+  }
+
   @Test func crc32cMatchesItsCheckValue() {
     #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
     #expect(CRC32C.checksum([UInt8]()) == 0)
