@@ -34,7 +34,7 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
 /// …       4      CRC-32C of every byte before it, little-endian
 /// ```
 ///
-/// ``open(_:)-([UInt8])`` checks the frame completely (magic, version, exact length with
+/// `open(_:)` checks the frame completely (magic, version, exact length with
 /// no trailing bytes, checksum, kind) before a single byte of the body is interpreted, so
 /// body decoders only ever see bytes that arrived intact. `FORMAT.md` beside this file
 /// specifies every byte.
