@@ -13,10 +13,14 @@ let package = Package(
     .executable(name: "converge", targets: ["ConvergeCommand"]),
   ],
   targets: [
-    .target(name: "Converge"),
+    // The wire format's specification lives beside the codec's code.
+    .target(name: "Converge", exclude: ["Codec/FORMAT.md"]),
     .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
     .executableTarget(name: "ConvergeCommand", dependencies: ["Converge"]),
-    .testTarget(name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"]),
+    .testTarget(
+      name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"],
+      // Golden wire-format files that every later version must still decode.
+      resources: [.copy("Fixtures")]),
   ],
   swiftLanguageModes: [.v6]
 )

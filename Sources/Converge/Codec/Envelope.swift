@@ -1,0 +1,179 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// What a Converge message carries; the sixth byte of every message.
+///
+/// Values are fixed forever once released: a new kind takes a new value, and a decoder
+/// that meets a value it does not know answers ``ConvergeDecodingError/unknownMessageKind(_:)``.
+/// 0 is never a kind; 6 to 127 are free for future kinds; 128 to 255 are reserved.
+public enum MessageKind: UInt8, Sendable, CaseIterable {
+  /// A ``VersionVector`` alone: the first step of a sync handshake.
+  case versionVector = 1
+  /// A ``CausalContext`` alone.
+  case causalContext = 2
+  /// A whole document's state: a snapshot to store or to load into a fresh replica.
+  case documentState = 3
+  /// A delta of a document: what one or more transactions changed.
+  case documentDelta = 4
+  /// A message of the sync protocol.
+  case syncMessage = 5
+}
+
+/// The frame around every Converge message: magic, version, kind, length, body, checksum.
+///
+/// ```
+/// offset  size   field
+/// 0       4      magic "CNVG" (0x43 0x4E 0x56 0x47)
+/// 4       1      format version, 1
+/// 5       1      message kind (MessageKind)
+/// 6       1-10   body length n, unsigned LEB128
+/// …       n      body
+/// …       4      CRC-32C of every byte before it, little-endian
+/// ```
+///
+/// `open(_:)` checks the frame completely (magic, version, exact length with
+/// no trailing bytes, checksum, kind) before a single byte of the body is interpreted, so
+/// body decoders only ever see bytes that arrived intact. `FORMAT.md` beside this file
+/// specifies every byte.
+///
+/// ```swift
+/// let message = Envelope.seal(kind: .versionVector, body: body)
+/// let (kind, received) = try Envelope.open(message)
+/// ```
+///
+/// - Complexity: O(n) for an n-byte message (the checksum reads every byte once).
+public enum Envelope {
+  /// The four bytes every message starts with: ASCII "CNVG".
+  public static let magic: [UInt8] = [0x43, 0x4E, 0x56, 0x47]
+
+  /// The format version this build writes and reads.
+  public static let formatVersion: UInt8 = 1
+
+  /// The size of the frame around a body of `bodyLength` bytes.
+  public static func overhead(bodyLength: Int) -> Int {
+    var writer = ByteWriter()
+    writer.writeVarUInt(bodyLength)
+    return magic.count + 2 + writer.count + 4
+  }
+
+  // MARK: Sealing
+
+  /// Frames `body` as a message of `kind`.
+  public static func seal<C: Collection>(kind: MessageKind, body: C) -> [UInt8]
+  where C.Element == UInt8 {
+    var writer = ByteWriter(capacity: overhead(bodyLength: body.count) + body.count)
+    writer.writeBytes(magic)
+    writer.writeUInt8(formatVersion)
+    writer.writeUInt8(kind.rawValue)
+    writer.writeLengthPrefixedBytes(body)
+    writer.writeUInt32(CRC32C.checksum(writer.bytes))
+    return writer.bytes
+  }
+
+  /// Frames the body that `write` produces as a message of `kind`.
+  public static func seal(kind: MessageKind, _ write: (inout ByteWriter) -> Void) -> [UInt8] {
+    var body = ByteWriter()
+    write(&body)
+    return seal(kind: kind, body: body.bytes)
+  }
+
+  // MARK: Opening
+
+  /// Checks the frame of `bytes` and returns its kind and body.
+  ///
+  /// The body is a slice of `bytes` (its indices are those of `bytes`).
+  ///
+  /// - Throws: `badMagic`, `unsupportedVersion`, `truncated`, `overlongInteger` or
+  ///   `integerOverflow` (for the length), `trailingBytes`, `checksumMismatch`,
+  ///   `unknownMessageKind`, in that order of checking.
+  public static func open(_ bytes: [UInt8]) throws -> (kind: MessageKind, body: ArraySlice<UInt8>) {
+    let frame = try checkFrame(bytes[...])
+    return (frame.kind, bytes[frame.body])
+  }
+
+  /// Checks the frame of `bytes` and returns its kind and body (a slice of `bytes`).
+  public static func open(_ bytes: ArraySlice<UInt8>) throws -> (
+    kind: MessageKind, body: ArraySlice<UInt8>
+  ) {
+    let frame = try checkFrame(bytes)
+    return (frame.kind, bytes[frame.body])
+  }
+
+  /// Checks the frame of `data` (which may be a slice with a non-zero `startIndex`) and
+  /// returns its kind and a copy of its body.
+  public static func open(_ data: Data) throws -> (kind: MessageKind, body: ArraySlice<UInt8>) {
+    try open(Array(data))
+  }
+
+  /// Opens `bytes`, checks that it is a message of `kind`, and decodes its body with
+  /// `decodeBody`, which must consume the body exactly.
+  ///
+  /// Offsets in errors thrown from the body count from the start of the message.
+  public static func decode<T>(
+    _ bytes: [UInt8], as kind: MessageKind, maximumDepth: Int = ByteReader.defaultMaximumDepth,
+    _ decodeBody: (inout ByteReader) throws -> T
+  ) throws -> T {
+    try decode(bytes[...], as: kind, maximumDepth: maximumDepth, decodeBody)
+  }
+
+  /// Opens `data`, checks that it is a message of `kind`, and decodes its body with
+  /// `decodeBody`, which must consume the body exactly.
+  public static func decode<T>(
+    _ data: Data, as kind: MessageKind, maximumDepth: Int = ByteReader.defaultMaximumDepth,
+    _ decodeBody: (inout ByteReader) throws -> T
+  ) throws -> T {
+    try decode(Array(data)[...], as: kind, maximumDepth: maximumDepth, decodeBody)
+  }
+
+  /// Opens `bytes`, checks that it is a message of `kind`, and decodes its body with
+  /// `decodeBody`, which must consume the body exactly.
+  public static func decode<T>(
+    _ bytes: ArraySlice<UInt8>, as kind: MessageKind,
+    maximumDepth: Int = ByteReader.defaultMaximumDepth,
+    _ decodeBody: (inout ByteReader) throws -> T
+  ) throws -> T {
+    let frame = try checkFrame(bytes)
+    guard frame.kind == kind else {
+      throw ConvergeDecodingError.unexpectedMessageKind(
+        expected: kind.rawValue, actual: frame.kind.rawValue)
+    }
+    var reader = ByteReader(
+      storage: bytes, range: frame.body, origin: bytes.startIndex, maximumDepth: maximumDepth)
+    let value = try decodeBody(&reader)
+    try reader.expectEnd()
+    return value
+  }
+
+  private static func checkFrame(
+    _ bytes: ArraySlice<UInt8>
+  ) throws -> (kind: MessageKind, body: Range<Int>) {
+    var reader = ByteReader(bytes)
+    for expected in magic {
+      // A short input that starts like a message is truncated; anything else is not ours.
+      guard !reader.isAtEnd else { throw ConvergeDecodingError.truncated(offset: reader.offset) }
+      guard try reader.readUInt8() == expected else { throw ConvergeDecodingError.badMagic }
+    }
+    let version = try reader.readUInt8()
+    guard version == formatVersion else { throw ConvergeDecodingError.unsupportedVersion(version) }
+    let rawKind = try reader.readUInt8()
+    let length = try reader.readVarUInt()
+    let checksumSize = 4
+    guard reader.remainingCount >= checksumSize,
+      length <= UInt64(reader.remainingCount - checksumSize)
+    else { throw ConvergeDecodingError.truncated(offset: bytes.count) }
+    let bodyStart = bytes.startIndex + reader.offset
+    let body = try reader.readBytes(count: Int(length))
+    let checksumStart = reader.offset
+    let stored = try reader.readUInt32()
+    guard reader.isAtEnd else { throw ConvergeDecodingError.trailingBytes(offset: reader.offset) }
+    let computed = CRC32C.checksum(bytes.prefix(checksumStart))
+    guard stored == computed else { throw ConvergeDecodingError.checksumMismatch }
+    guard let kind = MessageKind(rawValue: rawKind) else {
+      throw ConvergeDecodingError.unknownMessageKind(rawKind)
+    }
+    return (kind, bodyStart..<(bodyStart + body.count))
+  }
+}

@@ -1,0 +1,176 @@
+/// The encoder's side of a message's replica table: every ``ReplicaID`` the message
+/// mentions, written once, sorted, so that the body can name a replica by its small index.
+///
+/// A 64-bit id costs 8 bytes; its index in the table costs one LEB128 byte for the first
+/// 128 replicas. Sorting the ids (rather than numbering them in order of appearance)
+/// makes equal states encode to equal bytes whatever order their maps iterate in.
+///
+/// ```swift
+/// var builder = ReplicaTable.Builder()
+/// builder.insert(contentsOf: vector.replicas)
+/// let table = builder.build()
+/// var writer = ByteWriter()
+/// table.write(to: &writer)
+/// for (replica, counter) in vector.entries {
+///   table.writeIndex(of: replica, to: &writer)
+///   writer.writeVarUInt(counter)
+/// }
+/// ```
+///
+/// Wire form: the number of ids (unsigned LEB128), then each id as 8 bytes little-endian,
+/// strictly increasing.
+///
+/// - Complexity: building is O(r log r) for r replicas; looking up an index is O(1).
+public struct ReplicaTable: Sendable {
+  /// Collects the replicas a message will mention, in any order and with repeats.
+  public struct Builder: Sendable {
+    private var replicas: Set<ReplicaID> = []
+
+    public init() {}
+
+    /// Adds `replica` to the table.
+    public mutating func insert(_ replica: ReplicaID) {
+      replicas.insert(replica)
+    }
+
+    /// Adds every replica of `sequence` to the table.
+    public mutating func insert<S: Sequence>(contentsOf sequence: S) where S.Element == ReplicaID {
+      replicas.formUnion(sequence)
+    }
+
+    /// The table: the collected replicas sorted by id.
+    public func build() -> ReplicaTable {
+      ReplicaTable(sortedUnique: replicas.sorted())
+    }
+  }
+
+  /// The replicas, sorted by id; a replica's index is its position here.
+  public let replicas: [ReplicaID]
+  private let indexes: [ReplicaID: Int]
+
+  /// The table of the replicas in `sequence` (in any order, repeats ignored).
+  public init<S: Sequence>(_ sequence: S) where S.Element == ReplicaID {
+    self.init(sortedUnique: Set(sequence).sorted())
+  }
+
+  private init(sortedUnique: [ReplicaID]) {
+    replicas = sortedUnique
+    var indexes: [ReplicaID: Int] = [:]
+    indexes.reserveCapacity(sortedUnique.count)
+    for (index, replica) in sortedUnique.enumerated() { indexes[replica] = index }
+    self.indexes = indexes
+  }
+
+  /// The number of replicas in the table.
+  public var count: Int { replicas.count }
+
+  /// The index of `replica`, or `nil` if the table does not hold it.
+  public func index(of replica: ReplicaID) -> Int? {
+    indexes[replica]
+  }
+
+  /// Writes the table: its count, then each id as 8 bytes little-endian.
+  public func write(to writer: inout ByteWriter) {
+    writer.writeVarUInt(replicas.count)
+    for replica in replicas { writer.writeUInt64(replica.rawValue) }
+  }
+
+  /// Writes the index of `replica` as unsigned LEB128.
+  ///
+  /// - Precondition: `replica` is in the table. Encoders build the table from the very
+  ///   value they encode, so a missing replica is a bug in the encoder, never bad input.
+  public func writeIndex(of replica: ReplicaID, to writer: inout ByteWriter) {
+    guard let index = indexes[replica] else {
+      preconditionFailure("replica \(replica) is missing from the replica table")
+    }
+    writer.writeVarUInt(index)
+  }
+}
+
+/// The decoder's side of a message's replica table: maps the indexes in a body back to
+/// replica ids, and tracks which ones the body used.
+///
+/// Reading checks the canonical form: ids strictly increasing (no duplicates, sorted).
+/// ``checkAllReferenced()`` then lets a decoder insist that the table holds nothing the
+/// body does not mention, so a message has exactly one valid encoding.
+///
+/// - Complexity: reading is O(r) for r replicas; resolving an index is O(1).
+public struct DecodedReplicaTable: Sendable {
+  /// The replicas, sorted by id; a replica's index is its position here.
+  public let replicas: [ReplicaID]
+  private var referenced: [Bool]
+  private var unreferencedCount: Int
+
+  /// Reads a table written by ``ReplicaTable/write(to:)``.
+  ///
+  /// - Throws: `countTooLarge` if the count exceeds what the remaining bytes can hold,
+  ///   `truncated`, or `invalidValue` if the ids are not strictly increasing.
+  public init(from reader: inout ByteReader) throws {
+    let count = try reader.readCount(minimumBytesPerElement: 8)
+    var replicas: [ReplicaID] = []
+    replicas.reserveCapacity(count)
+    for _ in 0..<count {
+      let start = reader.offset
+      let replica = ReplicaID(rawValue: try reader.readUInt64())
+      if let previous = replicas.last, previous >= replica {
+        throw ConvergeDecodingError.invalidValue(
+          offset: start, reason: "replica table not strictly increasing")
+      }
+      replicas.append(replica)
+    }
+    self.replicas = replicas
+    referenced = Array(repeating: false, count: count)
+    unreferencedCount = count
+  }
+
+  /// The number of replicas in the table.
+  public var count: Int { replicas.count }
+
+  /// Reads a replica index (unsigned LEB128) and returns its replica.
+  ///
+  /// - Throws: `unknownReplicaIndex` for an index outside the table.
+  public mutating func readReplica(from reader: inout ByteReader) throws -> ReplicaID {
+    let start = reader.offset
+    let index = try reader.readVarUInt()
+    return try replica(atIndex: index, offset: start)
+  }
+
+  /// Reads a replica index that must be greater than `previous` (the index of the last
+  /// replica read), for lists sorted by replica. Returns the index and the replica.
+  ///
+  /// - Throws: `invalidValue` if the index is not greater than `previous`,
+  ///   `unknownReplicaIndex` if it is outside the table.
+  public mutating func readReplica(
+    from reader: inout ByteReader, after previous: Int?
+  ) throws -> (index: Int, replica: ReplicaID) {
+    let start = reader.offset
+    let raw = try reader.readVarUInt()
+    if let previous, raw <= UInt64(previous) {
+      throw ConvergeDecodingError.invalidValue(
+        offset: start, reason: "replica indexes not strictly increasing")
+    }
+    let replica = try replica(atIndex: raw, offset: start)
+    return (Int(raw), replica)
+  }
+
+  /// The replica at `index`, reported at `offset` if there is none.
+  public mutating func replica(atIndex index: UInt64, offset: Int) throws -> ReplicaID {
+    guard index < UInt64(replicas.count) else {
+      throw ConvergeDecodingError.unknownReplicaIndex(offset: offset)
+    }
+    let position = Int(index)
+    if !referenced[position] {
+      referenced[position] = true
+      unreferencedCount -= 1
+    }
+    return replicas[position]
+  }
+
+  /// Throws `invalidValue` at `offset` unless the body used every replica in the table.
+  public func checkAllReferenced(offset: Int) throws {
+    guard unreferencedCount == 0 else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: offset, reason: "replica table holds a replica the message never uses")
+    }
+  }
+}

@@ -1,0 +1,83 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// Wire form of a version vector inside a body (see `FORMAT.md`, "Version vector"): the
+/// number of entries, then for each entry sorted by replica its replica index and its
+/// counter, both unsigned LEB128. Indexes strictly increase; counters are at least 1
+/// (a zero entry is the same as no entry, so it is never written).
+extension VersionVector {
+  /// Writes the vector; every replica of it must be in `table`.
+  ///
+  /// - Complexity: O(r log r) for r replicas.
+  public func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
+    let entries = entries
+    writer.writeVarUInt(entries.count)
+    for (replica, counter) in entries {
+      table.writeIndex(of: replica, to: &writer)
+      writer.writeVarUInt(counter)
+    }
+  }
+
+  /// Reads a vector written by ``write(to:replicas:)``.
+  ///
+  /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, `unknownReplicaIndex`, or
+  ///   `invalidValue` for indexes out of order or a zero counter.
+  public init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    // An entry is at least one index byte and one counter byte.
+    let count = try reader.readCount(minimumBytesPerElement: 2)
+    var counters: [ReplicaID: UInt64] = [:]
+    counters.reserveCapacity(count)
+    var previous: Int?
+    for _ in 0..<count {
+      let (index, replica) = try table.readReplica(from: &reader, after: previous)
+      let start = reader.offset
+      let counter = try reader.readVarUInt()
+      guard counter > 0 else {
+        throw ConvergeDecodingError.invalidValue(offset: start, reason: "zero counter")
+      }
+      counters[replica] = counter
+      previous = index
+    }
+    self.init(counters)
+  }
+
+  /// The vector as a standalone ``MessageKind/versionVector`` message: a replica table
+  /// holding exactly its replicas, then the vector.
+  ///
+  /// Equal vectors give equal bytes.
+  public func encoded() -> [UInt8] {
+    let table = ReplicaTable(replicas)
+    return Envelope.seal(kind: .versionVector) { writer in
+      table.write(to: &writer)
+      write(to: &writer, replicas: table)
+    }
+  }
+
+  /// Decodes a message made by ``encoded()``.
+  ///
+  /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
+  ///   have produced.
+  public init(decoding bytes: [UInt8]) throws {
+    self = try Envelope.decode(bytes, as: .versionVector, Self.readStandaloneBody)
+  }
+
+  /// Decodes a message made by ``encoded()`` from a slice of a larger buffer.
+  public init(decoding bytes: ArraySlice<UInt8>) throws {
+    self = try Envelope.decode(bytes, as: .versionVector, Self.readStandaloneBody)
+  }
+
+  /// Decodes a message made by ``encoded()``; `data` may be a slice of a larger `Data`.
+  public init(decoding data: Data) throws {
+    self = try Envelope.decode(data, as: .versionVector, Self.readStandaloneBody)
+  }
+
+  private static func readStandaloneBody(_ reader: inout ByteReader) throws -> VersionVector {
+    var table = try DecodedReplicaTable(from: &reader)
+    let vector = try VersionVector(from: &reader, replicas: &table)
+    try table.checkAllReferenced(offset: reader.offset)
+    return vector
+  }
+}
