@@ -58,10 +58,12 @@ struct RandomHistory {
     peers count: Int, steps: Int, alphabet: [Unicode.Scalar], using random: inout G
   ) {
     // Replica ids in random order so tie-breaks go both ways.
-    let base = UInt64.random(in: 1...1000, using: &random)
-    peers = (0..<UInt64(count)).map {
-      TestPeer(base + $0 * UInt64.random(in: 1...3, using: &random))
+    var ids: [UInt64] = []
+    while ids.count < count {
+      let id = UInt64.random(in: 1...1000, using: &random)
+      if !ids.contains(id) { ids.append(id) }
     }
+    peers = ids.map { TestPeer($0) }
     for _ in 0..<steps {
       let actor = Int.random(in: 0..<count, using: &random)
       if !deltas.isEmpty, Int.random(in: 0..<3, using: &random) == 0 {
