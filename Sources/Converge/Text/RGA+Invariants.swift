@@ -147,8 +147,9 @@ extension RGA: Equatable {
     }
     for target in unresolvedDeletes {
       precondition(
-        index[target.replica]?.missing(target.lower, target.upper)
-          == [target.lower..<target.upper], "buffered delete target is present")
+        (index[target.replica]?.missing(target.lower, target.upper)
+          ?? [target.lower..<target.upper]) == [target.lower..<target.upper],
+        "buffered delete target is present")
     }
     for log in deleteLog.values {
       for (position, delete) in log.enumerated() where position > 0 {
