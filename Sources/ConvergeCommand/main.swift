@@ -1,2 +1,30 @@
-// The `converge` command line tool; commands arrive with the issues that need them.
-print("usage: converge <command>")
+// The `converge` command line tool: `converge replay <trace> [--json] [--iterations N]`.
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+let usage = """
+  usage: converge <command>
+
+  commands:
+    replay <trace.json[.gz]> [--json] [--iterations N]
+        replay a sequential editing trace through a Text and time it
+  """
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first else {
+  print(usage)
+  exit(2)
+}
+arguments.removeFirst()
+switch command {
+case "replay":
+  exit(ReplayCommand.run(arguments))
+case "help", "--help", "-h":
+  print(usage)
+default:
+  FileHandleOutput.error("unknown command \(command)\n\(usage)")
+  exit(2)
+}

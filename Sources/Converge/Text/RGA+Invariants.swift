@@ -1,0 +1,162 @@
+/// One maximal run of the logical content, independent of how storage split it.
+struct CanonicalRun: Equatable {
+  var replica: ReplicaID
+  var counter: UInt64
+  var lamport: UInt64
+  var origin: Dot?
+  var length: Int
+  var deleted: Bool
+}
+
+extension RGA: Equatable {
+  /// Two texts are equal when they integrated the same inserts and deletes and buffer
+  /// the same ones, whatever the order of delivery and the shape of their storage.
+  ///
+  /// - Complexity: O(n + p + e).
+  public static func == (lhs: RGA, rhs: RGA) -> Bool {
+    guard lhs.count == rhs.count, lhs.utf16Count == rhs.utf16Count else { return false }
+    let left = lhs.canonicalItems()
+    let right = rhs.canonicalItems()
+    return left.runs == right.runs && left.scalars == right.scalars
+      && lhs.canonicalDeleteLog() == rhs.canonicalDeleteLog()
+      && lhs.canonicalPending() == rhs.canonicalPending()
+  }
+
+  /// Every item in document order, as maximal runs, and every scalar, tombstones
+  /// included.
+  func canonicalItems() -> (runs: [CanonicalRun], scalars: [Unicode.Scalar]) {
+    var runs: [CanonicalRun] = []
+    var scalars: [Unicode.Scalar] = []
+    for leafID in order {
+      for run in leaves[leafID].runs {
+        scalars.append(contentsOf: content[run.contentStart..<run.contentStart + run.length])
+        if let last = runs.last, last.replica == run.replica, last.deleted == run.deleted,
+          last.counter + UInt64(last.length) == run.counter,
+          last.lamport + UInt64(last.length) == run.lamport,
+          run.origin == Dot(replica: run.replica, counter: run.counter - 1)
+        {
+          runs[runs.count - 1].length += run.length
+        } else {
+          runs.append(
+            CanonicalRun(
+              replica: run.replica, counter: run.counter, lamport: run.lamport,
+              origin: run.origin, length: run.length, deleted: run.deleted))
+        }
+      }
+    }
+    return (runs, scalars)
+  }
+
+  /// The delete log joined greedily, one delete dot at a time, so that any split of the
+  /// same deletes gives the same list.
+  func canonicalDeleteLog() -> [RGADelta.Delete] {
+    var result: [RGADelta.Delete] = []
+    for replica in deleteLog.keys.sorted() {
+      var current: RGADelta.Delete?
+      for delete in deleteLog[replica] ?? [] {
+        guard let open = current else {
+          current = delete
+          continue
+        }
+        if let joined = open.joined(with: delete) {
+          current = joined
+        } else if let joined = open.joined(with: delete.slice(from: 0, count: 1)) {
+          result.append(joined)
+          current = delete.slice(from: 1, count: delete.count - 1)
+        } else {
+          result.append(open)
+          current = delete
+        }
+      }
+      if let open = current { result.append(open) }
+    }
+    return result
+  }
+
+  /// The buffered inserts sorted by id and joined.
+  func canonicalPending() -> [RGADelta.Insert] {
+    var result: [RGADelta.Insert] = []
+    for insert in pendingInserts.sorted(by: { $0.id < $1.id }) {
+      if let last = result.last, last.isContinued(by: insert) {
+        result[result.count - 1].scalars.append(contentsOf: insert.scalars)
+      } else {
+        result.append(insert)
+      }
+    }
+    return result
+  }
+
+  /// Checks the storage's internal consistency; traps on a violation.
+  ///
+  /// Runs after every mutation when compiled with `-DCONVERGE_INTERNAL_CHECKS`; tests
+  /// also call it directly.
+  ///
+  /// - Complexity: O(n log n).
+  public func _checkInvariants() {
+    precondition(order.count == leaves.count && rankOfLeaf.count == leaves.count)
+    precondition(visibleSums.count == order.count && utf16Sums.count == order.count)
+    var covered: [ReplicaID: UInt64] = [:]
+    var totalVisible = 0
+    var totalUTF16 = 0
+    for (rank, leafID) in order.enumerated() {
+      precondition(rankOfLeaf[leafID] == rank, "rank of leaf \(leafID)")
+      let leaf = leaves[leafID]
+      precondition(leaf.runs.count <= Self.maxRunsPerLeaf, "leaf over capacity")
+      precondition(!leaf.runs.isEmpty || leaves.count == 1, "empty leaf")
+      var visible = 0
+      var utf16 = 0
+      for run in leaf.runs {
+        precondition(run.length > 0, "empty run")
+        precondition(run.contentStart >= 0 && run.contentStart + run.length <= content.count)
+        precondition(
+          run.utf16 == utf16Length(run.contentStart..<run.contentStart + run.length),
+          "UTF-16 count of a run")
+        precondition(
+          index[run.replica]?.leaf(containing: run.counter) == leafID
+            && index[run.replica]?.leaf(containing: run.counter + UInt64(run.length - 1))
+              == leafID,
+          "index entry of run \(run.firstID)")
+        if let origin = run.origin { precondition(isIntegrated(origin), "origin missing") }
+        covered[run.replica, default: 0] += UInt64(run.length)
+        visible += run.visibleLength
+        utf16 += run.visibleUTF16
+      }
+      precondition(leaf.visible == visible && leaf.utf16 == utf16, "leaf counts")
+      precondition(visibleSums.prefix(rank) == totalVisible, "visible prefix sums")
+      precondition(utf16Sums.prefix(rank) == totalUTF16, "UTF-16 prefix sums")
+      totalVisible += visible
+      totalUTF16 += utf16
+    }
+    precondition(count == totalVisible && utf16Count == totalUTF16, "total counts")
+    for (replica, replicaIndex) in index {
+      var indexed: UInt64 = 0
+      for (position, entry) in replicaIndex.entries.enumerated() {
+        precondition(entry.lower < entry.upper, "empty index entry")
+        if position > 0 {
+          let previous = replicaIndex.entries[position - 1]
+          precondition(previous.upper <= entry.lower, "index entries overlap")
+          precondition(
+            previous.upper < entry.lower || previous.leaf != entry.leaf, "unjoined index")
+        }
+        indexed += entry.upper - entry.lower
+      }
+      precondition(indexed == covered[replica, default: 0], "index covers exactly the runs")
+    }
+    for pending in pendingInserts {
+      precondition(!isIntegrated(pending.id), "buffered insert already integrated")
+    }
+    for target in unresolvedDeletes {
+      precondition(
+        (index[target.replica]?.missing(target.lower, target.upper)
+          ?? [target.lower..<target.upper]) == [target.lower..<target.upper],
+        "buffered delete target is present")
+    }
+    for log in deleteLog.values {
+      for (position, delete) in log.enumerated() where position > 0 {
+        precondition(
+          log[position - 1].dot.counter + log[position - 1].count <= delete.dot.counter,
+          "delete log sorted")
+      }
+    }
+  }
+}

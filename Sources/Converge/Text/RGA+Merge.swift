@@ -1,0 +1,344 @@
+extension RGA {
+  /// Integrates a delta from another replica (or this one): inserts whose origin is
+  /// present and deletes whose target is present take effect now, the rest is buffered
+  /// and takes effect when what it depends on arrives. Duplicates are no-ops; malformed
+  /// runs (counters or Lamport numbers out of range, an origin not older than its
+  /// insert) are ignored, identically on every replica.
+  ///
+  /// - Returns: the visible changes, in order, each in the coordinates of the text right
+  ///   before it.
+  /// - Complexity: O(d (log n + s)) for d runs in the delta and s concurrent sibling runs
+  ///   skipped, plus O(p) per integrated run while p items are buffered.
+  @discardableResult
+  public mutating func apply(_ delta: RGADelta) -> [TextChange] {
+    var changes: [TextChange] = []
+    for insert in delta.inserts { receive(insert, changes: &changes) }
+    for delete in delta.deletes { receive(delete, changes: &changes) }
+    checkInvariantsIfEnabled()
+    return changes
+  }
+
+  /// Joins `other` into this text: afterwards it holds every insert and delete of both.
+  ///
+  /// - Complexity: O(n + m) for the two texts, plus the cost of ``apply(_:)`` for what
+  ///   `other` adds.
+  public mutating func merge(_ other: RGA) {
+    apply(other.delta(since: dots))
+  }
+
+  /// This text joined with `other`.
+  public func merging(_ other: RGA) -> RGA {
+    var result = self
+    result.merge(other)
+    return result
+  }
+
+  /// This text with `delta` applied.
+  public func merging(_ delta: RGADelta) -> RGA {
+    var result = self
+    result.apply(delta)
+    return result
+  }
+
+  /// Every insert id and delete dot this text holds, buffered ones included.
+  ///
+  /// - Complexity: O(n + p).
+  public var dots: CausalContext {
+    var context = CausalContext()
+    addDots(to: &context)
+    return context
+  }
+
+  /// Adds every insert id and delete dot this text holds to `context`.
+  ///
+  /// - Complexity: O(r + e) for e index entries and delete runs.
+  public func addDots(to context: inout CausalContext) {
+    for (replica, replicaIndex) in index {
+      var ranges: [ClosedRange<UInt64>] = []
+      for entry in replicaIndex.entries {
+        if let last = ranges.last, last.upperBound + 1 == entry.lower {
+          ranges[ranges.count - 1] = last.lowerBound...(entry.upper - 1)
+        } else {
+          ranges.append(entry.lower...(entry.upper - 1))
+        }
+      }
+      for range in ranges { context.insert(replica: replica, counters: range) }
+    }
+    for insert in pendingInserts {
+      context.insert(
+        replica: insert.id.replica,
+        counters: insert.id.counter...(insert.id.counter + UInt64(insert.scalars.count - 1)))
+    }
+    for (replica, log) in deleteLog {
+      for delete in log {
+        context.insert(
+          replica: replica, counters: delete.dot.counter...(delete.dot.counter + delete.count - 1))
+      }
+    }
+  }
+
+  /// Exactly the inserts and deletes whose dots `context` lacks.
+  ///
+  /// - Complexity: O(e + d log d) for e index entries and delete runs and d runs in the
+  ///   result, plus the size of the result.
+  public func delta(since context: CausalContext) -> RGADelta {
+    var inserts: [RGADelta.Insert] = []
+    for (replica, replicaIndex) in index {
+      let known = context.counters(of: replica)
+      for entry in replicaIndex.entries {
+        let lacking = CounterRanges(entry.lower...(entry.upper - 1)).subtracting(known)
+        for range in lacking.ranges {
+          appendInserts(
+            replica: replica, lower: range.lowerBound, upper: range.upperBound + 1,
+            leaf: entry.leaf, to: &inserts)
+        }
+      }
+    }
+    for pending in pendingInserts {
+      let known = context.counters(of: pending.id.replica)
+      let lower = pending.id.counter
+      let full = CounterRanges(lower...(lower + UInt64(pending.scalars.count - 1)))
+      for range in full.subtracting(known).ranges {
+        inserts.append(
+          pending.slice(
+            from: Int(range.lowerBound - lower),
+            length: Int(range.upperBound - range.lowerBound + 1)))
+      }
+    }
+    var deletes: [RGADelta.Delete] = []
+    for (replica, log) in deleteLog {
+      let known = context.counters(of: replica)
+      for delete in log {
+        let lower = delete.dot.counter
+        let full = CounterRanges(lower...(lower + delete.count - 1))
+        for range in full.subtracting(known).ranges {
+          deletes.append(
+            delete.slice(
+              from: range.lowerBound - lower, count: range.upperBound - range.lowerBound + 1))
+        }
+      }
+    }
+    return RGADelta(inserts: inserts, deletes: deletes)
+  }
+
+  /// Appends the integrated items `lower..<upper` of `replica`, all held by `leaf`.
+  private func appendInserts(
+    replica: ReplicaID, lower: UInt64, upper: UInt64, leaf: Int,
+    to inserts: inout [RGADelta.Insert]
+  ) {
+    for run in leaves[leaf].runs where run.replica == replica {
+      let runUpper = run.counter + UInt64(run.length)
+      let from = Swift.max(lower, run.counter)
+      let to = Swift.min(upper, runUpper)
+      guard from < to else { continue }
+      let offset = Int(from - run.counter)
+      let start = run.contentStart + offset
+      inserts.append(
+        RGADelta.Insert(
+          id: Dot(replica: replica, counter: from), lamport: run.lamport + UInt64(offset),
+          origin: offset == 0 ? run.origin : Dot(replica: replica, counter: from - 1),
+          scalars: Array(content[start..<start + Int(to - from)])))
+    }
+  }
+
+  // MARK: Integration
+
+  private func isWellFormed(_ insert: RGADelta.Insert) -> Bool {
+    let length = UInt64(insert.scalars.count)
+    guard length > 0, insert.id.counter > 0 else { return false }
+    let (_, idOverflow) = insert.id.counter.addingReportingOverflow(length)
+    let (lamportEnd, lamportOverflow) = insert.lamport.addingReportingOverflow(length)
+    guard !idOverflow, !lamportOverflow, lamportEnd <= Self.lamportLimit else { return false }
+    if let origin = insert.origin {
+      guard origin.counter > 0 else { return false }
+      // An origin inside the run itself could never be satisfied.
+      if origin.replica == insert.id.replica, origin.counter >= insert.id.counter,
+        origin.counter - insert.id.counter < length
+      {
+        return false
+      }
+    }
+    return true
+  }
+
+  private mutating func receive(_ insert: RGADelta.Insert, changes: inout [TextChange]) {
+    guard isWellFormed(insert) else { return }
+    let lower = insert.id.counter
+    let upper = lower + UInt64(insert.scalars.count)
+    var lacking =
+      index[insert.id.replica]?.missing(lower, upper) ?? [lower..<upper]
+    if !pendingInserts.isEmpty {
+      lacking = lacking.flatMap { subtractPending(replica: insert.id.replica, $0) }
+    }
+    var integratedAny = false
+    for range in lacking {
+      let piece = insert.slice(from: Int(range.lowerBound - lower), length: range.count)
+      maxLamport = Swift.max(maxLamport, piece.lamport + UInt64(piece.scalars.count - 1))
+      if let origin = piece.origin, !isIntegrated(origin) {
+        pendingInserts.append(piece)
+      } else {
+        integrate(piece, changes: &changes)
+        integratedAny = true
+      }
+    }
+    if integratedAny { drainPending(changes: &changes) }
+  }
+
+  private func subtractPending(replica: ReplicaID, _ range: Range<UInt64>) -> [Range<UInt64>] {
+    var pieces = [range]
+    for pending in pendingInserts where pending.id.replica == replica {
+      let pendingRange =
+        pending.id.counter..<(pending.id.counter + UInt64(pending.scalars.count))
+      pieces = pieces.flatMap { piece -> [Range<UInt64>] in
+        guard piece.overlaps(pendingRange) else { return [piece] }
+        var rest: [Range<UInt64>] = []
+        if piece.lowerBound < pendingRange.lowerBound {
+          rest.append(piece.lowerBound..<pendingRange.lowerBound)
+        }
+        if pendingRange.upperBound < piece.upperBound {
+          rest.append(pendingRange.upperBound..<piece.upperBound)
+        }
+        return rest
+      }
+    }
+    return pieces
+  }
+
+  /// Integrates buffered inserts whose origin has arrived, until none is left that can.
+  private mutating func drainPending(changes: inout [TextChange]) {
+    var progress = true
+    while progress && !pendingInserts.isEmpty {
+      progress = false
+      var position = 0
+      while position < pendingInserts.count {
+        let pending = pendingInserts[position]
+        if let origin = pending.origin, !isIntegrated(origin) {
+          position += 1
+          continue
+        }
+        pendingInserts.remove(at: position)
+        integrate(pending, changes: &changes)
+        progress = true
+      }
+    }
+  }
+
+  /// Places a run of new items whose origin is integrated (or the head).
+  private mutating func integrate(_ insert: RGADelta.Insert, changes: inout [TextChange]) {
+    var leaf = order[0]
+    var slot = 0
+    if let origin = insert.origin, let found = locate(origin) {
+      let originRun = leaves[found.leaf].runs[found.run]
+      // A child older than its parent would break the order's invariants: ignore it.
+      guard originRun.lamport + UInt64(found.offset) < insert.lamport else { return }
+      if found.offset + 1 < originRun.length {
+        splitRun(leaf: found.leaf, run: found.run, at: found.offset + 1)
+      }
+      leaf = found.leaf
+      slot = found.run + 1
+    }
+    // Skip the sibling subtrees that sort first: every item in them has a larger
+    // (lamport, replica) than the new run, and the first smaller one ends the scan.
+    let key = (insert.lamport, insert.id.replica, insert.id.counter)
+    var rank = rankOfLeaf[leaf]
+    scan: while true {
+      let runs = leaves[leaf].runs
+      while slot < runs.count {
+        let run = runs[slot]
+        if (run.lamport, run.replica, run.counter) < key { break scan }
+        slot += 1
+      }
+      guard rank + 1 < order.count else { break }
+      rank += 1
+      leaf = order[rank]
+      slot = 0
+    }
+    let (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
+    let start = content.count
+    content.append(contentsOf: insert.scalars)
+    let length = insert.scalars.count
+    let utf16 = utf16Length(start..<start + length)
+    let run = Run(
+      replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
+      origin: insert.origin, contentStart: start, length: length, utf16: utf16, deleted: false)
+    insertRun(run, leaf: leaf, at: slot)
+    changes.append(
+      TextChange(
+        kind: .insert, scalarRange: scalarOffset..<scalarOffset + length,
+        utf16Range: utf16Offset..<utf16Offset + utf16))
+    if !unresolvedDeletes.isEmpty {
+      resolveDeletes(
+        TargetRange(
+          replica: insert.id.replica, lower: insert.id.counter,
+          upper: insert.id.counter + UInt64(length)), changes: &changes)
+    }
+  }
+
+  /// Applies the buffered deletes whose targets lie in `range`, which just arrived.
+  private mutating func resolveDeletes(_ range: TargetRange, changes: inout [TextChange]) {
+    var remaining: [TargetRange] = []
+    var resolved: [TargetRange] = []
+    for target in unresolvedDeletes {
+      guard target.replica == range.replica, target.lower < range.upper,
+        range.lower < target.upper
+      else {
+        remaining.append(target)
+        continue
+      }
+      let lower = Swift.max(target.lower, range.lower)
+      let upper = Swift.min(target.upper, range.upper)
+      resolved.append(TargetRange(replica: target.replica, lower: lower, upper: upper))
+      if target.lower < lower {
+        remaining.append(TargetRange(replica: target.replica, lower: target.lower, upper: lower))
+      }
+      if upper < target.upper {
+        remaining.append(TargetRange(replica: target.replica, lower: upper, upper: target.upper))
+      }
+    }
+    unresolvedDeletes = remaining
+    for target in resolved { deleteTargets(target, changes: &changes) }
+  }
+
+  private mutating func receive(_ delete: RGADelta.Delete, changes: inout [TextChange]) {
+    guard delete.isWellFormed else { return }
+    for part in newDeleteParts(delete) {
+      appendToDeleteLog(part)
+      deleteTargets(part.targetRange, changes: &changes)
+    }
+  }
+
+  /// Deletes the items of `target` that are integrated and buffers the others.
+  private mutating func deleteTargets(_ target: TargetRange, changes: inout [TextChange]) {
+    let missing =
+      index[target.replica]?.missing(target.lower, target.upper) ?? [target.lower..<target.upper]
+    for range in missing {
+      unresolvedDeletes.append(
+        TargetRange(replica: target.replica, lower: range.lowerBound, upper: range.upperBound))
+    }
+    var cursor = target.lower
+    while cursor < target.upper {
+      let dot = Dot(replica: target.replica, counter: cursor)
+      guard let found = locate(dot) else {
+        // Not integrated: skip to the next integrated counter.
+        let next = missing.first { $0.contains(cursor) }?.upperBound ?? target.upper
+        cursor = Swift.max(next, cursor + 1)
+        continue
+      }
+      let run = leaves[found.leaf].runs[found.run]
+      let length = Int(Swift.min(target.upper - cursor, UInt64(run.length - found.offset)))
+      if !run.deleted {
+        let (scalarOffset, utf16Offset) = visibleOffsets(leaf: found.leaf, run: found.run)
+        let before = run.contentStart + found.offset
+        let start = scalarOffset + found.offset
+        let startUTF16 = utf16Offset + utf16Length(run.contentStart..<before)
+        let removedUTF16 = utf16Length(before..<before + length)
+        markDeleted(leaf: found.leaf, run: found.run, offset: found.offset, length: length)
+        changes.append(
+          TextChange(
+            kind: .delete, scalarRange: start..<start + length,
+            utf16Range: startUTF16..<startUTF16 + removedUTF16))
+      }
+      cursor += UInt64(length)
+    }
+  }
+}

@@ -1,0 +1,286 @@
+/// One replica's integrated ids: sorted, disjoint counter ranges, each naming the leaf
+/// that holds it. Adjacent ranges in the same leaf are joined.
+struct ReplicaIndex: Sendable, Equatable {
+  struct Entry: Sendable, Equatable {
+    var lower: UInt64
+    var upper: UInt64
+    var leaf: Int
+  }
+
+  var entries: [Entry] = []
+
+  /// The position of the entry holding `counter`, if any.
+  func entryIndex(containing counter: UInt64) -> Int? {
+    var low = 0
+    var high = entries.count
+    while low < high {
+      let middle = (low + high) / 2
+      if entries[middle].upper <= counter { low = middle + 1 } else { high = middle }
+    }
+    guard low < entries.count, entries[low].lower <= counter else { return nil }
+    return low
+  }
+
+  func leaf(containing counter: UInt64) -> Int? {
+    entryIndex(containing: counter).map { entries[$0].leaf }
+  }
+
+  /// The first entry whose upper bound is above `counter`.
+  func firstEntry(endingAfter counter: UInt64) -> Int {
+    var low = 0
+    var high = entries.count
+    while low < high {
+      let middle = (low + high) / 2
+      if entries[middle].upper <= counter { low = middle + 1 } else { high = middle }
+    }
+    return low
+  }
+
+  /// The parts of `lower..<upper` that are not indexed.
+  func missing(_ lower: UInt64, _ upper: UInt64) -> [Range<UInt64>] {
+    var result: [Range<UInt64>] = []
+    var cursor = lower
+    var position = firstEntry(endingAfter: lower)
+    while cursor < upper {
+      guard position < entries.count, entries[position].lower < upper else {
+        result.append(cursor..<upper)
+        break
+      }
+      let entry = entries[position]
+      if entry.lower > cursor { result.append(cursor..<entry.lower) }
+      cursor = Swift.max(cursor, entry.upper)
+      position += 1
+    }
+    return result
+  }
+
+  /// Records that `lower..<upper` lives in `leaf`.
+  mutating func assign(_ lower: UInt64, _ upper: UInt64, to leaf: Int) {
+    if let last = entries.last {
+      if last.upper <= lower {
+        if last.upper == lower && last.leaf == leaf {
+          entries[entries.count - 1].upper = upper
+        } else {
+          entries.append(Entry(lower: lower, upper: upper, leaf: leaf))
+        }
+        return
+      }
+    } else {
+      entries.append(Entry(lower: lower, upper: upper, leaf: leaf))
+      return
+    }
+    let first = firstEntry(endingAfter: lower)
+    var end = first
+    var replacement: [Entry] = []
+    if first < entries.count, entries[first].lower < lower {
+      replacement.append(
+        Entry(lower: entries[first].lower, upper: lower, leaf: entries[first].leaf))
+    }
+    var tail: Entry?
+    while end < entries.count, entries[end].lower < upper {
+      if entries[end].upper > upper {
+        tail = Entry(lower: upper, upper: entries[end].upper, leaf: entries[end].leaf)
+      }
+      end += 1
+    }
+    replacement.append(Entry(lower: lower, upper: upper, leaf: leaf))
+    if let tail { replacement.append(tail) }
+    // Join with the neighbours where the leaf and the counters line up.
+    var start = first
+    if start > 0, entries[start - 1].upper == replacement[0].lower,
+      entries[start - 1].leaf == replacement[0].leaf
+    {
+      replacement[0].lower = entries[start - 1].lower
+      start -= 1
+    }
+    if end < entries.count, let last = replacement.last, entries[end].lower == last.upper,
+      entries[end].leaf == last.leaf
+    {
+      replacement[replacement.count - 1].upper = entries[end].upper
+      end += 1
+    }
+    var joined: [Entry] = []
+    for entry in replacement {
+      if let previous = joined.last, previous.upper == entry.lower, previous.leaf == entry.leaf {
+        joined[joined.count - 1].upper = entry.upper
+      } else {
+        joined.append(entry)
+      }
+    }
+    entries.replaceSubrange(start..<end, with: joined)
+  }
+}
+
+extension RGA {
+  /// Where an item sits: leaf id, run position in the leaf, offset in the run.
+  struct ItemLocation {
+    var leaf: Int
+    var run: Int
+    var offset: Int
+  }
+
+  /// The item at visible position `position`, which must be below `count`.
+  func locateVisible(_ position: Int) -> ItemLocation {
+    let (rank, remainder) = visibleSums.search(position)
+    let leafID = order[Swift.min(rank, order.count - 1)]
+    var rest = remainder
+    let runs = leaves[leafID].runs
+    for index in runs.indices where !runs[index].deleted {
+      if rest < runs[index].length { return ItemLocation(leaf: leafID, run: index, offset: rest) }
+      rest -= runs[index].length
+    }
+    // Unreachable while the counts are consistent (checked by `_checkInvariants`).
+    return ItemLocation(leaf: leafID, run: Swift.max(0, runs.count - 1), offset: 0)
+  }
+
+  /// The integrated item `dot`, if any.
+  func locate(_ dot: Dot) -> ItemLocation? {
+    guard let leafID = index[dot.replica]?.leaf(containing: dot.counter) else { return nil }
+    let runs = leaves[leafID].runs
+    for position in runs.indices where runs[position].contains(dot) {
+      return ItemLocation(
+        leaf: leafID, run: position, offset: Int(dot.counter - runs[position].counter))
+    }
+    return nil
+  }
+
+  func isIntegrated(_ dot: Dot) -> Bool {
+    index[dot.replica]?.entryIndex(containing: dot.counter) != nil
+  }
+
+  /// The visible scalar and UTF-16 offsets of the start of run `run` of leaf `leaf`.
+  func visibleOffsets(leaf: Int, run: Int) -> (scalars: Int, utf16: Int) {
+    let rank = rankOfLeaf[leaf]
+    var scalars = visibleSums.prefix(rank)
+    var utf16 = utf16Sums.prefix(rank)
+    let runs = leaves[leaf].runs
+    for position in 0..<run {
+      scalars += runs[position].visibleLength
+      utf16 += runs[position].visibleUTF16
+    }
+    return (scalars, utf16)
+  }
+
+  /// UTF-16 code units of `content[range]`.
+  func utf16Length(_ range: Range<Int>) -> Int {
+    var total = 0
+    for position in range { total += content[position].value > 0xFFFF ? 2 : 1 }
+    return total
+  }
+
+  /// Whether `right` continues `left` exactly, so the two can be one run.
+  func canJoin(_ left: Run, _ right: Run) -> Bool {
+    let length = UInt64(left.length)
+    return left.replica == right.replica && left.counter + length == right.counter
+      && left.lamport + length == right.lamport && left.deleted == right.deleted
+      && left.contentStart + left.length == right.contentStart
+      && right.origin == Dot(replica: left.replica, counter: left.counter + length - 1)
+  }
+
+  /// Splits run `run` of leaf `leaf` so that a new run starts at `offset`.
+  mutating func splitRun(leaf: Int, run: Int, at offset: Int) {
+    let original = leaves[leaf].runs[run]
+    let step = UInt64(offset)
+    var right = original
+    right.counter += step
+    right.lamport += step
+    right.origin = Dot(replica: original.replica, counter: original.counter + step - 1)
+    right.contentStart += offset
+    right.length -= offset
+    if original.utf16 != original.length {
+      right.utf16 = utf16Length(right.contentStart..<right.contentStart + right.length)
+    } else {
+      right.utf16 = right.length
+    }
+    leaves[leaf].runs[run].length = offset
+    leaves[leaf].runs[run].utf16 = original.utf16 - right.utf16
+    leaves[leaf].runs.insert(right, at: run + 1)
+  }
+
+  /// Inserts the new items `run` at position `position` of leaf `leaf`, joining it to the
+  /// run before when it continues it, and keeps counts and index current.
+  mutating func insertRun(_ run: Run, leaf: Int, at position: Int) {
+    if position > 0, canJoin(leaves[leaf].runs[position - 1], run) {
+      leaves[leaf].runs[position - 1].length += run.length
+      leaves[leaf].runs[position - 1].utf16 += run.utf16
+    } else {
+      leaves[leaf].runs.insert(run, at: position)
+    }
+    adjustCounts(leaf: leaf, scalars: run.visibleLength, utf16: run.visibleUTF16)
+    index[run.replica, default: ReplicaIndex()].assign(
+      run.counter, run.counter + UInt64(run.length), to: leaf)
+    splitLeafIfNeeded(leaf)
+  }
+
+  mutating func adjustCounts(leaf: Int, scalars: Int, utf16: Int) {
+    guard scalars != 0 || utf16 != 0 else { return }
+    leaves[leaf].visible += scalars
+    leaves[leaf].utf16 += utf16
+    let rank = rankOfLeaf[leaf]
+    visibleSums.add(scalars, at: rank)
+    utf16Sums.add(utf16, at: rank)
+    count += scalars
+    utf16Count += utf16
+  }
+
+  /// Marks `length` items of run `run` of leaf `leaf`, from `offset`, as deleted. The run
+  /// must be visible.
+  mutating func markDeleted(leaf: Int, run: Int, offset: Int, length: Int) {
+    var position = run
+    if offset > 0 {
+      splitRun(leaf: leaf, run: position, at: offset)
+      position += 1
+    }
+    if length < leaves[leaf].runs[position].length {
+      splitRun(leaf: leaf, run: position, at: length)
+    }
+    leaves[leaf].runs[position].deleted = true
+    let removed = leaves[leaf].runs[position]
+    adjustCounts(leaf: leaf, scalars: -removed.length, utf16: -removed.utf16)
+    // Tombstones next to each other that continue one another become one run again.
+    if position + 1 < leaves[leaf].runs.count,
+      canJoin(leaves[leaf].runs[position], leaves[leaf].runs[position + 1])
+    {
+      let next = leaves[leaf].runs.remove(at: position + 1)
+      leaves[leaf].runs[position].length += next.length
+      leaves[leaf].runs[position].utf16 += next.utf16
+    }
+    if position > 0, canJoin(leaves[leaf].runs[position - 1], leaves[leaf].runs[position]) {
+      let current = leaves[leaf].runs.remove(at: position)
+      leaves[leaf].runs[position - 1].length += current.length
+      leaves[leaf].runs[position - 1].utf16 += current.utf16
+    }
+    splitLeafIfNeeded(leaf)
+  }
+
+  /// Splits a leaf that holds too many runs into two halves.
+  mutating func splitLeafIfNeeded(_ leaf: Int) {
+    guard leaves[leaf].runs.count > Self.maxRunsPerLeaf else { return }
+    let half = leaves[leaf].runs.count / 2
+    var moved = Leaf()
+    moved.runs = Array(leaves[leaf].runs[half...])
+    leaves[leaf].runs.removeSubrange(half...)
+    for run in moved.runs {
+      moved.visible += run.visibleLength
+      moved.utf16 += run.visibleUTF16
+    }
+    leaves[leaf].visible -= moved.visible
+    leaves[leaf].utf16 -= moved.utf16
+    let newID = leaves.count
+    leaves.append(moved)
+    let rank = rankOfLeaf[leaf] + 1
+    order.insert(newID, at: rank)
+    rankOfLeaf.append(0)
+    for position in rank..<order.count { rankOfLeaf[order[position]] = position }
+    rebuildSums()
+    for run in moved.runs {
+      index[run.replica, default: ReplicaIndex()].assign(
+        run.counter, run.counter + UInt64(run.length), to: newID)
+    }
+  }
+
+  mutating func rebuildSums() {
+    visibleSums = FenwickTree(values: order.map { leaves[$0].visible })
+    utf16Sums = FenwickTree(values: order.map { leaves[$0].utf16 })
+  }
+}

@@ -1,0 +1,260 @@
+/// A replicated growable array of Unicode scalars: the text sequence CRDT behind note
+/// bodies.
+///
+/// ## Semantics
+///
+/// Every inserted scalar has an id, a ``Dot`` handed out by its replica, and names its
+/// *origin*: the id of the scalar it was typed after, or the head of the text. The text
+/// is the pre-order walk of the tree in which each scalar hangs under its origin.
+/// Siblings (concurrent inserts at the same origin) are ordered by descending
+/// `(lamport, replica)`, where `lamport` is a Lamport number stored with every scalar:
+/// a local insert's first scalar gets one more than the largest Lamport number the text
+/// has seen, the following scalars of the same insert consecutive values. A scalar
+/// typed after seeing another one at the same origin therefore lands in front of it,
+/// and two runs typed concurrently at the same place never interleave: every scalar of
+/// a run hangs under its predecessor, so a whole run sorts as one subtree.
+///
+/// Deleting a scalar leaves a tombstone, so later inserts can still name it as their
+/// origin. Every deleted scalar gets its own delete dot, which makes
+/// ``delta(since:)`` exact: a peer receives the deletes it lacks, never the whole
+/// delete history.
+///
+/// Remote deltas may arrive in any order, duplicated or split: ``apply(_:)`` integrates
+/// what it can and buffers inserts whose origin and deletes whose target are not there
+/// yet. The buffer is part of the state, so ``merge(_:)`` is a join (commutative,
+/// associative, idempotent) and equal histories compare equal whatever the delivery
+/// order.
+///
+/// ## Example
+///
+/// ```swift
+/// let a = ReplicaID(rawValue: 1), b = ReplicaID(rawValue: 2)
+/// var left = RGA()
+/// let base = left.insert("ac".unicodeScalars, at: 0, firstDot: Dot(replica: a, counter: 1))
+/// var right = RGA()
+/// right.apply(base)
+/// let x = left.insert("b".unicodeScalars, at: 1, firstDot: Dot(replica: a, counter: 3))
+/// let y = right.insert("X".unicodeScalars, at: 1, firstDot: Dot(replica: b, counter: 1))
+/// left.apply(y)
+/// right.apply(x)
+/// // Both read "aXbc" or "abXc": the same on both sides, decided by (lamport, replica).
+/// ```
+///
+/// ## Positions
+///
+/// Positions count visible Unicode scalars. Out-of-range positions never trap: an
+/// insert position is clamped to `0...count` and a delete range to `0..<count`.
+///
+/// ## Layout and complexity
+///
+/// Consecutive scalars typed by one replica live in one *run* (split on demand), so a
+/// typed word costs one node. Runs sit in leaves of at most 64 runs; a Fenwick tree over
+/// the leaves, in document order, holds their visible scalar and UTF-16 counts, so a
+/// position is found in O(log n), and a per-replica sorted index maps id ranges to
+/// leaves, so an id is found in O(log n) as well. Content lives in one contiguous
+/// buffer. Nothing recurses. With n scalars (visible or not) and p buffered items:
+///
+/// - local insert and delete: O(log n) plus O(k) for k scalars; splitting a full leaf
+///   rebuilds the Fenwick tree in O(n / 64), once every 32 run insertions at most;
+/// - remote insert: O(log n) plus the runs of concurrent siblings it must skip;
+/// - ``delta(since:)``, ``dots``, ``merge(_:)``, `==`: O(n).
+public struct RGA: Sendable {
+  /// Runs per leaf before the leaf splits in two.
+  static let maxRunsPerLeaf = 64
+
+  /// Lamport numbers at or above this bound are rejected as malformed, so that local
+  /// inserts can always add to the largest one seen without overflowing.
+  static let lamportLimit: UInt64 = 1 << 62
+
+  /// Consecutive items of one replica: ids `counter..<counter+length`, Lamport numbers
+  /// `lamport..<lamport+length`; item `i > 0` has item `i - 1` as its origin.
+  struct Run: Sendable, Equatable {
+    var replica: ReplicaID
+    var counter: UInt64
+    var lamport: UInt64
+    /// The origin of the first item; `nil` is the head of the text.
+    var origin: Dot?
+    /// Where the run's scalars start in `content`.
+    var contentStart: Int
+    var length: Int
+    /// UTF-16 code units of the run's scalars.
+    var utf16: Int
+    var deleted: Bool
+
+    var visibleLength: Int { deleted ? 0 : length }
+    var visibleUTF16: Int { deleted ? 0 : utf16 }
+    var firstID: Dot { Dot(replica: replica, counter: counter) }
+    var lastID: Dot { Dot(replica: replica, counter: counter + UInt64(length - 1)) }
+
+    func contains(_ dot: Dot) -> Bool {
+      dot.replica == replica && dot.counter >= counter && dot.counter - counter < UInt64(length)
+    }
+  }
+
+  /// A node of the document: up to ``maxRunsPerLeaf`` runs in order.
+  struct Leaf: Sendable {
+    var runs: [Run] = []
+    var visible = 0
+    var utf16 = 0
+  }
+
+  /// Leaves by stable id (ids never change; a split appends a new leaf).
+  var leaves: [Leaf] = [Leaf()]
+  /// Leaf ids in document order.
+  var order: [Int] = [0]
+  /// For each leaf id, its position in `order`.
+  var rankOfLeaf: [Int] = [0]
+  /// Visible scalars per leaf, by rank.
+  var visibleSums = FenwickTree(count: 1)
+  /// Visible UTF-16 code units per leaf, by rank.
+  var utf16Sums = FenwickTree(count: 1)
+  /// Every scalar ever inserted, tombstones included, append-only.
+  var content: [Unicode.Scalar] = []
+  /// Per replica: which leaf holds each integrated id range.
+  var index: [ReplicaID: ReplicaIndex] = [:]
+  /// Per deleting replica: every delete known, sorted by delete dot.
+  var deleteLog: [ReplicaID: [RGADelta.Delete]] = [:]
+  /// Delete targets not integrated yet, as (replica, counters) pieces.
+  var unresolvedDeletes: [TargetRange] = []
+  /// Inserts waiting for their origin, without overlaps.
+  var pendingInserts: [RGADelta.Insert] = []
+  /// The largest Lamport number seen.
+  var maxLamport: UInt64 = 0
+
+  /// The number of visible scalars.
+  ///
+  /// - Complexity: O(1).
+  public internal(set) var count = 0
+
+  /// The number of UTF-16 code units of the visible text.
+  ///
+  /// - Complexity: O(1).
+  public internal(set) var utf16Count = 0
+
+  /// The empty text.
+  public init() {}
+
+  /// The visible text.
+  ///
+  /// - Complexity: O(n).
+  public var string: String {
+    var view = String.UnicodeScalarView()
+    for scalar in scalars { view.append(scalar) }
+    return String(view)
+  }
+
+  /// The visible scalars in order.
+  ///
+  /// - Complexity: O(n).
+  public var scalars: [Unicode.Scalar] {
+    var result: [Unicode.Scalar] = []
+    result.reserveCapacity(count)
+    for leafID in order {
+      for run in leaves[leafID].runs where !run.deleted {
+        result.append(contentsOf: content[run.contentStart..<run.contentStart + run.length])
+      }
+    }
+    return result
+  }
+
+  /// The number of buffered inserts and deletes (in scalars) not integrated yet.
+  ///
+  /// - Complexity: O(p).
+  public var pendingCount: Int {
+    var total = 0
+    for insert in pendingInserts { total += insert.scalars.count }
+    for target in unresolvedDeletes {
+      total += Int(clamping: target.upper - target.lower)
+    }
+    return total
+  }
+}
+
+/// A (replica, counters) range of items, `lower..<upper`.
+struct TargetRange: Sendable, Equatable {
+  var replica: ReplicaID
+  var lower: UInt64
+  var upper: UInt64
+}
+
+/// A change of the visible text, in the coordinates of the text right before it, so a
+/// user interface can replay the changes ``RGA/apply(_:)`` returns in order.
+public struct TextChange: Sendable, Equatable {
+  public enum Kind: Sendable, Equatable {
+    case insert
+    case delete
+  }
+
+  public var kind: Kind
+  /// The scalars inserted (in the text after the change) or removed (before it).
+  public var scalarRange: Range<Int>
+  /// The same range in UTF-16 code units.
+  public var utf16Range: Range<Int>
+
+  public init(kind: Kind, scalarRange: Range<Int>, utf16Range: Range<Int>) {
+    self.kind = kind
+    self.scalarRange = scalarRange
+    self.utf16Range = utf16Range
+  }
+}
+
+/// Prefix sums over the leaves in document order.
+struct FenwickTree: Sendable {
+  /// One-based implicit tree.
+  private var tree: [Int]
+
+  init(count: Int) {
+    tree = Array(repeating: 0, count: count + 1)
+  }
+
+  /// Rebuilds the tree over `values` in O(count).
+  init(values: [Int]) {
+    tree = [0] + values
+    let size = values.count
+    var index = 1
+    while index <= size {
+      let parent = index + (index & -index)
+      if parent <= size { tree[parent] += tree[index] }
+      index += 1
+    }
+  }
+
+  var count: Int { tree.count - 1 }
+
+  mutating func add(_ delta: Int, at rank: Int) {
+    var index = rank + 1
+    while index < tree.count {
+      tree[index] += delta
+      index += index & -index
+    }
+  }
+
+  /// The sum of the values at ranks `0..<rank`.
+  func prefix(_ rank: Int) -> Int {
+    var sum = 0
+    var index = rank
+    while index > 0 {
+      sum += tree[index]
+      index -= index & -index
+    }
+    return sum
+  }
+
+  /// The rank whose span holds `offset` (the first rank whose prefix through it exceeds
+  /// `offset`), and the offset inside it. Returns `count` when `offset` is past the end.
+  func search(_ offset: Int) -> (rank: Int, remainder: Int) {
+    var position = 0
+    var remainder = offset
+    var step = 1
+    while step * 2 <= count { step *= 2 }
+    while step > 0 {
+      let next = position + step
+      if next <= count, tree[next] <= remainder {
+        position = next
+        remainder -= tree[next]
+      }
+      step /= 2
+    }
+    return (position, remainder)
+  }
+}

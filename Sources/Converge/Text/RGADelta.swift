@@ -1,0 +1,190 @@
+/// The inserts and deletes one text sends another: what a local edit produced, or what a
+/// peer lacks (``RGA/delta(since:)``).
+///
+/// Deltas are idempotent and commute: applying one twice, or several in any order, gives
+/// the same state. ``merged(with:)`` joins deltas into one, so that
+/// `apply(a); apply(b)` equals `apply(a.merged(with: b))`.
+public struct RGADelta: Sendable, Equatable {
+  /// A run of scalars typed by one replica: ids `id.counter..<id.counter + scalars.count`
+  /// and Lamport numbers `lamport..<lamport + scalars.count`. The first scalar follows
+  /// `origin` (`nil`: the head of the text), every other one its predecessor.
+  public struct Insert: Sendable, Equatable {
+    public var id: Dot
+    public var lamport: UInt64
+    public var origin: Dot?
+    public var scalars: [Unicode.Scalar]
+
+    public init(id: Dot, lamport: UInt64, origin: Dot?, scalars: [Unicode.Scalar]) {
+      self.id = id
+      self.lamport = lamport
+      self.origin = origin
+      self.scalars = scalars
+    }
+
+    /// The part of the run from `offset`, `length` scalars long.
+    func slice(from offset: Int, length: Int) -> Insert {
+      if offset == 0 && length == scalars.count { return self }
+      let step = UInt64(offset)
+      return Insert(
+        id: Dot(replica: id.replica, counter: id.counter + step),
+        lamport: lamport + step,
+        origin: offset == 0 ? origin : Dot(replica: id.replica, counter: id.counter + step - 1),
+        scalars: Array(scalars[offset..<offset + length]))
+    }
+
+    /// Whether `next` continues this run exactly.
+    func isContinued(by next: Insert) -> Bool {
+      let length = UInt64(scalars.count)
+      return next.id.replica == id.replica && next.id.counter == id.counter + length
+        && next.lamport == lamport + length
+        && next.origin == Dot(replica: id.replica, counter: id.counter + length - 1)
+    }
+  }
+
+  /// Deletes made by one replica with consecutive delete dots
+  /// `dot.counter..<dot.counter + count`. The delete dot `dot.counter + i` removes the
+  /// scalar `target.counter + i` (ascending) or `target.counter - i` (descending, as a
+  /// run of backspaces does) of replica `target.replica`.
+  public struct Delete: Sendable, Equatable {
+    public var dot: Dot
+    public var target: Dot
+    public var count: UInt64
+    public var isDescending: Bool
+
+    public init(dot: Dot, target: Dot, count: UInt64, isDescending: Bool) {
+      self.dot = dot
+      self.target = target
+      self.count = count
+      self.isDescending = count > 1 && isDescending
+    }
+
+    /// The target of the `offset`-th delete dot.
+    func target(at offset: UInt64) -> UInt64 {
+      isDescending ? target.counter - offset : target.counter + offset
+    }
+
+    /// The deleted counters as an ascending half-open range.
+    var targetRange: TargetRange {
+      let lower = isDescending ? target.counter - (count - 1) : target.counter
+      return TargetRange(replica: target.replica, lower: lower, upper: lower + count)
+    }
+
+    func slice(from offset: UInt64, count length: UInt64) -> Delete {
+      Delete(
+        dot: Dot(replica: dot.replica, counter: dot.counter + offset),
+        target: Dot(replica: target.replica, counter: target(at: offset)),
+        count: length, isDescending: isDescending)
+    }
+
+    /// Checked validity: counters at least 1, no range running past `UInt64.max`.
+    var isWellFormed: Bool {
+      guard count > 0, dot.counter > 0, target.counter > 0 else { return false }
+      let (dotEnd, dotOverflow) = dot.counter.addingReportingOverflow(count)
+      guard !dotOverflow, dotEnd > dot.counter else { return false }
+      if isDescending { return target.counter >= count }
+      let (_, targetOverflow) = target.counter.addingReportingOverflow(count)
+      return !targetOverflow
+    }
+
+    /// This delete followed by `next` as one run, if their dots and targets line up.
+    func joined(with next: Delete) -> Delete? {
+      guard next.dot.replica == dot.replica, next.dot.counter == dot.counter &+ count,
+        next.target.replica == target.replica
+      else { return nil }
+      let last = target(at: count - 1)
+      if count == 1 || !isDescending, next.count == 1 || !next.isDescending,
+        last < .max, next.target.counter == last + 1
+      {
+        return Delete(dot: dot, target: target, count: count + next.count, isDescending: false)
+      }
+      if count == 1 || isDescending, next.count == 1 || next.isDescending,
+        last > 1, next.target.counter == last - 1
+      {
+        return Delete(dot: dot, target: target, count: count + next.count, isDescending: true)
+      }
+      return nil
+    }
+  }
+
+  /// Insert runs, sorted by Lamport number so that origins come before their children.
+  public internal(set) var inserts: [Insert]
+  /// Delete runs, sorted by delete dot.
+  public internal(set) var deletes: [Delete]
+
+  /// The empty delta.
+  public init() {
+    inserts = []
+    deletes = []
+  }
+
+  /// A delta holding the given runs, in any order.
+  public init(inserts: [Insert], deletes: [Delete]) {
+    self.inserts = inserts
+    self.deletes = deletes
+    normalize()
+  }
+
+  public var isEmpty: Bool { inserts.isEmpty && deletes.isEmpty }
+
+  /// Adds everything `other` holds.
+  ///
+  /// - Complexity: O(d log d) for d runs in both deltas.
+  public mutating func merge(_ other: RGADelta) {
+    inserts.append(contentsOf: other.inserts)
+    deletes.append(contentsOf: other.deletes)
+    normalize()
+  }
+
+  /// This delta joined with `other`.
+  public func merged(with other: RGADelta) -> RGADelta {
+    var result = self
+    result.merge(other)
+    return result
+  }
+
+  /// Sorts the runs, drops exact duplicates and joins runs that continue each other.
+  mutating func normalize() {
+    inserts.sort { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
+    var joinedInserts: [Insert] = []
+    joinedInserts.reserveCapacity(inserts.count)
+    for insert in inserts where !insert.scalars.isEmpty {
+      if let last = joinedInserts.last {
+        if last == insert { continue }
+        if last.isContinued(by: insert) {
+          joinedInserts[joinedInserts.count - 1].scalars.append(contentsOf: insert.scalars)
+          continue
+        }
+      }
+      joinedInserts.append(insert)
+    }
+    inserts = joinedInserts
+    deletes.sort { ($0.dot, $0.target) < ($1.dot, $1.target) }
+    var joinedDeletes: [Delete] = []
+    joinedDeletes.reserveCapacity(deletes.count)
+    for delete in deletes where delete.count > 0 {
+      if let last = joinedDeletes.last {
+        if last == delete { continue }
+        if let joined = last.joined(with: delete) {
+          joinedDeletes[joinedDeletes.count - 1] = joined
+          continue
+        }
+      }
+      joinedDeletes.append(delete)
+    }
+    deletes = joinedDeletes
+  }
+}
+
+extension RGADelta.Insert: CustomStringConvertible {
+  public var description: String {
+    var text = String.UnicodeScalarView()
+    text.append(contentsOf: scalars)
+    return "+\(id)#\(lamport)<\(origin.map { "\($0)" } ?? "head")>\"\(String(text))\""
+  }
+}
+
+extension RGADelta.Delete: CustomStringConvertible {
+  public var description: String {
+    "-\(dot)x\(count)->\(target)\(isDescending ? "desc" : "")"
+  }
+}

@@ -1,0 +1,129 @@
+import Converge
+import Foundation
+
+/// `converge replay`: applies every patch of a sequential trace through a ``Text`` with
+/// one replica, checks the result against `endContent` and prints timings.
+enum ReplayCommand {
+  struct Options {
+    var path: String
+    var json = false
+    var iterations = 5
+  }
+
+  static func parse(_ arguments: [String]) -> Options? {
+    var path: String?
+    var json = false
+    var iterations = 5
+    var rest = arguments[...]
+    while let argument = rest.popFirst() {
+      switch argument {
+      case "--json":
+        json = true
+      case "--iterations":
+        guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return nil }
+        iterations = value
+      default:
+        guard path == nil, !argument.hasPrefix("-") else { return nil }
+        path = argument
+      }
+    }
+    guard let path else { return nil }
+    return Options(path: path, json: json, iterations: iterations)
+  }
+
+  static func run(_ arguments: [String]) -> Int32 {
+    guard let options = parse(arguments) else {
+      FileHandleOutput.error("usage: converge replay <trace.json[.gz]> [--json] [--iterations N]")
+      return 2
+    }
+    let trace: Trace
+    do {
+      trace = try TraceLoader.load(path: options.path)
+    } catch {
+      FileHandleOutput.error("error: \(error)")
+      return 1
+    }
+    var timings: [Double] = []
+    var matches = true
+    var finalLength = 0
+    var memoryGrowth = 0
+    for iteration in 0..<options.iterations {
+      MemoryProbe.resetHighWaterMark()
+      let residentBefore = MemoryProbe.residentSet()
+      let clock = ContinuousClock()
+      var text = Text(replica: ReplicaID(rawValue: 1))
+      let start = clock.now
+      text = replay(trace, into: text)
+      let elapsed = clock.now - start
+      let components = elapsed.components
+      timings.append(
+        Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15)
+      if iteration == 0 {
+        // The first run's peak: the high-water mark, reset before the run, over the
+        // resident set before it.
+        memoryGrowth = Swift.max(0, MemoryProbe.highWaterMark() - residentBefore)
+        let result = text.string
+        matches = result == trace.endContent
+        finalLength = text.count
+      }
+    }
+    let sorted = timings.sorted()
+    let best = sorted[0]
+    let median = sorted[sorted.count / 2]
+    let edits = trace.patches.count
+    let name = URL(fileURLWithPath: options.path).lastPathComponent
+    if options.json {
+      let fields: [(String, String)] = [
+        ("trace", "\"\(name)\""),
+        ("edits", "\(edits)"),
+        ("final_length", "\(finalLength)"),
+        ("matches_end_content", matches ? "true" : "false"),
+        ("replay_ms", format(best)),
+        ("median_ms", format(median)),
+        ("iterations", "\(options.iterations)"),
+        ("edits_per_second", "\(Int(Double(edits) / (best / 1000)))"),
+        ("peak_memory_growth_bytes", "\(memoryGrowth)"),
+        ("peak_rss_bytes", "\(MemoryProbe.highWaterMark())"),
+      ]
+      print("{" + fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
+    } else {
+      print("trace:            \(name)")
+      print("edits:            \(edits)")
+      print("final length:     \(finalLength) scalars")
+      print("matches end:      \(matches)")
+      print("replay:           best \(format(best)) ms, median \(format(median)) ms")
+      print("                  (\(options.iterations) iterations)")
+      print("edits per second: \(Int(Double(edits) / (best / 1000)))")
+      print("peak mem growth:  \(memoryGrowth / 1024) KiB (first run, VmHWM over VmRSS)")
+      print("peak RSS:         \(MemoryProbe.highWaterMark() / 1024) KiB (whole process)")
+    }
+    if !matches {
+      FileHandleOutput.error("error: the replayed text differs from endContent")
+      return 1
+    }
+    return 0
+  }
+
+  @inline(never)
+  static func replay(_ trace: Trace, into text: Text) -> Text {
+    var text = text
+    if !trace.startContent.isEmpty { text.insert(trace.startContent, at: 0) }
+    for patch in trace.patches {
+      text.edit(
+        at: patch.position, deleting: patch.deleted,
+        inserting: trace.scalars[patch.insertStart..<patch.insertEnd])
+    }
+    return text
+  }
+
+  static func format(_ milliseconds: Double) -> String {
+    let hundredths = (milliseconds * 100).rounded()
+    return "\(Int(hundredths) / 100).\(String(Int(hundredths) % 100).leftPadded(to: 2))"
+  }
+}
+
+extension String {
+  fileprivate func leftPadded(to width: Int) -> String {
+    count >= width ? self : String(repeating: "0", count: width - count) + self
+  }
+}
