@@ -1,0 +1,214 @@
+/// The replicated state of an app's data: entities keyed by type and id, each a set of
+/// named fields that merge independently.
+///
+/// A field is a last-writer-wins register (a title, a due date, a flag), an add-wins set
+/// (tags) or RGA text (a note body). Because each field merges on its own, two devices
+/// that edit different fields of one record offline both keep their edit, and two that
+/// edit the same field agree on the later write by hybrid logical clock, with no prompt.
+///
+/// ```swift
+/// var phone = Replica()
+/// var laptop = Replica()
+/// let created = try phone.transact { tx in
+///   tx.setValue("Groceries", for: "title", of: list)
+/// }
+/// laptop.apply(created.delta)
+/// let onLaptop = try laptop.transact { tx in tx.insert("pinned", into: "tags", of: list) }
+/// let onPhone = try phone.transact { tx in tx.setValue("Shopping", for: "title", of: list) }
+/// phone.apply(onLaptop.delta)
+/// laptop.apply(onPhone.delta)
+/// // Both: title "Shopping", tags ["pinned"].
+/// ```
+///
+/// ## Presence and deletion
+/// Every event on an entity (creation, a field write, a set change, typing) advances the
+/// entity's version; a delete records the version it observed. The entity is visible
+/// while it has an event its deleters did not see. A delete therefore beats the edits it
+/// saw, and an edit made concurrently with a delete keeps the entity alive with all its
+/// fields: deletion never removes field data, so nothing comes back partially.
+///
+/// ## One causal context
+/// The whole document shares one ``CausalContext``: every dot of every entity, field,
+/// element, character and deletion is recorded there. Per-key contexts would forget the
+/// removals of a key when it is re-created and bring old data back.
+///
+/// - Complexity: reading an entity or field is O(1) expected. ``apply(_:)`` is
+///   O(d log n) for a delta of size d; ``delta(since:)`` is O(e + d) for e entities.
+public struct Document: Sendable {
+  /// Every event this document has integrated.
+  public internal(set) var context: CausalContext
+  var entities: [EntityKey: EntityRecord]
+
+  /// An empty document.
+  public init() {
+    context = CausalContext()
+    entities = [:]
+  }
+}
+
+/// One entity: its presence and its fields.
+struct EntityRecord: Sendable, Equatable {
+  /// `added`: the entity's latest event per replica; `removed`: what deletes observed.
+  var presence = Presence()
+  var fields: [String: FieldState] = [:]
+
+  var isVisible: Bool { presence.isPresent }
+}
+
+extension Document: Equatable {
+  /// Two documents are equal when they know the same events and hold the same entities.
+  public static func == (lhs: Document, rhs: Document) -> Bool {
+    lhs.context == rhs.context && lhs.entities == rhs.entities
+  }
+}
+
+// MARK: - Reading
+
+extension Document {
+  /// The visible entities' keys, sorted by type, then id.
+  public var keys: [EntityKey] {
+    entities.filter { $0.value.isVisible }.keys.sorted()
+  }
+
+  /// The keys of visible entities of `type`, sorted by id.
+  ///
+  /// - Complexity: O(e log e) for e entities in the document.
+  public func keys(ofType type: String) -> [EntityKey] {
+    entities.filter { $0.key.type == type && $0.value.isVisible }.keys.sorted()
+  }
+
+  /// Whether the entity exists and is not deleted.
+  public func contains(_ key: EntityKey) -> Bool {
+    entities[key]?.isVisible ?? false
+  }
+
+  /// The names of the fields the entity has, sorted; deleted entities keep theirs.
+  public func fieldNames(of key: EntityKey) -> [String] {
+    (entities[key]?.fields.keys).map { $0.sorted(by: fieldNameOrder) } ?? []
+  }
+
+  /// The kind of a field, or `nil` if the entity has no such field.
+  public func fieldKind(_ field: String, of key: EntityKey) -> FieldKind? {
+    entities[key]?.fields[field]?.kind
+  }
+
+  /// The current value of a register field, or `nil` if it was never written.
+  public func value(of field: String, in key: EntityKey) -> FieldValue? {
+    guard case .register(let register)? = entities[key]?.fields[field] else { return nil }
+    return register.value
+  }
+
+  /// The elements of a set field, sorted.
+  public func elements(of field: String, in key: EntityKey) -> [FieldValue] {
+    guard case .set(let elements)? = entities[key]?.fields[field] else { return [] }
+    return elements.filter { $0.value.isPresent }.keys.sorted()
+  }
+
+  /// The content of a text field (empty if it has none).
+  public func text(of field: String, in key: EntityKey) -> String {
+    guard case .text(let text)? = entities[key]?.fields[field] else { return "" }
+    return text.string
+  }
+
+  /// The RGA of a text field, for position conversions and fine-grained reads.
+  public func sequence(of field: String, in key: EntityKey) -> RGA? {
+    guard case .text(let text)? = entities[key]?.fields[field] else { return nil }
+    return text
+  }
+
+  /// Whether parts of received deltas wait for events that have not arrived yet.
+  public var hasPendingChanges: Bool {
+    entities.values.contains { record in
+      record.fields.values.contains { field in
+        if case .text(let text) = field { return text.pendingCount > 0 }
+        return false
+      }
+    }
+  }
+}
+
+// MARK: - Merging
+
+extension Document: Mergeable {
+  /// Joins another replica's document into this one.
+  ///
+  /// - Complexity: O(D log n) for the D dots of `other`.
+  public mutating func merge(_ other: Document) {
+    apply(other.delta(since: CausalContext()))
+  }
+}
+
+extension Document {
+  /// Integrates a delta from this or another replica and reports what became visible.
+  ///
+  /// Deltas may arrive in any order, more than once, and grouped: applying is a join.
+  /// Text whose dependencies have not arrived yet waits inside the document and is
+  /// integrated when they do.
+  ///
+  /// - Complexity: O(d log n) for a delta with d dots in a document of n elements.
+  @discardableResult
+  public mutating func apply(_ delta: DocumentDelta) -> DocumentChanges {
+    var recorder = ChangeRecorder()
+    apply(delta, recording: &recorder)
+    return recorder.finish(in: self)
+  }
+
+  /// Applies `delta`, noting what changed in `recorder`.
+  mutating func apply(_ delta: DocumentDelta, recording recorder: inout ChangeRecorder) {
+    for (key, entityDelta) in delta.entities {
+      recorder.noteBefore(key, in: self)
+      // Taken out so that text storage is uniquely referenced and edited in place.
+      var record = entities.removeValue(forKey: key) ?? EntityRecord()
+      record.presence.merge(entityDelta.presence)
+      for (name, fieldDelta) in entityDelta.fields {
+        let changes = Self.integrate(fieldDelta, into: &record, field: name)
+        recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
+      }
+      entities[key] = record
+    }
+    context.formUnion(delta.context)
+    #if CONVERGE_INTERNAL_CHECKS
+      _checkInvariants()
+    #endif
+  }
+
+  /// Joins one field's delta into an entity record.
+  private static func integrate(
+    _ fieldDelta: FieldDelta, into record: inout EntityRecord, field: String
+  ) -> (changed: Bool, text: [TextChange]) {
+    if let existing = record.fields[field], existing.kind != fieldDelta.kind {
+      // Two kinds under one name: the higher kind replaces the lower on every replica.
+      guard fieldDelta.kind > existing.kind else { return (false, []) }
+      record.fields[field] = nil
+    }
+    switch fieldDelta {
+    case .register(let incoming):
+      var register = LWWRegister<FieldValue>()
+      if case .register(let existing)? = record.fields[field] { register = existing }
+      let before = register.value
+      register.merge(incoming)
+      record.fields[field] = .register(register)
+      return (register.value != before, [])
+    case .set(let incoming):
+      var elements: [FieldValue: Presence] = [:]
+      if case .set(let existing)? = record.fields[field] { elements = existing }
+      var changed = false
+      for (value, presence) in incoming {
+        let before = elements[value]?.isPresent ?? false
+        elements[value, default: Presence()].merge(presence)
+        if elements[value]?.isPresent != before { changed = true }
+      }
+      record.fields[field] = .set(elements)
+      return (changed, [])
+    case .text(let incoming):
+      var text = RGA()
+      if case .text(let existing)? = record.fields[field] {
+        text = existing
+        record.fields[field] = nil  // keep the RGA's storage uniquely referenced
+      }
+      let changes = text.apply(incoming)
+      record.fields[field] = .text(text)
+      return (!changes.isEmpty, changes)
+    }
+  }
+}

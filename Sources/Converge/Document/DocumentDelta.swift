@@ -1,0 +1,106 @@
+/// A part of a ``Document`` that travels between replicas: the events of one transaction,
+/// or everything a peer lacks.
+///
+/// Deltas are idempotent and commutative: send them more than once, in any order, through
+/// any channel, and every replica that has applied the same set ends in the same state.
+/// Deltas join into groups with ``merging(_:)``, so a device that was offline can send
+/// one delta for a day of edits.
+public struct DocumentDelta: Sendable, Equatable {
+  /// The events the delta accounts for, including removals (seen dots it does not hold).
+  public internal(set) var context: CausalContext
+  var entities: [EntityKey: EntityDelta]
+
+  /// The empty delta.
+  public init() {
+    context = CausalContext()
+    entities = [:]
+  }
+
+  /// Whether the delta carries nothing.
+  public var isEmpty: Bool { context.isEmpty && entities.isEmpty }
+
+  /// The entities the delta touches, sorted.
+  public var keys: [EntityKey] { entities.keys.sorted() }
+
+  /// The latest register timestamp in the delta, for the receiving replica's clock.
+  var latestTimestamp: Timestamp? {
+    var latest: Timestamp?
+    for entity in entities.values {
+      for field in entity.fields.values {
+        if case .register(let register) = field, let stamp = register.stamp {
+          latest = Swift.max(latest ?? stamp.timestamp, stamp.timestamp)
+        }
+      }
+    }
+    return latest
+  }
+
+  /// Joins another delta into this one; applying the result equals applying both.
+  ///
+  /// - Complexity: O(k + d) for k entities and d entries in `other`.
+  public mutating func merge(_ other: DocumentDelta) {
+    for (key, incoming) in other.entities {
+      guard var existing = entities.removeValue(forKey: key) else {
+        entities[key] = incoming
+        continue
+      }
+      existing.presence.merge(incoming.presence)
+      for (name, field) in incoming.fields {
+        existing.fields[name] = existing.fields[name].map { $0.merged(with: field) } ?? field
+      }
+      entities[key] = existing
+    }
+    context.formUnion(other.context)
+  }
+
+  /// The join of the two deltas.
+  public func merging(_ other: DocumentDelta) -> DocumentDelta {
+    var result = self
+    result.merge(other)
+    return result
+  }
+}
+
+/// What a delta carries for one entity.
+struct EntityDelta: Sendable, Equatable {
+  /// The entity's versions (see ``Presence``), joined into the receiver's.
+  var presence = Presence()
+  var fields: [String: FieldDelta] = [:]
+}
+
+extension Document {
+  /// Exactly what a replica that knows `known` lacks: the entity versions, fields,
+  /// elements, characters and deletions whose events are not in `known`, and the context
+  /// difference. Every change, removals included, is an event with a dot of its own, so
+  /// nothing is re-sent that `known` already covers.
+  ///
+  /// Its size grows with the changes since `known`, not with the document's history.
+  ///
+  /// - Complexity: O(e + d) for e entities and d dots in the result.
+  public func delta(since known: CausalContext) -> DocumentDelta {
+    var delta = DocumentDelta()
+    delta.context = context.subtracting(known)
+    guard !delta.context.isEmpty else { return delta }
+    for (key, record) in entities {
+      var entityDelta = EntityDelta()
+      if record.presence.hasEvents(unknownTo: known) { entityDelta.presence = record.presence }
+      for (name, field) in record.fields {
+        switch field {
+        case .register(let register):
+          let missing = register.delta(since: known)
+          if missing.stamp != nil { entityDelta.fields[name] = .register(missing) }
+        case .set(let elements):
+          let missing = elements.filter { $0.value.hasEvents(unknownTo: known) }
+          if !missing.isEmpty { entityDelta.fields[name] = .set(missing) }
+        case .text(let text):
+          let missing = text.delta(since: known)
+          if !missing.isEmpty { entityDelta.fields[name] = .text(missing) }
+        }
+      }
+      if entityDelta != EntityDelta() {
+        delta.entities[key] = entityDelta
+      }
+    }
+    return delta
+  }
+}

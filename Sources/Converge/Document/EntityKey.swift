@@ -1,0 +1,33 @@
+/// Identifies an entity in a ``Document``: its type name and its id within that type.
+///
+/// Apps usually pick a UUID string as the id. Keying by type as well lets an app list
+/// "all notes" without scanning other types, and keeps ids of different types apart.
+public struct EntityKey: Hashable, Comparable, Sendable {
+  /// The entity's type name, e.g. `"note"`.
+  public var type: String
+  /// The entity's id within its type.
+  public var id: String
+
+  public init(type: String, id: String) {
+    self.type = type
+    self.id = id
+  }
+
+  /// Orders by type, then id, comparing Unicode scalars, so every device lists entities
+  /// in the same order whatever its locale.
+  public static func < (lhs: EntityKey, rhs: EntityKey) -> Bool {
+    if lhs.type != rhs.type {
+      return lhs.type.unicodeScalars.lexicographicallyPrecedes(rhs.type.unicodeScalars)
+    }
+    return lhs.id.unicodeScalars.lexicographicallyPrecedes(rhs.id.unicodeScalars)
+  }
+}
+
+extension EntityKey: CustomStringConvertible {
+  public var description: String { "\(type)/\(id)" }
+}
+
+/// Orders field names by their Unicode scalars, the same on every device.
+func fieldNameOrder(_ lhs: String, _ rhs: String) -> Bool {
+  lhs.unicodeScalars.lexicographicallyPrecedes(rhs.unicodeScalars)
+}

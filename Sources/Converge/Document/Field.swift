@@ -1,0 +1,112 @@
+/// The state of one field of an entity: a register, an add-wins set, or text.
+///
+/// A schema gives every field one kind. Should two app versions disagree (a field that
+/// was a register became text), the kinds are ranked register < set < text and the
+/// higher kind replaces the lower one on every replica, so merge stays a join.
+enum FieldState: Sendable, Equatable {
+  case register(LWWRegister<FieldValue>)
+  /// Every element ever added, with its add and remove versions (removed ones stay as
+  /// tombstones so a late add cannot resurrect them).
+  case set([FieldValue: Presence])
+  case text(RGA)
+
+  var kind: FieldKind {
+    switch self {
+    case .register: .register
+    case .set: .set
+    case .text: .text
+    }
+  }
+}
+
+/// The kind of a field, ranked for the rare case of two kinds under one name.
+public enum FieldKind: UInt8, Sendable, Comparable {
+  case register = 0
+  case set = 1
+  case text = 2
+
+  public static func < (lhs: FieldKind, rhs: FieldKind) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// What a delta carries for one field.
+enum FieldDelta: Sendable, Equatable {
+  case register(LWWRegister<FieldValue>)
+  case set([FieldValue: Presence])
+  case text(RGADelta)
+
+  var kind: FieldKind {
+    switch self {
+    case .register: .register
+    case .set: .set
+    case .text: .text
+    }
+  }
+
+  /// Joins two deltas for the same field (used when grouping deltas).
+  func merged(with other: FieldDelta) -> FieldDelta {
+    switch (self, other) {
+    case (.register(let a), .register(let b)):
+      return .register(a.merging(b))
+    case (.set(let a), .set(let b)):
+      return .set(a.merging(b) { $0.merging($1) })
+    case (.text(let a), .text(let b)):
+      return .text(a.merged(with: b))
+    default:
+      return other.kind > kind ? other : self
+    }
+  }
+}
+
+/// Add-wins presence of an entity or a set element, as two version vectors.
+///
+/// `added[r]` is the counter of replica r's latest add (for an entity: its latest event of
+/// any kind); `removed[r]` is what the latest removes had observed of r. The thing is
+/// present while some replica has an add its removers did not see:
+/// `added[r] > removed[r]` for some r. This gives the observed-remove semantics:
+/// - a remove removes the adds it observed, and only those;
+/// - an add concurrent with a remove wins, since its counter exceeds what the remove saw;
+/// - a remove that arrives before the add it observed still removes it;
+/// - a late or duplicated old add changes nothing (its counter is not a new maximum).
+///
+/// Each remove has a dot of its own, recorded in `removed` under the remover's replica.
+/// So every change, including a removal, is an event that ``Document/delta(since:)`` can
+/// name exactly, instead of re-sending every removal ever made.
+///
+/// - Complexity: O(r) for r replicas that touched the element.
+struct Presence: Sendable, Equatable {
+  var added = VersionVector()
+  var removed = VersionVector()
+
+  var isPresent: Bool {
+    added.entries.contains { $0.counter > removed[$0.replica] }
+  }
+
+  mutating func merge(_ other: Presence) {
+    added.merge(other.added)
+    removed.merge(other.removed)
+  }
+
+  func merging(_ other: Presence) -> Presence {
+    var result = self
+    result.merge(other)
+    return result
+  }
+
+  /// Whether some entry names an event that `known` lacks.
+  func hasEvents(unknownTo known: CausalContext) -> Bool {
+    added.entries.contains { !known.contains(Dot(replica: $0.replica, counter: $0.counter)) }
+      || removed.entries.contains { !known.contains(Dot(replica: $0.replica, counter: $0.counter)) }
+  }
+
+  /// The presence after a local add with `dot`.
+  static func add(_ dot: Dot) -> Presence {
+    Presence(added: VersionVector([dot.replica: dot.counter]))
+  }
+
+  /// The presence after a local remove with `dot` that observed `observed`.
+  static func remove(observing observed: Presence, dot: Dot) -> Presence {
+    var removed = observed.added
+    removed[dot.replica] = Swift.max(removed[dot.replica], dot.counter)
+    return Presence(added: VersionVector([dot.replica: dot.counter]), removed: removed)
+  }
+}

@@ -1,0 +1,114 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// A value stored in a register field or as an element of a set field.
+///
+/// The cases cover what offline-first apps store in their records: flags, numbers,
+/// names, dates, small blobs, and small nested records such as a board position
+/// `{x, y, column}`. Values compare structurally; doubles and dates compare by their bit
+/// patterns, so `NaN == NaN` and `0.0 != -0.0`. That makes equality, hashing and the
+/// wire encoding agree on every device, which a CRDT needs more than IEEE semantics.
+public enum FieldValue: Sendable {
+  case null
+  case bool(Bool)
+  case int(Int64)
+  case double(Double)
+  case string(String)
+  /// A point in time, stored as seconds since 2001 like `Date`.
+  case date(Date)
+  case bytes([UInt8])
+  /// A small nested record, e.g. a board position.
+  case record([String: FieldValue])
+}
+
+extension FieldValue: Hashable {
+  public static func == (lhs: FieldValue, rhs: FieldValue) -> Bool {
+    switch (lhs, rhs) {
+    case (.null, .null): true
+    case (.bool(let a), .bool(let b)): a == b
+    case (.int(let a), .int(let b)): a == b
+    case (.double(let a), .double(let b)): a.bitPattern == b.bitPattern
+    case (.string(let a), .string(let b)): a == b
+    case (.date(let a), .date(let b)):
+      a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
+    case (.bytes(let a), .bytes(let b)): a == b
+    case (.record(let a), .record(let b)): a == b
+    default: false
+    }
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(kindRank)
+    switch self {
+    case .null: break
+    case .bool(let value): hasher.combine(value)
+    case .int(let value): hasher.combine(value)
+    case .double(let value): hasher.combine(value.bitPattern)
+    case .string(let value): hasher.combine(value)
+    case .date(let value): hasher.combine(value.timeIntervalSinceReferenceDate.bitPattern)
+    case .bytes(let value): hasher.combine(value)
+    case .record(let value): hasher.combine(value)
+    }
+  }
+
+  /// The position of the case in the canonical order of kinds.
+  var kindRank: UInt8 {
+    switch self {
+    case .null: 0
+    case .bool: 1
+    case .int: 2
+    case .double: 3
+    case .string: 4
+    case .date: 5
+    case .bytes: 6
+    case .record: 7
+    }
+  }
+}
+
+extension FieldValue: Comparable {
+  /// A total order used to list set elements and record keys canonically: by kind, then
+  /// by value (strings by their Unicode scalars, doubles and dates by bit pattern).
+  public static func < (lhs: FieldValue, rhs: FieldValue) -> Bool {
+    if lhs.kindRank != rhs.kindRank { return lhs.kindRank < rhs.kindRank }
+    switch (lhs, rhs) {
+    case (.bool(let a), .bool(let b)): return !a && b
+    case (.int(let a), .int(let b)): return a < b
+    case (.double(let a), .double(let b)): return a.bitPattern < b.bitPattern
+    case (.string(let a), .string(let b)):
+      return a.unicodeScalars.lexicographicallyPrecedes(b.unicodeScalars)
+    case (.date(let a), .date(let b)):
+      return a.timeIntervalSinceReferenceDate.bitPattern
+        < b.timeIntervalSinceReferenceDate.bitPattern
+    case (.bytes(let a), .bytes(let b)): return a.lexicographicallyPrecedes(b)
+    case (.record(let a), .record(let b)):
+      let left = a.sorted { FieldValue.string($0.key) < FieldValue.string($1.key) }
+      let right = b.sorted { FieldValue.string($0.key) < FieldValue.string($1.key) }
+      return left.lexicographicallyPrecedes(right) { x, y in
+        x.key != y.key ? FieldValue.string(x.key) < FieldValue.string(y.key) : x.value < y.value
+      }
+    default: return false
+    }
+  }
+}
+
+extension FieldValue: CustomStringConvertible {
+  public var description: String {
+    switch self {
+    case .null: "null"
+    case .bool(let value): "\(value)"
+    case .int(let value): "\(value)"
+    case .double(let value): "\(value)"
+    case .string(let value): "\"\(value)\""
+    case .date(let value): "date(\(value.timeIntervalSince1970))"
+    case .bytes(let value): "bytes(\(value.count))"
+    case .record(let value):
+      "{"
+        + value.sorted { FieldValue.string($0.key) < FieldValue.string($1.key) }
+        .map { "\($0.key): \($0.value)" }.joined(separator: ", ") + "}"
+    }
+  }
+}

@@ -1,0 +1,109 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// A Swift type an app stores in a register field or a set field.
+///
+/// Conversions are total in one direction and partial in the other: every value becomes
+/// a ``FieldValue``, but a stored value of another kind (written by a different app
+/// version, say) converts back to `nil`, and the typed facade then uses the model's
+/// default instead of failing.
+///
+/// Enums with a raw value adopt it with no code:
+/// ```swift
+/// enum Status: String, FieldValueConvertible { case todo, doing, done }
+/// ```
+public protocol FieldValueConvertible: Sendable {
+  /// The value as stored in the document.
+  var fieldValue: FieldValue { get }
+  /// The Swift value for a stored value, or `nil` when the stored value does not fit.
+  init?(fieldValue: FieldValue)
+}
+
+extension String: FieldValueConvertible {
+  public var fieldValue: FieldValue { .string(self) }
+  public init?(fieldValue: FieldValue) {
+    guard case .string(let value) = fieldValue else { return nil }
+    self = value
+  }
+}
+
+extension Bool: FieldValueConvertible {
+  public var fieldValue: FieldValue { .bool(self) }
+  public init?(fieldValue: FieldValue) {
+    guard case .bool(let value) = fieldValue else { return nil }
+    self = value
+  }
+}
+
+extension Int64: FieldValueConvertible {
+  public var fieldValue: FieldValue { .int(self) }
+  public init?(fieldValue: FieldValue) {
+    guard case .int(let value) = fieldValue else { return nil }
+    self = value
+  }
+}
+
+extension Int: FieldValueConvertible {
+  public var fieldValue: FieldValue { .int(Int64(self)) }
+  public init?(fieldValue: FieldValue) {
+    guard case .int(let value) = fieldValue, let exact = Int(exactly: value) else { return nil }
+    self = exact
+  }
+}
+
+extension Double: FieldValueConvertible {
+  public var fieldValue: FieldValue { .double(self) }
+  public init?(fieldValue: FieldValue) {
+    switch fieldValue {
+    case .double(let value): self = value
+    case .int(let value): self = Double(value)
+    default: return nil
+    }
+  }
+}
+
+extension Date: FieldValueConvertible {
+  public var fieldValue: FieldValue { .date(self) }
+  public init?(fieldValue: FieldValue) {
+    guard case .date(let value) = fieldValue else { return nil }
+    self = value
+  }
+}
+
+extension Data: FieldValueConvertible {
+  public var fieldValue: FieldValue { .bytes([UInt8](self)) }
+  public init?(fieldValue: FieldValue) {
+    guard case .bytes(let value) = fieldValue else { return nil }
+    self = Data(value)
+  }
+}
+
+extension FieldValue: FieldValueConvertible {
+  public var fieldValue: FieldValue { self }
+  public init?(fieldValue: FieldValue) { self = fieldValue }
+}
+
+extension Optional: FieldValueConvertible where Wrapped: FieldValueConvertible {
+  /// `nil` is stored as ``FieldValue/null``.
+  public var fieldValue: FieldValue { self?.fieldValue ?? .null }
+  public init?(fieldValue: FieldValue) {
+    if case .null = fieldValue {
+      self = .none
+    } else if let value = Wrapped(fieldValue: fieldValue) {
+      self = .some(value)
+    } else {
+      return nil
+    }
+  }
+}
+
+extension FieldValueConvertible where Self: RawRepresentable, RawValue: FieldValueConvertible {
+  public var fieldValue: FieldValue { rawValue.fieldValue }
+  public init?(fieldValue: FieldValue) {
+    guard let raw = RawValue(fieldValue: fieldValue) else { return nil }
+    self.init(rawValue: raw)
+  }
+}

@@ -1,0 +1,187 @@
+/// A group of edits to one or more entities that becomes one delta.
+///
+/// Get one from ``Replica/transact(_:)``. Every edit applies to the document at once (so
+/// later edits in the same transaction see earlier ones) and is added to the
+/// transaction's delta, which the replica hands back for sending.
+///
+/// Every edit is an event with a dot of its own that advances the entity's version. That
+/// is what keeps an entity alive when another device deletes it concurrently: the delete
+/// removes only the versions it observed.
+public struct Transaction: Sendable {
+  /// The document as the transaction has left it so far.
+  public internal(set) var document: Document
+  /// The replica making the edits. In the (practically unreachable) case that its
+  /// counter space runs out, the transaction continues under a fresh random id: a new id
+  /// never reuses a dot.
+  public internal(set) var replica: ReplicaID
+  var clock: HybridLogicalClock
+  var delta = DocumentDelta()
+  var recorder = ChangeRecorder()
+
+  init(document: Document, replica: ReplicaID, clock: HybridLogicalClock) {
+    self.document = document
+    self.replica = replica
+    self.clock = clock
+  }
+
+  // MARK: Entities
+
+  /// Creates the entity, or revives it if it was deleted.
+  public mutating func create(_ key: EntityKey) {
+    let dot = nextDot()
+    var change = DocumentDelta()
+    change.context.insert(dot)
+    change.entities[key] = EntityDelta(presence: .add(dot))
+    commit(change)
+  }
+
+  /// Deletes the entity: removes the versions of it this replica has seen. Its fields
+  /// are kept, so an edit made concurrently elsewhere revives it whole.
+  public mutating func delete(_ key: EntityKey) {
+    guard let record = document.entities[key], record.isVisible else { return }
+    let dot = nextDot()
+    var change = DocumentDelta()
+    change.context.insert(dot)
+    change.entities[key] = EntityDelta(presence: .remove(observing: record.presence, dot: dot))
+    commit(change)
+  }
+
+  // MARK: Registers
+
+  /// Writes a register field; the write wins over every write this replica has seen.
+  public mutating func setValue(_ value: FieldValue, for field: String, of key: EntityKey) {
+    let dot = nextDot()
+    let stamp = LWWRegister<FieldValue>.Stamp(timestamp: clock.tick(), dot: dot)
+    var register = LWWRegister<FieldValue>()
+    _ = register.set(value, stamp: stamp)
+    commit(event: dot, on: key, field: field, .register(register))
+  }
+
+  // MARK: Sets
+
+  /// Adds an element to a set field. The add wins over removes it has not seen.
+  public mutating func insert(_ element: FieldValue, into field: String, of key: EntityKey) {
+    let dot = nextDot()
+    commit(event: dot, on: key, field: field, .set([element: .add(dot)]))
+  }
+
+  /// Removes an element from a set field: exactly the adds of it this replica has seen.
+  public mutating func remove(_ element: FieldValue, from field: String, of key: EntityKey) {
+    guard case .set(let elements)? = document.entities[key]?.fields[field],
+      let observed = elements[element], observed.isPresent
+    else { return }
+    let dot = nextDot()
+    commit(
+      event: dot, on: key, field: field, .set([element: .remove(observing: observed, dot: dot)]))
+  }
+
+  // MARK: Text
+
+  /// Inserts `string` into a text field at a position counted in Unicode scalars
+  /// (clamped to the text's length).
+  ///
+  /// - Complexity: O(log n + m) for m inserted scalars.
+  public mutating func insertText(
+    _ string: String, at position: Int, in field: String, of key: EntityKey
+  ) {
+    let scalars = string.unicodeScalars
+    guard !scalars.isEmpty else { return }
+    editText(field: field, of: key, dotCount: UInt64(scalars.count)) { text, firstDot in
+      let start = Swift.max(0, Swift.min(position, text.count))
+      let utf16Start = text.utf16Offset(ofScalarOffset: start)
+      let change = TextChange(
+        kind: .insert, scalarRange: start..<start + scalars.count,
+        utf16Range: utf16Start..<utf16Start + string.utf16.count)
+      return (text.insert(scalars, at: start, firstDot: firstDot), change)
+    }
+  }
+
+  /// Deletes the scalars in `range` (clamped to the text) from a text field.
+  public mutating func deleteText(_ range: Range<Int>, in field: String, of key: EntityKey) {
+    guard let text = document.sequence(of: field, in: key) else { return }
+    let lower = Swift.max(0, Swift.min(range.lowerBound, text.count))
+    let upper = Swift.max(lower, Swift.min(range.upperBound, text.count))
+    guard lower < upper else { return }
+    editText(field: field, of: key, dotCount: UInt64(upper - lower)) { text, firstDot in
+      let utf16Range =
+        text.utf16Offset(ofScalarOffset: lower)..<text.utf16Offset(ofScalarOffset: upper)
+      let change = TextChange(kind: .delete, scalarRange: lower..<upper, utf16Range: utf16Range)
+      return (text.delete(lower..<upper, firstDot: firstDot), change)
+    }
+  }
+
+  /// Replaces the scalars in `range` with `string`.
+  public mutating func replaceText(
+    _ range: Range<Int>, with string: String, in field: String, of key: EntityKey
+  ) {
+    deleteText(range, in: field, of: key)
+    insertText(string, at: range.lowerBound, in: field, of: key)
+  }
+
+  /// Runs a local edit on a text field's RGA with `dotCount` fresh dots and records it.
+  private mutating func editText(
+    field: String, of key: EntityKey, dotCount: UInt64,
+    _ edit: (inout RGA, Dot) -> (RGADelta, TextChange)
+  ) {
+    // Take the record out of the document so the RGA's storage is uniquely referenced
+    // and edited in place rather than copied.
+    var record = document.entities.removeValue(forKey: key) ?? EntityRecord()
+    var text = RGA()
+    if case .text(let existing)? = record.fields[field] {
+      text = existing
+    } else if record.fields[field] != nil {
+      document.entities[key] = record
+      return  // the field holds another kind; a text edit cannot apply to it
+    }
+    let first = nextDots(dotCount)
+    let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
+    recorder.noteBefore(key, in: document)
+    record.presence.merge(.add(last))
+    record.fields[field] = nil
+    let (textDelta, textChange) = edit(&text, first)
+    record.fields[field] = .text(text)
+    document.entities[key] = record
+    let counters = first.counter...(first.counter + dotCount - 1)
+    document.context.insert(replica: first.replica, counters: counters)
+    var change = DocumentDelta()
+    change.context.insert(replica: first.replica, counters: counters)
+    change.entities[key] = EntityDelta(presence: .add(last), fields: [field: .text(textDelta)])
+    delta.merge(change)
+    recorder.noteField(field, of: key, changed: true, text: [textChange])
+  }
+
+  // MARK: Plumbing
+
+  /// Records a field change made with `dot`, which also advances the entity's version.
+  private mutating func commit(
+    event dot: Dot, on key: EntityKey, field: String, _ change: FieldDelta
+  ) {
+    var delta = DocumentDelta()
+    delta.context.insert(dot)
+    delta.entities[key] = EntityDelta(presence: .add(dot), fields: [field: change])
+    commit(delta)
+  }
+
+  private mutating func commit(_ change: DocumentDelta) {
+    document.apply(change, recording: &recorder)
+    delta.merge(change)
+  }
+
+  /// A fresh dot of this transaction's replica.
+  private mutating func nextDot() -> Dot {
+    nextDots(1)
+  }
+
+  /// The first of `count` consecutive fresh dots, switching to a fresh replica id if the
+  /// current one cannot supply them.
+  private mutating func nextDots(_ count: UInt64) -> Dot {
+    while true {
+      if let first = document.context.nextDot(for: replica),
+        count == 0 || first.counter <= UInt64.max - (count - 1)
+      {
+        return first
+      }
+      replica = .random()
+    }
+  }
+}

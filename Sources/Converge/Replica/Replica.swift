@@ -1,0 +1,118 @@
+/// One device's copy of the app's data: a ``Document``, the replica's id and its clock.
+///
+/// A replica is the type an app keeps. Local edits go through ``transact(_:)``, which
+/// returns the delta to send; deltas from other devices go to ``apply(_:)``. Whatever
+/// order deltas arrive in, however often, replicas that applied the same deltas hold the
+/// same document.
+///
+/// ```swift
+/// var phone = Replica()
+/// let commit = phone.transact { tx in
+///   tx.create(note)
+///   tx.setValue("Groceries", for: "title", of: note)
+/// }
+/// send(commit.delta)          // to the laptop, a server, a shared folder…
+/// laptop.apply(commit.delta)  // on the other device
+/// ```
+///
+/// A replica is a value: copying it forks it. Give a fork its own id with
+/// ``forked(as:)`` before editing it, or both copies would hand out the same dots.
+public struct Replica: Sendable {
+  /// This replica's id: the name on every dot it hands out.
+  public private(set) var id: ReplicaID
+  /// The replicated data.
+  public private(set) var document: Document
+  private var clock: HybridLogicalClock
+
+  /// A new, empty replica with a fresh random id.
+  public init(id: ReplicaID = .random(), wallClock: WallClock = .system) {
+    self.id = id
+    self.document = Document()
+    self.clock = HybridLogicalClock(wallClock: wallClock)
+  }
+
+  /// A replica continuing from `document` under a *fresh* id, so that no dot is reused
+  /// even if `document` is a stale copy.
+  public init(document: Document, id: ReplicaID = .random(), wallClock: WallClock = .system) {
+    self.id = id
+    self.document = document
+    self.clock = HybridLogicalClock(wallClock: wallClock)
+    if let latest = document.latestTimestamp { clock.observe(latest) }
+  }
+
+  /// A copy of this replica under another id, as another device would start from it.
+  public func forked(as newID: ReplicaID = .random(), wallClock: WallClock? = nil) -> Replica {
+    var fork = self
+    fork.id = newID
+    if let wallClock { fork.clock = HybridLogicalClock(wallClock: wallClock, latest: clock.latest) }
+    return fork
+  }
+
+  /// Every event this replica has integrated: send it to a peer to ask for what you lack.
+  public var context: CausalContext { document.context }
+
+  /// The gap-free summary of ``context``.
+  public var version: VersionVector { document.context.versionVector }
+
+  /// Runs `body` as one transaction and returns its delta and changes.
+  ///
+  /// The document is moved into the transaction, not copied, so editing a long note
+  /// costs the edit, not a copy of the note.
+  @discardableResult
+  public mutating func transact(_ body: (inout Transaction) -> Void) -> Commit {
+    var transaction = Transaction(document: Document(), replica: id, clock: clock)
+    swap(&transaction.document, &document)
+    body(&transaction)
+    swap(&transaction.document, &document)
+    id = transaction.replica
+    clock = transaction.clock
+    return Commit(delta: transaction.delta, changes: transaction.recorder.finish(in: document))
+  }
+
+  /// Integrates a delta from another replica (or this one) and reports what changed.
+  @discardableResult
+  public mutating func apply(_ delta: DocumentDelta) -> DocumentChanges {
+    if let latest = delta.latestTimestamp { clock.observe(latest) }
+    return document.apply(delta)
+  }
+
+  /// Integrates another replica's whole state.
+  @discardableResult
+  public mutating func merge(_ other: Replica) -> DocumentChanges {
+    apply(other.document.delta(since: document.context))
+  }
+
+  /// Exactly what a replica whose context is `known` lacks.
+  public func delta(since known: CausalContext) -> DocumentDelta {
+    document.delta(since: known)
+  }
+}
+
+/// The result of a transaction: the delta to send and what changed locally.
+public struct Commit: Sendable {
+  /// The transaction's edits as one delta.
+  public var delta: DocumentDelta
+  /// What the transaction changed, for the UI.
+  public var changes: DocumentChanges
+}
+
+/// Errors a replica reports.
+public enum ReplicaError: Error, Equatable, Sendable {
+  /// The typed facade was asked to update an entity that does not exist.
+  case entityNotFound(EntityKey)
+}
+
+extension Document {
+  /// The latest register timestamp in the document.
+  var latestTimestamp: Timestamp? {
+    var latest: Timestamp?
+    for record in entities.values {
+      for field in record.fields.values {
+        if case .register(let register) = field, let stamp = register.stamp {
+          latest = Swift.max(latest ?? stamp.timestamp, stamp.timestamp)
+        }
+      }
+    }
+    return latest
+  }
+}
