@@ -1,0 +1,173 @@
+import Converge
+import ConvergeTestSupport
+import Testing
+
+@Suite struct SyncSessionTests {
+  /// Runs two sessions until both are quiet; returns the number of messages sent.
+  func syncToQuiescence(
+    _ a: inout Replica, _ b: inout Replica,
+    _ sessionA: inout SyncSession, _ sessionB: inout SyncSession
+  ) -> Int {
+    var messages = 0
+    for _ in 0..<20 {
+      let fromA = sessionA.makeMessage(for: a)
+      if let fromA {
+        messages += 1
+        sessionB.receive(fromA, into: &b)
+      }
+      let fromB = sessionB.makeMessage(for: b)
+      if let fromB {
+        messages += 1
+        sessionA.receive(fromB, into: &a)
+      }
+      if fromA == nil && fromB == nil { return messages }
+    }
+    return -1
+  }
+
+  @Test func divergedReplicasConvergeInAFewMessagesAndFallQuiet() throws {
+    try forEachSeed(count: 200, base: 0x5711C) { random in
+      let network = DocumentNetwork(replicaCount: 2, rounds: 12, using: &random)
+      var (a, b) = (network.replicas[0], network.replicas[1])
+      var (sessionA, sessionB) = (SyncSession(), SyncSession())
+      let messages = syncToQuiescence(&a, &b, &sessionA, &sessionB)
+      try ensure(messages >= 0 && messages <= 4, "handshake took \(messages) messages")
+      try ensure(a.document == b.document, "documents differ after sync")
+      try ensure(
+        a.document == network.replicas[0].document.merging(network.replicas[1].document),
+        "sync equals merge")
+    }
+  }
+
+  @Test func syncedReplicasExchangeTwoMessagesAndNoData() {
+    var random = SeededGenerator(seed: 1)
+    var a = Replica.seeded(using: &random)
+    a.randomTransaction(using: &random)
+    var b = a.forked(as: .random(using: &random))
+    var (sessionA, sessionB) = (SyncSession(), SyncSession())
+    #expect(syncToQuiescence(&a, &b, &sessionA, &sessionB) == 2)
+  }
+
+  @Test func aLossyDuplicatingReorderingChannelConvergesWithPeriodicResets() throws {
+    try forEachSeed(count: 200, base: 0x1055) { random in
+      let network = DocumentNetwork(replicaCount: 2, rounds: 10, using: &random)
+      var (a, b) = (network.replicas[0], network.replicas[1])
+      var (sessionA, sessionB) = (SyncSession(), SyncSession())
+      var toA: [SyncMessage] = []
+      var toB: [SyncMessage] = []
+      for round in 0..<60 {
+        // Both keep editing for a while, pushing each transaction live.
+        if round < 20, Bool.random(using: &random) {
+          let commit = a.randomTransaction(using: &random)
+          toB.append(sessionA.push(commit, from: a))
+        }
+        if round < 20, Bool.random(using: &random) {
+          let commit = b.randomTransaction(using: &random)
+          toA.append(sessionB.push(commit, from: b))
+        }
+        if round % 7 == 0 {
+          sessionA.reset()
+          sessionB.reset()
+        }
+        if let message = sessionA.makeMessage(for: a) { toB.append(message) }
+        if let message = sessionB.makeMessage(for: b) { toA.append(message) }
+        for (inbox, lossy) in [(0, round < 40), (1, round < 40)] {
+          var queue = inbox == 0 ? toA : toB
+          queue.shuffle(using: &random)
+          var delivered: [SyncMessage] = []
+          for message in queue {
+            if lossy && Int.random(in: 0..<4, using: &random) == 0 { continue }  // lost
+            delivered.append(message)
+            if Int.random(in: 0..<5, using: &random) == 0 { delivered.append(message) }  // dup
+          }
+          for message in delivered {
+            if inbox == 0 {
+              sessionA.receive(message, into: &a)
+            } else {
+              sessionB.receive(message, into: &b)
+            }
+          }
+          if inbox == 0 { toA = [] } else { toB = [] }
+        }
+      }
+      sessionA.reset()
+      sessionB.reset()
+      try ensure(syncToQuiescence(&a, &b, &sessionA, &sessionB) >= 0, "never fell quiet")
+      try ensure(a.document == b.document, "documents differ after a lossy sync")
+      try ensure(!a.document.hasPendingChanges, "text left waiting for its dependencies")
+    }
+  }
+
+  @Test func liveDeltasAfterTheHandshakeNeedNoFurtherMessages() {
+    var random = SeededGenerator(seed: 9)
+    var a = Replica.seeded(using: &random)
+    var b = Replica.seeded(using: &random)
+    var (sessionA, sessionB) = (SyncSession(), SyncSession())
+    _ = syncToQuiescence(&a, &b, &sessionA, &sessionB)
+    let note = EntityKey(type: "note", id: "n")
+    for character in "hello" {
+      let length = a.document.text(of: "body", in: note).unicodeScalars.count
+      let commit = a.transact { $0.insertText(String(character), at: length, in: "body", of: note) }
+      sessionB.receive(sessionA.push(commit, from: a), into: &b)
+    }
+    #expect(b.document.text(of: "body", in: note) == "hello")
+    #expect(sessionA.makeMessage(for: a) == nil)
+    #expect(sessionB.makeMessage(for: b) == nil)
+  }
+
+  @Test func aMonthOfflineSendsOnlyWhatChangedThatMonth() {
+    var random = SeededGenerator(seed: 30)
+    var phone = Replica.seeded(using: &random)
+    for index in 0..<300 {
+      phone.transact { tx in
+        let key = EntityKey(type: "note", id: "note-\(index)")
+        tx.create(key)
+        tx.setValue(.string("Note \(index)"), for: "title", of: key)
+        tx.insertText(String(repeating: "x", count: 50), at: 0, in: "body", of: key)
+        if index % 3 == 0 { tx.delete(key) }
+      }
+    }
+    var laptop = phone.forked(as: .random(using: &random))
+    // A month apart: the phone edits two notes, the laptop one.
+    phone.transact { tx in
+      tx.setValue(.string("Changed"), for: "title", of: EntityKey(type: "note", id: "note-1"))
+      tx.insertText("!", at: 0, in: "body", of: EntityKey(type: "note", id: "note-2"))
+    }
+    laptop.transact {
+      $0.insert(.string("tag"), into: "tags", of: EntityKey(type: "note", id: "note-4"))
+    }
+    let toLaptop = phone.delta(since: laptop.context)
+    let toPhone = laptop.delta(since: phone.context)
+    #expect(toLaptop.keys.map(\.id) == ["note-1", "note-2"])
+    #expect(toPhone.keys.map(\.id) == ["note-4"])
+    #expect(toLaptop.context.eventCount == 2 && toPhone.context.eventCount == 1)
+    laptop.apply(toLaptop)
+    phone.apply(toPhone)
+    #expect(phone.document == laptop.document)
+  }
+
+  @Test func aStoreAndForwardRelayThatCannotRunSwiftIsEnough() throws {
+    try forEachSeed(count: 100, base: 0x4E1A) { random in
+      // The relay only stores opaque blobs and hands back those a device has not read.
+      var relay: [DocumentDelta] = []
+      var readUpTo = [0, 0, 0]
+      var devices = (0..<3).map { _ in Replica.seeded(using: &random) }
+      for _ in 0..<30 {
+        let index = Int.random(in: 0..<3, using: &random)
+        if Bool.random(using: &random) {
+          relay.append(devices[index].randomTransaction(using: &random).delta)
+        } else {
+          for blob in relay[readUpTo[index]...].shuffled(using: &random) {
+            devices[index].apply(blob)
+          }
+          readUpTo[index] = relay.count
+        }
+      }
+      for index in devices.indices {
+        for blob in relay[readUpTo[index]...] { devices[index].apply(blob) }
+      }
+      try ensure(devices[0].document == devices[1].document, "devices 0 and 1 differ")
+      try ensure(devices[1].document == devices[2].document, "devices 1 and 2 differ")
+    }
+  }
+}
