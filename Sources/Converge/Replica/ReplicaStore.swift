@@ -1,0 +1,72 @@
+#if canImport(Observation)
+  import Observation
+
+  /// A replica for an app's user interface: observable, main-actor bound, with a stream of
+  /// changes and a hook to persist and send each commit.
+  ///
+  /// SwiftUI views that read ``replica`` (or the models it returns) update when it
+  /// changes; other code can iterate ``changes()``:
+  ///
+  /// ```swift
+  /// @MainActor let store = ReplicaStore(replica: Replica())
+  /// store.onCommit = { commit in
+  ///   try? saveToDisk(store.replica.encodedState())
+  ///   send(commit.delta)
+  /// }
+  /// Task { for await change in store.changes() { refreshList(change) } }
+  /// store.transact { $0.create(Note(title: "Groceries")) }
+  /// ```
+  @MainActor
+  @Observable
+  public final class ReplicaStore {
+    /// The replica; mutate it only through this store so observers hear of it.
+    public private(set) var replica: Replica
+    /// What the latest transaction or received delta changed.
+    public private(set) var lastChanges = DocumentChanges()
+    /// Called after every local transaction, to persist the state and send the delta.
+    @ObservationIgnored public var onCommit: ((Commit) -> Void)?
+    @ObservationIgnored private var subscribers: [Int: AsyncStream<DocumentChanges>.Continuation] =
+      [:]
+    @ObservationIgnored private var nextSubscriber = 0
+
+    public init(replica: Replica) {
+      self.replica = replica
+    }
+
+    /// Runs a local transaction, publishes its changes and hands the commit to
+    /// ``onCommit``.
+    @discardableResult
+    public func transact(_ body: (inout Transaction) -> Void) -> Commit {
+      let commit = replica.transact(body)
+      publish(commit.changes)
+      onCommit?(commit)
+      return commit
+    }
+
+    /// Integrates a delta from another device and publishes what changed.
+    @discardableResult
+    public func apply(_ delta: DocumentDelta) -> DocumentChanges {
+      let changes = replica.apply(delta)
+      publish(changes)
+      return changes
+    }
+
+    /// A stream of every non-empty change from now on; each caller gets its own stream.
+    public func changes() -> AsyncStream<DocumentChanges> {
+      let (stream, continuation) = AsyncStream.makeStream(of: DocumentChanges.self)
+      let id = nextSubscriber
+      nextSubscriber += 1
+      subscribers[id] = continuation
+      continuation.onTermination = { [weak self] _ in
+        Task { @MainActor in self?.subscribers[id] = nil }
+      }
+      return stream
+    }
+
+    private func publish(_ changes: DocumentChanges) {
+      guard !changes.isEmpty else { return }
+      lastChanges = changes
+      for continuation in subscribers.values { continuation.yield(changes) }
+    }
+  }
+#endif
