@@ -132,7 +132,11 @@ extension RGA {
 
   /// Adds a delete whose dots all follow the log of its replica, or are new.
   mutating func appendToDeleteLog(_ delete: RGADelta.Delete) {
-    var log = deleteLog.removeValue(forKey: delete.dot.replica) ?? []
+    let slot = deleteLog.slotCreating(delete.dot.replica, default: [])
+    Self.appendSorted(delete, to: &deleteLog.values[slot])
+  }
+
+  private static func appendSorted(_ delete: RGADelta.Delete, to log: inout [RGADelta.Delete]) {
     if let last = log.last, last.dot.counter + last.count <= delete.dot.counter {
       if let joined = last.joined(with: delete) {
         log[log.count - 1] = joined
@@ -159,7 +163,6 @@ extension RGA {
         log.remove(at: low)
       }
     }
-    deleteLog[delete.dot.replica] = log
   }
 
   /// The parts of `delete` whose delete dots are not in the log yet.

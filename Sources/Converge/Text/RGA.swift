@@ -111,9 +111,9 @@ public struct RGA: Sendable {
   /// Every scalar ever inserted, tombstones included, append-only.
   var content: [Unicode.Scalar] = []
   /// Per replica: which leaf holds each integrated id range.
-  var index: [ReplicaID: ReplicaIndex] = [:]
+  var index = ReplicaMap<ReplicaIndex>()
   /// Per deleting replica: every delete known, sorted by delete dot.
-  var deleteLog: [ReplicaID: [RGADelta.Delete]] = [:]
+  var deleteLog = ReplicaMap<[RGADelta.Delete]>()
   /// Delete targets not integrated yet, as (replica, counters) pieces.
   var unresolvedDeletes: [TargetRange] = []
   /// Inserts waiting for their origin, without overlaps.
