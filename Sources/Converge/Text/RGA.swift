@@ -120,6 +120,10 @@ public struct RGA: Sendable {
   var pendingInserts: [RGADelta.Insert] = []
   /// The largest Lamport number seen.
   var maxLamport: UInt64 = 0
+  #if CONVERGE_INTERNAL_CHECKS
+    /// Mutations since the last sampled invariant check (not part of the state).
+    var mutationsSinceCheck = 0
+  #endif
 
   /// The number of visible scalars.
   ///
