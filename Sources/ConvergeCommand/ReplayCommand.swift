@@ -48,6 +48,7 @@ enum ReplayCommand {
     var finalLength = 0
     var memoryGrowth = 0
     for iteration in 0..<options.iterations {
+      MemoryProbe.releaseFreeHeap()
       MemoryProbe.resetHighWaterMark()
       let residentBefore = MemoryProbe.residentSet()
       let clock = ContinuousClock()

@@ -92,3 +92,20 @@ import Testing
     text.rga._checkInvariants()
   }
 }
+
+@Suite struct RGADocumentationExampleTests {
+  @Test func theEssayExampleHolds() {
+    let a = ReplicaID(rawValue: 1)
+    let b = ReplicaID(rawValue: 2)
+    var left = RGA()
+    let base = left.insert("ac".unicodeScalars, at: 0, firstDot: Dot(replica: a, counter: 1))
+    var right = RGA()
+    right.apply(base)
+    let x = left.insert("b".unicodeScalars, at: 1, firstDot: Dot(replica: a, counter: 3))
+    let y = right.insert("X".unicodeScalars, at: 1, firstDot: Dot(replica: b, counter: 1))
+    left.apply(y)
+    right.apply(x)
+    #expect(left.string == "aXbc" && right.string == "aXbc")
+    #expect(Bool(left == right))
+  }
+}

@@ -51,7 +51,7 @@ extension RGA: Equatable {
   /// same deletes gives the same list.
   func canonicalDeleteLog() -> [RGADelta.Delete] {
     var result: [RGADelta.Delete] = []
-    for replica in deleteLog.keys.sorted() {
+    for (replica, _) in deleteLog.sorted(by: { $0.0 < $1.0 }) {
       var current: RGADelta.Delete?
       for delete in deleteLog[replica] ?? [] {
         guard let open = current else {
@@ -151,7 +151,7 @@ extension RGA: Equatable {
           ?? [target.lower..<target.upper]) == [target.lower..<target.upper],
         "buffered delete target is present")
     }
-    for log in deleteLog.values {
+    for (_, log) in deleteLog {
       for (position, delete) in log.enumerated() where position > 0 {
         precondition(
           log[position - 1].dot.counter + log[position - 1].count <= delete.dot.counter,

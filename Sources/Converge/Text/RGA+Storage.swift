@@ -207,8 +207,8 @@ extension RGA {
       leaves[leaf].runs.insert(run, at: position)
     }
     adjustCounts(leaf: leaf, scalars: run.visibleLength, utf16: run.visibleUTF16)
-    index[run.replica, default: ReplicaIndex()].assign(
-      run.counter, run.counter + UInt64(run.length), to: leaf)
+    let slot = index.slotCreating(run.replica, default: ReplicaIndex())
+    index.values[slot].assign(run.counter, run.counter + UInt64(run.length), to: leaf)
     splitLeafIfNeeded(leaf)
   }
 
@@ -274,8 +274,8 @@ extension RGA {
     for position in rank..<order.count { rankOfLeaf[order[position]] = position }
     rebuildSums()
     for run in moved.runs {
-      index[run.replica, default: ReplicaIndex()].assign(
-        run.counter, run.counter + UInt64(run.length), to: newID)
+      let slot = index.slotCreating(run.replica, default: ReplicaIndex())
+      index.values[slot].assign(run.counter, run.counter + UInt64(run.length), to: newID)
     }
   }
 

@@ -37,7 +37,9 @@
 /// let y = right.insert("X".unicodeScalars, at: 1, firstDot: Dot(replica: b, counter: 1))
 /// left.apply(y)
 /// right.apply(x)
-/// // Both read "aXbc" or "abXc": the same on both sides, decided by (lamport, replica).
+/// // Both read "aXbc": "b" and "X" both follow "a" with Lamport number 3, so the
+/// // larger replica id, b's, goes first. Had "X" been typed after seeing "b", its
+/// // Lamport number would be 4 and it would go first anyway.
 /// ```
 ///
 /// ## Positions
@@ -58,6 +60,11 @@
 ///   rebuilds the Fenwick tree in O(n / 64), once every 32 run insertions at most;
 /// - remote insert: O(log n) plus the runs of concurrent siblings it must skip;
 /// - ``delta(since:)``, ``dots``, ``merge(_:)``, `==`: O(n).
+///
+/// Measured on the project's 2-core machine, release build, one replica
+/// (`swift run -c release converge replay /work/shared/traces/automerge-paper.json.gz`):
+/// the 259,778 edits of automerge-paper replay in about 35 ms with about 3.4 MB of
+/// peak memory growth; seph-blog1's 137,993 edits in about 25 ms.
 public struct RGA: Sendable {
   /// Runs per leaf before the leaf splits in two.
   static let maxRunsPerLeaf = 64
@@ -111,15 +118,19 @@ public struct RGA: Sendable {
   /// Every scalar ever inserted, tombstones included, append-only.
   var content: [Unicode.Scalar] = []
   /// Per replica: which leaf holds each integrated id range.
-  var index: [ReplicaID: ReplicaIndex] = [:]
+  var index = ReplicaMap<ReplicaIndex>()
   /// Per deleting replica: every delete known, sorted by delete dot.
-  var deleteLog: [ReplicaID: [RGADelta.Delete]] = [:]
+  var deleteLog = ReplicaMap<[RGADelta.Delete]>()
   /// Delete targets not integrated yet, as (replica, counters) pieces.
   var unresolvedDeletes: [TargetRange] = []
   /// Inserts waiting for their origin, without overlaps.
   var pendingInserts: [RGADelta.Insert] = []
   /// The largest Lamport number seen.
   var maxLamport: UInt64 = 0
+  #if CONVERGE_INTERNAL_CHECKS
+    /// Mutations since the last sampled invariant check (not part of the state).
+    var mutationsSinceCheck = 0
+  #endif
 
   /// The number of visible scalars.
   ///

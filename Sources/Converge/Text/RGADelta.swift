@@ -35,9 +35,14 @@ public struct RGADelta: Sendable, Equatable {
     /// Whether `next` continues this run exactly.
     func isContinued(by next: Insert) -> Bool {
       let length = UInt64(scalars.count)
-      return next.id.replica == id.replica && next.id.counter == id.counter + length
-        && next.lamport == lamport + length
-        && next.origin == Dot(replica: id.replica, counter: id.counter + length - 1)
+      // Checked: remote runs may carry any counters.
+      let (end, idOverflow) = id.counter.addingReportingOverflow(length)
+      let (lamportEnd, lamportOverflow) = lamport.addingReportingOverflow(length)
+      guard !idOverflow, !lamportOverflow, length > 0, next.id.replica == id.replica else {
+        return false
+      }
+      return next.id.counter == end && next.lamport == lamportEnd
+        && next.origin == Dot(replica: id.replica, counter: end - 1)
     }
   }
 
@@ -81,26 +86,32 @@ public struct RGADelta: Sendable, Equatable {
       guard count > 0, dot.counter > 0, target.counter > 0 else { return false }
       let (dotEnd, dotOverflow) = dot.counter.addingReportingOverflow(count)
       guard !dotOverflow, dotEnd > dot.counter else { return false }
-      if isDescending { return target.counter >= count }
+      // The targets, as a half-open range, must end at or below `UInt64.max`.
+      if isDescending { return target.counter >= count && target.counter < .max }
       let (_, targetOverflow) = target.counter.addingReportingOverflow(count)
       return !targetOverflow
     }
 
     /// This delete followed by `next` as one run, if their dots and targets line up.
     func joined(with next: Delete) -> Delete? {
-      guard next.dot.replica == dot.replica, next.dot.counter == dot.counter &+ count,
-        next.target.replica == target.replica
+      // Checked: remote runs may carry any counters.
+      let (end, overflow) = dot.counter.addingReportingOverflow(count)
+      let (total, totalOverflow) = count.addingReportingOverflow(next.count)
+      guard !overflow, !totalOverflow, count > 0, total > 0, next.dot.replica == dot.replica,
+        next.dot.counter == end, next.target.replica == target.replica
       else { return nil }
+      if isDescending, target.counter < count - 1 { return nil }
+      if !isDescending, target.counter > .max - (count - 1) { return nil }
       let last = target(at: count - 1)
       if count == 1 || !isDescending, next.count == 1 || !next.isDescending,
         last < .max, next.target.counter == last + 1
       {
-        return Delete(dot: dot, target: target, count: count + next.count, isDescending: false)
+        return Delete(dot: dot, target: target, count: total, isDescending: false)
       }
       if count == 1 || isDescending, next.count == 1 || next.isDescending,
         last > 1, next.target.counter == last - 1
       {
-        return Delete(dot: dot, target: target, count: count + next.count, isDescending: true)
+        return Delete(dot: dot, target: target, count: total, isDescending: true)
       }
       return nil
     }

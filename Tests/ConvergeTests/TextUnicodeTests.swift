@@ -1,0 +1,95 @@
+import Converge
+import ConvergeTestSupport
+import Testing
+
+@Suite struct TextUnicodeTests {
+  static let samples = [
+    "plain ascii",
+    "café au lait",  // precomposed
+    "cafe\u{301}",  // combining acute
+    "👩‍👩‍👧‍👦 family",  // ZWJ sequence
+    "🇫🇷🇯🇵 flags",
+    "中文字符 and 日本語",
+    "mixed 😀 e\u{301} 中 👍🏽 end",
+  ]
+
+  @Test(arguments: samples)
+  func utf16AndStringIndexRoundTrip(sample: String) {
+    var text = Text(replica: ReplicaID(rawValue: 1))
+    text.insert(sample, at: 0)
+    let string = text.string
+    #expect(string == sample)
+    #expect(text.utf16Count == sample.utf16.count)
+    let scalars = Array(sample.unicodeScalars)
+    var utf16 = 0
+    for position in 0...scalars.count {
+      #expect(text.utf16Offset(ofScalarOffset: position) == utf16, "\(sample) at \(position)")
+      #expect(text.scalarOffset(ofUTF16Offset: utf16) == position, "\(sample) at \(position)")
+      let index = text.stringIndex(ofScalarOffset: position, in: string)
+      #expect(index.utf16Offset(in: string) == utf16)
+      #expect(text.scalarOffset(of: index, in: string) == position)
+      if position < scalars.count {
+        let width = scalars[position].utf16.count
+        if width == 2 {
+          // Inside a surrogate pair: rounds, never splits.
+          #expect(text.scalarOffset(ofUTF16Offset: utf16 + 1, rounding: .down) == position)
+          #expect(text.scalarOffset(ofUTF16Offset: utf16 + 1, rounding: .up) == position + 1)
+        }
+        utf16 += width
+      }
+    }
+  }
+
+  @Test func replacingThroughUTF16RangesNeverSplitsAScalar() {
+    var text = Text(replica: ReplicaID(rawValue: 2))
+    text.insert("a😀b", at: 0)
+    // UTF-16 range 2..<3 starts inside the emoji's surrogate pair: the whole emoji goes.
+    text.replace(utf16Range: 2..<3, with: "X")
+    #expect(text.string == "aXb")
+    #expect(text.scalarRange(ofUTF16Range: 0..<1) == 0..<1)
+    var emoji = Text(replica: ReplicaID(rawValue: 3))
+    emoji.insert("👩‍👩‍👧", at: 0)
+    #expect(emoji.count == 5 && emoji.utf16Count == 8)
+    emoji.delete(0..<1)
+    #expect(emoji.string == "\u{200D}👩‍👧")
+    #expect(emoji.string.unicodeScalars.allSatisfy { $0.value != 0xFFFD })
+  }
+
+  @Test func stringIndexInsideAScalarRoundsDown() {
+    var text = Text(replica: ReplicaID(rawValue: 4))
+    text.insert("é中", at: 0)
+    let string = text.string
+    // The second UTF-8 byte of "é" is not a scalar boundary.
+    let inside = string.utf8.index(after: string.startIndex)
+    #expect(text.scalarOffset(of: inside, in: string) == 0)
+    #expect(text.scalarOffset(of: string.endIndex, in: string) == 2)
+  }
+
+  @Test func concurrentRichTextConverges() {
+    let start = baseSeed(0x5EED_0007)
+    for offset in 0..<UInt64(fuzzIterations(40)) {
+      let seed = start &+ offset
+      var random = SeededGenerator(seed: seed)
+      var left = Text(replica: ReplicaID(rawValue: 10))
+      var right = Text(replica: ReplicaID(rawValue: 11))
+      let samples = Self.samples
+      var toRight: [RGADelta] = []
+      var toLeft: [RGADelta] = []
+      for _ in 0..<10 {
+        let sample = samples[Int.random(in: 0..<samples.count, using: &random)]
+        if Bool.random(using: &random) {
+          let position = Int.random(in: 0...left.count, using: &random)
+          toRight.append(left.insert(sample, at: position))
+        } else if right.count > 0 {
+          let lower = Int.random(in: 0..<right.count, using: &random)
+          toLeft.append(right.replace(lower..<Swift.min(right.count, lower + 3), with: sample))
+        }
+      }
+      for delta in toLeft { left.apply(delta) }
+      for delta in toRight { right.apply(delta) }
+      #expect(left.string == right.string, "seed \(seed)")
+      #expect(left.utf16Count == left.string.utf16.count, "seed \(seed)")
+      #expect(Bool(left == right), "seed \(seed)")
+    }
+  }
+}
