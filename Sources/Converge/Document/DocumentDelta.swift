@@ -83,7 +83,6 @@ extension Document {
     guard !delta.context.isEmpty else { return delta }
     for (key, record) in entities {
       var entityDelta = EntityDelta()
-      if record.presence.hasEvents(unknownTo: known) { entityDelta.presence = record.presence }
       for (name, field) in record.fields {
         switch field {
         case .register(let register):
@@ -97,7 +96,11 @@ extension Document {
           if !missing.isEmpty { entityDelta.fields[name] = .text(missing) }
         }
       }
-      if entityDelta != EntityDelta() {
+      // A field change travels with the entity's versions, so the receiver's presence
+      // accounts for every event it holds, even when `known` overstates what the peer
+      // has (a sync session's optimistic view after a lost message).
+      if !entityDelta.fields.isEmpty || record.presence.hasEvents(unknownTo: known) {
+        entityDelta.presence = record.presence
         delta.entities[key] = entityDelta
       }
     }
