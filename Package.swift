@@ -16,9 +16,12 @@ let package = Package(
     // The wire format's specification lives beside the codec's code.
     .target(name: "Converge", exclude: ["Codec/FORMAT.md"]),
     .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
-    .executableTarget(name: "ConvergeCommand", dependencies: ["Converge"]),
+    // Editing traces (josephg/editing-traces format) and their replay, shared by the
+    // command line tool and the tests.
+    .target(name: "ConvergeTraces", dependencies: ["Converge"]),
+    .executableTarget(name: "ConvergeCommand", dependencies: ["Converge", "ConvergeTraces"]),
     .testTarget(
-      name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"],
+      name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport", "ConvergeTraces"],
       // Golden wire-format files that every later version must still decode.
       resources: [.copy("Fixtures")]),
   ],
