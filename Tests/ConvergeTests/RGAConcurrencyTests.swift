@@ -89,7 +89,7 @@ import Testing
 
   @Test func mergeIsCommutativeAssociativeAndIdempotent() {
     let start = baseSeed(0x5EED_0002)
-    for offset in 0..<UInt64(fuzzIterations(350)) {
+    for offset in 0..<UInt64(fuzzIterations(400)) {
       let seed = start &+ offset
       var random = SeededGenerator(seed: seed)
       let alphabet = offset % 2 == 0 ? asciiAlphabet : richAlphabet
