@@ -93,3 +93,24 @@ import Testing
     }
   }
 }
+
+@Suite struct TextSyncTests {
+  @Test func mergeAndResumeNeverReuseDots() {
+    let phoneID = ReplicaID(rawValue: 1)
+    var phone = Text(replica: phoneID)
+    phone.insert("Hello", at: 0)
+    phone.delete(0..<1)
+    var laptop = Text(replica: ReplicaID(rawValue: 2))
+    laptop.merge(phone)
+    laptop.insert("J", at: 0)
+    // A new session of the phone resumes from stored state: its next dots are fresh.
+    var resumed = Text(phone.rga, replica: phoneID)
+    let delta = resumed.insert("!", at: resumed.count)
+    #expect(delta.inserts.first?.id == Dot(replica: phoneID, counter: 7))
+    resumed.merge(laptop)
+    laptop.apply(delta)
+    #expect(resumed.string == "Jello!" && laptop.string == "Jello!")
+    #expect(resumed == laptop)
+    #expect(laptop.delta(since: resumed.dots).isEmpty)
+  }
+}
