@@ -1,8 +1,10 @@
 import Converge
+import ConvergeTraces
 import Foundation
 
-/// `converge replay`: applies every patch of a sequential trace through a ``Text`` with
-/// one replica, checks the result against `endContent` and prints timings.
+/// `converge replay`: applies every patch of a trace, checks the result against
+/// `endContent` and prints timings. A sequential trace goes through a ``Text`` with one
+/// replica; a concurrent one through one ``Replica`` per agent exchanging deltas.
 enum ReplayCommand {
   struct Options {
     var path: String
@@ -36,12 +38,19 @@ enum ReplayCommand {
       FileHandleOutput.error("usage: converge replay <trace.json[.gz]> [--json] [--iterations N]")
       return 2
     }
-    let trace: Trace
+    let loaded: EditingTrace
     do {
-      trace = try TraceLoader.load(path: options.path)
+      loaded = try EditingTrace.load(path: options.path)
     } catch {
       FileHandleOutput.error("error: \(error)")
       return 1
+    }
+    let trace: SequentialTrace
+    switch loaded {
+    case .sequential(let sequential):
+      trace = sequential
+    case .concurrent(let concurrent):
+      return runConcurrent(concurrent, options: options)
     }
     var timings: [Double] = []
     var matches = true
@@ -106,15 +115,62 @@ enum ReplayCommand {
   }
 
   @inline(never)
-  static func replay(_ trace: Trace, into text: Text) -> Text {
+  static func replay(_ trace: SequentialTrace, into text: Text) -> Text {
     var text = text
     if !trace.startContent.isEmpty { text.insert(trace.startContent, at: 0) }
     for patch in trace.patches {
-      text.edit(
-        at: patch.position, deleting: patch.deleted,
-        inserting: trace.scalars[patch.insertStart..<patch.insertEnd])
+      text.edit(at: patch.position, deleting: patch.deleted, inserting: patch.inserted)
     }
     return text
+  }
+
+  /// Replays a concurrent trace `options.iterations` times and reports the best run.
+  static func runConcurrent(_ trace: ConcurrentTrace, options: Options) -> Int32 {
+    var best: ConcurrentReplayResult?
+    for _ in 0..<options.iterations {
+      let result: ConcurrentReplayResult
+      do {
+        result = try trace.replay()
+      } catch {
+        FileHandleOutput.error("error: \(error)")
+        return 1
+      }
+      if best.map({ result.replayNanoseconds < $0.replayNanoseconds }) ?? true { best = result }
+    }
+    guard let best else { return 2 }
+    let name = URL(fileURLWithPath: options.path).lastPathComponent
+    let edits = trace.transactions.reduce(0) { $0 + $1.patches.count }
+    let replayMilliseconds = Double(best.replayNanoseconds) / 1e6
+    let mergeMilliseconds = Double(best.mergeNanoseconds) / 1e6
+    let finalLength = best.finalTexts.first?.unicodeScalars.count ?? 0
+    if options.json {
+      let fields: [(String, String)] = [
+        ("trace", "\"\(name)\""),
+        ("kind", "\"concurrent\""),
+        ("agents", "\(trace.agentCount)"),
+        ("edits", "\(edits)"),
+        ("final_length", "\(finalLength)"),
+        ("matches_end_content", best.matchesEndContent ? "true" : "false"),
+        ("replay_ms", format(replayMilliseconds)),
+        ("merge_ms", format(mergeMilliseconds)),
+        ("iterations", "\(options.iterations)"),
+      ]
+      print("{" + fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
+    } else {
+      print("trace:            \(name) (concurrent, \(trace.agentCount) agents)")
+      print("edits:            \(edits)")
+      print("final length:     \(finalLength) scalars")
+      print("matches end:      \(best.matchesEndContent)")
+      print(
+        "replay:           best \(format(replayMilliseconds)) ms (\(options.iterations) iterations)"
+      )
+      print("merging:          \(format(mergeMilliseconds)) ms of it applying other agents' deltas")
+    }
+    if !best.matchesEndContent {
+      FileHandleOutput.error("error: the replicas' text differs from endContent")
+      return 1
+    }
+    return 0
   }
 
   static func format(_ milliseconds: Double) -> String {

@@ -1,4 +1,5 @@
 import Converge
+import ConvergeTraces
 import Foundation
 import Testing
 
@@ -12,39 +13,15 @@ import Testing
       .deletingLastPathComponent().appendingPathComponent("shared/traces")
   }
 
-  struct Patch {
-    var position: Int
-    var deleted: Int
-    var inserted: [Unicode.Scalar]
-  }
-
-  static func load(_ name: String) throws -> (patches: [Patch], end: String) {
+  static func load(_ name: String) throws -> (patches: [TracePatch], end: String) {
     let path = tracesFolder.appendingPathComponent(name).path
     guard FileManager.default.fileExists(atPath: path) else {
       throw TraceMissing(path: path)
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["gzip", "-dc", path]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-    let end = try #require(root["endContent"] as? String)
-    let transactions = try #require(root["txns"] as? [[String: Any]])
-    var patches: [Patch] = []
-    for transaction in transactions {
-      for patch in try #require(transaction["patches"] as? [[Any]]) {
-        patches.append(
-          Patch(
-            position: try #require((patch[0] as? NSNumber)?.intValue),
-            deleted: try #require((patch[1] as? NSNumber)?.intValue),
-            inserted: Array(try #require(patch[2] as? String).unicodeScalars)))
-      }
+    guard case .sequential(let trace) = try EditingTrace.load(path: path) else {
+      throw TraceMissing(path: path + " (not a sequential trace)")
     }
-    return (patches, end)
+    return (trace.patches, trace.endContent)
   }
 
   struct TraceMissing: Error, CustomStringConvertible {
