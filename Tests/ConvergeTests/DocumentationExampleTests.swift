@@ -297,6 +297,30 @@ private struct NoteWithColor: EntityModel, Equatable {
     #expect(phoneSession.peerContext == nil)
   }
 
+  #if canImport(Observation)
+    @MainActor
+    @Test func syncSessionWithAReplicaStore() {
+      let store = ReplicaStore(replica: Replica())
+      var laptop = Replica()
+      laptop.create(Note(title: "Call Mum"), id: "call-mum")
+      var storeSession = SyncSession()
+      var laptopSession = SyncSession()
+      for _ in 0..<4 {
+        if let message = storeSession.makeMessage(for: store.replica) {
+          laptopSession.receive(message, into: &laptop)
+        }
+        if let message = laptopSession.makeMessage(for: laptop) {
+          if let delta = message.delta { store.apply(delta) }
+          var replica = store.replica
+          storeSession.receive(message, into: &replica)
+        }
+      }
+      #expect(store.replica.document == laptop.document)
+      #expect(storeSession.makeMessage(for: store.replica) == nil)
+      #expect(laptopSession.makeMessage(for: laptop) == nil)
+    }
+  #endif
+
   @Test func relay() {
     var relay: [DocumentDelta] = []
     var phone = Replica()
