@@ -66,10 +66,13 @@ extension Transaction {
 /// random order with duplicates: realistic states for law tests, with concurrency,
 /// deletions, tombstones and buffered text.
 public struct DocumentNetwork: Sendable {
+  /// The replicas, with distinct seeded ids; the second one's clock is an hour behind.
   public var replicas: [Replica]
   /// Every delta made, in the order made.
   public var deltas: [DocumentDelta]
 
+  /// `replicaCount` replicas after `rounds` rounds; in each, one replica makes a random
+  /// transaction and each other replica may apply a random earlier delta.
   public init(replicaCount: Int = 3, rounds: Int = 8, using generator: inout SeededGenerator) {
     replicas = (0..<replicaCount).map { index in
       // The second replica's clock is an hour behind.

@@ -4,9 +4,12 @@
 public struct LawViolation: Error, CustomStringConvertible {
   /// One state involved in the violation, with its role ("a", "a ⊔ b", …).
   public struct Witness: Sendable {
+    /// The state's role in the law, e.g. `"a ⊔ b"`.
     public var label: String
+    /// The state, as the checker's `describe` printed it.
     public var state: String
 
+    /// A witness named `label` showing `state`.
     public init(label: String, state: String) {
       self.label = label
       self.state = state
@@ -22,6 +25,8 @@ public struct LawViolation: Error, CustomStringConvertible {
   /// The states that show the violation.
   public var witnesses: [Witness]
 
+  /// A violation of `law`; ``forEachSeed(count:base:test:_:)`` fills in a missing
+  /// `seed` and `test`.
   public init(law: String, seed: UInt64? = nil, test: String? = nil, witnesses: [Witness]) {
     self.law = law
     self.seed = seed
@@ -29,6 +34,8 @@ public struct LawViolation: Error, CustomStringConvertible {
     self.witnesses = witnesses
   }
 
+  /// The law, the replay command when the seed is known, and every witness, one per
+  /// line.
   public var description: String {
     var lines = ["law violated: \(law)"]
     if let seed { lines.append(replayHint(seed: seed, test: test)) }
@@ -39,28 +46,36 @@ public struct LawViolation: Error, CustomStringConvertible {
 
 /// A failed ``ensure(_:_:)`` check.
 public struct ExpectationFailure: Error, CustomStringConvertible {
+  /// What was expected.
   public var message: String
 
+  /// A failure with `message`.
   public init(_ message: String) {
     self.message = message
   }
 
+  /// `expectation failed: <message>`.
   public var description: String { "expectation failed: \(message)" }
 }
 
 /// An error thrown inside ``forEachSeed(count:base:test:_:)``, with the seed that
 /// produced it.
 public struct SeededFailure: Error, CustomStringConvertible {
+  /// The seed of the failing case.
   public var seed: UInt64
+  /// The test that ran it, for `swift test --filter`.
   public var test: String
+  /// The error the body threw.
   public var underlying: any Error
 
+  /// The failure of `test` at `seed` with `underlying`.
   public init(seed: UInt64, test: String, underlying: any Error) {
     self.seed = seed
     self.test = test
     self.underlying = underlying
   }
 
+  /// The replay command, then the underlying error.
   public var description: String {
     replayHint(seed: seed, test: test) + "\n\(underlying)"
   }

@@ -14,6 +14,8 @@ public struct SimulatedReplica<State: Mergeable>: Sendable {
   /// The counter of the last dot this replica made with ``nextDot()``.
   public private(set) var lastCounter: UInt64
 
+  /// A replica `id` holding `state`, whose wall clock reads `wallMilliseconds`, with a
+  /// clock that has issued nothing and no dot made yet.
   public init(id: ReplicaID, state: State, wallMilliseconds: UInt64 = 0) {
     self.id = id
     self.state = state

@@ -9,6 +9,7 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
   /// The seed this generator started from.
   public let seed: UInt64
 
+  /// A generator whose whole sequence is determined by `seed`.
   public init(seed: UInt64) {
     self.seed = seed
     var splitMix = seed
@@ -22,6 +23,7 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
     state = (nextSplitMix(), nextSplitMix(), nextSplitMix(), nextSplitMix())
   }
 
+  /// The next 64 random bits.
   public mutating func next() -> UInt64 {
     let result = ((state.1 &* 5) << 7 | (state.1 &* 5) >> 57) &* 9
     let shifted = state.1 << 17

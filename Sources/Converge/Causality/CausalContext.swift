@@ -38,9 +38,12 @@ public struct CausalContext: Hashable, Sendable {
     for dot in dots { insert(dot) }
   }
 
+  /// Whether no event is known.
   public var isEmpty: Bool { counters.isEmpty }
 
   /// The replicas with at least one known event, sorted.
+  ///
+  /// - Complexity: O(r log r) for r replicas.
   public var replicas: [ReplicaID] { counters.keys.sorted() }
 
   /// The known counters of `replica`.
@@ -49,6 +52,8 @@ public struct CausalContext: Hashable, Sendable {
   }
 
   /// The gap-free prefix of every replica's events.
+  ///
+  /// - Complexity: O(r) for r replicas.
   public var versionVector: VersionVector {
     var vector = VersionVector()
     for (replica, ranges) in counters { vector[replica] = ranges.contiguousPrefix }
@@ -77,6 +82,8 @@ public struct CausalContext: Hashable, Sendable {
   }
 
   /// Whether every event of `other` is known here.
+  ///
+  /// - Complexity: O(r + g) for r replicas and g gaps in the two contexts.
   public func includes(_ other: CausalContext) -> Bool {
     other.counters.allSatisfy { replica, ranges in
       counters[replica]?.isSuperset(of: ranges) ?? ranges.isEmpty
@@ -135,12 +142,15 @@ public struct CausalContext: Hashable, Sendable {
   }
 
   /// The (replica, ranges) pairs sorted by replica, for canonical encodings.
+  ///
+  /// - Complexity: O(r log r) for r replicas.
   public var entries: [(replica: ReplicaID, counters: CounterRanges)] {
     counters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
   }
 }
 
 extension CausalContext: CustomStringConvertible {
+  /// The known counters per replica, for debugging: `{replica:[1-5,8], …}`.
   public var description: String {
     "{" + entries.map { "\($0.replica):\($0.counters)" }.joined(separator: ", ") + "}"
   }

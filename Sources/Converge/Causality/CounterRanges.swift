@@ -29,6 +29,7 @@ public struct CounterRanges: Hashable, Sendable {
     }
   }
 
+  /// Whether the set holds no counter.
   public var isEmpty: Bool { ranges.isEmpty }
 
   /// The largest counter in the set, or 0 when it is empty.
@@ -214,6 +215,7 @@ public struct CounterRanges: Hashable, Sendable {
 }
 
 extension CounterRanges: CustomStringConvertible {
+  /// The ranges for debugging, e.g. `[1-5,8,10-12]`.
   public var description: String {
     "["
       + ranges.map {

@@ -13,16 +13,19 @@ public struct Dot: Hashable, Comparable, Sendable {
   /// The replica's event counter, starting at 1.
   public var counter: UInt64
 
+  /// The event `counter` of `replica`. Counters start at 1.
   public init(replica: ReplicaID, counter: UInt64) {
     self.replica = replica
     self.counter = counter
   }
 
+  /// Orders by replica, then counter: a canonical order, not a causal one.
   public static func < (lhs: Dot, rhs: Dot) -> Bool {
     (lhs.replica, lhs.counter) < (rhs.replica, rhs.counter)
   }
 }
 
 extension Dot: CustomStringConvertible {
+  /// `replica@counter`, the replica in hexadecimal.
   public var description: String { "\(replica)@\(counter)" }
 }

@@ -24,6 +24,7 @@ public struct Timestamp: Hashable, Comparable, Sendable {
   /// The latest timestamp. A clock that reaches it stays there (see ``HybridLogicalClock``).
   public static let max = Timestamp(rawValue: .max)
 
+  /// The timestamp with the packed value `rawValue` (as read from storage).
   public init(rawValue: UInt64) {
     self.rawValue = rawValue
   }
@@ -41,12 +42,14 @@ public struct Timestamp: Hashable, Comparable, Sendable {
   /// The logical counter within the millisecond.
   public var logical: UInt16 { UInt16(truncatingIfNeeded: rawValue) }
 
+  /// Orders by wall time, then logical counter: the packed values compared as integers.
   public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
     lhs.rawValue < rhs.rawValue
   }
 }
 
 extension Timestamp: CustomStringConvertible {
+  /// `milliseconds.logical`, for debugging.
   public var description: String { "\(wallMilliseconds).\(logical)" }
 }
 

@@ -34,6 +34,7 @@ public struct ReplicaID: Hashable, Comparable, Sendable {
     return ReplicaID(rawValue: value)
   }
 
+  /// Orders by raw value: arbitrary, but the same on every device.
   public static func < (lhs: ReplicaID, rhs: ReplicaID) -> Bool {
     lhs.rawValue < rhs.rawValue
   }

@@ -32,6 +32,7 @@ public struct VersionVector: Hashable, Sendable {
     counters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
   }
 
+  /// Whether no event of any replica has been seen.
   public var isEmpty: Bool { counters.isEmpty }
 
   /// Whether `dot` is covered by this vector.
@@ -58,6 +59,7 @@ public struct VersionVector: Hashable, Sendable {
 }
 
 extension VersionVector: CustomStringConvertible {
+  /// The entries for debugging: `{replica:counter, …}`.
   public var description: String {
     "{" + entries.map { "\($0.replica):\($0.counter)" }.joined(separator: ", ") + "}"
   }

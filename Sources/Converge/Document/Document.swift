@@ -7,14 +7,16 @@
 /// edit the same field agree on the later write by hybrid logical clock, with no prompt.
 ///
 /// ```swift
+/// let list = EntityKey(type: "list", id: "groceries")
 /// var phone = Replica()
 /// var laptop = Replica()
-/// let created = try phone.transact { tx in
-///   tx.setValue("Groceries", for: "title", of: list)
+/// let created = phone.transact { tx in
+///   tx.create(list)
+///   tx.setValue(.string("Groceries"), for: "title", of: list)
 /// }
 /// laptop.apply(created.delta)
-/// let onLaptop = try laptop.transact { tx in tx.insert("pinned", into: "tags", of: list) }
-/// let onPhone = try phone.transact { tx in tx.setValue("Shopping", for: "title", of: list) }
+/// let onLaptop = laptop.transact { tx in tx.insert(.string("pinned"), into: "tags", of: list) }
+/// let onPhone = phone.transact { tx in tx.setValue(.string("Shopping"), for: "title", of: list) }
 /// phone.apply(onLaptop.delta)
 /// laptop.apply(onPhone.delta)
 /// // Both: title "Shopping", tags ["pinned"].
@@ -65,7 +67,10 @@ extension Document: Equatable {
 // MARK: - Reading
 
 extension Document {
-  /// The visible entities' keys, sorted by type, then id.
+  /// The visible entities' keys, sorted by type, then id, including entity types the
+  /// app does not know.
+  ///
+  /// - Complexity: O(e log e) for e entities in the document.
   public var keys: [EntityKey] {
     entities.filter { $0.value.isVisible }.keys.sorted()
   }
@@ -78,11 +83,15 @@ extension Document {
   }
 
   /// Whether the entity exists and is not deleted.
+  ///
+  /// - Complexity: O(r) for r replicas that touched the entity.
   public func contains(_ key: EntityKey) -> Bool {
     entities[key]?.isVisible ?? false
   }
 
   /// The names of the fields the entity has, sorted; deleted entities keep theirs.
+  ///
+  /// Includes fields the app's models do not declare (written by a newer app version).
   public func fieldNames(of key: EntityKey) -> [String] {
     (entities[key]?.fields.keys).map { $0.sorted(by: fieldNameOrder) } ?? []
   }
@@ -92,19 +101,26 @@ extension Document {
     entities[key]?.fields[field]?.kind
   }
 
-  /// The current value of a register field, or `nil` if it was never written.
+  /// The current value of a register field, or `nil` if it was never written (or the
+  /// field is of another kind).
+  ///
+  /// - Complexity: O(1).
   public func value(of field: String, in key: EntityKey) -> FieldValue? {
     guard case .register(let register)? = entities[key]?.fields[field] else { return nil }
     return register.value
   }
 
-  /// The elements of a set field, sorted.
+  /// The elements of a set field, sorted (empty if the field is of another kind).
+  ///
+  /// - Complexity: O(k log k + k r) for k elements ever added and r replicas.
   public func elements(of field: String, in key: EntityKey) -> [FieldValue] {
     guard case .set(let elements)? = entities[key]?.fields[field] else { return [] }
     return elements.filter { $0.value.isPresent }.keys.sorted()
   }
 
-  /// The content of a text field (empty if it has none).
+  /// The content of a text field (empty if it has none or is of another kind).
+  ///
+  /// - Complexity: O(n) for n visible scalars.
   public func text(of field: String, in key: EntityKey) -> String {
     guard case .text(let text)? = entities[key]?.fields[field] else { return "" }
     return text.string
@@ -117,6 +133,11 @@ extension Document {
   }
 
   /// Whether parts of received deltas wait for events that have not arrived yet.
+  ///
+  /// Only text waits: an insert whose origin, or a delete whose target, is missing.
+  /// Registers, sets and presence integrate whatever order deltas arrive in.
+  ///
+  /// - Complexity: O(f) for f fields in the document.
   public var hasPendingChanges: Bool {
     entities.values.contains { record in
       record.fields.values.contains { field in

@@ -5,8 +5,10 @@ public struct DocumentChanges: Sendable, Equatable {
   /// The changes, one per entity, sorted by key.
   public internal(set) var entities: [EntityChange] = []
 
+  /// No changes.
   public init() {}
 
+  /// Whether nothing visible changed.
   public var isEmpty: Bool { entities.isEmpty }
 
   /// The entities that became visible.
@@ -17,6 +19,8 @@ public struct DocumentChanges: Sendable, Equatable {
   public var updated: [EntityKey] { entities.filter { $0.kind == .updated }.map(\.key) }
 
   /// The change to one entity, if it changed.
+  ///
+  /// - Complexity: O(k) for k changed entities.
   public subscript(key: EntityKey) -> EntityChange? {
     entities.first { $0.key == key }
   }
@@ -24,6 +28,7 @@ public struct DocumentChanges: Sendable, Equatable {
 
 /// How one entity changed.
 public struct EntityChange: Sendable, Equatable {
+  /// Whether the entity appeared, disappeared or changed while visible.
   public enum Kind: Sendable, Equatable {
     /// It became visible: created, or revived by an edit concurrent with its deletion.
     case created
@@ -33,7 +38,9 @@ public struct EntityChange: Sendable, Equatable {
     case updated
   }
 
+  /// The entity that changed.
   public var key: EntityKey
+  /// How it changed.
   public var kind: Kind
   /// The fields whose visible value changed, sorted.
   public var fields: [String]

@@ -20,6 +20,8 @@ public struct DocumentDelta: Sendable, Equatable {
   public var isEmpty: Bool { context.isEmpty && entities.isEmpty }
 
   /// The entities the delta touches, sorted.
+  ///
+  /// - Complexity: O(k log k) for k entities in the delta.
   public var keys: [EntityKey] { entities.keys.sorted() }
 
   /// The latest register timestamp in the delta, for the receiving replica's clock.
@@ -54,6 +56,9 @@ public struct DocumentDelta: Sendable, Equatable {
   }
 
   /// The join of the two deltas.
+  ///
+  /// - Complexity: O(k + d) for k entities and d entries in `other`, plus a copy of
+  ///   this delta.
   public func merging(_ other: DocumentDelta) -> DocumentDelta {
     var result = self
     result.merge(other)

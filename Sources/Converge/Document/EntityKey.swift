@@ -8,6 +8,7 @@ public struct EntityKey: Hashable, Comparable, Sendable {
   /// The entity's id within its type.
   public var id: String
 
+  /// The key of the entity `id` of type `type`.
   public init(type: String, id: String) {
     self.type = type
     self.id = id
@@ -24,6 +25,7 @@ public struct EntityKey: Hashable, Comparable, Sendable {
 }
 
 extension EntityKey: CustomStringConvertible {
+  /// `type/id`, e.g. `note/1F2E…`.
   public var description: String { "\(type)/\(id)" }
 }
 

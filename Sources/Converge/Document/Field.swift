@@ -21,10 +21,14 @@ enum FieldState: Sendable, Equatable {
 
 /// The kind of a field, ranked for the rare case of two kinds under one name.
 public enum FieldKind: UInt8, Sendable, Comparable {
+  /// A last-writer-wins register of one ``FieldValue``.
   case register = 0
+  /// An add-wins set of ``FieldValue`` elements.
   case set = 1
+  /// RGA text.
   case text = 2
 
+  /// The rank used when two kinds meet under one name: register < set < text.
   public static func < (lhs: FieldKind, rhs: FieldKind) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 

@@ -12,19 +12,26 @@
 /// patterns, so `NaN == NaN` and `0.0 != -0.0`. That makes equality, hashing and the
 /// wire encoding agree on every device, which a CRDT needs more than IEEE semantics.
 public enum FieldValue: Sendable {
+  /// No value; an optional property's `nil`.
   case null
+  /// A flag.
   case bool(Bool)
+  /// A signed 64-bit integer.
   case int(Int64)
+  /// A double, compared and stored by its bit pattern.
   case double(Double)
+  /// A string, compared by its Unicode scalars.
   case string(String)
   /// A point in time, stored as seconds since 2001 like `Date`.
   case date(Date)
+  /// A small blob.
   case bytes([UInt8])
   /// A small nested record, e.g. a board position.
   case record([String: FieldValue])
 }
 
 extension FieldValue: Hashable {
+  /// Structural equality; doubles and dates compare by bit pattern.
   public static func == (lhs: FieldValue, rhs: FieldValue) -> Bool {
     switch (lhs, rhs) {
     case (.null, .null): true
@@ -40,6 +47,8 @@ extension FieldValue: Hashable {
     }
   }
 
+  /// Hashes the kind and the value, doubles and dates by bit pattern, consistently
+  /// with `==`.
   public func hash(into hasher: inout Hasher) {
     hasher.combine(kindRank)
     switch self {
@@ -96,6 +105,7 @@ extension FieldValue: Comparable {
 }
 
 extension FieldValue: CustomStringConvertible {
+  /// A short, readable form, records with sorted keys: `{column: "todo", x: 1}`.
   public var description: String {
     switch self {
     case .null: "null"

@@ -23,7 +23,9 @@ public protocol FieldValueConvertible: Sendable {
 }
 
 extension String: FieldValueConvertible {
+  /// The value as ``FieldValue/string(_:)``.
   public var fieldValue: FieldValue { .string(self) }
+  /// The stored value if it is a string; `nil` otherwise.
   public init?(fieldValue: FieldValue) {
     guard case .string(let value) = fieldValue else { return nil }
     self = value
@@ -31,7 +33,9 @@ extension String: FieldValueConvertible {
 }
 
 extension Bool: FieldValueConvertible {
+  /// The value as ``FieldValue/bool(_:)``.
   public var fieldValue: FieldValue { .bool(self) }
+  /// The stored value if it is a flag; `nil` otherwise.
   public init?(fieldValue: FieldValue) {
     guard case .bool(let value) = fieldValue else { return nil }
     self = value
@@ -39,7 +43,9 @@ extension Bool: FieldValueConvertible {
 }
 
 extension Int64: FieldValueConvertible {
+  /// The value as ``FieldValue/int(_:)``.
   public var fieldValue: FieldValue { .int(self) }
+  /// The stored value if it is an integer; `nil` otherwise.
   public init?(fieldValue: FieldValue) {
     guard case .int(let value) = fieldValue else { return nil }
     self = value
@@ -47,7 +53,9 @@ extension Int64: FieldValueConvertible {
 }
 
 extension Int: FieldValueConvertible {
+  /// The value as ``FieldValue/int(_:)``.
   public var fieldValue: FieldValue { .int(Int64(self)) }
+  /// The stored value if it is an integer that fits in `Int`; `nil` otherwise.
   public init?(fieldValue: FieldValue) {
     guard case .int(let value) = fieldValue, let exact = Int(exactly: value) else { return nil }
     self = exact
@@ -55,7 +63,9 @@ extension Int: FieldValueConvertible {
 }
 
 extension Double: FieldValueConvertible {
+  /// The value as ``FieldValue/double(_:)``.
   public var fieldValue: FieldValue { .double(self) }
+  /// The stored value if it is a double, or an integer converted to a double; `nil` otherwise.
   public init?(fieldValue: FieldValue) {
     switch fieldValue {
     case .double(let value): self = value
@@ -66,7 +76,9 @@ extension Double: FieldValueConvertible {
 }
 
 extension Date: FieldValueConvertible {
+  /// The value as ``FieldValue/date(_:)``.
   public var fieldValue: FieldValue { .date(self) }
+  /// The stored value if it is a date; `nil` otherwise.
   public init?(fieldValue: FieldValue) {
     guard case .date(let value) = fieldValue else { return nil }
     self = value
@@ -74,7 +86,9 @@ extension Date: FieldValueConvertible {
 }
 
 extension Data: FieldValueConvertible {
+  /// The value as ``FieldValue/bytes(_:)``.
   public var fieldValue: FieldValue { .bytes([UInt8](self)) }
+  /// The stored value if it is bytes; `nil` otherwise.
   public init?(fieldValue: FieldValue) {
     guard case .bytes(let value) = fieldValue else { return nil }
     self = Data(value)
@@ -82,13 +96,17 @@ extension Data: FieldValueConvertible {
 }
 
 extension FieldValue: FieldValueConvertible {
+  /// The value itself.
   public var fieldValue: FieldValue { self }
+  /// Any stored value.
   public init?(fieldValue: FieldValue) { self = fieldValue }
 }
 
 extension Optional: FieldValueConvertible where Wrapped: FieldValueConvertible {
   /// `nil` is stored as ``FieldValue/null``.
   public var fieldValue: FieldValue { self?.fieldValue ?? .null }
+  /// `nil` for ``FieldValue/null``, the wrapped value if it converts, otherwise a failed
+  /// conversion (so the model keeps its default).
   public init?(fieldValue: FieldValue) {
     if case .null = fieldValue {
       self = .none
@@ -101,7 +119,10 @@ extension Optional: FieldValueConvertible where Wrapped: FieldValueConvertible {
 }
 
 extension FieldValueConvertible where Self: RawRepresentable, RawValue: FieldValueConvertible {
+  /// The raw value, stored as its own ``FieldValue``.
   public var fieldValue: FieldValue { rawValue.fieldValue }
+  /// The case whose raw value is stored; `nil` for an unknown raw value (a case added by
+  /// a newer app version), so the model keeps its default.
   public init?(fieldValue: FieldValue) {
     guard let raw = RawValue(fieldValue: fieldValue) else { return nil }
     self.init(rawValue: raw)

@@ -27,6 +27,12 @@ public struct Transaction: Sendable {
   // MARK: Entities
 
   /// Creates the entity, or revives it if it was deleted.
+  ///
+  /// A revived entity has the field values it had when it was deleted: deletion keeps
+  /// field data so that a concurrent edit can keep the entity whole. Any field edit of a
+  /// deleted entity revives it in the same way.
+  ///
+  /// - Complexity: O(r) for r replicas that touched the entity.
   public mutating func create(_ key: EntityKey) {
     let dot = nextDot()
     var change = DocumentDelta()
@@ -36,7 +42,10 @@ public struct Transaction: Sendable {
   }
 
   /// Deletes the entity: removes the versions of it this replica has seen. Its fields
-  /// are kept, so an edit made concurrently elsewhere revives it whole.
+  /// are kept, so an edit made concurrently elsewhere revives it whole. Deleting an
+  /// entity that is not visible does nothing.
+  ///
+  /// - Complexity: O(r) for r replicas that touched the entity.
   public mutating func delete(_ key: EntityKey) {
     guard let record = document.entities[key], record.isVisible else { return }
     let dot = nextDot()
@@ -49,6 +58,11 @@ public struct Transaction: Sendable {
   // MARK: Registers
 
   /// Writes a register field; the write wins over every write this replica has seen.
+  ///
+  /// Writing a field the entity does not have yet adds it; writing to an entity that
+  /// does not exist yet makes it visible, as ``create(_:)`` would.
+  ///
+  /// - Complexity: O(r) for r replicas that touched the entity.
   public mutating func setValue(_ value: FieldValue, for field: String, of key: EntityKey) {
     let dot = nextDot()
     let stamp = LWWRegister<FieldValue>.Stamp(timestamp: clock.tick(), dot: dot)
@@ -60,12 +74,17 @@ public struct Transaction: Sendable {
   // MARK: Sets
 
   /// Adds an element to a set field. The add wins over removes it has not seen.
+  ///
+  /// - Complexity: O(r) for r replicas that touched the entity or the element.
   public mutating func insert(_ element: FieldValue, into field: String, of key: EntityKey) {
     let dot = nextDot()
     commit(event: dot, on: key, field: field, .set([element: .add(dot)]))
   }
 
   /// Removes an element from a set field: exactly the adds of it this replica has seen.
+  /// Removing an element that is not present does nothing.
+  ///
+  /// - Complexity: O(r) for r replicas that touched the entity or the element.
   public mutating func remove(_ element: FieldValue, from field: String, of key: EntityKey) {
     guard case .set(let elements)? = document.entities[key]?.fields[field],
       let observed = elements[element], observed.isPresent
@@ -97,6 +116,8 @@ public struct Transaction: Sendable {
   }
 
   /// Deletes the scalars in `range` (clamped to the text) from a text field.
+  ///
+  /// - Complexity: O(log n + k) for k deleted scalars in a text of n scalars.
   public mutating func deleteText(_ range: Range<Int>, in field: String, of key: EntityKey) {
     guard let text = document.sequence(of: field, in: key) else { return }
     let lower = Swift.max(0, Swift.min(range.lowerBound, text.count))
@@ -110,7 +131,10 @@ public struct Transaction: Sendable {
     }
   }
 
-  /// Replaces the scalars in `range` with `string`.
+  /// Replaces the scalars in `range` with `string`: a delete, then an insert at
+  /// `range.lowerBound`.
+  ///
+  /// - Complexity: O(log n + k + m) for k deleted and m inserted scalars.
   public mutating func replaceText(
     _ range: Range<Int>, with string: String, in field: String, of key: EntityKey
   ) {

@@ -44,11 +44,13 @@ public struct LWWRegister<Value: Sendable & Equatable>: Sendable, Equatable {
     /// The write event; unique across all replicas, so it breaks every tie.
     public var dot: Dot
 
+    /// The stamp of the write event `dot`, made at `timestamp`.
     public init(timestamp: Timestamp, dot: Dot) {
       self.timestamp = timestamp
       self.dot = dot
     }
 
+    /// Orders by timestamp, then the dot's replica, then its counter.
     public static func < (lhs: Stamp, rhs: Stamp) -> Bool {
       (lhs.timestamp, lhs.dot.replica, lhs.dot.counter)
         < (rhs.timestamp, rhs.dot.replica, rhs.dot.counter)
@@ -125,10 +127,12 @@ extension LWWRegister: Mergeable {
 }
 
 extension LWWRegister.Stamp: CustomStringConvertible {
+  /// `timestamp/dot`, for debugging.
   public var description: String { "\(timestamp)/\(dot)" }
 }
 
 extension LWWRegister: CustomStringConvertible {
+  /// The value and its stamp, for debugging.
   public var description: String {
     guard let stamp, let value else { return "LWWRegister(empty)" }
     return "LWWRegister(\(value) @ \(stamp))"

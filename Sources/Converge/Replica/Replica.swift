@@ -6,6 +6,7 @@
 /// same document.
 ///
 /// ```swift
+/// let note = EntityKey(type: "note", id: "groceries")
 /// var phone = Replica()
 /// let commit = phone.transact { tx in
 ///   tx.create(note)
@@ -16,7 +17,7 @@
 /// ```
 ///
 /// A replica is a value: copying it forks it. Give a fork its own id with
-/// ``forked(as:)`` before editing it, or both copies would hand out the same dots.
+/// ``forked(as:wallClock:)`` before editing it, or both copies would hand out the same dots.
 public struct Replica: Sendable {
   /// This replica's id: the name on every dot it hands out.
   public private(set) var id: ReplicaID
@@ -25,6 +26,9 @@ public struct Replica: Sendable {
   private var clock: HybridLogicalClock
 
   /// A new, empty replica with a fresh random id.
+  ///
+  /// Pass `id` only to restore an id you can prove is current (see ``ReplicaID``), and
+  /// `wallClock` only in tests and simulations.
   public init(id: ReplicaID = .random(), wallClock: WallClock = .system) {
     self.id = id
     self.document = Document()
@@ -41,6 +45,11 @@ public struct Replica: Sendable {
   }
 
   /// A copy of this replica under another id, as another device would start from it.
+  ///
+  /// The fork keeps this replica's clock (its latest timestamp and wall-clock source)
+  /// unless `wallClock` gives it another source.
+  ///
+  /// - Complexity: O(1); the document's storage is shared until either copy edits it.
   public func forked(as newID: ReplicaID = .random(), wallClock: WallClock? = nil) -> Replica {
     var fork = self
     fork.id = newID
@@ -52,12 +61,17 @@ public struct Replica: Sendable {
   public var context: CausalContext { document.context }
 
   /// The gap-free summary of ``context``.
+  ///
+  /// - Complexity: O(r) for r replicas.
   public var version: VersionVector { document.context.versionVector }
 
   /// Runs `body` as one transaction and returns its delta and changes.
   ///
   /// The document is moved into the transaction, not copied, so editing a long note
-  /// costs the edit, not a copy of the note.
+  /// costs the edit, not a copy of the note. An empty transaction returns an empty
+  /// delta.
+  ///
+  /// - Complexity: O(1) plus the cost of the edits `body` makes.
   @discardableResult
   public mutating func transact(_ body: (inout Transaction) -> Void) -> Commit {
     var transaction = Transaction(document: Document(), replica: id, clock: clock)
@@ -70,6 +84,11 @@ public struct Replica: Sendable {
   }
 
   /// Integrates a delta from another replica (or this one) and reports what changed.
+  ///
+  /// The replica's clock observes the delta's latest timestamp, so this replica's later
+  /// writes win over the writes it has now seen, whatever its wall clock says.
+  ///
+  /// - Complexity: O(d log n) for a delta with d dots in a document of n elements.
   @discardableResult
   public mutating func apply(_ delta: DocumentDelta) -> DocumentChanges {
     if let latest = delta.latestTimestamp { clock.observe(latest) }
@@ -77,12 +96,21 @@ public struct Replica: Sendable {
   }
 
   /// Integrates another replica's whole state.
+  ///
+  /// - Complexity: O(e + d log n) for e entities in `other` and the d dots this replica
+  ///   lacks.
   @discardableResult
   public mutating func merge(_ other: Replica) -> DocumentChanges {
     apply(other.document.delta(since: document.context))
   }
 
-  /// Exactly what a replica whose context is `known` lacks.
+  /// Exactly what a replica whose context is `known` lacks: its size grows with the
+  /// changes since `known`, not with the document's history.
+  ///
+  /// `known` may understate what the peer has (the delta is then larger, never wrong),
+  /// but must not overstate it.
+  ///
+  /// - Complexity: O(e + d) for e entities and d dots in the result.
   public func delta(since known: CausalContext) -> DocumentDelta {
     document.delta(since: known)
   }

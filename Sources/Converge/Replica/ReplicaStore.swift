@@ -8,10 +8,10 @@
   /// changes; other code can iterate ``changes()``:
   ///
   /// ```swift
-  /// @MainActor let store = ReplicaStore(replica: Replica())
+  /// let store = ReplicaStore(replica: Replica())  // on the main actor
   /// store.onCommit = { commit in
-  ///   try? saveToDisk(store.replica.encodedState())
-  ///   send(commit.delta)
+  ///   save(commit.delta)  // the app's own persistence
+  ///   send(commit.delta)  // and transport
   /// }
   /// Task { for await change in store.changes() { refreshList(change) } }
   /// store.transact { $0.create(Note(title: "Groceries")) }
@@ -29,6 +29,7 @@
       [:]
     @ObservationIgnored private var nextSubscriber = 0
 
+    /// A store that owns `replica`.
     public init(replica: Replica) {
       self.replica = replica
     }

@@ -94,17 +94,21 @@ extension ORSet: Sequence {
   public struct Iterator: IteratorProtocol {
     fileprivate var base: Dictionary<Element, Set<Dot>>.Keys.Iterator
 
+    /// The next present element, or `nil` after the last.
     public mutating func next() -> Element? { base.next() }
   }
 
+  /// An iterator over the present elements.
   public func makeIterator() -> Iterator {
     Iterator(base: store.entries.keys.makeIterator())
   }
 
+  /// The number of present elements.
   public var underestimatedCount: Int { count }
 }
 
 extension ORSet: CustomStringConvertible {
+  /// The elements with their dots, sorted, and the context, for debugging.
   public var description: String {
     let shown = store.entries.map { "\($0.key): \($0.value.sorted())" }.sorted()
     return "ORSet([" + shown.joined(separator: ", ") + "], context: \(context))"

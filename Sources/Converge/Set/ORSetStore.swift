@@ -1,10 +1,10 @@
 /// The dot store of an add-wins set: for every present element, the dots of the adds
 /// that put it there and were not removed since.
 ///
-/// The store carries no causal context of its own. An ``ORSet`` pairs one store with one
-/// context; the document layer keeps many stores (one per set-valued field) under the
-/// single causal context of the whole document, and calls the causal ``join`` and
-/// ``delta(since:)`` here with that shared context.
+/// The store carries no causal context of its own: an ``ORSet`` pairs one store with one
+/// context and calls the causal ``join`` and ``delta(since:)`` here with it. (The
+/// document layer does not use this store: its set fields keep each element's presence
+/// as a pair of version vectors under the document's single causal context.)
 ///
 /// Canonical form: no element maps to an empty dot set, so equal knowledge gives equal
 /// stores.
