@@ -1,0 +1,97 @@
+import Converge
+
+/// Arbitrary bytes read as a script for three replicas: local edits, deliveries of
+/// their deltas in any order (with duplicates and drops), and partial syncs. At the end
+/// every replica receives everything, and the script checks that all of them converge.
+///
+/// Fuzzers feed it raw bytes (`Fuzz/`), and crashers found there are replayed by unit
+/// tests through ``run(_:transport:)``.
+public enum ReplicaScript {
+  /// Why a script failed.
+  public struct Divergence: Error, CustomStringConvertible {
+    public var description: String
+  }
+
+  /// Runs `bytes` as a script. Every delivered delta passes through `transport` (for
+  /// example, encode and decode), whose error fails the script.
+  ///
+  /// - Throws: ``Divergence`` if the replicas do not converge.
+  @discardableResult
+  public static func run(
+    _ bytes: some Collection<UInt8>,
+    transport: (DocumentDelta) throws -> DocumentDelta = { $0 }
+  ) throws -> [Replica] {
+    var input = bytes.makeIterator()
+    func next() -> Int? { input.next().map(Int.init) }
+    var replicas = (1...3).map {
+      Replica(id: ReplicaID(rawValue: UInt64($0)), wallClock: .fixed(UInt64($0) * 1_000))
+    }
+    var outbox: [DocumentDelta] = []
+
+    while let opcode = next() {
+      let replica = opcode % 3
+      switch (opcode / 3) % 4 {
+      case 0, 1:
+        guard let detail = next(), let argument = next() else { break }
+        let commit = replicas[replica].transact { edit(&$0, detail: detail, argument: argument) }
+        outbox.append(commit.delta)
+      case 2:
+        // Deliver a pending delta (maybe once more); high bit of the index: drop it.
+        guard let index = next(), !outbox.isEmpty else { break }
+        let position = index % outbox.count
+        if index >= 128 {
+          outbox.remove(at: position)
+        } else {
+          replicas[replica].apply(try transport(outbox[position]))
+        }
+      default:
+        // A partial handshake: `replica` sends another what it lacks.
+        guard let other = next() else { break }
+        let target = other % 3
+        let delta = replicas[replica].delta(since: replicas[target].context)
+        replicas[target].apply(try transport(delta))
+      }
+    }
+
+    // Heal: everyone receives everything, twice round, through the transport.
+    for _ in 0..<2 {
+      for source in replicas.indices {
+        for target in replicas.indices where target != source {
+          let delta = replicas[source].delta(since: replicas[target].context)
+          replicas[target].apply(try transport(delta))
+        }
+      }
+    }
+    for (index, replica) in replicas.enumerated() {
+      replica.document._checkInvariants()
+      guard !replica.document.hasPendingChanges else {
+        throw Divergence(description: "replica \(index) still waits for dependencies")
+      }
+      guard replica.document == replicas[0].document else {
+        throw Divergence(description: "replica \(index) differs from replica 0 after healing")
+      }
+    }
+    return replicas
+  }
+
+  /// One local edit chosen by two bytes.
+  private static func edit(_ tx: inout Transaction, detail: Int, argument: Int) {
+    let key = EntityKey(type: "note", id: ["a", "b"][detail & 1])
+    let length = tx.document.sequence(of: "body", in: key)?.count ?? 0
+    switch (detail >> 1) % 8 {
+    case 0: tx.create(key)
+    case 1: tx.delete(key)
+    case 2: tx.setValue(.int(Int64(argument)), for: "title", of: key)
+    case 3: tx.insert(.int(Int64(argument % 4)), into: "tags", of: key)
+    case 4: tx.remove(.int(Int64(argument % 4)), from: "tags", of: key)
+    case 5, 6:
+      let pieces = ["a", "bc", "é", "👩‍💻", "中"]
+      tx.insertText(
+        pieces[argument % pieces.count], at: argument % (length + 1), in: "body", of: key)
+    default:
+      guard length > 0 else { return }
+      let start = argument % length
+      tx.deleteText(start..<Swift.min(length, start + 1 + argument % 3), in: "body", of: key)
+    }
+  }
+}
