@@ -306,13 +306,11 @@ private struct NoteWithColor: EntityModel, Equatable {
       var storeSession = SyncSession()
       var laptopSession = SyncSession()
       for _ in 0..<4 {
-        if let message = storeSession.makeMessage(for: store.replica) {
+        if let message = store.makeMessage(for: &storeSession) {
           laptopSession.receive(message, into: &laptop)
         }
         if let message = laptopSession.makeMessage(for: laptop) {
-          if let delta = message.delta { store.apply(delta) }
-          var replica = store.replica
-          storeSession.receive(message, into: &replica)
+          store.receive(message, through: &storeSession)
         }
       }
       #expect(store.replica.document == laptop.document)

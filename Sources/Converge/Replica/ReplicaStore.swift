@@ -52,6 +52,21 @@
       return changes
     }
 
+    /// The next message of a sync session with another device (see ``SyncSession``).
+    public func makeMessage(for session: inout SyncSession) -> SyncMessage? {
+      session.makeMessage(for: replica)
+    }
+
+    /// Integrates a sync message from another device and publishes what changed.
+    @discardableResult
+    public func receive(_ message: SyncMessage, through session: inout SyncSession)
+      -> DocumentChanges
+    {
+      let changes = session.receive(message, into: &replica)
+      publish(changes)
+      return changes
+    }
+
     /// A stream of every non-empty change from now on; each caller gets its own stream.
     public func changes() -> AsyncStream<DocumentChanges> {
       let (stream, continuation) = AsyncStream.makeStream(of: DocumentChanges.self)
