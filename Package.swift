@@ -19,7 +19,8 @@ let package = Package(
     // Editing traces (josephg/editing-traces format) and their replay, shared by the
     // command line tool and the tests.
     .target(name: "ConvergeTraces", dependencies: ["Converge"]),
-    .executableTarget(name: "ConvergeCommand", dependencies: ["Converge", "ConvergeTraces"]),
+    .executableTarget(
+      name: "ConvergeCommand", dependencies: ["Converge", "ConvergeTraces", "ConvergeTestSupport"]),
     .testTarget(
       name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport", "ConvergeTraces"],
       // Inputs the fuzzers found failing, replayed as tests (not bundled resources).

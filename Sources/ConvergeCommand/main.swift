@@ -10,7 +10,9 @@ let usage = """
 
   commands:
     replay <trace.json[.gz]> [--json] [--iterations N]
-        replay a sequential editing trace through a Text and time it
+        replay an editing trace (sequential or concurrent) and time it
+    fuzz [--seconds N] [--workers N] [--seed S]
+        check every merge law and replica-script property on random seeds
   """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -22,6 +24,8 @@ arguments.removeFirst()
 switch command {
 case "replay":
   exit(ReplayCommand.run(arguments))
+case "fuzz":
+  exit(FuzzCommand.run(arguments))
 case "help", "--help", "-h":
   print(usage)
 default:
