@@ -322,13 +322,16 @@ enum TextWire {
     decoding: while true {
       switch decoder.decode(&iterator) {
       case .scalarValue(let scalar):
-        guard scalars.count < totalLength else { break decoding }
+        guard scalars.count < totalLength else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: contentStart, reason: "text content does not match its runs")
+        }
         scalars.append(scalar)
       case .emptyInput: break decoding
       case .error: throw ConvergeDecodingError.invalidUTF8(offset: contentStart)
       }
     }
-    guard scalars.count == totalLength, iterator.next() == nil else {
+    guard scalars.count == totalLength else {
       throw ConvergeDecodingError.invalidValue(
         offset: contentStart, reason: "text content does not match its runs")
     }
