@@ -82,3 +82,28 @@ enum DocumentFixtureScenario {
     #expect(delta.encoded() == DocumentFixtureScenario.delta.encoded())
   }
 }
+
+@Suite struct MessageSummaryTests {
+  @Test func summarizesEveryKind() throws {
+    let document = try MessageSummary(decoding: DocumentFixtureScenario.document.encoded()).text
+    #expect(document.hasPrefix("kind: documentState (3), "))
+    #expect(document.contains("entities: 2 (1 visible)"))
+    #expect(document.contains("task/t1 (deleted):"))
+    #expect(document.contains("  body: text, 17 scalars, 17 UTF-16 units"))
+    #expect(document.contains("  tags: set, 1 elements (2 with removed)"))
+    let delta = try MessageSummary(decoding: DocumentFixtureScenario.delta.encoded()).text
+    #expect(delta.hasPrefix("kind: documentDelta (4), "))
+    #expect(delta.contains("  body: text, 1 insert runs (4 scalars), 1 delete runs (4 deletes)"))
+    let vector = try MessageSummary(decoding: VersionVector([ReplicaID(rawValue: 1): 3]).encoded())
+    #expect(vector.text.contains("replicas: 1"))
+    let context = try MessageSummary(decoding: CausalContext().encoded())
+    #expect(context.text.contains("context: 0 replicas, 0 events"))
+  }
+
+  @Test func badInputThrowsTypedErrors() {
+    var bytes = DocumentFixtureScenario.document.encoded()
+    bytes[bytes.count / 2] ^= 0x10
+    #expect(throws: ConvergeDecodingError.checksumMismatch) { try MessageSummary(decoding: bytes) }
+    #expect(throws: ConvergeDecodingError.truncated(offset: 0)) { try MessageSummary(decoding: []) }
+  }
+}
