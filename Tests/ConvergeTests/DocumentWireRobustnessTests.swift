@@ -107,14 +107,17 @@ import Testing
     }
   }
 
-  /// No inserts, then one delete group of replica #0 holding one run.
-  private static func oneDelete(packedCount: UInt64, target: Int64, gap: UInt64 = 0) -> [UInt8] {
+  /// No inserts, then one delete group of replica #0 holding one run: `packedCount` is
+  /// `count << 2 | descending << 1 | explicit target replica`.
+  private static func oneDelete(
+    packedCount: UInt64, target: Int64, gap: UInt64 = 0, explicitTarget: [UInt8] = []
+  ) -> [UInt8] {
     textDelta { writer in
       writer.writeBytes([0, 0])  // no insert groups, empty content
       writer.writeBytes([1, 0, 1])
       writer.writeVarUInt(gap)
       writer.writeVarUInt(packedCount)
-      writer.writeVarUInt(0)
+      writer.writeBytes(explicitTarget)
       writer.writeVarInt(target)
     }
   }
@@ -158,21 +161,39 @@ import Testing
     // Deletes: zero, a single one marked descending, targets running out of range.
     #expect(Self.reason(Self.oneDelete(packedCount: 0, target: 1)) == "empty run")
     #expect(
-      Self.reason(Self.oneDelete(packedCount: 3, target: 1)) == "a single delete marked descending")
-    #expect(Self.reason(Self.oneDelete(packedCount: 2, target: 0)) == "zero target")
-    #expect(Self.reason(Self.oneDelete(packedCount: 5, target: 1)) != nil)  // 2 descending from 1
-    #expect(Self.reason(Self.oneDelete(packedCount: 4, target: -1)) != nil)  // up to 2^64
-    #expect(Self.reason(Self.oneDelete(packedCount: 2, target: 1, gap: .max)) != nil)
+      Self.reason(Self.oneDelete(packedCount: 6, target: 1)) == "a single delete marked descending")
+    #expect(Self.reason(Self.oneDelete(packedCount: 8, target: 0)) == "zero target")
+    #expect(Self.reason(Self.oneDelete(packedCount: 10, target: 1)) != nil)  // 2 descending from 1
+    #expect(Self.reason(Self.oneDelete(packedCount: 8, target: -1)) != nil)  // up to 2^64
+    #expect(Self.reason(Self.oneDelete(packedCount: 8, target: 1, gap: .max)) != nil)
+    #expect(
+      Self.reason(Self.oneDelete(packedCount: 9, target: 1, explicitTarget: [0]))
+        == "explicit target replica that is implied")
+    let validDelete = Self.oneDelete(packedCount: 8, target: 1)
+    #expect(try DocumentDelta(decoding: validDelete).encoded() == validDelete)
   }
 
   @Test func hugeButValidRunsDecodeAndApplyQuickly() throws {
-    // 2^62 deletes of missing targets: one record, buffered as one range.
+    // 2^61 deletes of missing targets: one record, buffered as one range.
     let huge = Self.oneDelete(packedCount: 1 << 63, target: 1)
     let delta = try DocumentDelta(decoding: huge)
     #expect(delta.encoded() == huge)
     var document = Document()
     document.apply(delta)
     #expect(document.encoded() == (try Document(decoding: document.encoded())).encoded())
+  }
+
+  @Test func deleteRunsLongerThanOneRecordAreSplit() throws {
+    // The longest run one record holds, then five more deletes that continue it.
+    let longest: UInt64 = (1 << 62) - 1
+    let first = try DocumentDelta(decoding: Self.oneDelete(packedCount: longest << 2, target: 1))
+    let second = try DocumentDelta(
+      decoding: Self.oneDelete(packedCount: 5 << 2, target: Int64(longest) + 1, gap: longest))
+    let joined = first.merging(second)
+    let bytes = joined.encoded()
+    let decoded = try DocumentDelta(decoding: bytes)
+    #expect(decoded.encoded() == bytes)
+    #expect(decoded.merging(first).encoded() == bytes)
   }
 
   @Test func absurdCountsAreRefusedBeforeAllocating() {

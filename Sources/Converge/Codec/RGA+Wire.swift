@@ -62,6 +62,9 @@ extension RGADelta {
         deletes.append(piece)
       }
     }
+    if deletes.contains(where: { $0.count > TextWire.maximumDeleteRun }) {
+      deletes = deletes.flatMap(TextWire.split)
+    }
     return (inserts, deletes)
   }
 
@@ -154,6 +157,22 @@ enum TextWire {
   static let explicitOrigin: UInt64 = 1
   static let firstOwnOrigin: UInt64 = 2
 
+  /// The longest delete run one record holds, so that its count and two flags fit in
+  /// 64 bits; longer runs (only hostile input makes them) are written as several.
+  static let maximumDeleteRun: UInt64 = (1 << 62) - 1
+
+  /// `delete` cut into runs of at most ``maximumDeleteRun`` deletes.
+  static func split(_ delete: RGADelta.Delete) -> [RGADelta.Delete] {
+    var pieces: [RGADelta.Delete] = []
+    var offset: UInt64 = 0
+    while offset < delete.count {
+      let length = Swift.min(maximumDeleteRun, delete.count - offset)
+      pieces.append(delete.part(from: offset, count: length))
+      offset += length
+    }
+    return pieces
+  }
+
   /// Whether `next` continues the run `last` exactly, so the two are one run.
   static func continues(_ last: RGADelta.Insert, with next: RGADelta.Insert) -> Bool {
     let length = UInt64(last.scalars.count)
@@ -169,7 +188,8 @@ enum TextWire {
   /// (either direction while `last` holds a single delete).
   static func canExtend(_ last: RGADelta.Delete, with next: RGADelta.Delete) -> Bool {
     let (end, overflow) = last.dot.counter.addingReportingOverflow(last.count)
-    guard !overflow, next.dot.replica == last.dot.replica, next.dot.counter == end,
+    guard !overflow, last.count < maximumDeleteRun, next.dot.replica == last.dot.replica,
+      next.dot.counter == end,
       next.target.replica == last.target.replica
     else { return false }
     let lastTarget = last.lastTarget
@@ -185,11 +205,11 @@ enum TextWire {
     _ last: RGADelta.Delete, with next: RGADelta.Delete
   ) -> (run: RGADelta.Delete, rest: RGADelta.Delete?) {
     let descending = next.target.counter < last.lastTarget
-    let whole = next.count == 1 || next.isDescending == descending
-    let taken = whole ? next.count : 1
+    let continuing = next.count == 1 || next.isDescending == descending ? next.count : 1
+    let taken = Swift.min(continuing, maximumDeleteRun - last.count)
     let run = RGADelta.Delete(
       dot: last.dot, target: last.target, count: last.count + taken, isDescending: descending)
-    return (run, whole ? nil : next.part(from: 1, count: next.count - 1))
+    return (run, taken < next.count ? next.part(from: taken, count: next.count - taken) : nil)
   }
 
   // MARK: Inserts
@@ -211,16 +231,16 @@ enum TextWire {
       table.writeIndex(of: first.id.replica, to: &writer)
       writer.writeVarUInt(group.count)
       var nextFree: UInt64 = 1
-      var previousSkew: UInt64 = 0
+      var predictedLamport = first.id.counter
       for insert in group {
         let length = UInt64(insert.scalars.count)
         scalarCount += insert.scalars.count
         writer.writeVarUInt(insert.id.counter - nextFree)
         writer.writeVarUInt(length)
-        // Lamport numbers track counters closely; write the drift from the last run.
-        let skew = insert.lamport &- insert.id.counter
-        writer.writeVarInt(Int64(bitPattern: skew &- previousSkew))
-        previousSkew = skew
+        // A replica's later run usually continues its Lamport numbers where the previous
+        // one stopped (more if it saw other replicas' inserts in between).
+        writer.writeVarInt(Int64(bitPattern: insert.lamport &- predictedLamport))
+        predictedLamport = insert.lamport &+ length
         switch insert.origin {
         case nil:
           writer.writeVarUInt(headOrigin)
@@ -270,7 +290,7 @@ enum TextWire {
       }
       headers.reserveCapacity(headers.count + runCount)
       var nextFree: UInt64 = 1
-      var previousSkew: UInt64 = 0
+      var predictedLamport: UInt64?
       var previous: RunHeader?
       for _ in 0..<runCount {
         let start = reader.offset
@@ -287,9 +307,7 @@ enum TextWire {
         let length = Int(rawLength)
         let end = try ByteReader.checkedAdd(counter, rawLength, at: lengthStart)
         let lamportStart = reader.offset
-        let skew = previousSkew &+ UInt64(bitPattern: try reader.readVarInt())
-        previousSkew = skew
-        let lamport = skew &+ counter
+        let lamport = (predictedLamport ?? counter) &+ UInt64(bitPattern: try reader.readVarInt())
         let (lamportEnd, lamportOverflow) = lamport.addingReportingOverflow(rawLength)
         guard !lamportOverflow, lamportEnd <= RGA.lamportLimit else {
           throw ConvergeDecodingError.invalidValue(
@@ -310,6 +328,7 @@ enum TextWire {
         totalLength = try checkedTotal(totalLength, length, remaining: reader, at: lengthStart)
         headers.append(header)
         previous = header
+        predictedLamport = lamportEnd
         nextFree = end
       }
     }
@@ -408,10 +427,14 @@ enum TextWire {
       writer.writeVarUInt(group.count)
       var nextFree: UInt64 = 1
       var previousTarget: UInt64 = 0
+      var impliedReplica = first.dot.replica
       for delete in group {
         writer.writeVarUInt(delete.dot.counter - nextFree)
-        writer.writeVarUInt(delete.count << 1 | (delete.isDescending ? 1 : 0))
-        table.writeIndex(of: delete.target.replica, to: &writer)
+        let explicit = delete.target.replica != impliedReplica
+        writer.writeVarUInt(
+          delete.count << 2 | (delete.isDescending ? 2 : 0) | (explicit ? 1 : 0))
+        if explicit { table.writeIndex(of: delete.target.replica, to: &writer) }
+        impliedReplica = delete.target.replica
         writer.writeVarInt(Int64(bitPattern: delete.target.counter &- previousTarget))
         previousTarget = delete.lastTarget
         nextFree = delete.dot.counter + delete.count
@@ -422,30 +445,31 @@ enum TextWire {
   static func readDeletes(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
   ) throws -> [RGADelta.Delete] {
-    // A group is at least a replica index, a run count and one 4-byte run.
-    let groupCount = try reader.readCount(minimumBytesPerElement: 6)
+    // A group is at least a replica index, a run count and one 3-byte run.
+    let groupCount = try reader.readCount(minimumBytesPerElement: 5)
     var deletes: [RGADelta.Delete] = []
     var previousReplica: Int?
     for _ in 0..<groupCount {
       let (replicaIndex, replica) = try table.readReplica(from: &reader, after: previousReplica)
       previousReplica = replicaIndex
       let runsStart = reader.offset
-      // A run is at least gap, count, target replica and target counter: 4 bytes.
-      let runCount = try reader.readCount(minimumBytesPerElement: 4)
+      // A run is at least gap, count and target counter: 3 bytes.
+      let runCount = try reader.readCount(minimumBytesPerElement: 3)
       guard runCount > 0 else {
         throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
       }
       deletes.reserveCapacity(deletes.count + runCount)
       var nextFree: UInt64 = 1
       var previousTarget: UInt64 = 0
+      var impliedReplica = replica
       var previous: RGADelta.Delete?
       for _ in 0..<runCount {
         let start = reader.offset
         let counter = try ByteReader.checkedAdd(nextFree, try reader.readVarUInt(), at: start)
         let countStart = reader.offset
         let packed = try reader.readVarUInt()
-        let count = packed >> 1
-        let isDescending = packed & 1 == 1
+        let count = packed >> 2
+        let isDescending = packed & 2 != 0
         guard count > 0 else {
           throw ConvergeDecodingError.invalidValue(offset: countStart, reason: "empty run")
         }
@@ -454,7 +478,16 @@ enum TextWire {
             offset: countStart, reason: "a single delete marked descending")
         }
         let end = try ByteReader.checkedAdd(counter, count, at: countStart)
-        let targetReplica = try table.readReplica(from: &reader)
+        var targetReplica = impliedReplica
+        if packed & 1 != 0 {
+          let replicaStart = reader.offset
+          targetReplica = try table.readReplica(from: &reader)
+          guard targetReplica != impliedReplica else {
+            throw ConvergeDecodingError.invalidValue(
+              offset: replicaStart, reason: "explicit target replica that is implied")
+          }
+        }
+        impliedReplica = targetReplica
         let targetStart = reader.offset
         let target = previousTarget &+ UInt64(bitPattern: try reader.readVarInt())
         guard target > 0 else {
