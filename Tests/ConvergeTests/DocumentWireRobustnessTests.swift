@@ -183,6 +183,22 @@ import Testing
     #expect(document.encoded() == (try Document(decoding: document.encoded())).encoded())
   }
 
+  @Test func runsAtTheTopOfTheCounterSpaceApplyWithoutTraps() throws {
+    // The id 2^64 - 2 (the last one a run can end at) with Lamport number 1 (wrapping).
+    let top = Self.oneRun(gap: .max - 2, skew: 3)
+    #expect(Self.reason(Self.oneRun(gap: .max - 1)) != nil)
+    let deleteTop = Self.oneDelete(packedCount: 4, target: -2, gap: .max - 2)  // 2^64 - 2
+    let deleteDown = Self.oneDelete(packedCount: 10, target: -2)  // 2^64 - 2, 2^64 - 3
+    var document = Document()
+    for message in [top, deleteTop, deleteDown] {
+      let delta = try DocumentDelta(decoding: message)
+      #expect(delta.encoded() == message)
+      document.apply(delta)
+      let state = document.encoded()
+      #expect(try Document(decoding: state) == document)
+    }
+  }
+
   @Test func deleteRunsLongerThanOneRecordAreSplit() throws {
     // The longest run one record holds, then five more deletes that continue it.
     let longest: UInt64 = (1 << 62) - 1
