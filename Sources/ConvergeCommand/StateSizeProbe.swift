@@ -17,6 +17,8 @@ enum StateSizeProbe {
     var contentBytes: Int
     var visibleScalars: Int
     var oneCharacterDeltaBytes: Int
+    /// The best of five runs of `encodedState()` and of `Replica(restoring:)`.
+    var encodeMilliseconds: Double
     var loadMilliseconds: Double
     var matchesEndContent: Bool
 
@@ -29,7 +31,8 @@ enum StateSizeProbe {
         delete runs:          \(deleteRuns)
         everything else:      \(stateBytes - contentBytes) bytes
       one-character delta:    \(oneCharacterDeltaBytes) bytes
-      decode + load state:    \(String(format: "%.2f", loadMilliseconds)) ms
+      encode state:           \(String(format: "%.2f", encodeMilliseconds)) ms (best of 5)
+      decode + load state:    \(String(format: "%.2f", loadMilliseconds)) ms (best of 5)
       matches endContent:     \(matchesEndContent)
       """
     }
@@ -57,10 +60,14 @@ enum StateSizeProbe {
       }
     }
     let state = replica.encodedState()
-    let clock = ContinuousClock()
-    let start = clock.now
-    let restored = try Replica(restoring: state)
-    let elapsed = (clock.now - start).components
+    var restored = replica
+    var encodeMilliseconds = Double.infinity
+    var loadMilliseconds = Double.infinity
+    for _ in 0..<5 {
+      encodeMilliseconds = min(encodeMilliseconds, milliseconds { _ = replica.encodedState() })
+      loadMilliseconds = min(
+        loadMilliseconds, try milliseconds { restored = try Replica(restoring: state) })
+    }
     let text = replica.document.sequence(of: "body", in: note) ?? RGA()
     let all = text.delta(since: CausalContext())
     var contentBytes = 0
@@ -76,8 +83,16 @@ enum StateSizeProbe {
       stateBytes: state.count, insertRuns: all.inserts.count, deleteRuns: all.deletes.count,
       insertedScalars: insertedScalars, contentBytes: contentBytes, visibleScalars: text.count,
       oneCharacterDeltaBytes: commit.delta.encoded().count,
-      loadMilliseconds: Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15,
+      encodeMilliseconds: encodeMilliseconds, loadMilliseconds: loadMilliseconds,
       matchesEndContent: restored.document.text(of: "body", in: note) == trace.endContent)
+  }
+
+  private static func milliseconds(_ body: () throws -> Void) rethrows -> Double {
+    let clock = ContinuousClock()
+    let start = clock.now
+    try body()
+    let elapsed = (clock.now - start).components
+    return Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
   }
 
   /// `state-size <trace>`: prints the report; 1 if the trace cannot be read.
