@@ -23,7 +23,14 @@ extension Document {
   public func encoded() -> [UInt8] {
     var builder = ReplicaTable.Builder()
     builder.insert(contentsOf: context.replicas)
-    for record in entities.values { record.collectReplicas(into: &builder) }
+    // Each text's runs are taken once: they name replicas for the table, then are written.
+    var texts: [EntityKey: [String: RGADelta]] = [:]
+    for (key, record) in entities {
+      record.collectReplicas(into: &builder)
+      let runs = record.textRuns()
+      for runs in runs.values { runs.collectReplicas(into: &builder) }
+      if !runs.isEmpty { texts[key] = runs }
+    }
     let table = builder.build()
     return Envelope.seal(kind: .documentState) { writer in
       table.write(to: &writer)
@@ -31,7 +38,7 @@ extension Document {
       writer.writeVarUInt(entities.count)
       for key in entities.keys.sorted() {
         key.write(to: &writer)
-        entities[key]?.write(to: &writer, replicas: table)
+        entities[key]?.write(to: &writer, replicas: table, texts: texts[key] ?? [:])
       }
     }
   }
@@ -243,18 +250,30 @@ enum FieldWire {
 }
 
 extension EntityRecord {
+  /// Adds the replicas of the presence, registers and sets to `builder`; those of text
+  /// fields come from ``textRuns()``.
   func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
     for field in fields.values {
       switch field {
       case .register(let register): FieldWire.collectReplicas(of: register, into: &builder)
       case .set(let elements): FieldWire.collectReplicas(of: elements, into: &builder)
-      case .text(let text): text.collectReplicas(into: &builder)
+      case .text: break
       }
     }
   }
 
-  func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
+  /// Every text field's whole state as runs, by field name.
+  func textRuns() -> [String: RGADelta] {
+    var runs: [String: RGADelta] = [:]
+    for (name, field) in fields {
+      if case .text(let text) = field { runs[name] = text.delta(since: CausalContext()) }
+    }
+    return runs
+  }
+
+  /// Writes the presence and the fields; `texts` holds the text fields' ``textRuns()``.
+  func write(to writer: inout ByteWriter, replicas table: ReplicaTable, texts: [String: RGADelta]) {
     presence.write(to: &writer, replicas: table)
     writer.writeVarUInt(fields.count)
     for name in fields.keys.sorted(by: fieldNameOrder) {
@@ -262,9 +281,9 @@ extension EntityRecord {
       switch fields[name] {
       case .register(let register)?: FieldWire.write(register, to: &writer, replicas: table)
       case .set(let elements)?: FieldWire.write(elements, to: &writer, replicas: table)
-      case .text(let text)?:
+      case .text?:
         writer.writeUInt8(FieldWireTag.text.rawValue)
-        text.write(to: &writer, replicas: table)
+        (texts[name] ?? RGADelta()).write(to: &writer, replicas: table)
       case nil: break
       }
     }

@@ -68,7 +68,10 @@ public struct MessageSummary: Sendable {
   private static func describe(_ document: Document) -> [String] {
     var replicas = ReplicaTable.Builder()
     replicas.insert(contentsOf: document.context.replicas)
-    for record in document.entities.values { record.collectReplicas(into: &replicas) }
+    for record in document.entities.values {
+      record.collectReplicas(into: &replicas)
+      for runs in record.textRuns().values { runs.collectReplicas(into: &replicas) }
+    }
     var lines = ["replicas: \(replicas.build().count)"]
     lines += describe(document.context)
     let keys = document.entities.keys.sorted()

@@ -131,17 +131,8 @@ extension RGADelta.Delete {
 }
 
 extension RGA {
-  /// Writes the text's whole state (see ``RGADelta/write(to:replicas:)``).
-  func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
-    delta(since: CausalContext()).write(to: &writer, replicas: table)
-  }
-
-  /// Adds every replica the text mentions to `builder`.
-  func collectReplicas(into builder: inout ReplicaTable.Builder) {
-    delta(since: CausalContext()).collectReplicas(into: &builder)
-  }
-
-  /// Reads a text written by ``write(to:replicas:)``: its runs, applied to a fresh text.
+  /// Reads a text's whole state, written as the runs of `delta(since: CausalContext())`:
+  /// the runs, applied to a fresh text.
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let delta = try RGADelta(from: &reader, replicas: &table)
     self.init()
