@@ -20,6 +20,10 @@ enum StateSizeProbe {
     /// The best of five runs of `encodedState()` and of `Replica(restoring:)`.
     var encodeMilliseconds: Double
     var loadMilliseconds: Double
+    /// Of those, the text's own work: `delta(since:)` of the whole text, and applying
+    /// that delta to an empty `RGA`.
+    var textDeltaMilliseconds: Double
+    var textApplyMilliseconds: Double
     var matchesEndContent: Bool
 
     var summary: String {
@@ -33,6 +37,8 @@ enum StateSizeProbe {
       one-character delta:    \(oneCharacterDeltaBytes) bytes
       encode state:           \(String(format: "%.2f", encodeMilliseconds)) ms (best of 5)
       decode + load state:    \(String(format: "%.2f", loadMilliseconds)) ms (best of 5)
+        of which RGA.delta(since:) \(String(format: "%.2f", textDeltaMilliseconds)) ms \
+      (in encode), RGA.apply \(String(format: "%.2f", textApplyMilliseconds)) ms (in load)
       matches endContent:     \(matchesEndContent)
       """
     }
@@ -70,6 +76,18 @@ enum StateSizeProbe {
     }
     let text = replica.document.sequence(of: "body", in: note) ?? RGA()
     let all = text.delta(since: CausalContext())
+    var textDeltaMilliseconds = Double.infinity
+    var textApplyMilliseconds = Double.infinity
+    for _ in 0..<5 {
+      textDeltaMilliseconds = min(
+        textDeltaMilliseconds, milliseconds { _ = text.delta(since: CausalContext()) })
+      textApplyMilliseconds = min(
+        textApplyMilliseconds,
+        milliseconds {
+          var fresh = RGA()
+          fresh.apply(all)
+        })
+    }
     var contentBytes = 0
     var insertedScalars = 0
     for insert in all.inserts {
@@ -84,6 +102,7 @@ enum StateSizeProbe {
       insertedScalars: insertedScalars, contentBytes: contentBytes, visibleScalars: text.count,
       oneCharacterDeltaBytes: commit.delta.encoded().count,
       encodeMilliseconds: encodeMilliseconds, loadMilliseconds: loadMilliseconds,
+      textDeltaMilliseconds: textDeltaMilliseconds, textApplyMilliseconds: textApplyMilliseconds,
       matchesEndContent: restored.document.text(of: "body", in: note) == trace.endContent)
   }
 
