@@ -8,7 +8,10 @@ import Testing
   /// Valid document and delta messages from seeded random networks.
   private static func sampleMessages(seed: UInt64, count: Int) -> [[UInt8]] {
     var random = SeededGenerator(seed: seed)
-    var messages = [Document().encoded(), DocumentDelta().encoded()]
+    var messages = [
+      Document().encoded(), DocumentDelta().encoded(),
+      DocumentFixtureScenario.document.encoded(), DocumentFixtureScenario.delta.encoded(),
+    ]
     for _ in 0..<count {
       let network = DocumentNetwork(replicaCount: 3, rounds: 8, using: &random)
       messages.append(network.replicas[0].encodedState())

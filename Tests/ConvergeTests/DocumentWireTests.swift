@@ -170,7 +170,7 @@ import Testing
   }
 
   @Test func oneTypedCharacterIsASmallDelta() {
-    var replica = Replica(id: .random(), wallClock: .system)
+    var replica = Replica(id: ReplicaID(rawValue: 0x5EED), wallClock: .fixed(1_700_000_000_000))
     replica.transact { tx in
       tx.create(note)
       tx.insertText("Hello world", at: 0, in: "body", of: note)
