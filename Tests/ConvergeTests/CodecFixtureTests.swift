@@ -33,6 +33,8 @@ import Testing
     ("version-vector-v1.bin", versionVector.encoded()),
     ("version-vector-empty-v1.bin", VersionVector().encoded()),
     ("causal-context-v1.bin", causalContext.encoded()),
+    ("document-v1.bin", DocumentFixtureScenario.document.encoded()),
+    ("document-delta-v1.bin", DocumentFixtureScenario.delta.encoded()),
   ]
 
   private func load(_ name: String) throws -> [UInt8] {

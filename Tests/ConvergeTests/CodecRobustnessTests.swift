@@ -31,12 +31,7 @@ import Testing
   @discardableResult
   private static func decodeChecked(_ bytes: [UInt8], seed: UInt64) -> ConvergeDecodingError? {
     do {
-      let reencoded: [UInt8]
-      switch try Envelope.open(bytes).kind {
-      case .versionVector: reencoded = try VersionVector(decoding: bytes).encoded()
-      case .causalContext: reencoded = try CausalContext(decoding: bytes).encoded()
-      default: return nil
-      }
+      guard let reencoded = try reencodeMessage(bytes) else { return nil }
       #expect(reencoded == bytes, "seed \(seed): accepted a non-canonical message \(bytes)")
       return nil
     } catch let error as ConvergeDecodingError {
@@ -68,49 +63,20 @@ import Testing
       let mutated: [UInt8]
       if iteration.isMultiple(of: 2) {
         // Corrupt the whole message: the frame (mostly its checksum) must catch it.
-        mutated = Self.mutate(message, splicingWith: other, using: &random)
+        mutated = mutateBytes(message, splicingWith: other, using: &random)
       } else {
         // Corrupt the body and frame it again with a valid checksum, so the body
         // decoders themselves face the damage.
-        guard let opened = try? Envelope.open(message),
-          let otherBody = try? Envelope.open(other).body
-        else {
+        guard let body = mutateBody(of: message, splicingWith: other, using: &random) else {
           Issue.record("seed \(seed): sample message does not open")
           continue
         }
-        let body = Self.mutate(Array(opened.body), splicingWith: Array(otherBody), using: &random)
-        mutated = Envelope.seal(kind: opened.kind, body: body)
+        mutated = body
       }
       if Self.decodeChecked(mutated, seed: seed) == nil { accepted += 1 }
     }
     // Some mutations (a changed counter, say) still give a valid value; most must not.
     #expect(accepted < fuzzIterations(10_000) / 2, "seed \(seed)")
-  }
-
-  private static func mutate(
-    _ bytes: [UInt8], splicingWith other: [UInt8], using random: inout SeededGenerator
-  ) -> [UInt8] {
-    var result = bytes
-    for _ in 0..<Int.random(in: 1...3, using: &random) {
-      let position = Int.random(in: 0...result.count, using: &random)
-      switch Int.random(in: 0...5, using: &random) {
-      case 0 where position < result.count:
-        result[position] ^= 1 << UInt8.random(in: 0...7, using: &random)
-      case 1:
-        result.insert(UInt8.random(in: 0...255, using: &random), at: position)
-      case 2 where position < result.count:
-        result.remove(at: position)
-      case 3 where position < result.count:
-        result[position] = [0x00, 0x01, 0x7F, 0x80, 0xFF].randomElement(using: &random) ?? 0
-      case 4:
-        let cut = Int.random(in: 0...other.count, using: &random)
-        result = Array(result.prefix(position)) + other.suffix(from: cut)
-      default:
-        let end = min(result.count, position + Int.random(in: 1...8, using: &random))
-        result.insert(contentsOf: result[position..<end], at: position)
-      }
-    }
-    return result
   }
 
   @Test func absurdCountsAreRefusedBeforeAllocating() throws {

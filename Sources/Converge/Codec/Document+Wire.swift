@@ -1,0 +1,303 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// Wire form of a whole document (see `FORMAT.md`, "Document"): one replica table, the
+/// causal context, then every entity sorted by key, each with its presence and its
+/// fields sorted by name.
+///
+/// ```swift
+/// let bytes = replica.document.encoded()   // save it, send it
+/// let restored = try Document(decoding: bytes)
+/// // restored == replica.document, and restored.encoded() == bytes
+/// ```
+///
+/// Equal documents encode to equal bytes, however they were reached: maps are written
+/// sorted and text runs in one canonical shape. Decoding accepts exactly those bytes.
+///
+/// - Complexity: encoding is O(n log n) and decoding O(n log n) for n bytes of output.
+extension Document {
+  /// The document as a ``MessageKind/documentState`` message.
+  public func encoded() -> [UInt8] {
+    var builder = ReplicaTable.Builder()
+    builder.insert(contentsOf: context.replicas)
+    // Each text's runs are taken once: they name replicas for the table, then are written.
+    var texts: [EntityKey: [String: RGADelta]] = [:]
+    for (key, record) in entities {
+      record.collectReplicas(into: &builder)
+      let runs = record.textRuns()
+      for runs in runs.values { runs.collectReplicas(into: &builder) }
+      if !runs.isEmpty { texts[key] = runs }
+    }
+    let table = builder.build()
+    return Envelope.seal(kind: .documentState) { writer in
+      table.write(to: &writer)
+      context.write(to: &writer, replicas: table)
+      writer.writeVarUInt(entities.count)
+      for key in entities.keys.sorted() {
+        key.write(to: &writer)
+        entities[key]?.write(to: &writer, replicas: table, texts: texts[key] ?? [:])
+      }
+    }
+  }
+
+  /// Decodes a message made by ``encoded()``.
+  ///
+  /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
+  ///   have produced.
+  public init(decoding bytes: [UInt8]) throws {
+    self = try Envelope.decode(bytes, as: .documentState, Self.readBody)
+  }
+
+  /// Decodes a message made by ``encoded()`` from a slice of a larger buffer.
+  public init(decoding bytes: ArraySlice<UInt8>) throws {
+    self = try Envelope.decode(bytes, as: .documentState, Self.readBody)
+  }
+
+  /// Decodes a message made by ``encoded()``; `data` may be a slice of a larger `Data`.
+  public init(decoding data: Data) throws {
+    self = try Envelope.decode(data, as: .documentState, Self.readBody)
+  }
+
+  static func readBody(_ reader: inout ByteReader) throws -> Document {
+    var table = try DecodedReplicaTable(from: &reader)
+    var document = Document()
+    document.context = try CausalContext(from: &reader, replicas: &table)
+    document.entities = try EntityKey.readMap(from: &reader) { reader in
+      try EntityRecord(from: &reader, replicas: &table)
+    }
+    try table.checkAllReferenced(offset: reader.offset)
+    return document
+  }
+}
+
+extension EntityKey {
+  func write(to writer: inout ByteWriter) {
+    writer.writeString(type)
+    writer.writeString(id)
+  }
+
+  init(from reader: inout ByteReader) throws {
+    let type = try reader.readString()
+    self.init(type: type, id: try reader.readString())
+  }
+
+  /// Reads a count and that many (key, value) pairs with keys strictly increasing.
+  static func readMap<Value>(
+    from reader: inout ByteReader, _ readValue: (inout ByteReader) throws -> Value
+  ) throws -> [EntityKey: Value] {
+    // An entity is at least two empty strings, two empty vectors and a field count.
+    let count = try reader.readCount(minimumBytesPerElement: 5)
+    var map: [EntityKey: Value] = [:]
+    map.reserveCapacity(count)
+    var previous: EntityKey?
+    for _ in 0..<count {
+      let start = reader.offset
+      let key = try EntityKey(from: &reader)
+      if let previous, !(previous < key) {
+        throw ConvergeDecodingError.invalidValue(
+          offset: start, reason: "entities not strictly increasing")
+      }
+      let value = try readValue(&reader)
+      guard map.updateValue(value, forKey: key) == nil else {
+        throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate entity")
+      }
+      previous = key
+    }
+    return map
+  }
+}
+
+extension Presence {
+  func collectReplicas(into builder: inout ReplicaTable.Builder) {
+    builder.insert(contentsOf: added.replicas)
+    builder.insert(contentsOf: removed.replicas)
+  }
+
+  /// Writes `added`, then `removed`, as version vectors.
+  func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
+    added.write(to: &writer, replicas: table)
+    removed.write(to: &writer, replicas: table)
+  }
+
+  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    let added = try VersionVector(from: &reader, replicas: &table)
+    self.init(added: added, removed: try VersionVector(from: &reader, replicas: &table))
+  }
+}
+
+/// The field kind tags of the wire form.
+enum FieldWireTag: UInt8 {
+  /// A register holding a write: stamp, then value.
+  case register = 0
+  /// A set: its elements with their presence.
+  case set = 1
+  /// Text: its runs.
+  case text = 2
+  /// A register that was never written: no payload.
+  case emptyRegister = 3
+}
+
+/// The wire forms shared by document fields and delta fields.
+enum FieldWire {
+  static func collectReplicas(
+    of register: LWWRegister<FieldValue>, into builder: inout ReplicaTable.Builder
+  ) {
+    if let stamp = register.stamp { builder.insert(stamp.dot.replica) }
+  }
+
+  static func collectReplicas(
+    of elements: [FieldValue: Presence], into builder: inout ReplicaTable.Builder
+  ) {
+    for presence in elements.values { presence.collectReplicas(into: &builder) }
+  }
+
+  /// Writes the tag and payload of a register.
+  static func write(
+    _ register: LWWRegister<FieldValue>, to writer: inout ByteWriter, replicas table: ReplicaTable
+  ) {
+    guard let stamp = register.stamp, let value = register.value else {
+      writer.writeUInt8(FieldWireTag.emptyRegister.rawValue)
+      return
+    }
+    writer.writeUInt8(FieldWireTag.register.rawValue)
+    stamp.timestamp.write(to: &writer)
+    stamp.dot.write(to: &writer, replicas: table)
+    value.write(to: &writer)
+  }
+
+  /// Reads the payload of a register written with a ``FieldWireTag/register`` tag.
+  static func readRegister(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> LWWRegister<FieldValue> {
+    let timestamp = try Timestamp(from: &reader)
+    let dot = try Dot(from: &reader, replicas: &table)
+    let value = try FieldValue(from: &reader)
+    return LWWRegister(value: value, stamp: .init(timestamp: timestamp, dot: dot))
+  }
+
+  /// Writes the tag and payload of a set: elements sorted by ``FieldValue``'s order.
+  static func write(
+    _ elements: [FieldValue: Presence], to writer: inout ByteWriter, replicas table: ReplicaTable
+  ) {
+    writer.writeUInt8(FieldWireTag.set.rawValue)
+    writer.writeVarUInt(elements.count)
+    for element in elements.keys.sorted() {
+      element.write(to: &writer)
+      elements[element]?.write(to: &writer, replicas: table)
+    }
+  }
+
+  static func readSet(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> [FieldValue: Presence] {
+    // An element is at least a tag byte and two empty vectors.
+    let count = try reader.readCount(minimumBytesPerElement: 3)
+    var elements: [FieldValue: Presence] = [:]
+    elements.reserveCapacity(count)
+    var previous: FieldValue?
+    for _ in 0..<count {
+      let start = reader.offset
+      let element = try FieldValue(from: &reader)
+      if let previous, !(previous < element) {
+        throw ConvergeDecodingError.invalidValue(
+          offset: start, reason: "set elements not strictly increasing")
+      }
+      let presence = try Presence(from: &reader, replicas: &table)
+      guard elements.updateValue(presence, forKey: element) == nil else {
+        throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate set element")
+      }
+      previous = element
+    }
+    return elements
+  }
+
+  /// Reads a count and that many (name, field) pairs with names strictly increasing.
+  static func readFields<Field>(
+    from reader: inout ByteReader, _ readField: (inout ByteReader) throws -> Field
+  ) throws -> [String: Field] {
+    // A field is at least an empty name and a tag.
+    let count = try reader.readCount(minimumBytesPerElement: 2)
+    var fields: [String: Field] = [:]
+    fields.reserveCapacity(count)
+    var previous: String?
+    for _ in 0..<count {
+      let start = reader.offset
+      let name = try reader.readString()
+      if let previous, !fieldNameOrder(previous, name) {
+        throw ConvergeDecodingError.invalidValue(
+          offset: start, reason: "field names not strictly increasing")
+      }
+      let field = try readField(&reader)
+      guard fields.updateValue(field, forKey: name) == nil else {
+        throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate field name")
+      }
+      previous = name
+    }
+    return fields
+  }
+
+  /// Reads a field tag.
+  static func readTag(from reader: inout ByteReader) throws -> FieldWireTag {
+    let start = reader.offset
+    guard let tag = FieldWireTag(rawValue: try reader.readUInt8()) else {
+      throw ConvergeDecodingError.invalidValue(offset: start, reason: "unknown field kind")
+    }
+    return tag
+  }
+}
+
+extension EntityRecord {
+  /// Adds the replicas of the presence, registers and sets to `builder`; those of text
+  /// fields come from ``textRuns()``.
+  func collectReplicas(into builder: inout ReplicaTable.Builder) {
+    presence.collectReplicas(into: &builder)
+    for field in fields.values {
+      switch field {
+      case .register(let register): FieldWire.collectReplicas(of: register, into: &builder)
+      case .set(let elements): FieldWire.collectReplicas(of: elements, into: &builder)
+      case .text: break
+      }
+    }
+  }
+
+  /// Every text field's whole state as runs, by field name.
+  func textRuns() -> [String: RGADelta] {
+    var runs: [String: RGADelta] = [:]
+    for (name, field) in fields {
+      if case .text(let text) = field { runs[name] = text.delta(since: CausalContext()) }
+    }
+    return runs
+  }
+
+  /// Writes the presence and the fields; `texts` holds the text fields' ``textRuns()``.
+  func write(to writer: inout ByteWriter, replicas table: ReplicaTable, texts: [String: RGADelta]) {
+    presence.write(to: &writer, replicas: table)
+    writer.writeVarUInt(fields.count)
+    for name in fields.keys.sorted(by: fieldNameOrder) {
+      writer.writeString(name)
+      switch fields[name] {
+      case .register(let register)?: FieldWire.write(register, to: &writer, replicas: table)
+      case .set(let elements)?: FieldWire.write(elements, to: &writer, replicas: table)
+      case .text?:
+        writer.writeUInt8(FieldWireTag.text.rawValue)
+        (texts[name] ?? RGADelta()).write(to: &writer, replicas: table)
+      case nil: break
+      }
+    }
+  }
+
+  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    presence = try Presence(from: &reader, replicas: &table)
+    fields = try FieldWire.readFields(from: &reader) { reader -> FieldState in
+      switch try FieldWire.readTag(from: &reader) {
+      case .register: .register(try FieldWire.readRegister(from: &reader, replicas: &table))
+      case .emptyRegister: .register(LWWRegister())
+      case .set: .set(try FieldWire.readSet(from: &reader, replicas: &table))
+      case .text: .text(try RGA(from: &reader, replicas: &table))
+      }
+    }
+  }
+}

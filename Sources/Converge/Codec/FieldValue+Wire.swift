@@ -1,0 +1,95 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// Wire form of a field value (see `FORMAT.md`, "Field value"): a tag byte naming the
+/// kind (its rank in ``FieldValue``'s order), then the payload.
+///
+/// Integers are zigzag LEB128; doubles and dates are 8-byte bit patterns, so every bit
+/// survives; strings are UTF-8; records list their keys sorted by Unicode scalars, each
+/// key once, and nest at most ``ByteReader/maximumDepth`` levels deep.
+extension FieldValue {
+  enum WireTag: UInt8 {
+    case null = 0
+    case bool = 1
+    case int = 2
+    case double = 3
+    case string = 4
+    case date = 5
+    case bytes = 6
+    case record = 7
+  }
+
+  /// Writes the value.
+  ///
+  /// - Complexity: O(s log s) for a value of s bytes (record keys are sorted).
+  public func write(to writer: inout ByteWriter) {
+    writer.writeUInt8(kindRank)
+    switch self {
+    case .null: break
+    case .bool(let value): writer.writeBool(value)
+    case .int(let value): writer.writeVarInt(value)
+    case .double(let value): writer.writeDouble(value)
+    case .string(let value): writer.writeString(value)
+    case .date(let value): writer.writeUInt64(value.timeIntervalSinceReferenceDate.bitPattern)
+    case .bytes(let value): writer.writeLengthPrefixedBytes(value)
+    case .record(let fields):
+      writer.writeVarUInt(fields.count)
+      for key in fields.keys.sorted(by: fieldNameOrder) {
+        writer.writeString(key)
+        fields[key]?.write(to: &writer)
+      }
+    }
+  }
+
+  /// Reads a value written by ``write(to:)``.
+  ///
+  /// - Throws: `invalidValue` for an unknown tag, record keys out of order or
+  ///   duplicated; `invalidUTF8`; `nestingTooDeep`; `countTooLarge`; `truncated`.
+  public init(from reader: inout ByteReader) throws {
+    let start = reader.offset
+    guard let tag = WireTag(rawValue: try reader.readUInt8()) else {
+      throw ConvergeDecodingError.invalidValue(offset: start, reason: "unknown value tag")
+    }
+    switch tag {
+    case .null: self = .null
+    case .bool: self = .bool(try reader.readBool())
+    case .int: self = .int(try reader.readVarInt())
+    case .double: self = .double(try reader.readDouble())
+    case .string: self = .string(try reader.readString())
+    case .date:
+      let bits = try reader.readUInt64()
+      self = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits)))
+    case .bytes: self = .bytes(Array(try reader.readLengthPrefixedBytes()))
+    case .record:
+      self = .record(try reader.nested { try Self.readRecordFields(from: &$0) })
+    }
+  }
+
+  private static func readRecordFields(
+    from reader: inout ByteReader
+  ) throws -> [String: FieldValue] {
+    // A field is at least an empty key (1 byte) and a null value (1 byte).
+    let count = try reader.readCount(minimumBytesPerElement: 2)
+    var fields: [String: FieldValue] = [:]
+    fields.reserveCapacity(count)
+    var previous: String?
+    for _ in 0..<count {
+      let start = reader.offset
+      let key = try reader.readString()
+      if let previous, !fieldNameOrder(previous, key) {
+        throw ConvergeDecodingError.invalidValue(
+          offset: start, reason: "record keys not strictly increasing")
+      }
+      let value = try FieldValue(from: &reader)
+      // Distinct scalars may still be equal strings (canonical equivalence).
+      guard fields.updateValue(value, forKey: key) == nil else {
+        throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate record key")
+      }
+      previous = key
+    }
+    return fields
+  }
+}

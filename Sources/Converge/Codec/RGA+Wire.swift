@@ -1,0 +1,515 @@
+/// Wire form of RGA text and of its deltas (see `FORMAT.md`, "RGA text").
+///
+/// Text travels through its public delta form: the state of an ``RGA`` is
+/// `rga.delta(since: CausalContext())` (every insert, delete and buffered item), and
+/// decoding applies that delta to a fresh `RGA()`. The encoder first brings the runs into
+/// one canonical shape, whatever the storage split them into:
+///
+/// - insert runs sorted by id (replica, counter), overlaps dropped, and joined into
+///   maximal runs (a run continues the previous one when its ids, Lamport numbers and
+///   origin all follow on);
+/// - delete runs sorted by delete dot, overlaps dropped, and joined greedily one delete
+///   dot at a time (ascending or descending targets).
+///
+/// A run is one record however many scalars it holds, so a typed word costs a few bytes
+/// plus its UTF-8. The scalars of all insert runs follow as one UTF-8 blob.
+extension RGADelta {
+  /// The runs in canonical order and shape.
+  ///
+  /// - Complexity: O(d log d) for d runs, plus the scalars copied.
+  func canonicalRuns() -> (inserts: [Insert], deletes: [Delete]) {
+    var inserts: [Insert] = []
+    inserts.reserveCapacity(self.inserts.count)
+    for insert in self.inserts.sorted(by: { $0.id < $1.id }) where !insert.scalars.isEmpty {
+      guard let last = inserts.last, last.id.replica == insert.id.replica else {
+        inserts.append(insert)
+        continue
+      }
+      let lastEnd = last.id.counter + UInt64(last.scalars.count)
+      var piece = insert
+      if insert.id.counter < lastEnd {
+        // The same ids are the same events: keep only what `last` does not hold.
+        let overlap = lastEnd - insert.id.counter
+        guard overlap < UInt64(insert.scalars.count) else { continue }
+        piece = insert.suffix(from: Int(overlap))
+      }
+      if TextWire.continues(last, with: piece) {
+        inserts[inserts.count - 1].scalars.append(contentsOf: piece.scalars)
+      } else {
+        inserts.append(piece)
+      }
+    }
+    var deletes: [Delete] = []
+    deletes.reserveCapacity(self.deletes.count)
+    for delete in self.deletes.sorted(by: { ($0.dot, $0.target) < ($1.dot, $1.target) })
+    where delete.count > 0 {
+      guard let last = deletes.last, last.dot.replica == delete.dot.replica else {
+        deletes.append(delete)
+        continue
+      }
+      let lastEnd = last.dot.counter + last.count
+      var piece = delete
+      if delete.dot.counter < lastEnd {
+        let overlap = lastEnd - delete.dot.counter
+        guard overlap < delete.count else { continue }
+        piece = delete.part(from: overlap, count: delete.count - overlap)
+      }
+      if TextWire.canExtend(last, with: piece) {
+        let joined = TextWire.extend(last, with: piece)
+        deletes[deletes.count - 1] = joined.run
+        if let rest = joined.rest { deletes.append(rest) }
+      } else {
+        deletes.append(piece)
+      }
+    }
+    if deletes.contains(where: { $0.count > TextWire.maximumDeleteRun }) {
+      deletes = deletes.flatMap(TextWire.split)
+    }
+    return (inserts, deletes)
+  }
+
+  /// Adds every replica the runs mention to `builder`.
+  func collectReplicas(into builder: inout ReplicaTable.Builder) {
+    for insert in inserts {
+      builder.insert(insert.id.replica)
+      if let origin = insert.origin { builder.insert(origin.replica) }
+    }
+    for delete in deletes {
+      builder.insert(delete.dot.replica)
+      builder.insert(delete.target.replica)
+    }
+  }
+
+  /// Writes the delta's runs in canonical form; every replica must be in `table`.
+  ///
+  /// - Complexity: O(d log d + s) for d runs and s scalars.
+  func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
+    let (inserts, deletes) = canonicalRuns()
+    TextWire.writeInserts(inserts, to: &writer, replicas: table)
+    TextWire.writeDeletes(deletes, to: &writer, replicas: table)
+  }
+
+  /// Reads runs written by ``write(to:replicas:)``, checking that they are canonical.
+  ///
+  /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, `unknownReplicaIndex`,
+  ///   `integerOverflow` for id ranges past `UInt64.max`, `invalidUTF8`, or
+  ///   `invalidValue` for zero-length runs, runs out of order, overlapping or not
+  ///   maximal, Lamport numbers out of range, origins inside their own run, and content
+  ///   that does not match the run lengths.
+  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    let inserts = try TextWire.readInserts(from: &reader, replicas: &table)
+    let deletes = try TextWire.readDeletes(from: &reader, replicas: &table)
+    self.init(inserts: inserts, deletes: deletes)
+  }
+}
+
+extension RGADelta.Insert {
+  /// The run from `offset` to its end.
+  fileprivate func suffix(from offset: Int) -> RGADelta.Insert {
+    let step = UInt64(offset)
+    return RGADelta.Insert(
+      id: Dot(replica: id.replica, counter: id.counter + step), lamport: lamport + step,
+      origin: Dot(replica: id.replica, counter: id.counter + step - 1),
+      scalars: Array(scalars[offset...]))
+  }
+}
+
+extension RGADelta.Delete {
+  /// `length` delete dots from `offset`.
+  fileprivate func part(from offset: UInt64, count length: UInt64) -> RGADelta.Delete {
+    let first = isDescending ? target.counter - offset : target.counter + offset
+    return RGADelta.Delete(
+      dot: Dot(replica: dot.replica, counter: dot.counter + offset),
+      target: Dot(replica: target.replica, counter: first), count: length,
+      isDescending: isDescending)
+  }
+
+  /// The target of the last delete dot.
+  fileprivate var lastTarget: UInt64 {
+    isDescending ? target.counter - (count - 1) : target.counter + (count - 1)
+  }
+}
+
+extension RGA {
+  /// Reads a text's whole state, written as the runs of `delta(since: CausalContext())`:
+  /// the runs, applied to a fresh text.
+  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    let delta = try RGADelta(from: &reader, replicas: &table)
+    self.init()
+    apply(delta)
+  }
+}
+
+/// The run encodings shared by text states and text deltas.
+enum TextWire {
+  /// Origin codes: the head of the text, an explicit dot, or (from 2 on) an earlier id
+  /// of the run's own replica, `counter - 1 - (code - 2)`.
+  static let headOrigin: UInt64 = 0
+  static let explicitOrigin: UInt64 = 1
+  static let firstOwnOrigin: UInt64 = 2
+
+  /// The longest delete run one record holds, so that its count and two flags fit in
+  /// 64 bits; longer runs (only hostile input makes them) are written as several.
+  static let maximumDeleteRun: UInt64 = (1 << 62) - 1
+
+  /// `delete` cut into runs of at most ``maximumDeleteRun`` deletes.
+  static func split(_ delete: RGADelta.Delete) -> [RGADelta.Delete] {
+    var pieces: [RGADelta.Delete] = []
+    var offset: UInt64 = 0
+    while offset < delete.count {
+      let length = Swift.min(maximumDeleteRun, delete.count - offset)
+      pieces.append(delete.part(from: offset, count: length))
+      offset += length
+    }
+    return pieces
+  }
+
+  /// Whether `next` continues the run `last` exactly, so the two are one run.
+  static func continues(_ last: RGADelta.Insert, with next: RGADelta.Insert) -> Bool {
+    let length = UInt64(last.scalars.count)
+    let (end, overflow) = last.id.counter.addingReportingOverflow(length)
+    let (lamportEnd, lamportOverflow) = last.lamport.addingReportingOverflow(length)
+    return !overflow && !lamportOverflow && next.id.replica == last.id.replica
+      && next.id.counter == end && next.lamport == lamportEnd
+      && next.origin == Dot(replica: last.id.replica, counter: end &- 1)
+  }
+
+  /// Whether the first delete dot of `next` continues the run `last`: the next dot of
+  /// the same replica, removing the neighbour of `last`'s latest target in its direction
+  /// (either direction while `last` holds a single delete).
+  static func canExtend(_ last: RGADelta.Delete, with next: RGADelta.Delete) -> Bool {
+    let (end, overflow) = last.dot.counter.addingReportingOverflow(last.count)
+    guard !overflow, last.count < maximumDeleteRun, next.dot.replica == last.dot.replica,
+      next.dot.counter == end,
+      next.target.replica == last.target.replica
+    else { return false }
+    let lastTarget = last.lastTarget
+    let ascending = lastTarget < .max && next.target.counter == lastTarget + 1
+    let descending = lastTarget > 1 && next.target.counter == lastTarget - 1
+    if last.count == 1 { return ascending || descending }
+    return last.isDescending ? descending : ascending
+  }
+
+  /// `last` extended by as much of `next` as continues it (at least its first delete),
+  /// and what is left of `next`. Requires ``canExtend(_:with:)``.
+  static func extend(
+    _ last: RGADelta.Delete, with next: RGADelta.Delete
+  ) -> (run: RGADelta.Delete, rest: RGADelta.Delete?) {
+    let descending = next.target.counter < last.lastTarget
+    let continuing = next.count == 1 || next.isDescending == descending ? next.count : 1
+    let taken = Swift.min(continuing, maximumDeleteRun - last.count)
+    let run = RGADelta.Delete(
+      dot: last.dot, target: last.target, count: last.count + taken, isDescending: descending)
+    return (run, taken < next.count ? next.part(from: taken, count: next.count - taken) : nil)
+  }
+
+  // MARK: Inserts
+
+  static func writeInserts(
+    _ inserts: [RGADelta.Insert], to writer: inout ByteWriter, replicas table: ReplicaTable
+  ) {
+    var groups: [ArraySlice<RGADelta.Insert>] = []
+    var groupStart = 0
+    for index in inserts.indices
+    where index + 1 == inserts.count || inserts[index + 1].id.replica != inserts[index].id.replica {
+      groups.append(inserts[groupStart...index])
+      groupStart = index + 1
+    }
+    writer.writeVarUInt(groups.count)
+    var scalarCount = 0
+    for group in groups {
+      guard let first = group.first else { continue }
+      table.writeIndex(of: first.id.replica, to: &writer)
+      writer.writeVarUInt(group.count)
+      var nextFree: UInt64 = 1
+      var predictedLamport = first.id.counter
+      for insert in group {
+        let length = UInt64(insert.scalars.count)
+        scalarCount += insert.scalars.count
+        writer.writeVarUInt(insert.id.counter - nextFree)
+        writer.writeVarUInt(length)
+        // A replica's later run usually continues its Lamport numbers where the previous
+        // one stopped (more if it saw other replicas' inserts in between).
+        writer.writeVarInt(Int64(bitPattern: insert.lamport &- predictedLamport))
+        predictedLamport = insert.lamport &+ length
+        switch insert.origin {
+        case nil:
+          writer.writeVarUInt(headOrigin)
+        case let origin?
+        where origin.replica == insert.id.replica
+          && origin.counter < insert.id.counter:
+          writer.writeVarUInt(firstOwnOrigin + (insert.id.counter - 1 - origin.counter))
+        case let origin?:
+          writer.writeVarUInt(explicitOrigin)
+          origin.write(to: &writer, replicas: table)
+        }
+        nextFree = insert.id.counter + length
+      }
+    }
+    var content: [UInt8] = []
+    content.reserveCapacity(scalarCount)
+    for insert in inserts {
+      for scalar in insert.scalars { UTF8.encode(scalar) { content.append($0) } }
+    }
+    writer.writeLengthPrefixedBytes(content)
+  }
+
+  /// A decoded insert run before its scalars are attached.
+  private struct RunHeader {
+    var id: Dot
+    var lamport: UInt64
+    var origin: Dot?
+    var length: Int
+  }
+
+  static func readInserts(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> [RGADelta.Insert] {
+    // A group is at least a replica index, a run count and one 4-byte run.
+    let groupCount = try reader.readCount(minimumBytesPerElement: 6)
+    var headers: [RunHeader] = []
+    var totalLength = 0
+    var previousReplica: Int?
+    for _ in 0..<groupCount {
+      let (replicaIndex, replica) = try table.readReplica(from: &reader, after: previousReplica)
+      previousReplica = replicaIndex
+      let runsStart = reader.offset
+      // A run is at least gap, length, Lamport and origin: 4 bytes.
+      let runCount = try reader.readCount(minimumBytesPerElement: 4)
+      guard runCount > 0 else {
+        throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
+      }
+      headers.reserveCapacity(headers.count + runCount)
+      var nextFree: UInt64 = 1
+      var predictedLamport: UInt64?
+      var previous: RunHeader?
+      for _ in 0..<runCount {
+        let start = reader.offset
+        let counter = try ByteReader.checkedAdd(nextFree, try reader.readVarUInt(), at: start)
+        let lengthStart = reader.offset
+        let rawLength = try reader.readVarUInt()
+        // Every scalar takes at least one byte of the content that follows.
+        guard rawLength > 0 else {
+          throw ConvergeDecodingError.invalidValue(offset: lengthStart, reason: "empty run")
+        }
+        guard rawLength <= UInt64(reader.remainingCount) else {
+          throw ConvergeDecodingError.truncated(offset: lengthStart)
+        }
+        let length = Int(rawLength)
+        let end = try ByteReader.checkedAdd(counter, rawLength, at: lengthStart)
+        let lamportStart = reader.offset
+        let lamport = (predictedLamport ?? counter) &+ UInt64(bitPattern: try reader.readVarInt())
+        let (lamportEnd, lamportOverflow) = lamport.addingReportingOverflow(rawLength)
+        guard !lamportOverflow, lamportEnd <= RGA.lamportLimit else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: lamportStart, reason: "Lamport number out of range")
+        }
+        let origin = try readOrigin(
+          from: &reader, replicas: &table, replica: replica, counter: counter, end: end)
+        let header = RunHeader(
+          id: Dot(replica: replica, counter: counter), lamport: lamport, origin: origin,
+          length: length)
+        if let previous, previous.id.counter &+ UInt64(previous.length) == counter,
+          previous.lamport &+ UInt64(previous.length) == lamport,
+          origin == Dot(replica: replica, counter: counter - 1)
+        {
+          throw ConvergeDecodingError.invalidValue(
+            offset: start, reason: "insert run continues the previous one")
+        }
+        totalLength = try checkedTotal(totalLength, length, remaining: reader, at: lengthStart)
+        headers.append(header)
+        previous = header
+        predictedLamport = lamportEnd
+        nextFree = end
+      }
+    }
+    let contentStart = reader.offset
+    let content = try reader.readLengthPrefixedBytes()
+    var scalars: [Unicode.Scalar] = []
+    scalars.reserveCapacity(Swift.min(totalLength, content.count))
+    var decoder = UTF8()
+    var iterator = content.makeIterator()
+    decoding: while true {
+      switch decoder.decode(&iterator) {
+      case .scalarValue(let scalar):
+        guard scalars.count < totalLength else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: contentStart, reason: "text content does not match its runs")
+        }
+        scalars.append(scalar)
+      case .emptyInput: break decoding
+      case .error: throw ConvergeDecodingError.invalidUTF8(offset: contentStart)
+      }
+    }
+    guard scalars.count == totalLength else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: contentStart, reason: "text content does not match its runs")
+    }
+    var inserts: [RGADelta.Insert] = []
+    inserts.reserveCapacity(headers.count)
+    var position = 0
+    for header in headers {
+      let next = position + header.length
+      inserts.append(
+        RGADelta.Insert(
+          id: header.id, lamport: header.lamport, origin: header.origin,
+          scalars: Array(scalars[position..<next])))
+      position = next
+    }
+    return inserts
+  }
+
+  private static func checkedTotal(
+    _ total: Int, _ length: Int, remaining reader: ByteReader, at offset: Int
+  ) throws -> Int {
+    let (sum, overflow) = total.addingReportingOverflow(length)
+    // The content (at least one byte per scalar) is still to come.
+    guard !overflow, sum <= reader.remainingCount else {
+      throw ConvergeDecodingError.truncated(offset: offset)
+    }
+    return sum
+  }
+
+  private static func readOrigin(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    replica: ReplicaID, counter: UInt64, end: UInt64
+  ) throws -> Dot? {
+    let start = reader.offset
+    let code = try reader.readVarUInt()
+    switch code {
+    case headOrigin:
+      return nil
+    case explicitOrigin:
+      let origin = try Dot(from: &reader, replicas: &table)
+      if origin.replica == replica, origin.counter < end {
+        throw ConvergeDecodingError.invalidValue(
+          offset: start,
+          reason: origin.counter < counter
+            ? "explicit origin that has a shorter form" : "origin inside its own run")
+      }
+      return origin
+    default:
+      let back = code - firstOwnOrigin
+      guard back < counter - 1 else {
+        throw ConvergeDecodingError.invalidValue(offset: start, reason: "origin before counter 1")
+      }
+      return Dot(replica: replica, counter: counter - 1 - back)
+    }
+  }
+
+  // MARK: Deletes
+
+  static func writeDeletes(
+    _ deletes: [RGADelta.Delete], to writer: inout ByteWriter, replicas table: ReplicaTable
+  ) {
+    var groups: [ArraySlice<RGADelta.Delete>] = []
+    var groupStart = 0
+    for index in deletes.indices
+    where index + 1 == deletes.count
+      || deletes[index + 1].dot.replica != deletes[index].dot.replica
+    {
+      groups.append(deletes[groupStart...index])
+      groupStart = index + 1
+    }
+    writer.writeVarUInt(groups.count)
+    for group in groups {
+      guard let first = group.first else { continue }
+      table.writeIndex(of: first.dot.replica, to: &writer)
+      writer.writeVarUInt(group.count)
+      var nextFree: UInt64 = 1
+      var previousTarget: UInt64 = 0
+      var impliedReplica = first.dot.replica
+      for delete in group {
+        writer.writeVarUInt(delete.dot.counter - nextFree)
+        let explicit = delete.target.replica != impliedReplica
+        writer.writeVarUInt(
+          delete.count << 2 | (delete.isDescending ? 2 : 0) | (explicit ? 1 : 0))
+        if explicit { table.writeIndex(of: delete.target.replica, to: &writer) }
+        impliedReplica = delete.target.replica
+        writer.writeVarInt(Int64(bitPattern: delete.target.counter &- previousTarget))
+        previousTarget = delete.lastTarget
+        nextFree = delete.dot.counter + delete.count
+      }
+    }
+  }
+
+  static func readDeletes(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> [RGADelta.Delete] {
+    // A group is at least a replica index, a run count and one 3-byte run.
+    let groupCount = try reader.readCount(minimumBytesPerElement: 5)
+    var deletes: [RGADelta.Delete] = []
+    var previousReplica: Int?
+    for _ in 0..<groupCount {
+      let (replicaIndex, replica) = try table.readReplica(from: &reader, after: previousReplica)
+      previousReplica = replicaIndex
+      let runsStart = reader.offset
+      // A run is at least gap, count and target counter: 3 bytes.
+      let runCount = try reader.readCount(minimumBytesPerElement: 3)
+      guard runCount > 0 else {
+        throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
+      }
+      deletes.reserveCapacity(deletes.count + runCount)
+      var nextFree: UInt64 = 1
+      var previousTarget: UInt64 = 0
+      var impliedReplica = replica
+      var previous: RGADelta.Delete?
+      for _ in 0..<runCount {
+        let start = reader.offset
+        let counter = try ByteReader.checkedAdd(nextFree, try reader.readVarUInt(), at: start)
+        let countStart = reader.offset
+        let packed = try reader.readVarUInt()
+        let count = packed >> 2
+        let isDescending = packed & 2 != 0
+        guard count > 0 else {
+          throw ConvergeDecodingError.invalidValue(offset: countStart, reason: "empty run")
+        }
+        guard count > 1 || !isDescending else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: countStart, reason: "a single delete marked descending")
+        }
+        let end = try ByteReader.checkedAdd(counter, count, at: countStart)
+        var targetReplica = impliedReplica
+        if packed & 1 != 0 {
+          let replicaStart = reader.offset
+          targetReplica = try table.readReplica(from: &reader)
+          guard targetReplica != impliedReplica else {
+            throw ConvergeDecodingError.invalidValue(
+              offset: replicaStart, reason: "explicit target replica that is implied")
+          }
+        }
+        impliedReplica = targetReplica
+        let targetStart = reader.offset
+        let target = previousTarget &+ UInt64(bitPattern: try reader.readVarInt())
+        guard target > 0 else {
+          throw ConvergeDecodingError.invalidValue(offset: targetStart, reason: "zero target")
+        }
+        let lastTarget: UInt64
+        if isDescending {
+          guard target >= count, target < .max else {
+            throw ConvergeDecodingError.integerOverflow(offset: targetStart)
+          }
+          lastTarget = target - (count - 1)
+        } else {
+          lastTarget = try ByteReader.checkedAdd(target, count - 1, at: targetStart)
+          guard lastTarget < .max else {
+            throw ConvergeDecodingError.integerOverflow(offset: targetStart)
+          }
+        }
+        let delete = RGADelta.Delete(
+          dot: Dot(replica: replica, counter: counter),
+          target: Dot(replica: targetReplica, counter: target), count: count,
+          isDescending: isDescending)
+        if let previous, canExtend(previous, with: delete) {
+          throw ConvergeDecodingError.invalidValue(
+            offset: start, reason: "delete run continues the previous one")
+        }
+        deletes.append(delete)
+        previous = delete
+        previousTarget = lastTarget
+        nextFree = end
+      }
+    }
+    return deletes
+  }
+}

@@ -1,0 +1,287 @@
+import Converge
+import ConvergeTestSupport
+import Testing
+
+/// Hostile document and delta messages: every one is answered with a typed error or
+/// decodes to a value whose encoding is exactly the input, quickly and without traps.
+@Suite struct DocumentWireRobustnessTests {
+  /// Valid document and delta messages from seeded random networks.
+  private static func sampleMessages(seed: UInt64, count: Int) -> [[UInt8]] {
+    var random = SeededGenerator(seed: seed)
+    var messages = [
+      Document().encoded(), DocumentDelta().encoded(),
+      DocumentFixtureScenario.document.encoded(), DocumentFixtureScenario.delta.encoded(),
+    ]
+    for _ in 0..<count {
+      let network = DocumentNetwork(replicaCount: 3, rounds: 8, using: &random)
+      messages.append(network.replicas[0].encodedState())
+      if let delta = network.deltas.randomElement(using: &random) {
+        messages.append(delta.encoded())
+      }
+      messages.append(network.replicas[1].delta(since: network.replicas[2].context).encoded())
+    }
+    return messages
+  }
+
+  /// Decodes `bytes`; an accepted message must re-encode to exactly `bytes`. Returns the
+  /// error, or nil if it decoded.
+  @discardableResult
+  private static func decodeChecked(_ bytes: [UInt8], seed: UInt64) -> ConvergeDecodingError? {
+    do {
+      guard let reencoded = try reencodeMessage(bytes) else { return nil }
+      #expect(reencoded == bytes, "seed \(seed): accepted a non-canonical message \(bytes)")
+      return nil
+    } catch let error as ConvergeDecodingError {
+      return error
+    } catch {
+      Issue.record("seed \(seed): untyped error \(error)")
+      return nil
+    }
+  }
+
+  @Test func everyTruncatedPrefixIsRejected() {
+    let seed = baseSeed(0x7_2D)
+    for message in Self.sampleMessages(seed: seed, count: fuzzIterations(4)) {
+      for length in 0..<message.count {
+        let error = Self.decodeChecked(Array(message.prefix(length)), seed: seed)
+        #expect(error != nil, "seed \(seed): prefix \(length) of \(message) accepted")
+      }
+    }
+  }
+
+  @Test func randomMutationsAreRejectedOrCanonical() {
+    let seed = baseSeed(0xD0C_F1_1B)
+    var random = SeededGenerator(seed: seed)
+    let messages = Self.sampleMessages(seed: seed, count: 10)
+    let iterations = fuzzIterations(10_000)
+    var accepted = 0
+    for iteration in 0..<iterations {
+      let message = messages.randomElement(using: &random) ?? []
+      let other = messages.randomElement(using: &random) ?? []
+      let mutated: [UInt8]
+      if iteration.isMultiple(of: 4) {
+        mutated = mutateBytes(message, splicingWith: other, using: &random)
+      } else {
+        // Mostly damage the body under a valid frame, so the body decoders face it.
+        guard let body = mutateBody(of: message, splicingWith: other, using: &random) else {
+          Issue.record("seed \(seed): sample message does not open")
+          continue
+        }
+        mutated = body
+      }
+      if Self.decodeChecked(mutated, seed: seed) == nil { accepted += 1 }
+    }
+    #expect(accepted < iterations / 2, "seed \(seed)")
+  }
+
+  // MARK: Hand-made bodies
+
+  /// A delta body with one replica (id 1), an empty context and one entity `n/1` whose
+  /// field `body` is text with the runs `text` writes.
+  private static func textDelta(_ text: (inout ByteWriter) -> Void) -> [UInt8] {
+    Envelope.seal(kind: .documentDelta) { writer in
+      writer.writeVarUInt(1)
+      writer.writeUInt64(1)
+      writer.writeVarUInt(0)  // context
+      writer.writeVarUInt(1)  // one entity
+      writer.writeString("n")
+      writer.writeString("1")
+      writer.writeBytes([0, 0])  // presence: two empty vectors
+      writer.writeVarUInt(1)  // one field
+      writer.writeString("body")
+      writer.writeUInt8(2)  // text
+      text(&writer)
+    }
+  }
+
+  /// One insert group of replica #0 holding one run, then `content`, then no deletes.
+  private static func oneRun(
+    gap: UInt64 = 0, length: UInt64 = 1, skew: Int64 = 0, origin: [UInt8] = [0],
+    content: [UInt8] = [0x61]
+  ) -> [UInt8] {
+    textDelta { writer in
+      writer.writeBytes([1, 0, 1])
+      writer.writeVarUInt(gap)
+      writer.writeVarUInt(length)
+      writer.writeVarInt(skew)
+      writer.writeBytes(origin)
+      writer.writeLengthPrefixedBytes(content)
+      writer.writeVarUInt(0)
+    }
+  }
+
+  /// No inserts, then one delete group of replica #0 holding one run: `packedCount` is
+  /// `count << 2 | descending << 1 | explicit target replica`.
+  private static func oneDelete(
+    packedCount: UInt64, target: Int64, gap: UInt64 = 0, explicitTarget: [UInt8] = []
+  ) -> [UInt8] {
+    textDelta { writer in
+      writer.writeBytes([0, 0])  // no insert groups, empty content
+      writer.writeBytes([1, 0, 1])
+      writer.writeVarUInt(gap)
+      writer.writeVarUInt(packedCount)
+      writer.writeBytes(explicitTarget)
+      writer.writeVarInt(target)
+    }
+  }
+
+  private static func reason(_ bytes: [UInt8]) -> String? {
+    do {
+      _ = try DocumentDelta(decoding: bytes)
+      return nil
+    } catch ConvergeDecodingError.invalidValue(_, let reason) {
+      return reason
+    } catch {
+      return "\(error)"
+    }
+  }
+
+  @Test func handMadeRunsAreCheckedExactly() throws {
+    // The well-formed baseline decodes and re-encodes exactly.
+    let valid = Self.oneRun()
+    #expect(try DocumentDelta(decoding: valid).encoded() == valid)
+    #expect(Self.reason(Self.oneRun(length: 0, content: [])) == "empty run")
+    #expect(Self.reason(Self.oneRun(content: [0xFF])) == "string at byte 38 is not valid UTF-8")
+    // A UTF-16 surrogate is not a Unicode scalar.
+    #expect(Self.reason(Self.oneRun(content: [0xED, 0xA0, 0x80])) != nil)
+    #expect(
+      Self.reason(Self.oneRun(content: [0x61, 0x62])) == "text content does not match its runs")
+    #expect(Self.reason(Self.oneRun(gap: .max)) == "integer overflows 64 bits at byte 34")
+    #expect(Self.reason(Self.oneRun(gap: .max - 1, length: 2, content: [0x61, 0x62])) != nil)
+    #expect(Self.reason(Self.oneRun(skew: 1 << 62)) == "Lamport number out of range")
+    #expect(Self.reason(Self.oneRun(origin: [1, 0, 0])) == "zero dot counter")
+    #expect(
+      Self.reason(Self.oneRun(origin: [1, 7, 1]))
+        == "replica index at byte 38 is not in the replica table")
+    #expect(Self.reason(Self.oneRun(origin: [1, 0, 1])) == "origin inside its own run")
+    #expect(Self.reason(Self.oneRun(origin: [2])) == "origin before counter 1")
+    #expect(
+      Self.reason(Self.oneRun(gap: 3, origin: [1, 0, 2]))
+        == "explicit origin that has a shorter form")
+    #expect(
+      try DocumentDelta(decoding: Self.oneRun(gap: 3, origin: [3])).encoded()
+        == Self.oneRun(gap: 3, origin: [3]))
+    // Deletes: zero, a single one marked descending, targets running out of range.
+    #expect(Self.reason(Self.oneDelete(packedCount: 0, target: 1)) == "empty run")
+    #expect(
+      Self.reason(Self.oneDelete(packedCount: 6, target: 1)) == "a single delete marked descending")
+    #expect(Self.reason(Self.oneDelete(packedCount: 8, target: 0)) == "zero target")
+    #expect(Self.reason(Self.oneDelete(packedCount: 10, target: 1)) != nil)  // 2 descending from 1
+    #expect(Self.reason(Self.oneDelete(packedCount: 8, target: -1)) != nil)  // up to 2^64
+    #expect(Self.reason(Self.oneDelete(packedCount: 8, target: 1, gap: .max)) != nil)
+    #expect(
+      Self.reason(Self.oneDelete(packedCount: 9, target: 1, explicitTarget: [0]))
+        == "explicit target replica that is implied")
+    let validDelete = Self.oneDelete(packedCount: 8, target: 1)
+    #expect(try DocumentDelta(decoding: validDelete).encoded() == validDelete)
+  }
+
+  @Test func hugeButValidRunsDecodeAndApplyQuickly() throws {
+    // 2^61 deletes of missing targets: one record, buffered as one range.
+    let huge = Self.oneDelete(packedCount: 1 << 63, target: 1)
+    let delta = try DocumentDelta(decoding: huge)
+    #expect(delta.encoded() == huge)
+    var document = Document()
+    document.apply(delta)
+    #expect(document.encoded() == (try Document(decoding: document.encoded())).encoded())
+  }
+
+  @Test func runsAtTheTopOfTheCounterSpaceApplyWithoutTraps() throws {
+    // The id 2^64 - 2 (the last one a run can end at) with Lamport number 1 (wrapping).
+    let top = Self.oneRun(gap: .max - 2, skew: 3)
+    #expect(Self.reason(Self.oneRun(gap: .max - 1)) != nil)
+    let deleteTop = Self.oneDelete(packedCount: 4, target: -2, gap: .max - 2)  // 2^64 - 2
+    let deleteDown = Self.oneDelete(packedCount: 10, target: -2)  // 2^64 - 2, 2^64 - 3
+    var document = Document()
+    for message in [top, deleteTop, deleteDown] {
+      let delta = try DocumentDelta(decoding: message)
+      #expect(delta.encoded() == message)
+      document.apply(delta)
+      let state = document.encoded()
+      #expect(try Document(decoding: state) == document)
+    }
+  }
+
+  @Test func deleteRunsLongerThanOneRecordAreSplit() throws {
+    // The longest run one record holds, then five more deletes that continue it.
+    let longest: UInt64 = (1 << 62) - 1
+    let first = try DocumentDelta(decoding: Self.oneDelete(packedCount: longest << 2, target: 1))
+    let second = try DocumentDelta(
+      decoding: Self.oneDelete(packedCount: 5 << 2, target: Int64(longest) + 1, gap: longest))
+    let joined = first.merging(second)
+    let bytes = joined.encoded()
+    let decoded = try DocumentDelta(decoding: bytes)
+    #expect(decoded.encoded() == bytes)
+    #expect(decoded.merging(first).encoded() == bytes)
+  }
+
+  @Test func absurdCountsAreRefusedBeforeAllocating() {
+    let hugeCounts: [[UInt8]] = [
+      [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],  // UInt64.max
+      [0x80, 0x80, 0x80, 0x80, 0x10],  // 2^32
+    ]
+    for count in hugeCounts {
+      // As the entity count after an empty table and context.
+      let entities = Envelope.seal(kind: .documentState, body: [0, 0] + count)
+      #expect(throws: ConvergeDecodingError.countTooLarge(offset: 9)) {
+        try Document(decoding: entities)
+      }
+      // As a field count, an insert group count and a record's size.
+      let fields = Envelope.seal(
+        kind: .documentDelta, body: [0, 0, 1, 1, 0x6E, 1, 0x31, 0, 0] + count)
+      #expect(throws: ConvergeDecodingError.countTooLarge(offset: 16)) {
+        try DocumentDelta(decoding: fields)
+      }
+      let groups = Self.textDelta { $0.writeBytes(count + [0, 0]) }
+      #expect(throws: ConvergeDecodingError.self) { try DocumentDelta(decoding: groups) }
+      let record = Self.textDelta { writer in
+        writer.writeBytes([1, 0, 1, 0])
+        writer.writeBytes(count)  // a run of 2^32 or 2^64-1 scalars
+        writer.writeBytes([0, 0, 1, 0x61, 0])
+      }
+      #expect(throws: ConvergeDecodingError.self) { try DocumentDelta(decoding: record) }
+    }
+  }
+
+  @Test func deepRecordsAreRefused() {
+    var writer = ByteWriter()
+    for _ in 0..<10_000 { writer.writeBytes([7, 1, 0]) }  // record { "": record { … } }
+    writer.writeUInt8(0)
+    var reader = ByteReader(writer.bytes)
+    #expect(throws: ConvergeDecodingError.nestingTooDeep(offset: 193)) {
+      try FieldValue(from: &reader)
+    }
+  }
+
+  @Test func nonCanonicalMapsAreRefused() {
+    // Two entities out of order, and two field names that are equal strings.
+    let entities = Envelope.seal(kind: .documentState) { writer in
+      writer.writeBytes([0, 0, 2])
+      for id in ["b", "a"] {
+        writer.writeString("n")
+        writer.writeString(id)
+        writer.writeBytes([0, 0, 0])
+      }
+    }
+    #expect(
+      throws: ConvergeDecodingError.invalidValue(
+        offset: 17, reason: "entities not strictly increasing")
+    ) {
+      try Document(decoding: entities)
+    }
+    let fields = Envelope.seal(kind: .documentState) { writer in
+      writer.writeBytes([0, 0, 1])
+      writer.writeString("n")
+      writer.writeString("a")
+      writer.writeBytes([0, 0, 2])
+      writer.writeString("e\u{301}")
+      writer.writeUInt8(3)
+      writer.writeString("é")
+      writer.writeUInt8(3)
+    }
+    #expect(throws: ConvergeDecodingError.invalidValue(offset: 22, reason: "duplicate field name"))
+    {
+      try Document(decoding: fields)
+    }
+  }
+}
