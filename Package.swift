@@ -21,12 +21,24 @@ let package = Package(
     .target(name: "ConvergeTraces", dependencies: ["Converge"]),
     .executableTarget(
       name: "ConvergeCommand", dependencies: ["Converge", "ConvergeTraces", "ConvergeTestSupport"]),
+    // Examples: programs shaped like the apps Converge is for, smoke-tested by ExampleTests.
+    .target(name: "ExampleModels", dependencies: ["Converge"], path: "Examples/ExampleModels"),
+    .executableTarget(
+      name: "NotesTwoDevices", dependencies: ["Converge", "ExampleModels"],
+      path: "Examples/NotesTwoDevices"),
+    .executableTarget(
+      name: "TaskBoard", dependencies: ["Converge", "ExampleModels"], path: "Examples/TaskBoard"),
+    .executableTarget(
+      name: "AppStore", dependencies: ["Converge", "ExampleModels"], path: "Examples/AppStore"),
     .testTarget(
       name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport", "ConvergeTraces"],
       // Inputs the fuzzers found failing, replayed as tests (not bundled resources).
       exclude: ["FailCases"],
       // Golden wire-format files that every later version must still decode.
       resources: [.copy("Fixtures")]),
+    .testTarget(
+      name: "ExampleTests", dependencies: ["NotesTwoDevices", "TaskBoard", "AppStore"],
+      path: "Tests/ExampleTests"),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -11,6 +11,10 @@ let usage = """
   commands:
     replay <trace.json[.gz]> [--json] [--iterations N]
         replay an editing trace (sequential or concurrent) and time it
+    inspect <file>
+        decode any Converge message or saved state and summarise it (65 on bad input)
+    bench <trace.json[.gz]> [--json] [--runs N]
+        measure the design's performance table on a sequential trace (use -c release)
     fuzz [--seconds N] [--workers N] [--seed S]
         check every merge law and replica-script property on random seeds
   """
@@ -24,6 +28,10 @@ arguments.removeFirst()
 switch command {
 case "replay":
   exit(ReplayCommand.run(arguments))
+case "inspect":
+  exit(InspectCommand.run(arguments))
+case "bench":
+  exit(BenchCommand.run(arguments))
 case "fuzz":
   exit(FuzzCommand.run(arguments))
 case "help", "--help", "-h":

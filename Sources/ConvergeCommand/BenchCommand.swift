@@ -1,0 +1,81 @@
+import ConvergeTraces
+import Foundation
+
+/// `converge bench TRACE [--json] [--runs N]`: the design's performance table, measured
+/// on a sequential trace in this build (run it with `swift run -c release`).
+enum BenchCommand {
+  static func run(_ arguments: [String]) -> Int32 {
+    var path: String?
+    var json = false
+    var runs = 5
+    var rest = arguments[...]
+    while let argument = rest.popFirst() {
+      switch argument {
+      case "--json":
+        json = true
+      case "--runs":
+        guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return usage() }
+        runs = value
+      default:
+        guard path == nil, !argument.hasPrefix("-") else { return usage() }
+        path = argument
+      }
+    }
+    guard let path else { return usage() }
+    let report: TraceBenchmarkReport
+    do {
+      guard case .sequential(let trace) = try EditingTrace.load(path: path) else {
+        FileHandleOutput.error("error: bench needs a sequential trace")
+        return 1
+      }
+      report = try trace.benchmark(name: URL(fileURLWithPath: path).lastPathComponent, runs: runs)
+    } catch {
+      FileHandleOutput.error("error: \(error)")
+      return 1
+    }
+    let rows: [(key: String, label: String, value: String)] = [
+      ("trace", "trace", "\"\(report.trace)\""),
+      ("edits", "edits", "\(report.edits)"),
+      ("matches_end_content", "matches end content", "\(report.matchesEndContent)"),
+      ("replay_ms", "replay (Text, no deltas)", fixed(report.replayMilliseconds) + " ms"),
+      (
+        "replay_with_deltas_us_per_edit", "replay, one encoded delta per edit",
+        fixed(report.replayWithDeltasMicrosecondsPerEdit) + " µs/edit"
+      ),
+      (
+        "delta_bytes_per_char", "delta bytes per typed character",
+        fixed(report.deltaBytesPerCharacter)
+      ),
+      ("delta_bytes_per_edit", "delta bytes per edit", fixed(report.deltaBytesPerEdit)),
+      ("state_bytes", "encoded state", "\(report.stateBytes) bytes"),
+      ("load_ms", "load state (median)", fixed(report.loadMilliseconds) + " ms"),
+      ("merge_ms", "merge two offline halves", fixed(report.mergeMilliseconds) + " ms"),
+      ("merge_converged", "halves converged", "\(report.mergeConverged)"),
+      (
+        "apply_small_delta_us", "apply one small remote delta (median)",
+        fixed(report.applySmallDeltaMicroseconds) + " µs"
+      ),
+    ]
+    if json {
+      let fields = rows.map { row -> String in
+        let number = row.value.split(separator: " ").first.map(String.init) ?? row.value
+        return "\"\(row.key)\": \(number)"
+      }
+      print("{" + fields.joined(separator: ", ") + "}")
+    } else {
+      for row in rows {
+        print(row.label.padding(toLength: 40, withPad: " ", startingAt: 0) + row.value)
+      }
+    }
+    return report.matchesEndContent && report.mergeConverged ? 0 : 1
+  }
+
+  private static func usage() -> Int32 {
+    FileHandleOutput.error("usage: converge bench <trace.json[.gz]> [--json] [--runs N]")
+    return 2
+  }
+
+  private static func fixed(_ value: Double) -> String {
+    String(format: "%.2f", value)
+  }
+}

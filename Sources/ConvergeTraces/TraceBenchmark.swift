@@ -1,0 +1,172 @@
+import Converge
+
+/// The measurements of `converge bench` on a sequential trace, as in the design's
+/// performance table. Every figure comes from running the library; nothing is assumed.
+public struct TraceBenchmarkReport: Sendable {
+  public var trace: String
+  public var edits: Int
+  public var typedCharacters: Int
+  /// Replaying every patch through a ``Text`` (no deltas), best of the runs.
+  public var replayMilliseconds: Double
+  /// One ``Replica`` transaction per patch, each delta encoded: time per edit.
+  public var replayWithDeltasMicrosecondsPerEdit: Double
+  /// Encoded delta bytes of that replay divided by the characters typed.
+  public var deltaBytesPerCharacter: Double
+  /// Encoded delta bytes divided by the number of edits.
+  public var deltaBytesPerEdit: Double
+  /// The encoded state of the final replica.
+  public var stateBytes: Int
+  /// Decoding the state into a fresh replica, median of the runs.
+  public var loadMilliseconds: Double
+  /// Two replicas forked at the trace's middle exchange one delta each, timed.
+  public var mergeMilliseconds: Double
+  /// Whether both merged replicas are byte-identical and, markers removed, equal the
+  /// trace's end content.
+  public var mergeConverged: Bool
+  /// Decoding and applying one remote single-edit delta, median.
+  public var applySmallDeltaMicroseconds: Double
+  /// Whether the replays ended with the trace's end content.
+  public var matchesEndContent: Bool
+}
+
+extension SequentialTrace {
+  static let benchKey = EntityKey(type: "trace", id: "document")
+  static let benchField = "text"
+  /// A private-use scalar that concurrent edits insert in the merge benchmark.
+  static let marker: Unicode.Scalar = "\u{E000}"
+
+  /// Runs every measurement of the design's performance table on this trace.
+  public func benchmark(name: String, runs: Int = 5) throws -> TraceBenchmarkReport {
+    let clock = ContinuousClock()
+    let runs = Swift.max(1, runs)
+    let typed = patches.reduce(0) { $0 + $1.inserted.count }
+
+    // 1. Local replay through a Text.
+    var replayTimes: [Double] = []
+    var matches = true
+    for _ in 0..<runs {
+      var text = Text(replica: ReplicaID(rawValue: 1))
+      let start = clock.now
+      for patch in patches {
+        text.edit(at: patch.position, deleting: patch.deleted, inserting: patch.inserted)
+      }
+      replayTimes.append(milliseconds(clock.now - start))
+      matches = matches && text.string == endContent
+    }
+
+    // 2. One transaction per edit, each delta encoded as it would go on the wire.
+    var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    var deltaBytes = 0
+    let deltaStart = clock.now
+    for patch in patches { deltaBytes += apply(patch, to: &replica).count }
+    let deltaTime = clock.now - deltaStart
+    matches = matches && replica.document.text(of: Self.benchField, in: Self.benchKey) == endContent
+
+    // 3. State size and load time.
+    let state = replica.encodedState()
+    var loadTimes: [Double] = []
+    for _ in 0..<runs {
+      let start = clock.now
+      let restored = try Replica(restoring: state, wallClock: .fixed(0))
+      loadTimes.append(milliseconds(clock.now - start))
+      matches = matches && restored.document == replica.document
+    }
+
+    // 4. Merge of two offline halves.
+    let (mergeTime, converged) = try mergeHalves()
+
+    // 5. Applying small remote deltas to the full document.
+    var sender = replica.forked(as: ReplicaID(rawValue: 2))
+    var smallDeltas: [[UInt8]] = []
+    for index in 0..<200 {
+      let position = (index * 7919) % Swift.max(1, endContent.unicodeScalars.count)
+      let commit = sender.transact {
+        $0.insertText("x", at: position, in: Self.benchField, of: Self.benchKey)
+      }
+      smallDeltas.append(commit.delta.encoded())
+    }
+    var smallTimes: [Double] = []
+    for bytes in smallDeltas {
+      let start = clock.now
+      _ = try replica.apply(encodedDelta: bytes)
+      smallTimes.append(milliseconds(clock.now - start) * 1000)
+    }
+
+    return TraceBenchmarkReport(
+      trace: name, edits: patches.count, typedCharacters: typed,
+      replayMilliseconds: replayTimes.min() ?? 0,
+      replayWithDeltasMicrosecondsPerEdit: milliseconds(deltaTime) * 1000
+        / Double(Swift.max(1, patches.count)),
+      deltaBytesPerCharacter: Double(deltaBytes) / Double(Swift.max(1, typed)),
+      deltaBytesPerEdit: Double(deltaBytes) / Double(Swift.max(1, patches.count)),
+      stateBytes: state.count,
+      loadMilliseconds: median(loadTimes),
+      mergeMilliseconds: mergeTime,
+      mergeConverged: converged,
+      applySmallDeltaMicroseconds: median(smallTimes),
+      matchesEndContent: matches)
+  }
+
+  /// Applies one patch as a transaction and returns its encoded delta.
+  private func apply(_ patch: TracePatch, to replica: inout Replica) -> [UInt8] {
+    replica.transact { Self.edit(patch, in: &$0) }.delta.encoded()
+  }
+
+  /// Types one patch into the benchmark's text field.
+  static func edit(_ patch: TracePatch, in tx: inout Transaction) {
+    if patch.deleted > 0 {
+      tx.deleteText(patch.position..<patch.position + patch.deleted, in: benchField, of: benchKey)
+    }
+    if !patch.inserted.isEmpty {
+      var inserted = String.UnicodeScalarView()
+      inserted.append(contentsOf: patch.inserted)
+      tx.insertText(String(inserted), at: patch.position, in: benchField, of: benchKey)
+    }
+  }
+
+  /// Forks at the middle: A applies the second half of the trace while B concurrently
+  /// inserts a marker at each position the first half edited. Each then applies the
+  /// other's delta; the time of those two applies (decoding included) is returned.
+  private func mergeHalves() throws -> (milliseconds: Double, converged: Bool) {
+    let middle = patches.count / 2
+    // The common history, with its tombstones, as one transaction.
+    var base = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    base.transact { tx in
+      for patch in patches[..<middle] { Self.edit(patch, in: &tx) }
+    }
+    let fork = base.context
+    var a = base.forked(as: ReplicaID(rawValue: 10))
+    var b = base.forked(as: ReplicaID(rawValue: 11))
+    a.transact { tx in
+      for patch in patches[middle...] { Self.edit(patch, in: &tx) }
+    }
+    b.transact { tx in
+      for patch in patches[..<middle] {
+        tx.insertText(
+          String(Self.marker), at: patch.position, in: Self.benchField, of: Self.benchKey)
+      }
+    }
+    let fromA = a.delta(since: fork).encoded()
+    let fromB = b.delta(since: fork).encoded()
+    let clock = ContinuousClock()
+    let start = clock.now
+    _ = try a.apply(encodedDelta: fromB)
+    _ = try b.apply(encodedDelta: fromA)
+    let elapsed = milliseconds(clock.now - start)
+    let text = a.document.text(of: Self.benchField, in: Self.benchKey)
+    let unmarked = String(
+      String.UnicodeScalarView(text.unicodeScalars.filter { $0 != Self.marker }))
+    let converged = a.encodedState() == b.encodedState() && unmarked == endContent
+    return (elapsed, converged)
+  }
+}
+
+private func milliseconds(_ duration: Duration) -> Double {
+  let (seconds, attoseconds) = duration.components
+  return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+}
+
+private func median(_ values: [Double]) -> Double {
+  let sorted = values.sorted()
+  return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+/// Runs each example program as a user would and checks what it prints.
+@Suite struct ExampleTests {
+  /// The folder holding the built products (the test bundle sits beside them).
+  static var productsDirectory: URL {
+    #if os(macOS)
+      for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+        return bundle.bundleURL.deletingLastPathComponent()
+      }
+    #endif
+    return Bundle.main.bundleURL
+  }
+
+  static func run(_ product: String) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = productsDirectory.appendingPathComponent(product)
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+  }
+
+  @Test func notesOnTwoDevicesMergeThroughAFolder() throws {
+    let (status, output) = try Self.run("NotesTwoDevices")
+    #expect(status == 0, "\(output)")
+    #expect(
+      output.contains(
+        #"groceries: "Shopping" [home, weekly] archived=false body="oat milk, eggs""#), "\(output)")
+    #expect(
+      output.contains(#"trip: "Trip" [] archived=true body="book train, pack charger""#),
+      "\(output)")
+    #expect(output.contains("phone and laptop hold identical bytes"))
+  }
+
+  @Test func aTaskBoardOnThreeDevicesMergesAndKeepsTheEditedTask() throws {
+    let (status, output) = try Self.run("TaskBoard")
+    #expect(status == 0, "\(output)")
+    #expect(output.contains("- File taxes [Next#0] next, priority high"), "\(output)")
+    #expect(output.contains("tags [2026, money]"), "\(output)")
+    #expect(
+      output.contains("- Call plumber [Inbox#2] inbox, priority none, no due date, flagged=true"),
+      "\(output)")
+    #expect(output.contains("- Renew passport [Waiting#0] waiting"), "\(output)")
+    #expect(output.contains("all three devices hold identical bytes"))
+  }
+
+  @Test func anAppStorePersistsRestoresAndPublishes() throws {
+    let (status, output) = try Self.run("AppStore")
+    #expect(status == 0, "\(output)")
+    #expect(output.contains("launch: first run, empty replica"), "\(output)")
+    #expect(output.contains("ui: created [\"groceries\"]"), "\(output)")
+    #expect(output.contains("ui: created [], updated [\"ideas\"]"), "\(output)")
+    #expect(output.contains("ideas: Ideas — a CRDT notes app"), "\(output)")
+    #expect(output.contains("state survived the restart"), "\(output)")
+  }
+}
