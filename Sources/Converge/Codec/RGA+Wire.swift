@@ -133,11 +133,32 @@ extension RGADelta.Delete {
 extension RGA {
   /// Reads a text's whole state, written as the runs of `delta(since: CausalContext())`:
   /// the runs, applied to a fresh text.
+  ///
+  /// - Throws: what ``RGADelta/init(from:replicas:)`` throws, and `invalidValue` if the
+  ///   text cannot hold every run (an insert not younger than its origin is ignored by
+  ///   the sequence, so such a state has no encoding).
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    let start = reader.offset
     let delta = try RGADelta(from: &reader, replicas: &table)
     self.init()
     apply(delta)
+    var expected = CausalContext()
+    for insert in delta.inserts {
+      let first = insert.id.counter
+      expected.insert(
+        replica: insert.id.replica, counters: first...(first + UInt64(insert.scalars.count - 1)))
+    }
+    for delete in delta.deletes {
+      expected.insert(
+        replica: delete.dot.replica,
+        counters: delete.dot.counter...(delete.dot.counter + delete.count - 1))
+    }
+    guard dots == expected else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: start, reason: "text run the sequence cannot hold (older than its origin)")
+    }
   }
+
 }
 
 /// The run encodings shared by text states and text deltas.
