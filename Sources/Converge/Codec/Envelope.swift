@@ -10,7 +10,8 @@
 /// that meets a value it does not know answers ``ConvergeDecodingError/unknownMessageKind(_:)``.
 /// 0 is never a kind; 6 to 127 are free for future kinds; 128 to 255 are reserved.
 public enum MessageKind: UInt8, Sendable, CaseIterable {
-  /// A ``VersionVector`` alone: the first step of a sync handshake.
+  /// A ``VersionVector`` alone: a compact summary of what a replica has (for display or
+  /// a quick comparison; the sync handshake exchanges the exact ``CausalContext``).
   case versionVector = 1
   /// A ``CausalContext`` alone.
   case causalContext = 2
@@ -18,7 +19,8 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
   case documentState = 3
   /// A delta of a document: what one or more transactions changed.
   case documentDelta = 4
-  /// A message of the sync protocol.
+  /// A handshake message of ``SyncSession``: a context and maybe a delta (live pushes
+  /// travel as plain ``documentDelta`` messages).
   case syncMessage = 5
 }
 

@@ -1,0 +1,86 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// Wire form of a sync message (see `FORMAT.md`, "Sync message").
+///
+/// A live push (a message with no context) is exactly its delta's
+/// ``MessageKind/documentDelta`` message, so pushing a typed character costs no more than
+/// the delta, and a relay that stores plain deltas needs nothing else. A handshake
+/// message is a ``MessageKind/syncMessage`` whose body nests complete messages: a flags
+/// byte, the sender's context as a ``MessageKind/causalContext`` message, and, when
+/// present, the delta as a ``MessageKind/documentDelta`` message, each length-prefixed.
+///
+/// - Complexity: O(d log d) for a message of d bytes, both ways.
+extension SyncMessage {
+  private static let hasDelta: UInt8 = 1
+
+  /// The message as bytes for any channel.
+  public func encoded() -> [UInt8] {
+    guard let context else { return (delta ?? DocumentDelta()).encoded() }
+    return Envelope.seal(kind: .syncMessage) { writer in
+      writer.writeUInt8(delta == nil ? 0 : Self.hasDelta)
+      writer.writeLengthPrefixedBytes(context.encoded())
+      if let delta { writer.writeLengthPrefixedBytes(delta.encoded()) }
+    }
+  }
+
+  /// Decodes a message made by ``encoded()``: a handshake message, or a plain delta
+  /// message, which reads as a live push.
+  ///
+  /// - Throws: a ``ConvergeDecodingError`` for any input ``encoded()`` could not have
+  ///   produced.
+  public init(decoding bytes: [UInt8]) throws {
+    try self.init(decoding: bytes[...])
+  }
+
+  /// Decodes a message from a slice of a larger buffer.
+  public init(decoding data: Data) throws {
+    try self.init(decoding: [UInt8](data)[...])
+  }
+
+  /// Decodes a message from a slice of a larger buffer.
+  public init(decoding bytes: ArraySlice<UInt8>) throws {
+    let (kind, _) = try Envelope.open(bytes)
+    switch kind {
+    case .documentDelta:
+      self.init(context: nil, delta: try DocumentDelta(decoding: bytes))
+    case .syncMessage:
+      self = try Envelope.decode(bytes, as: .syncMessage) { reader in
+        let flags = try reader.readUInt8()
+        guard flags & ~Self.hasDelta == 0 else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: reader.offset - 1, reason: "unknown sync flags")
+        }
+        let context = try CausalContext(decoding: reader.readLengthPrefixedBytes())
+        let delta =
+          flags & Self.hasDelta == 0
+          ? nil : try DocumentDelta(decoding: reader.readLengthPrefixedBytes())
+        return SyncMessage(context: context, delta: delta)
+      }
+    default:
+      throw ConvergeDecodingError.unexpectedMessageKind(
+        expected: MessageKind.syncMessage.rawValue, actual: kind.rawValue)
+    }
+  }
+}
+
+extension SyncSession {
+  /// The next message for the peer as bytes, or `nil` when there is nothing to say.
+  public mutating func makeEncodedMessage(for replica: Replica) -> [UInt8]? {
+    makeMessage(for: replica)?.encoded()
+  }
+
+  /// Decodes and integrates a message from the peer. A message that does not decode
+  /// changes neither the replica nor the session.
+  ///
+  /// - Throws: a ``ConvergeDecodingError`` for bytes that are not a valid message.
+  @discardableResult
+  public mutating func receive(encoded bytes: [UInt8], into replica: inout Replica) throws
+    -> DocumentChanges
+  {
+    receive(try SyncMessage(decoding: bytes), into: &replica)
+  }
+}
