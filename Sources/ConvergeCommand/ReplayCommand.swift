@@ -10,17 +10,22 @@ enum ReplayCommand {
     var path: String
     var json = false
     var iterations = 5
+    var savePath: String?
   }
 
   static func parse(_ arguments: [String]) -> Options? {
     var path: String?
     var json = false
     var iterations = 5
+    var savePath: String?
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       switch argument {
       case "--json":
         json = true
+      case "--save":
+        guard let value = rest.popFirst() else { return nil }
+        savePath = value
       case "--iterations":
         guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return nil }
         iterations = value
@@ -30,12 +35,13 @@ enum ReplayCommand {
       }
     }
     guard let path else { return nil }
-    return Options(path: path, json: json, iterations: iterations)
+    return Options(path: path, json: json, iterations: iterations, savePath: savePath)
   }
 
   static func run(_ arguments: [String]) -> Int32 {
     guard let options = parse(arguments) else {
-      FileHandleOutput.error("usage: converge replay <trace.json[.gz]> [--json] [--iterations N]")
+      FileHandleOutput.error(
+        "usage: converge replay <trace.json[.gz]> [--json] [--iterations N] [--save FILE]")
       return 2
     }
     let loaded: EditingTrace
@@ -111,6 +117,25 @@ enum ReplayCommand {
       FileHandleOutput.error("error: the replayed text differs from endContent")
       return 1
     }
+    if let savePath = options.savePath {
+      // The saved state is a replica's document: replay once more through one, untimed.
+      var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+      replica.transact { tx in
+        for patch in trace.patches { SequentialTrace.edit(patch, in: &tx) }
+      }
+      return save(replica, to: savePath)
+    }
+    return 0
+  }
+
+  /// Writes a replica's encoded state to `path`.
+  static func save(_ replica: Replica, to path: String) -> Int32 {
+    let state = replica.encodedState()
+    guard FileManager.default.createFile(atPath: path, contents: Data(state)) else {
+      FileHandleOutput.error("error: cannot write \(path)")
+      return 1
+    }
+    FileHandleOutput.error("saved \(state.count) bytes of state to \(path)")
     return 0
   }
 
@@ -130,7 +155,7 @@ enum ReplayCommand {
     for _ in 0..<options.iterations {
       let result: ConcurrentReplayResult
       do {
-        result = try trace.replay()
+        result = try trace.replay(transport: .encoded)
       } catch {
         FileHandleOutput.error("error: \(error)")
         return 1
@@ -153,6 +178,7 @@ enum ReplayCommand {
         ("matches_end_content", best.matchesEndContent ? "true" : "false"),
         ("replay_ms", format(replayMilliseconds)),
         ("merge_ms", format(mergeMilliseconds)),
+        ("delta_bytes", "\(best.deltaBytes)"),
         ("iterations", "\(options.iterations)"),
       ]
       print("{" + fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
@@ -169,6 +195,9 @@ enum ReplayCommand {
     if !best.matchesEndContent {
       FileHandleOutput.error("error: the replicas' text differs from endContent")
       return 1
+    }
+    if let savePath = options.savePath, let first = best.replicas.first {
+      return save(first, to: savePath)
     }
     return 0
   }

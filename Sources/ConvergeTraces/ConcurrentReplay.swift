@@ -14,6 +14,12 @@ public struct DeltaTransport: Sendable {
 
   /// Hands the delta over as a value.
   public static let inMemory = DeltaTransport { ($0, 0) }
+
+  /// Encodes the delta to bytes and decodes it on the other side, as a network would.
+  public static let encoded = DeltaTransport { delta in
+    let bytes = delta.encoded()
+    return (try DocumentDelta(decoding: bytes), bytes.count)
+  }
 }
 
 /// The outcome of replaying a concurrent trace.

@@ -113,7 +113,7 @@ extension SequentialTrace {
   }
 
   /// Types one patch into the benchmark's text field.
-  static func edit(_ patch: TracePatch, in tx: inout Transaction) {
+  public static func edit(_ patch: TracePatch, in tx: inout Transaction) {
     if patch.deleted > 0 {
       tx.deleteText(patch.position..<patch.position + patch.deleted, in: benchField, of: benchKey)
     }
