@@ -14,6 +14,9 @@ let package = Package(
     .executableTarget(
       name: "FuzzReplicaScript",
       dependencies: ["FuzzSupport", .product(name: "ConvergeTestSupport", package: "Converge")]),
+    .executableTarget(
+      name: "FuzzDecode",
+      dependencies: ["FuzzSupport", .product(name: "ConvergeTestSupport", package: "Converge")]),
   ],
   swiftLanguageModes: [.v6]
 )

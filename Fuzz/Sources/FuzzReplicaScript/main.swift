@@ -1,3 +1,4 @@
+import Converge
 import ConvergeTestSupport
 import FuzzSupport
 
@@ -6,7 +7,10 @@ import FuzzSupport
 runFuzzer { data, size in
   guard let data else { return 0 }
   do {
-    try ReplicaScript.run(UnsafeBufferPointer(start: data, count: size))
+    // Every delivered delta crosses the wire: encoded, then decoded.
+    try ReplicaScript.run(UnsafeBufferPointer(start: data, count: size)) { delta in
+      try DocumentDelta(decoding: delta.encoded())
+    }
   } catch {
     fuzzFailure("\(error)")
   }

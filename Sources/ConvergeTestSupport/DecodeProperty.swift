@@ -1,0 +1,62 @@
+import Converge
+
+/// The decoding property: any bytes, read as every kind of Converge message, either throw
+/// a ``ConvergeDecodingError`` or decode to a value that encodes back to exactly those
+/// bytes (every message has one canonical encoding). A decoded document or delta must
+/// also apply to a replica without trapping.
+///
+/// The `FuzzDecode` libFuzzer target (`Fuzz/`) searches this space; crashers it finds
+/// are kept in `Tests/ConvergeTests/FailCases/decode-*` and replayed by a unit test.
+public enum DecodeProperty {
+  /// Why the property failed.
+  public struct Violation: Error, CustomStringConvertible {
+    public var description: String
+  }
+
+  /// Checks `bytes` against every decoder.
+  ///
+  /// - Throws: ``Violation`` when a decoder accepts bytes it would not produce, or
+  ///   throws an error that is not a ``ConvergeDecodingError``.
+  public static func check(_ bytes: [UInt8]) throws {
+    try expectCanonical("version vector", bytes) { try VersionVector(decoding: $0).encoded() }
+    try expectCanonical("causal context", bytes) { try CausalContext(decoding: $0).encoded() }
+    try expectCanonical("document", bytes) { bytes in
+      let document = try Document(decoding: bytes)
+      var replica = Replica(document: document, id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+      replica.transact {
+        $0.insertText("x", at: 0, in: "probe", of: EntityKey(type: "probe", id: "p"))
+      }
+      return document.encoded()
+    }
+    try expectCanonical("delta", bytes) { bytes in
+      let delta = try DocumentDelta(decoding: bytes)
+      var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+      replica.apply(delta)
+      _ = replica.encodedState()
+      return delta.encoded()
+    }
+    try expectCanonical("sync message", bytes) { try SyncMessage(decoding: $0).encoded() }
+    do {
+      _ = try MessageSummary(decoding: bytes)
+    } catch is ConvergeDecodingError {
+    } catch {
+      throw Violation(description: "inspect threw a non-typed error: \(error)")
+    }
+  }
+
+  private static func expectCanonical(
+    _ kind: String, _ bytes: [UInt8], _ roundTrip: ([UInt8]) throws -> [UInt8]
+  ) throws {
+    let reencoded: [UInt8]
+    do {
+      reencoded = try roundTrip(bytes)
+    } catch is ConvergeDecodingError {
+      return
+    } catch {
+      throw Violation(description: "\(kind): a decode threw a non-typed error: \(error)")
+    }
+    guard reencoded == bytes else {
+      throw Violation(description: "\(kind): decoded, but re-encodes to other bytes")
+    }
+  }
+}
