@@ -13,11 +13,20 @@ public enum DecodeProperty {
     public var description: String
   }
 
-  /// Checks `bytes` against every decoder.
+  /// Checks `bytes` against every decoder, as a whole message and, so that fuzzers
+  /// reach the body decoders past the checksum, as the body of a sealed message of
+  /// every kind.
   ///
   /// - Throws: ``Violation`` when a decoder accepts bytes it would not produce, or
   ///   throws an error that is not a ``ConvergeDecodingError``.
   public static func check(_ bytes: [UInt8]) throws {
+    try checkMessage(bytes)
+    for kind in MessageKind.allCases {
+      try checkMessage(Envelope.seal(kind: kind, body: bytes))
+    }
+  }
+
+  private static func checkMessage(_ bytes: [UInt8]) throws {
     try expectCanonical("version vector", bytes) { try VersionVector(decoding: $0).encoded() }
     try expectCanonical("causal context", bytes) { try CausalContext(decoding: $0).encoded() }
     try expectCanonical("document", bytes) { bytes in
