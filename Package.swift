@@ -10,15 +10,19 @@ let package = Package(
   products: [
     .library(name: "Converge", targets: ["Converge"]),
     .library(name: "ConvergeTestSupport", targets: ["ConvergeTestSupport"]),
+    .library(name: "ConvergeSimulator", targets: ["ConvergeSimulator"]),
     .executable(name: "converge", targets: ["ConvergeCommand"]),
   ],
   targets: [
     // The wire format's specification lives beside the codec's code.
     .target(name: "Converge", exclude: ["Codec/FORMAT.md"]),
     .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
-    .executableTarget(name: "ConvergeCommand", dependencies: ["Converge"]),
+    // Replicas over a simulated hostile network, checked for convergence.
+    .target(name: "ConvergeSimulator", dependencies: ["Converge"]),
+    .executableTarget(name: "ConvergeCommand", dependencies: ["Converge", "ConvergeSimulator"]),
     .testTarget(
-      name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"],
+      name: "ConvergeTests",
+      dependencies: ["Converge", "ConvergeTestSupport", "ConvergeSimulator"],
       // Golden wire-format files that every later version must still decode.
       resources: [.copy("Fixtures")]),
   ],
