@@ -151,11 +151,11 @@ struct Network: Sendable {
     if random.chance(faults.partitions), replicaCount > 1 {
       let groupCount = Int.random(in: 2...Swift.min(3, replicaCount), using: &random)
       for index in groups.indices { groups[index] = Int.random(in: 0..<groupCount, using: &random) }
-      partitionEnds = now + UInt64.random(in: 1_000...20_000, using: &random)
+      partitionEnds = now + UInt64.random(in: 1_000...10_000, using: &random)
     }
     if random.chance(faults.offline) {
       let device = Int.random(in: 0..<replicaCount, using: &random)
-      offlineUntil[device] = now + UInt64.random(in: 2_000...60_000, using: &random)
+      offlineUntil[device] = now + UInt64.random(in: 2_000...30_000, using: &random)
     }
   }
 

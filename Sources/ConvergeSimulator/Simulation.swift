@@ -74,7 +74,9 @@ public struct Simulation: Sendable {
     var run = SimulationRun(self)
     run.runOperations(progress: progress)
     run.finish()
-    let verdict = Oracle.check(run.replicas, transport: transport)
+    let verdict = PhaseTimings.measure(&run.statistics.timings, \.oracle) {
+      Oracle.check(run.replicas, transport: transport)
+    }
     let elapsed = clock.now - start
     let seconds =
       Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -96,6 +98,35 @@ struct RunStatistics: Sendable {
   var filtered = 0
   var maxReplicasWithPending = 0
   var virtualMilliseconds: UInt64 = 0
+  var timings = PhaseTimings()
+}
+
+/// Where a run's wall-clock time went, in seconds per phase.
+public struct PhaseTimings: Sendable, Equatable {
+  /// Local transactions (the workloads, through `Replica.transact`).
+  public var transact: Double = 0
+  /// `Replica.apply` of received deltas.
+  public var apply: Double = 0
+  /// `Replica.delta(since:)` answering handshakes.
+  public var deltaSince: Double = 0
+  /// The transport's encoding and decoding.
+  public var transport: Double = 0
+  /// The oracle's checks and fingerprints.
+  public var oracle: Double = 0
+
+  /// Runs `body`, adding its duration to the phase at `phase`.
+  static func measure<T>(
+    _ timings: inout PhaseTimings, _ phase: WritableKeyPath<PhaseTimings, Double>,
+    _ body: () -> T
+  ) -> T {
+    let clock = ContinuousClock()
+    let start = clock.now
+    let result = body()
+    let elapsed = (clock.now - start).components
+    timings[keyPath: phase] +=
+      Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    return result
+  }
 }
 
 /// The mutable state of one run.
@@ -168,13 +199,15 @@ struct SimulationRun {
       deliverDue()
       network.step(at: now)
       let author = Int.random(in: 0..<replicas.count, using: &schedule)
-      let commit = workloads[author].perform(on: &replicas[author])
+      let commit = PhaseTimings.measure(&statistics.timings, \.transact) {
+        workloads[author].perform(on: &replicas[author])
+      }
       statistics.operations += 1
       if commit.delta.isEmpty {
         statistics.emptyOperations += 1
       } else if configuration.livePush, replicas.count > 1 {
         if network.isOnline(author, at: now) {
-          let wire = WireDelta(commit.delta, transport: transport)
+          let wire = wrap(commit.delta)
           for peer in replicas.indices where peer != author {
             network.send(
               Message(from: author, to: peer, payload: .push(wire)), size: wire.size, at: now)
@@ -220,14 +253,14 @@ struct SimulationRun {
     case .push(let wire):
       integrate(wire, into: receiver)
     case .syncRequest(let context):
-      let reply = WireDelta(replicas[receiver].delta(since: context), transport: transport)
+      let reply = wrap(answer(receiver, since: context))
       let own = replicas[receiver].context
       network.send(
         Message(from: receiver, to: message.from, payload: .syncReply(reply, own)),
         size: reply.size.map { $0 + own.encoded().count }, at: now)
     case .syncReply(let wire, let context):
       integrate(wire, into: receiver)
-      let finish = WireDelta(replicas[receiver].delta(since: context), transport: transport)
+      let finish = wrap(answer(receiver, since: context))
       network.send(
         Message(from: receiver, to: message.from, payload: .syncFinish(finish)),
         size: finish.size, at: now)
@@ -237,7 +270,10 @@ struct SimulationRun {
   }
 
   mutating func integrate(_ wire: WireDelta, into receiver: Int) {
-    guard let delta = wire.open(with: transport) else {
+    let opened = PhaseTimings.measure(&statistics.timings, \.transport) {
+      wire.open(with: transport)
+    }
+    guard let delta = opened else {
       statistics.undecodable += 1
       return
     }
@@ -249,7 +285,23 @@ struct SimulationRun {
       statistics.filtered += 1
       return
     }
-    replicas[receiver].apply(delta)
+    PhaseTimings.measure(&statistics.timings, \.apply) {
+      _ = replicas[receiver].apply(delta)
+    }
+  }
+
+  /// What replica `index` sends a peer that knows `context`.
+  mutating func answer(_ index: Int, since context: CausalContext) -> DocumentDelta {
+    PhaseTimings.measure(&statistics.timings, \.deltaSince) {
+      replicas[index].delta(since: context)
+    }
+  }
+
+  /// A delta made ready for the wire by the transport.
+  mutating func wrap(_ delta: DocumentDelta) -> WireDelta {
+    PhaseTimings.measure(&statistics.timings, \.transport) {
+      WireDelta(delta, transport: transport)
+    }
   }
 
   mutating func samplePending() {
@@ -286,10 +338,10 @@ struct SimulationRun {
   mutating func finalHandshake(_ a: Int, _ b: Int) -> Bool {
     statistics.finalHandshakes += 1
     let before = (replicas[a].context, replicas[b].context)
-    let toA = WireDelta(replicas[b].delta(since: replicas[a].context), transport: transport)
+    let toA = wrap(answer(b, since: replicas[a].context))
     statistics.finalBytes += replicas[a].context.encoded().count + (toA.size ?? 0)
     integrate(toA, into: a)
-    let toB = WireDelta(replicas[a].delta(since: replicas[b].context), transport: transport)
+    let toB = wrap(answer(a, since: replicas[b].context))
     statistics.finalBytes += replicas[b].context.encoded().count + (toB.size ?? 0)
     integrate(toB, into: b)
     return replicas[a].context != before.0 || replicas[b].context != before.1

@@ -45,7 +45,7 @@ public struct NetworkFaults: Sendable, Equatable {
 
   /// A lossy, reordering, duplicating network with partitions and offline devices.
   public static let hostile = NetworkFaults(
-    loss: 0.1, duplicate: 0.05, reorder: 0.2, partitions: 0.002, offline: 0.003)
+    loss: 0.1, duplicate: 0.05, reorder: 0.2, partitions: 0.0005, offline: 0.001)
 }
 
 /// Everything that determines a run: the same configuration gives the same run, and the

@@ -38,6 +38,8 @@ public struct SimulationReport: Sendable {
   public var undecodableMessages: Int { statistics.undecodable }
   /// Deltas dropped by ``SimulationHooks/applyFilter``.
   public var filteredDeltas: Int { statistics.filtered }
+  /// Where the wall-clock time went.
+  public var timings: PhaseTimings { statistics.timings }
   /// Virtual time the run covered, in seconds.
   public var virtualSeconds: Double { Double(statistics.virtualMilliseconds) / 1000 }
   /// Bytes counted on the wire, the final phase included (see
@@ -61,7 +63,10 @@ public struct SimulationReport: Sendable {
       "  largest buffer: \(network.maxInFlight) messages in flight; "
         + "\(maxReplicasWithPendingChanges) replicas holding pending text at once",
       "  state: \(verdict.entityCount) entities, \(verdict.textLength) characters of text, sha256 \(stateSHA256)",
-      "  time: " + formatted(seconds) + " s (" + formatted(virtualSeconds) + " s simulated)",
+      "  time: " + formatted(seconds) + " s (" + formatted(virtualSeconds) + " s simulated); "
+        + "transact " + formatted(timings.transact) + " s, apply " + formatted(timings.apply)
+        + " s, delta(since:) " + formatted(timings.deltaSince) + " s, oracle "
+        + formatted(timings.oracle) + " s",
     ]
     if converged {
       lines.append(
@@ -106,6 +111,12 @@ public struct SimulationReport: Sendable {
       ("text_length", "\(verdict.textLength)"),
       ("seconds", formatted(seconds)),
       ("virtual_seconds", formatted(virtualSeconds)),
+      (
+        "timings",
+        "{\"transact\":\(formatted(timings.transact)),\"apply\":\(formatted(timings.apply)),"
+          + "\"delta_since\":\(formatted(timings.deltaSince)),"
+          + "\"transport\":\(formatted(timings.transport)),\"oracle\":\(formatted(timings.oracle))}"
+      ),
       ("state_sha256", "\"\(stateSHA256)\""),
       ("failures", "[" + verdict.failures.map(jsonString).joined(separator: ",") + "]"),
       ("replay", jsonString(configuration.command)),
