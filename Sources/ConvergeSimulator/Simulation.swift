@@ -74,8 +74,12 @@ public struct Simulation: Sendable {
     var run = SimulationRun(self)
     run.runOperations(progress: progress)
     run.finish()
-    let verdict = PhaseTimings.measure(&run.statistics.timings, \.oracle) {
+    var verdict = PhaseTimings.measure(&run.statistics.timings, \.oracle) {
       Oracle.check(run.replicas, transport: transport)
+    }
+    if run.statistics.undecodable > 0 {
+      verdict.failures.append(
+        "\(run.statistics.undecodable) messages did not decode with the transport")
     }
     let elapsed = clock.now - start
     let seconds =

@@ -32,16 +32,22 @@ public struct Workload: Sendable {
     self.random = random
   }
 
+  /// The words typists type, in runs.
+  public static var vocabulary: [String] { words }
+
   static let words = [
     "the ", "milk ", "call ", "Mom ", "buy ", "eggs", ", ", ". ", "café ", "naïve ", "中文",
     "👩‍💻 ", "todo: ", "\n", "- [ ] ", "meeting ", "at ", "3pm ", "résumé ", "😀",
   ]
   static let tags = ["home", "work", "urgent", "later", "idea", "errand", "🙂"]
   static let columns = ["inbox", "next", "waiting", "done"]
+  static let sharedNoteIDs = ["note-inbox", "note-journal"]
+  static let sharedTaskIDs = ["task-today", "task-weekly-review"]
   static let noteCap = 24
   static let taskCap = 40
 
   /// Makes one transaction on `replica` and returns it (its delta may be empty).
+  @discardableResult
   public mutating func perform(on replica: inout Replica) -> Commit {
     refreshIfStale(replica.document)
     let notes: Bool
@@ -78,8 +84,10 @@ public struct Workload: Sendable {
       return
     }
     switch roll {
-    case 5..<8:
+    case 5..<7 where knownNotes.count > 3:
       deleteNote(&tx)
+    case 5..<8:
+      createNote(&tx)
     case 8..<18:
       let title = newTitle()
       tx.update(SimulatedNote.self, id: id) { $0.title = title }
@@ -103,7 +111,10 @@ public struct Workload: Sendable {
     var note = SimulatedNote()
     note.title = newTitle()
     if random.chance(0.5) { note.tags.insert(Self.tags.randomElement(using: &random) ?? "idea") }
-    let id = newID("note")
+    // Now and then a note with a well-known id, such as a daily journal that several
+    // devices create concurrently (and re-create after a delete): one entity, one body.
+    var id = newID("note")
+    if random.chance(0.2) { id = Self.sharedNoteIDs.randomElement(using: &random) ?? id }
     tx.create(note, id: id)
     insertSorted(id, into: &knownNotes)
   }
@@ -181,10 +192,12 @@ public struct Workload: Sendable {
       return
     }
     switch roll {
-    case 6..<10:
+    case 6..<8 where knownTasks.count > 3:
       deleteTask(&tx)
+    case 6..<10:
+      if knownTasks.count < Self.taskCap { createTask(&tx) } else { deleteTask(&tx) }
     case 10..<25:
-      let status = TaskStatus.allCases.randomElement(using: &random) ?? .todo
+      let status = SimulatedTaskStatus.allCases.randomElement(using: &random) ?? .todo
       tx.update(SimulatedTask.self, id: id) { $0.status = status }
     case 25..<35:
       let priority = Int.random(in: 0...3, using: &random)
@@ -206,7 +219,7 @@ public struct Workload: Sendable {
         if adding { task.tags.insert(tag) } else { task.tags.remove(tag) }
       }
     case 68..<90:
-      let position = BoardPosition(
+      let position = SimulatedBoardPosition(
         column: Self.columns.randomElement(using: &random) ?? "inbox",
         x: Int.random(in: 0..<8, using: &random), y: Int.random(in: 0..<40, using: &random))
       tx.update(SimulatedTask.self, id: id) { $0.position = position }
@@ -220,7 +233,8 @@ public struct Workload: Sendable {
     var task = SimulatedTask()
     task.title = newTitle()
     task.priority = Int.random(in: 0...3, using: &random)
-    let id = newID("task")
+    var id = newID("task")
+    if random.chance(0.2) { id = Self.sharedTaskIDs.randomElement(using: &random) ?? id }
     tx.create(task, id: id)
     insertSorted(id, into: &knownTasks)
   }

@@ -24,7 +24,7 @@ public struct SimulatedNote: EntityModel, Equatable {
 }
 
 /// A task's column on a board and its place in it: a nested record field.
-public struct BoardPosition: FieldValueConvertible, Equatable, Sendable {
+public struct SimulatedBoardPosition: FieldValueConvertible, Equatable, Sendable {
   public var column: String
   public var x: Int
   public var y: Int
@@ -49,7 +49,7 @@ public struct BoardPosition: FieldValueConvertible, Equatable, Sendable {
 }
 
 /// A task's status.
-public enum TaskStatus: String, FieldValueConvertible, CaseIterable, Sendable {
+public enum SimulatedTaskStatus: String, FieldValueConvertible, CaseIterable, Sendable {
   case todo, doing, blocked, done
 }
 
@@ -57,12 +57,12 @@ public enum TaskStatus: String, FieldValueConvertible, CaseIterable, Sendable {
 public struct SimulatedTask: EntityModel, Equatable {
   public static let entityType = "task"
   public var title = ""
-  public var status = TaskStatus.todo
+  public var status = SimulatedTaskStatus.todo
   public var priority = 0
   public var due: Date?
   public var flagged = false
   public var tags: Set<String> = []
-  public var position = BoardPosition(column: "inbox", x: 0, y: 0)
+  public var position = SimulatedBoardPosition(column: "inbox", x: 0, y: 0)
 
   public init() {}
 

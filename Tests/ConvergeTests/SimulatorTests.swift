@@ -1,6 +1,7 @@
 import Converge
 import ConvergeSimulator
 import ConvergeTestSupport
+import Foundation
 import Testing
 
 /// The multi-replica simulator: convergence under faults for every workload, replay by
@@ -104,10 +105,75 @@ import Testing
     let result = Shrinker(hooks: hooks, maximumRuns: 120).shrink(original)
     #expect(!result.report.converged)
     #expect(result.shrunk.operations < original.operations)
-    #expect(result.shrunk.replicas <= original.replicas)
+    // Seed 12 shrinks to 3 replicas × 37 operations with every fault off.
+    #expect(result.shrunk.replicas < original.replicas)
+    #expect(result.shrunk.faults.loss == 0 && result.shrunk.faults.partitions == 0)
     #expect(result.summary.contains("converge simulate --seed 12 "))
     // The shrunk command replays the failure.
     #expect(!Simulation(result.shrunk, hooks: hooks).run().converged)
+  }
+
+  /// A stand-in codec: a delta's bytes are a ticket to a locker holding it, 8 bytes each.
+  /// It shows that messages go through `encode` and `decode` and are counted.
+  final class DeltaLocker: @unchecked Sendable {  // a lock guards `deltas`
+    private let lock = NSLock()
+    private var deltas: [DocumentDelta] = []
+
+    func store(_ delta: DocumentDelta) -> [UInt8] {
+      lock.withLock {
+        deltas.append(delta)
+        return withUnsafeBytes(of: UInt64(deltas.count - 1).littleEndian) { Array($0) }
+      }
+    }
+
+    func fetch(_ bytes: [UInt8]) -> DocumentDelta? {
+      guard bytes.count == 8 else { return nil }
+      let ticket = bytes.reversed().reduce(0) { $0 << 8 | Int($1) }
+      return lock.withLock { ticket < deltas.count ? deltas[ticket] : nil }
+    }
+  }
+
+  @Test func bytesGoThroughAPluggedTransport() {
+    let locker = DeltaLocker()
+    let transport = SimulationTransport(
+      encode: { locker.store($0) }, decode: { locker.fetch($0) },
+      stateFingerprint: { DocumentFingerprint.bytes(of: $0) })
+    let configuration = Self.small(seed: 31, workload: .mixed, operations: 120)
+    let report = Simulation(configuration, transport: transport).run()
+    #expect(report.converged, "\(report.text)")
+    #expect(report.network.bytesComplete)
+    #expect(report.bytes >= 8 * report.network.sent)
+    #expect(report.stateSHA256 == Simulation(configuration).run().stateSHA256)
+
+    let garbled = SimulationTransport(
+      encode: { _ in [0xFF] }, decode: { _ in nil },
+      stateFingerprint: { DocumentFingerprint.bytes(of: $0) })
+    let broken = Simulation(configuration, transport: garbled).run()
+    #expect(!broken.converged)
+    #expect(broken.undecodableMessages > 0)
+  }
+
+  @Test func workloadsLookLikeTheApps() {
+    var configuration = Self.small(seed: 8, workload: .mixed, replicas: 3, operations: 400)
+    configuration.faults = .none
+    let report = Simulation(configuration).run()
+    #expect(report.converged)
+    #expect(report.verdict.textLength > 100)
+    // Replay one replica's edits alone and look at what it wrote.
+    var origin = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(1_700_000_000_000))
+    var user = Workload(kind: .mixed, random: SimulationRandom(seed: 8))
+    user.seedOrigin(&origin)
+    for _ in 0..<300 { user.perform(on: &origin) }
+    let notes = origin.all(SimulatedNote.self)
+    let tasks = origin.all(SimulatedTask.self)
+    #expect(!notes.isEmpty && !tasks.isEmpty)
+    // Typing runs: bodies hold whole words, not scattered characters.
+    let bodies = notes.map(\.value.body).joined()
+    #expect(Workload.vocabulary.contains { bodies.contains($0) && $0.count > 2 })
+    #expect(
+      tasks.contains { $0.value.position != SimulatedBoardPosition(column: "inbox", x: 0, y: 0) })
+    #expect(tasks.contains { $0.value.due != nil })
+    #expect(notes.contains { !$0.value.tags.isEmpty } || tasks.contains { !$0.value.tags.isEmpty })
   }
 
   @Test func reportsAreReadable() {
