@@ -42,4 +42,30 @@ import Testing
       b.document.elements(of: "tags", in: note) == y.document.elements(of: "tags", in: note))
     #expect(b.document == y.document)
   }
+
+  /// The same hole for an entity's presence: a delete dominated by a later edit of its
+  /// replica, missed by a peer that knew every entry, left the entity visible there.
+  @Test func antiEntropyCarriesADeleteDominatedByItsReplicasLaterEdit() {
+    let task = EntityKey(type: "task", id: "t")
+    var x = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(1_000))
+    var y = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(1_000))
+    var z = Replica(id: ReplicaID(rawValue: 3), wallClock: .fixed(1_000))
+    var b = Replica(id: ReplicaID(rawValue: 4), wallClock: .fixed(1_000))
+    let created = x.transact { $0.create(task) }  // x:1
+    y.apply(created.delta)
+    y.transact { $0.delete(task) }  // y:1 observes x:1
+    let revived = y.transact { $0.create(task) }  // y:2
+    z.apply(revived.delta)  // z never sees x:1 nor y:1
+    let deleted = z.transact { $0.delete(task) }  // z:1 observes y:2
+    y.apply(deleted.delta)
+    #expect(!y.document.contains(task))
+    b.apply(created.delta)
+    b.apply(revived.delta)
+    b.apply(deleted.delta)
+    b.apply(y.delta(since: b.context))
+    y.apply(b.delta(since: y.context))
+    #expect(b.context == y.context)
+    #expect(b.document.contains(task) == y.document.contains(task))
+    #expect(b.document == y.document)
+  }
 }
