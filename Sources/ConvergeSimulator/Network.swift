@@ -170,11 +170,6 @@ struct Network: Sendable {
     healPartitions()
     for index in offlineUntil.indices { offlineUntil[index] = 0 }
   }
-
-  /// Replicas currently offline or in a group apart from the others.
-  func isolatedCount(at now: UInt64) -> Int {
-    offlineUntil.filter { $0 > now }.count
-  }
 }
 
 /// Messages ordered by delivery time, ties by sending order (a binary min-heap).

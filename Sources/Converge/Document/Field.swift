@@ -102,8 +102,7 @@ struct Presence: Sendable, Equatable {
   /// ever. Every event folded in has a dot at or below its replica's entry, so a peer
   /// whose prefix covers every entry has them all.
   func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
-    added.entries.contains { prefix[$0.replica] < $0.counter }
-      || removed.entries.contains { prefix[$0.replica] < $0.counter }
+    !prefix.dominates(added) || !prefix.dominates(removed)
   }
 
   /// The presence after a local add with `dot`.
