@@ -61,6 +61,12 @@ import Testing
     let second = Simulation(configuration).run()
     #expect(first.stateSHA256 == second.stateSHA256)
     #expect(first.network == second.network)
+    // Pinned: every test process hashes with a different random seed, and the release
+    // build of `converge simulate --seed 4242 --replicas 4 --operations 250 --workload
+    // mixed --loss 0.15 --duplicate 0.1 --reorder 0.3 --partitions 0.01 --offline 0.01
+    // --anti-entropy 10` prints the same digest. Update it when a workload, the library's
+    // semantics or the fingerprint change on purpose.
+    #expect(first.stateSHA256 == "c43a8475f041cc8725cb52d1fcdb51ecec843aba00faf3c7d37d30e80f1630c4")
     var other = configuration
     other.seed = 4_243
     #expect(Simulation(other).run().stateSHA256 != first.stateSHA256)
