@@ -29,7 +29,8 @@ public struct SimulationProgress: Sendable {
 ///
 /// A run is a function of its ``SimulationConfiguration``: the seed fixes every replica
 /// id, every edit, every latency and fault, and every wall-clock reading (virtual time
-/// plus a per-replica skew, some replicas hours behind). Nothing iterates a `Set` or
+/// plus a per-replica skew, some replicas hours behind, and now and then a clock that
+/// jumps, backwards too). Nothing iterates a `Set` or
 /// `Dictionary` in a way that reaches the run, so the same seed gives the same final
 /// state, and the same ``SimulationReport/stateSHA256``, in any process.
 ///
@@ -165,7 +166,7 @@ struct SimulationRun {
       replicas: count, faults: configuration.faults, messageLimit: configuration.messageLimit,
       random: SimulationRandom(seed: seed, stream: Stream.network.rawValue))
     var setup = SimulationRandom(seed: seed, stream: Stream.setup.rawValue)
-    var origin = Replica(id: .random(using: &setup), wallClock: clock.wallClock(skew: 0))
+    var origin = Replica(id: .random(using: &setup), wallClock: clock.addDevice(skew: 0))
     var originUser = Workload(
       kind: configuration.workload,
       random: SimulationRandom(seed: seed, stream: Stream.origin.rawValue))
@@ -173,7 +174,7 @@ struct SimulationRun {
     for index in 0..<count {
       let skew = Self.skew(using: &setup)
       replicas.append(
-        origin.forked(as: .random(using: &setup), wallClock: clock.wallClock(skew: skew)))
+        origin.forked(as: .random(using: &setup), wallClock: clock.addDevice(skew: skew)))
       workloads.append(
         Workload(
           kind: configuration.workload,
@@ -202,6 +203,12 @@ struct SimulationRun {
       clock.now += UInt64.random(in: 1...20, using: &schedule)
       deliverDue()
       network.step(at: now)
+      if schedule.chance(0.001) {
+        // A device's clock is corrected or goes wrong: its wall time jumps, maybe back
+        // by hours. Device 0 is the origin.
+        let device = Int.random(in: 0..<replicas.count, using: &schedule)
+        clock.setSkew(Self.skew(using: &schedule), of: device + 1)
+      }
       let author = Int.random(in: 0..<replicas.count, using: &schedule)
       let commit = PhaseTimings.measure(&statistics.timings, \.transact) {
         workloads[author].perform(on: &replicas[author])

@@ -12,6 +12,7 @@ final class VirtualClock: @unchecked Sendable {
 
   private let lock = NSLock()
   private var milliseconds: UInt64 = 0
+  private var skews: [Int64] = []
 
   /// Virtual milliseconds since the simulation started.
   var now: UInt64 {
@@ -19,10 +20,24 @@ final class VirtualClock: @unchecked Sendable {
     set { lock.withLock { milliseconds = newValue } }
   }
 
-  /// A wall clock reading virtual time shifted by `skew` milliseconds (negative: behind).
-  func wallClock(skew: Int64) -> WallClock {
-    WallClock { [self] in
-      UInt64(clamping: Self.epoch + Int64(clamping: self.now) + skew)
+  /// Adds a device whose clock is off by `skew` milliseconds (negative: behind) and
+  /// returns its wall clock. Its skew can change later, as when a clock is corrected.
+  func addDevice(skew: Int64) -> WallClock {
+    let device = lock.withLock {
+      skews.append(skew)
+      return skews.count - 1
+    }
+    return WallClock { [self] in self.read(device) }
+  }
+
+  /// Changes a device's skew: its wall clock jumps, possibly backwards.
+  func setSkew(_ skew: Int64, of device: Int) {
+    lock.withLock { skews[device] = skew }
+  }
+
+  private func read(_ device: Int) -> UInt64 {
+    lock.withLock {
+      UInt64(clamping: Self.epoch + Int64(clamping: milliseconds) + skews[device])
     }
   }
 }
