@@ -40,7 +40,7 @@ public struct Shrinker: Sendable {
   public let maximumRuns: Int
 
   public init(
-    transport: SimulationTransport = .passthrough, hooks: SimulationHooks = SimulationHooks(),
+    transport: SimulationTransport = .standard, hooks: SimulationHooks = SimulationHooks(),
     maximumRuns: Int = 300
   ) {
     self.transport = transport

@@ -59,7 +59,7 @@ public struct Simulation: Sendable {
   public let hooks: SimulationHooks
 
   public init(
-    _ configuration: SimulationConfiguration, transport: SimulationTransport = .passthrough,
+    _ configuration: SimulationConfiguration, transport: SimulationTransport = .standard,
     hooks: SimulationHooks = SimulationHooks()
   ) {
     self.configuration = configuration

@@ -4,7 +4,7 @@ import Converge
 ///
 /// The simulator runs without a codec by default: deltas travel as values and states are
 /// named by ``DocumentFingerprint``, a canonical text dump. Once the binary codec lands,
-/// plugging it in is one line:
+/// plugging it in is one line, in ``standard``:
 ///
 /// ```swift
 /// let transport = SimulationTransport(
@@ -33,6 +33,13 @@ public struct SimulationTransport: Sendable {
     self.decode = decode
     self.stateFingerprint = stateFingerprint
   }
+
+  /// The transport simulations use unless told otherwise, the command line included.
+  ///
+  /// When the binary codec lands, this is the one line to change:
+  /// `SimulationTransport(encode: { $0.encoded() }, decode: { try? DocumentDelta(decoding:
+  /// $0) }, stateFingerprint: { $0.encoded() })`.
+  public static var standard: SimulationTransport { .passthrough }
 
   /// Deltas passed through as values; states named by ``DocumentFingerprint``.
   public static let passthrough = SimulationTransport(
