@@ -30,7 +30,8 @@ public struct ShrinkResult: Sendable {
 ///    to zero if it still fails; then live pushes off, then mid-run anti-entropy off;
 /// 4. deliveries: the smallest message limit that still fails, by halving.
 ///
-/// The passes repeat while one of them makes progress. Every replica's workload, the
+/// The passes repeat while one of them makes progress, within ``maximumRuns`` runs and
+/// ``timeLimit``. Every replica's workload, the
 /// schedule and the network draw from separate streams of the seed, so shrinking one
 /// dimension leaves the others' choices as they were and failures tend to survive it.
 public struct Shrinker: Sendable {
@@ -38,14 +39,17 @@ public struct Shrinker: Sendable {
   public let hooks: SimulationHooks
   /// The most simulations one shrink runs.
   public let maximumRuns: Int
+  /// The wall-clock time after which shrinking stops with the best found so far.
+  public let timeLimit: Duration
 
   public init(
     transport: SimulationTransport = .standard, hooks: SimulationHooks = SimulationHooks(),
-    maximumRuns: Int = 300
+    maximumRuns: Int = 300, timeLimit: Duration = .seconds(300)
   ) {
     self.transport = transport
     self.hooks = hooks
     self.maximumRuns = maximumRuns
+    self.timeLimit = timeLimit
   }
 
   /// Shrinks `failing`; if it does not actually fail, returns it unchanged.
@@ -58,7 +62,7 @@ public struct Shrinker: Sendable {
     var best = failing
     var bestReport = firstReport
     var progressed = true
-    while progressed, state.runs < maximumRuns {
+    while progressed, !state.exhausted {
       progressed = false
       for candidate in state.passes(from: best, report: bestReport) {
         if let report = state.failingReport(candidate()) {
@@ -67,7 +71,7 @@ public struct Shrinker: Sendable {
           progressed = true
           break
         }
-        if state.runs >= maximumRuns { break }
+        if state.exhausted { break }
       }
     }
     return ShrinkResult(original: failing, shrunk: best, report: bestReport, runs: state.runs)
@@ -76,11 +80,19 @@ public struct Shrinker: Sendable {
 
 private struct ShrinkState {
   let shrinker: Shrinker
+  let deadline: ContinuousClock.Instant
   var runs = 0
   var tried: [SimulationConfiguration] = []
 
+  init(shrinker: Shrinker) {
+    self.shrinker = shrinker
+    deadline = ContinuousClock.now + shrinker.timeLimit
+  }
+
+  var exhausted: Bool { runs >= shrinker.maximumRuns || ContinuousClock.now >= deadline }
+
   mutating func failingReport(_ configuration: SimulationConfiguration) -> SimulationReport? {
-    guard runs < shrinker.maximumRuns, !tried.contains(configuration) else { return nil }
+    guard !exhausted, !tried.contains(configuration) else { return nil }
     tried.append(configuration)
     runs += 1
     let report = Simulation(configuration, transport: shrinker.transport, hooks: shrinker.hooks)
