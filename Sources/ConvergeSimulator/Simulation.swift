@@ -2,12 +2,17 @@ import Converge
 
 /// Fault injection for testing the simulator itself.
 public struct SimulationHooks: Sendable {
-  /// Decides whether replica `receiver` (an index) integrates `delta`. Returning `false`
-  /// drops the delta silently, every time it arrives, as a broken merge would: tests use
-  /// it to show that the oracle catches a bug and the shrinker reduces it.
-  public var applyFilter: (@Sendable (_ receiver: Int, _ delta: DocumentDelta) -> Bool)?
+  /// Decides whether replica `receiver` (an index), whose document is `document`,
+  /// integrates `delta`. Returning `false` drops the delta silently, every time it
+  /// arrives, as a broken merge would: tests use it to show that the oracle catches a bug
+  /// and the shrinker reduces it. (A delta is not a document of its own: to see its
+  /// effect, apply it to a copy of `document`.)
+  public var applyFilter: ApplyFilter?
 
-  public init(applyFilter: (@Sendable (_ receiver: Int, _ delta: DocumentDelta) -> Bool)? = nil) {
+  public typealias ApplyFilter =
+    @Sendable (_ receiver: Int, _ delta: DocumentDelta, _ document: Document) -> Bool
+
+  public init(applyFilter: ApplyFilter? = nil) {
     self.applyFilter = applyFilter
   }
 }
@@ -292,7 +297,7 @@ struct SimulationRun {
   }
 
   mutating func apply(_ delta: DocumentDelta, to receiver: Int) {
-    if let filter = hooks.applyFilter, !filter(receiver, delta) {
+    if let filter = hooks.applyFilter, !filter(receiver, delta, replicas[receiver].document) {
       statistics.filtered += 1
       return
     }

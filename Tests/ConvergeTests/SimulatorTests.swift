@@ -94,15 +94,18 @@ import Testing
         == DocumentFingerprint.bytes(of: replica.document))
   }
 
-  /// A merge that silently ignores, on every replica but the first, any delta that sets
-  /// a task's status to "blocked": the oracle must catch it and the shrinker must reduce
+  /// A merge that silently ignores, on every replica but the first, any delta that would
+  /// set a task's status to "blocked": the oracle must catch it and the shrinker must reduce
   /// the run.
   @Test func brokenMergeIsCaughtAndShrunk() {
-    let hooks = SimulationHooks { receiver, delta in
+    let hooks = SimulationHooks { receiver, delta, document in
       guard receiver != 0 else { return true }
-      var scratch = Document()
-      scratch.apply(delta)
-      return !scratch.keys.contains { scratch.value(of: "status", in: $0) == .string("blocked") }
+      var after = document
+      after.apply(delta)
+      return !after.keys.contains { key in
+        after.value(of: "status", in: key) == .string("blocked")
+          && document.value(of: "status", in: key) != .string("blocked")
+      }
     }
     let original = Self.small(seed: 12, workload: .tasks, replicas: 5, operations: 200)
     let report = Simulation(original, hooks: hooks).run()
