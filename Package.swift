@@ -10,6 +10,7 @@ let package = Package(
   products: [
     .library(name: "Converge", targets: ["Converge"]),
     .library(name: "ConvergeTestSupport", targets: ["ConvergeTestSupport"]),
+    .library(name: "ConvergeSimulator", targets: ["ConvergeSimulator"]),
     .executable(name: "converge", targets: ["ConvergeCommand"]),
   ],
   targets: [
@@ -19,8 +20,11 @@ let package = Package(
     // Editing traces (josephg/editing-traces format) and their replay, shared by the
     // command line tool and the tests.
     .target(name: "ConvergeTraces", dependencies: ["Converge"]),
+    // Replicas over a simulated hostile network, checked for convergence.
+    .target(name: "ConvergeSimulator", dependencies: ["Converge"]),
     .executableTarget(
-      name: "ConvergeCommand", dependencies: ["Converge", "ConvergeTraces", "ConvergeTestSupport"]),
+      name: "ConvergeCommand",
+      dependencies: ["Converge", "ConvergeTraces", "ConvergeTestSupport", "ConvergeSimulator"]),
     // Examples: programs shaped like the apps Converge is for, smoke-tested by ExampleTests.
     .target(name: "ExampleModels", dependencies: ["Converge"], path: "Examples/ExampleModels"),
     .executableTarget(
@@ -31,7 +35,8 @@ let package = Package(
     .executableTarget(
       name: "AppStore", dependencies: ["Converge", "ExampleModels"], path: "Examples/AppStore"),
     .testTarget(
-      name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport", "ConvergeTraces"],
+      name: "ConvergeTests",
+      dependencies: ["Converge", "ConvergeTestSupport", "ConvergeTraces", "ConvergeSimulator"],
       // Inputs the fuzzers found failing, replayed as tests (not bundled resources).
       exclude: ["FailCases"],
       // Golden wire-format files that every later version must still decode.

@@ -11,6 +11,8 @@ let usage = """
   commands:
     replay <trace.json[.gz]> [--json] [--iterations N]
         replay an editing trace (sequential or concurrent) and time it
+    simulate [--replicas N] [--operations N] [--seed S] [--workload notes|tasks|mixed] [--json]
+        fork replicas, edit them over a hostile network, check they converge
     inspect <file>
         decode any Converge message or saved state and summarise it (65 on bad input)
     bench <trace.json[.gz]> [--json] [--runs N]
@@ -28,6 +30,8 @@ arguments.removeFirst()
 switch command {
 case "replay":
   exit(ReplayCommand.run(arguments))
+case "simulate":
+  exit(SimulateCommand.run(arguments))
 case "inspect":
   exit(InspectCommand.run(arguments))
 case "bench":

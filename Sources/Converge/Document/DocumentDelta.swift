@@ -74,10 +74,12 @@ struct EntityDelta: Sendable, Equatable {
 }
 
 extension Document {
-  /// Exactly what a replica that knows `known` lacks: the entity versions, fields,
-  /// elements, characters and deletions whose events are not in `known`, and the context
+  /// What a replica that knows `known` lacks: the entity versions, fields, elements,
+  /// characters and deletions whose events are not in `known`, and the context
   /// difference. Every change, removals included, is an event with a dot of its own, so
-  /// nothing is re-sent that `known` already covers.
+  /// nothing is re-sent that `known` already covers, except that a presence (an entity's
+  /// or a set element's) is re-sent whole when `known` has a gap at or below one of its
+  /// entries (see ``Presence/mayHaveEvents(unknownTo:)``).
   ///
   /// Its size grows with the changes since `known`, not with the document's history.
   ///
@@ -86,6 +88,7 @@ extension Document {
     var delta = DocumentDelta()
     delta.context = context.subtracting(known)
     guard !delta.context.isEmpty else { return delta }
+    let prefix = known.versionVector
     for (key, record) in entities {
       var entityDelta = EntityDelta()
       for (name, field) in record.fields {
@@ -94,7 +97,7 @@ extension Document {
           let missing = register.delta(since: known)
           if missing.stamp != nil { entityDelta.fields[name] = .register(missing) }
         case .set(let elements):
-          let missing = elements.filter { $0.value.hasEvents(unknownTo: known) }
+          let missing = elements.filter { $0.value.mayHaveEvents(unknownTo: prefix) }
           if !missing.isEmpty { entityDelta.fields[name] = .set(missing) }
         case .text(let text):
           let missing = text.delta(since: known)
@@ -104,7 +107,7 @@ extension Document {
       // A field change travels with the entity's versions, so the receiver's presence
       // accounts for every event it holds, even when `known` overstates what the peer
       // has (a sync session's optimistic view after a lost message).
-      if !entityDelta.fields.isEmpty || record.presence.hasEvents(unknownTo: known) {
+      if !entityDelta.fields.isEmpty || record.presence.mayHaveEvents(unknownTo: prefix) {
         entityDelta.presence = record.presence
         delta.entities[key] = entityDelta
       }

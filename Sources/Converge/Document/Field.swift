@@ -96,10 +96,17 @@ struct Presence: Sendable, Equatable {
     return result
   }
 
-  /// Whether some entry names an event that `known` lacks.
-  func hasEvents(unknownTo known: CausalContext) -> Bool {
-    added.entries.contains { !known.contains(Dot(replica: $0.replica, counter: $0.counter)) }
-      || removed.entries.contains { !known.contains(Dot(replica: $0.replica, counter: $0.counter)) }
+  /// Whether a peer whose gap-free prefix of events is `prefix` may lack an event folded
+  /// into this presence.
+  ///
+  /// Looking only at the events the entries name is not enough. A remove's effect is
+  /// stored under the entries of the adds it observed, and its own dot can be dominated
+  /// by a later event of its replica (a remove at y:1, then an add at y:2): a peer can
+  /// know every entry's event and still miss the remove, and would keep the element for
+  /// ever. Every event folded in has a dot at or below its replica's entry, so a peer
+  /// whose prefix covers every entry has them all.
+  func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
+    !prefix.dominates(added) || !prefix.dominates(removed)
   }
 
   /// The presence after a local add with `dot`.

@@ -1,0 +1,137 @@
+import ConvergeSimulator
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// `converge simulate`: forks replicas, runs an app-like workload over a hostile simulated
+/// network, checks that every replica converges, and on a failure prints the seed and a
+/// shrunk command that replays it.
+enum SimulateCommand {
+  static let usage = """
+    usage: converge simulate [--replicas N] [--operations N] [--seed S]
+                             [--workload notes|tasks|mixed] [--loss P] [--duplicate P]
+                             [--reorder P] [--partitions P] [--offline P]
+                             [--anti-entropy N] [--no-live-push] [--message-limit N]
+                             [--no-shrink] [--json]
+      With no options: 5 replicas, 5,000 operations of the mixed workload, seed 1, over a
+      lossy, duplicating, reordering network with partitions and offline devices.
+      Rates are probabilities: per message (loss, duplicate, reorder) or per operation
+      (partitions, offline). --anti-entropy N: a handshake every N operations (0: none).
+      Exit status 0 when every replica converged, 1 when not, 2 on a usage error.
+    """
+
+  struct Options {
+    var configuration = SimulationConfiguration(
+      seed: 1, replicas: 5, operations: 5_000, workload: .mixed, faults: .hostile)
+    var json = false
+    var shrink = true
+  }
+
+  static func parse(_ arguments: [String]) -> Options? {
+    var options = Options()
+    var rest = arguments[...]
+    func rate(_ text: String?) -> Double? {
+      guard let text, let value = Double(text), value >= 0, value <= 1 else { return nil }
+      return value
+    }
+    func count(_ text: String?, minimum: Int) -> Int? {
+      guard let text, let value = Int(text), value >= minimum else { return nil }
+      return value
+    }
+    while let argument = rest.popFirst() {
+      switch argument {
+      case "--json": options.json = true
+      case "--no-shrink": options.shrink = false
+      case "--no-live-push": options.configuration.livePush = false
+      case "--replicas":
+        guard let value = count(rest.popFirst(), minimum: 1) else { return nil }
+        options.configuration.replicas = value
+      case "--operations":
+        guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
+        options.configuration.operations = value
+      case "--anti-entropy":
+        guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
+        options.configuration.antiEntropyInterval = value
+      case "--message-limit":
+        guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
+        options.configuration.messageLimit = value
+      case "--seed":
+        guard let value = rest.popFirst().flatMap({ UInt64($0) }) else { return nil }
+        options.configuration.seed = value
+      case "--workload":
+        guard let value = rest.popFirst().flatMap({ WorkloadKind(rawValue: $0) }) else {
+          return nil
+        }
+        options.configuration.workload = value
+      case "--loss":
+        guard let value = rate(rest.popFirst()) else { return nil }
+        options.configuration.faults.loss = value
+      case "--duplicate":
+        guard let value = rate(rest.popFirst()) else { return nil }
+        options.configuration.faults.duplicate = value
+      case "--reorder":
+        guard let value = rate(rest.popFirst()) else { return nil }
+        options.configuration.faults.reorder = value
+      case "--partitions":
+        guard let value = rate(rest.popFirst()) else { return nil }
+        options.configuration.faults.partitions = value
+      case "--offline":
+        guard let value = rate(rest.popFirst()) else { return nil }
+        options.configuration.faults.offline = value
+      default:
+        return nil
+      }
+    }
+    return options
+  }
+
+  static func run(_ arguments: [String]) -> Int32 {
+    guard let options = parse(arguments) else {
+      write(usage + "\n", to: .standardError)
+      return 2
+    }
+    let live = !options.json && isatty(1) == 1
+    let simulation = Simulation(options.configuration)
+    let report = simulation.run { progress in
+      guard live else { return }
+      let percent = progress.total == 0 ? 100 : progress.operations * 100 / progress.total
+      write(
+        "\r\(percent)% \(progress.operations)/\(progress.total) operations, "
+          + "\(progress.messages) messages sent, \(progress.inFlight) in flight\u{1B}[K",
+        to: .standardOutput)
+    }
+    if live { write("\r\u{1B}[K", to: .standardOutput) }
+    var shrunk: ShrinkResult?
+    if !report.converged, options.shrink {
+      if !options.json { write("did not converge; shrinking…\n", to: .standardError) }
+      shrunk = Shrinker().shrink(options.configuration)
+    }
+    if options.json {
+      var json = report.json
+      if let shrunk {
+        json.removeLast()
+        json += ",\"shrunk_replay\":\"\(shrunk.shrunk.command)\"}"
+      }
+      write(json + "\n", to: .standardOutput)
+    } else {
+      write(report.text + "\n", to: .standardOutput)
+      if let shrunk {
+        write(
+          "seed \(options.configuration.seed) fails; shrunk reproduction:\n", to: .standardOutput)
+        write(shrunk.summary + "\n", to: .standardOutput)
+        for failure in shrunk.report.verdict.failures.prefix(3) {
+          write("  - " + failure + "\n", to: .standardOutput)
+        }
+      }
+    }
+    return report.converged ? 0 : 1
+  }
+
+  private static func write(_ text: String, to handle: FileHandle) {
+    handle.write(Data(text.utf8))
+  }
+}

@@ -1,0 +1,106 @@
+/// The apps a simulation imitates.
+public enum WorkloadKind: String, Sendable, CaseIterable {
+  /// A notes app: notes created and deleted, titles edited, tags, typing in bodies.
+  case notes
+  /// A tasks app: status, priority, due dates, flags, tags and board positions.
+  case tasks
+  /// Both apps' edits on the same replicas.
+  case mixed
+}
+
+/// What the simulated network does to messages.
+///
+/// Loss and duplication are decided when a message is sent; partitions and offline
+/// devices cut a message when it arrives. Rates are probabilities per message (loss,
+/// duplication, reordering) or per operation (a partition starting, a device going
+/// offline).
+public struct NetworkFaults: Sendable, Equatable {
+  /// Probability that a message is lost.
+  public var loss: Double
+  /// Probability that a message is delivered twice.
+  public var duplicate: Double
+  /// Probability that a message is held back long enough to overtake later ones.
+  public var reorder: Double
+  /// Probability per operation that the replicas split into groups that cannot talk.
+  public var partitions: Double
+  /// Probability per operation that a device goes offline for a while.
+  public var offline: Double
+  /// One-way latency of a link, in simulated milliseconds.
+  public var latency: ClosedRange<UInt64>
+
+  public init(
+    loss: Double = 0, duplicate: Double = 0, reorder: Double = 0, partitions: Double = 0,
+    offline: Double = 0, latency: ClosedRange<UInt64> = 5...80
+  ) {
+    self.loss = loss
+    self.duplicate = duplicate
+    self.reorder = reorder
+    self.partitions = partitions
+    self.offline = offline
+    self.latency = latency
+  }
+
+  /// A perfect network (latency only).
+  public static let none = NetworkFaults()
+
+  /// A lossy, reordering, duplicating network with partitions and offline devices.
+  public static let hostile = NetworkFaults(
+    loss: 0.1, duplicate: 0.05, reorder: 0.2, partitions: 0.0005, offline: 0.001)
+}
+
+/// Everything that determines a run: the same configuration gives the same run, and the
+/// same final state, in any process.
+public struct SimulationConfiguration: Sendable, Equatable {
+  /// The seed every random choice derives from.
+  public var seed: UInt64
+  /// How many replicas are forked from the origin.
+  public var replicas: Int
+  /// How many transactions the replicas make in total.
+  public var operations: Int
+  /// The app the edits imitate.
+  public var workload: WorkloadKind
+  /// The network's faults.
+  public var faults: NetworkFaults
+  /// Whether each transaction's delta is pushed to every peer at once.
+  public var livePush: Bool
+  /// One anti-entropy handshake between two random replicas every this many operations
+  /// (0: none until the end of the run).
+  public var antiEntropyInterval: Int
+  /// If set, only the first this many messages are sent during the run; the rest are
+  /// dropped (a knob for shrinking a failure to few deliveries).
+  public var messageLimit: Int?
+
+  public init(
+    seed: UInt64 = 1, replicas: Int = 5, operations: Int = 2_000, workload: WorkloadKind = .mixed,
+    faults: NetworkFaults = .hostile, livePush: Bool = true, antiEntropyInterval: Int = 25,
+    messageLimit: Int? = nil
+  ) {
+    self.seed = seed
+    self.replicas = Swift.max(1, replicas)
+    self.operations = Swift.max(0, operations)
+    self.workload = workload
+    self.faults = faults
+    self.livePush = livePush
+    self.antiEntropyInterval = Swift.max(0, antiEntropyInterval)
+    self.messageLimit = messageLimit
+  }
+
+  /// The `converge simulate` arguments that replay this configuration.
+  public var arguments: [String] {
+    var result = [
+      "--seed", "\(seed)", "--replicas", "\(replicas)", "--operations", "\(operations)",
+      "--workload", workload.rawValue,
+      "--loss", "\(faults.loss)", "--duplicate", "\(faults.duplicate)",
+      "--reorder", "\(faults.reorder)", "--partitions", "\(faults.partitions)",
+      "--offline", "\(faults.offline)", "--anti-entropy", "\(antiEntropyInterval)",
+    ]
+    if !livePush { result.append("--no-live-push") }
+    if let messageLimit { result += ["--message-limit", "\(messageLimit)"] }
+    return result
+  }
+
+  /// The command that replays this configuration.
+  public var command: String {
+    (["converge", "simulate"] + arguments).joined(separator: " ")
+  }
+}

@@ -1,0 +1,155 @@
+import Converge
+
+/// The outcome of a run: the verdict and what it took to get there.
+public struct SimulationReport: Sendable {
+  /// The configuration that replays the run.
+  public var configuration: SimulationConfiguration
+  /// The oracle's verdict.
+  public var verdict: OracleVerdict
+  /// What the network did during the run.
+  public var network: NetworkStatistics
+  /// Wall-clock seconds the run took (simulation and oracle).
+  public var seconds: Double
+  let statistics: RunStatistics
+
+  init(
+    configuration: SimulationConfiguration, verdict: OracleVerdict, statistics: RunStatistics,
+    network: NetworkStatistics, seconds: Double
+  ) {
+    self.configuration = configuration
+    self.verdict = verdict
+    self.statistics = statistics
+    self.network = network
+    self.seconds = seconds
+  }
+
+  /// Whether every replica ended in the same state and passed its checks.
+  public var converged: Bool { verdict.converged }
+  /// Transactions made.
+  public var operations: Int { statistics.operations }
+  /// Anti-entropy handshakes started during the run (some are cut or lost).
+  public var handshakes: Int { statistics.handshakes }
+  /// Handshakes of the final quiescence phase, and its rounds.
+  public var finalHandshakes: Int { statistics.finalHandshakes }
+  public var finalRounds: Int { statistics.finalRounds }
+  /// The most replicas that held pending (causally early) text at a sample.
+  public var maxReplicasWithPendingChanges: Int { statistics.maxReplicasWithPending }
+  /// Messages whose bytes the transport could not decode.
+  public var undecodableMessages: Int { statistics.undecodable }
+  /// Deltas dropped by ``SimulationHooks/applyFilter``.
+  public var filteredDeltas: Int { statistics.filtered }
+  /// Where the wall-clock time went.
+  public var timings: PhaseTimings { statistics.timings }
+  /// Virtual time the run covered, in seconds.
+  public var virtualSeconds: Double { Double(statistics.virtualMilliseconds) / 1000 }
+  /// Bytes counted on the wire, the final phase included (see
+  /// ``NetworkStatistics/bytesComplete``).
+  public var bytes: Int { network.bytes + statistics.finalBytes }
+  /// The SHA-256 of the first replica's state fingerprint: equal for equal runs.
+  public var stateSHA256: String { verdict.stateDigests.first ?? SHA256.hexDigest(of: []) }
+
+  /// A readable report.
+  public var text: String {
+    let c = configuration
+    let f = c.faults
+    var lines = [
+      "converge simulate: \(c.replicas) replicas, \(operations) operations, \(c.workload.rawValue) workload, seed \(c.seed)",
+      "  network: loss \(f.loss), duplicate \(f.duplicate), reorder \(f.reorder), "
+        + "partitions \(f.partitions)/op, offline \(f.offline)/op, latency \(f.latency.lowerBound)-\(f.latency.upperBound) ms",
+      "  messages: \(network.sent) sent, \(network.delivered) delivered, \(network.lost) lost, "
+        + "\(network.duplicated) duplicated, \(network.cut) cut by partitions or offline devices",
+      "  anti-entropy: \(handshakes) handshakes during the run; \(finalHandshakes) in \(finalRounds) final rounds",
+      "  bytes on the wire: " + bytesDescription,
+      "  largest buffer: \(network.maxInFlight) messages in flight; "
+        + "\(maxReplicasWithPendingChanges) replicas holding pending text at once",
+      "  state: \(verdict.entityCount) entities, \(verdict.textLength) characters of text, sha256 \(stateSHA256)",
+      "  time: " + formatted(seconds) + " s (" + formatted(virtualSeconds) + " s simulated); "
+        + "transact " + formatted(timings.transact) + " s, apply " + formatted(timings.apply)
+        + " s, delta(since:) " + formatted(timings.deltaSince) + " s, oracle "
+        + formatted(timings.oracle) + " s",
+    ]
+    if converged {
+      lines.append(
+        "verdict: converged (\(c.replicas) identical states, invariants hold, nothing pending)")
+    } else {
+      lines.append("verdict: DID NOT CONVERGE")
+      lines += verdict.failures.prefix(10).map { "  - " + $0 }
+      if verdict.failures.count > 10 { lines.append("  - … \(verdict.failures.count - 10) more") }
+      lines.append("  replay: " + c.command)
+    }
+    return lines.joined(separator: "\n")
+  }
+
+  private var bytesDescription: String {
+    if network.bytesComplete {
+      return "\(bytes) (every message encoded by the transport)"
+    }
+    return "\(bytes) counted: causal contexts only; deltas pass through as values "
+      + "until a codec is plugged into the transport"
+  }
+
+  /// One JSON object.
+  public var json: String {
+    let fields: [(String, String)] = [
+      ("converged", converged ? "true" : "false"),
+      ("seed", "\(configuration.seed)"),
+      ("replicas", "\(configuration.replicas)"),
+      ("operations", "\(operations)"),
+      ("workload", "\"\(configuration.workload.rawValue)\""),
+      ("messages", "\(network.sent)"),
+      ("messages_delivered", "\(network.delivered)"),
+      ("messages_lost", "\(network.lost)"),
+      ("messages_duplicated", "\(network.duplicated)"),
+      ("messages_cut", "\(network.cut)"),
+      ("handshakes", "\(handshakes)"),
+      ("final_handshakes", "\(finalHandshakes)"),
+      ("bytes", "\(bytes)"),
+      ("bytes_complete", network.bytesComplete ? "true" : "false"),
+      ("max_in_flight", "\(network.maxInFlight)"),
+      ("max_replicas_with_pending", "\(maxReplicasWithPendingChanges)"),
+      ("entities", "\(verdict.entityCount)"),
+      ("text_length", "\(verdict.textLength)"),
+      ("seconds", formatted(seconds)),
+      ("virtual_seconds", formatted(virtualSeconds)),
+      (
+        "timings",
+        "{\"transact\":\(formatted(timings.transact)),\"apply\":\(formatted(timings.apply)),"
+          + "\"delta_since\":\(formatted(timings.deltaSince)),"
+          + "\"transport\":\(formatted(timings.transport)),\"oracle\":\(formatted(timings.oracle))}"
+      ),
+      ("state_sha256", "\"\(stateSHA256)\""),
+      ("failures", "[" + verdict.failures.map(jsonString).joined(separator: ",") + "]"),
+      ("replay", jsonString(configuration.command)),
+    ]
+    return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+  }
+}
+
+/// A number with three decimals.
+func formatted(_ value: Double) -> String {
+  let thousandths = Int((value * 1000).rounded())
+  let fraction = String(thousandths % 1000)
+  return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+}
+
+/// A JSON string literal.
+func jsonString(_ string: String) -> String {
+  var out = "\""
+  for scalar in string.unicodeScalars {
+    switch scalar {
+    case "\"": out += "\\\""
+    case "\\": out += "\\\\"
+    case "\n": out += "\\n"
+    case "\r": out += "\\r"
+    case "\t": out += "\\t"
+    default:
+      if scalar.value < 0x20 {
+        let hex = String(scalar.value, radix: 16)
+        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      } else {
+        out.unicodeScalars.append(scalar)
+      }
+    }
+  }
+  return out + "\""
+}

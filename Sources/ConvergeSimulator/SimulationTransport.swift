@@ -1,0 +1,55 @@
+import Converge
+
+/// How the simulated network turns deltas into bytes and how the oracle names a state.
+///
+/// The simulator runs without a codec by default: deltas travel as values and states are
+/// named by ``DocumentFingerprint``, a canonical text dump. Once the binary codec lands,
+/// plugging it in is one line, in ``standard``:
+///
+/// ```swift
+/// let transport = SimulationTransport(
+///   encode: { $0.encoded() },
+///   decode: { try? DocumentDelta(decoding: $0) },
+///   stateFingerprint: { $0.encoded() })
+/// ```
+///
+/// When `encode` returns bytes, every message is encoded by the sender, counted on the
+/// wire and decoded by the receiver; a message that fails to decode is a failure of the
+/// run. When it returns `nil`, the delta is passed through and its size is not known.
+public struct SimulationTransport: Sendable {
+  /// The bytes of a delta on the wire, or `nil` to pass the value through.
+  public var encode: @Sendable (DocumentDelta) -> [UInt8]?
+  /// The delta carried by bytes that `encode` produced, or `nil` if they do not decode.
+  public var decode: @Sendable ([UInt8]) -> DocumentDelta?
+  /// Canonical bytes of a whole state: equal states must give equal bytes.
+  public var stateFingerprint: @Sendable (Document) -> [UInt8]
+
+  public init(
+    encode: @escaping @Sendable (DocumentDelta) -> [UInt8]?,
+    decode: @escaping @Sendable ([UInt8]) -> DocumentDelta?,
+    stateFingerprint: @escaping @Sendable (Document) -> [UInt8]
+  ) {
+    self.encode = encode
+    self.decode = decode
+    self.stateFingerprint = stateFingerprint
+  }
+
+  /// The transport simulations use unless told otherwise, the command line included.
+  ///
+  /// When the binary codec lands, this is the one line to change:
+  /// `SimulationTransport(encode: { $0.encoded() }, decode: { try? DocumentDelta(decoding:
+  /// $0) }, stateFingerprint: { $0.encoded() })`.
+  public static var standard: SimulationTransport { .encoded }
+
+  /// Every delta encoded, counted and decoded; states compared by their encoded bytes.
+  public static let encoded = SimulationTransport(
+    encode: { $0.encoded() },
+    decode: { try? DocumentDelta(decoding: $0) },
+    stateFingerprint: { $0.encoded() })
+
+  /// Deltas passed through as values; states named by ``DocumentFingerprint``.
+  public static let passthrough = SimulationTransport(
+    encode: { _ in nil },
+    decode: { _ in nil },
+    stateFingerprint: { DocumentFingerprint.bytes(of: $0) })
+}

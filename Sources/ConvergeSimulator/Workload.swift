@@ -1,0 +1,286 @@
+import Converge
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// One replica's user: makes one app-like transaction per operation.
+///
+/// Each replica has its own workload with its own random stream, so its edits do not
+/// depend on how many replicas there are or what the network does. A typist keeps a
+/// cursor in one note and types runs of several characters there, as people do, moving
+/// elsewhere now and then; the tasks user changes a task's fields through the typed
+/// facade.
+public struct Workload: Sendable {
+  /// The app imitated.
+  public let kind: WorkloadKind
+  private var random: SimulationRandom
+  /// Entity ids this user knows of, refreshed from the document now and then, so that
+  /// choosing a target does not list the document on every operation.
+  private var knownNotes: [String] = []
+  private var knownTasks: [String] = []
+  private var operationsSinceRefresh = Int.max
+  /// The note being typed in and the cursor, in Unicode scalars.
+  private var typingNote: String?
+  private var cursor = 0
+
+  /// A workload of `kind` drawing from `random`.
+  public init(kind: WorkloadKind, random: SimulationRandom) {
+    self.kind = kind
+    self.random = random
+  }
+
+  /// The words typists type, in runs.
+  public static var vocabulary: [String] { words }
+
+  static let words = [
+    "the ", "milk ", "call ", "Mom ", "buy ", "eggs", ", ", ". ", "café ", "naïve ", "中文",
+    "👩‍💻 ", "todo: ", "\n", "- [ ] ", "meeting ", "at ", "3pm ", "résumé ", "😀",
+  ]
+  static let tags = ["home", "work", "urgent", "later", "idea", "errand", "🙂"]
+  static let columns = ["inbox", "next", "waiting", "done"]
+  static let sharedNoteIDs = ["note-inbox", "note-journal"]
+  static let sharedTaskIDs = ["task-today", "task-weekly-review"]
+  static let noteCap = 24
+  static let taskCap = 40
+
+  /// Makes one transaction on `replica` and returns it (its delta may be empty).
+  @discardableResult
+  public mutating func perform(on replica: inout Replica) -> Commit {
+    refreshIfStale(replica.document)
+    let notes: Bool
+    switch kind {
+    case .notes: notes = true
+    case .tasks: notes = false
+    case .mixed: notes = random.chance(0.5)
+    }
+    return replica.transact { tx in
+      if notes { self.noteEdit(&tx) } else { self.taskEdit(&tx) }
+    }
+  }
+
+  /// Seeds the origin replica with a few entities every fork starts from.
+  public mutating func seedOrigin(_ replica: inout Replica) {
+    replica.transact { tx in
+      for _ in 0..<3 {
+        if self.kind != .tasks { self.createNote(&tx) }
+        if self.kind != .notes { self.createTask(&tx) }
+      }
+    }
+  }
+
+  // MARK: Notes
+
+  private mutating func noteEdit(_ tx: inout Transaction) {
+    let roll = Int.random(in: 0..<100, using: &random)
+    guard
+      let id = Self.pick(
+        &knownNotes, random: &random, in: tx.document, type: SimulatedNote.entityType),
+      roll >= 5
+    else {
+      if knownNotes.count < Self.noteCap { createNote(&tx) } else { deleteNote(&tx) }
+      return
+    }
+    switch roll {
+    case 5..<7 where knownNotes.count > 3:
+      deleteNote(&tx)
+    case 5..<8:
+      createNote(&tx)
+    case 8..<18:
+      let title = newTitle()
+      tx.update(SimulatedNote.self, id: id) { $0.title = title }
+    case 18..<28:
+      let tag = Self.tags.randomElement(using: &random) ?? "home"
+      let adding = random.chance(0.6)
+      tx.update(SimulatedNote.self, id: id) { note in
+        if adding { note.tags.insert(tag) } else { note.tags.remove(tag) }
+      }
+    case 28..<30:
+      let pinned = random.chance(0.5)
+      tx.update(SimulatedNote.self, id: id) { $0.pinned = pinned }
+    case 30..<82:
+      typeRun(&tx)
+    default:
+      deleteRun(&tx)
+    }
+  }
+
+  private mutating func createNote(_ tx: inout Transaction) {
+    var note = SimulatedNote()
+    note.title = newTitle()
+    if random.chance(0.5) { note.tags.insert(Self.tags.randomElement(using: &random) ?? "idea") }
+    // Now and then a note with a well-known id, such as a daily journal that several
+    // devices create concurrently (and re-create after a delete): one entity, one body.
+    var id = newID("note")
+    if random.chance(0.2) { id = Self.sharedNoteIDs.randomElement(using: &random) ?? id }
+    tx.create(note, id: id)
+    insertSorted(id, into: &knownNotes)
+  }
+
+  private mutating func deleteNote(_ tx: inout Transaction) {
+    guard !knownNotes.isEmpty else { return }
+    let index = Int.random(in: knownNotes.indices, using: &random)
+    tx.delete(SimulatedNote.self, id: knownNotes[index])
+    if typingNote == knownNotes[index] { typingNote = nil }
+    knownNotes.remove(at: index)
+  }
+
+  /// Types a run of a few words at the cursor, moving the cursor (or note) sometimes.
+  private mutating func typeRun(_ tx: inout Transaction) {
+    let key = typingKey(&tx)
+    guard let key else { return }
+    var run = ""
+    for _ in 0..<Int.random(in: 1...3, using: &random) {
+      run += Self.words.randomElement(using: &random) ?? "a"
+    }
+    let length = tx.document.sequence(of: "body", in: key)?.count ?? 0
+    cursor = Swift.min(cursor, length)
+    tx.insertText(run, at: cursor, in: "body", of: key)
+    cursor += run.unicodeScalars.count
+  }
+
+  /// Backspaces a few characters before the cursor, or deletes a selected range.
+  private mutating func deleteRun(_ tx: inout Transaction) {
+    guard let key = typingKey(&tx) else { return }
+    let length = tx.document.sequence(of: "body", in: key)?.count ?? 0
+    guard length > 0 else { return }
+    cursor = Swift.min(cursor, length)
+    if random.chance(0.7), cursor > 0 {
+      let count = Swift.min(cursor, Int.random(in: 1...8, using: &random))
+      tx.deleteText(cursor - count..<cursor, in: "body", of: key)
+      cursor -= count
+    } else {
+      let start = Int.random(in: 0..<length, using: &random)
+      let end = Swift.min(length, start + Int.random(in: 1...30, using: &random))
+      tx.deleteText(start..<end, in: "body", of: key)
+      cursor = start
+    }
+  }
+
+  /// The note being typed in: the same as last time mostly, sometimes another one.
+  private mutating func typingKey(_ tx: inout Transaction) -> EntityKey? {
+    let moving = random.chance(0.1)
+    if let typingNote, !moving,
+      tx.document.contains(EntityKey(type: SimulatedNote.entityType, id: typingNote))
+    {
+      return EntityKey(type: SimulatedNote.entityType, id: typingNote)
+    }
+    guard
+      let id = Self.pick(
+        &knownNotes, random: &random, in: tx.document, type: SimulatedNote.entityType)
+    else {
+      return nil
+    }
+    let key = EntityKey(type: SimulatedNote.entityType, id: id)
+    typingNote = id
+    let length = tx.document.sequence(of: "body", in: key)?.count ?? 0
+    cursor = random.chance(0.5) ? length : Int.random(in: 0...length, using: &random)
+    return key
+  }
+
+  // MARK: Tasks
+
+  private mutating func taskEdit(_ tx: inout Transaction) {
+    let roll = Int.random(in: 0..<100, using: &random)
+    guard
+      let id = Self.pick(
+        &knownTasks, random: &random, in: tx.document, type: SimulatedTask.entityType), roll >= 6
+    else {
+      if knownTasks.count < Self.taskCap { createTask(&tx) } else { deleteTask(&tx) }
+      return
+    }
+    switch roll {
+    case 6..<8 where knownTasks.count > 3:
+      deleteTask(&tx)
+    case 6..<10:
+      if knownTasks.count < Self.taskCap { createTask(&tx) } else { deleteTask(&tx) }
+    case 10..<25:
+      let status = SimulatedTaskStatus.allCases.randomElement(using: &random) ?? .todo
+      tx.update(SimulatedTask.self, id: id) { $0.status = status }
+    case 25..<35:
+      let priority = Int.random(in: 0...3, using: &random)
+      tx.update(SimulatedTask.self, id: id) { $0.priority = priority }
+    case 35..<45:
+      let due =
+        random.chance(0.2)
+        ? nil
+        : Date(
+          timeIntervalSinceReferenceDate: Double(Int.random(in: 0..<400, using: &random)) * 86_400)
+      tx.update(SimulatedTask.self, id: id) { $0.due = due }
+    case 45..<53:
+      let flagged = random.chance(0.5)
+      tx.update(SimulatedTask.self, id: id) { $0.flagged = flagged }
+    case 53..<68:
+      let tag = Self.tags.randomElement(using: &random) ?? "work"
+      let adding = random.chance(0.6)
+      tx.update(SimulatedTask.self, id: id) { task in
+        if adding { task.tags.insert(tag) } else { task.tags.remove(tag) }
+      }
+    case 68..<90:
+      let position = SimulatedBoardPosition(
+        column: Self.columns.randomElement(using: &random) ?? "inbox",
+        x: Int.random(in: 0..<8, using: &random), y: Int.random(in: 0..<40, using: &random))
+      tx.update(SimulatedTask.self, id: id) { $0.position = position }
+    default:
+      let title = newTitle()
+      tx.update(SimulatedTask.self, id: id) { $0.title = title }
+    }
+  }
+
+  private mutating func createTask(_ tx: inout Transaction) {
+    var task = SimulatedTask()
+    task.title = newTitle()
+    task.priority = Int.random(in: 0...3, using: &random)
+    var id = newID("task")
+    if random.chance(0.2) { id = Self.sharedTaskIDs.randomElement(using: &random) ?? id }
+    tx.create(task, id: id)
+    insertSorted(id, into: &knownTasks)
+  }
+
+  private mutating func deleteTask(_ tx: inout Transaction) {
+    guard !knownTasks.isEmpty else { return }
+    let index = Int.random(in: knownTasks.indices, using: &random)
+    tx.delete(SimulatedTask.self, id: knownTasks[index])
+    knownTasks.remove(at: index)
+  }
+
+  // MARK: Choosing
+
+  private mutating func refreshIfStale(_ document: Document) {
+    operationsSinceRefresh &+= 1
+    guard operationsSinceRefresh >= 32 else { return }
+    operationsSinceRefresh = 0
+    knownNotes = document.keys(ofType: SimulatedNote.entityType).map(\.id)
+    knownTasks = document.keys(ofType: SimulatedTask.entityType).map(\.id)
+  }
+
+  /// A random visible entity from `ids`, forgetting ids deleted meanwhile.
+  private static func pick(
+    _ ids: inout [String], random: inout SimulationRandom, in document: Document, type: String
+  ) -> String? {
+    while !ids.isEmpty {
+      let index = Int.random(in: ids.indices, using: &random)
+      if document.contains(EntityKey(type: type, id: ids[index])) { return ids[index] }
+      ids.remove(at: index)
+    }
+    return nil
+  }
+
+  private func insertSorted(_ id: String, into ids: inout [String]) {
+    let index = ids.firstIndex { !($0 < id) } ?? ids.count
+    if index == ids.count || ids[index] != id { ids.insert(id, at: index) }
+  }
+
+  private mutating func newID(_ prefix: String) -> String {
+    prefix + "-" + String(random.next() >> 16, radix: 36)
+  }
+
+  private mutating func newTitle() -> String {
+    let first = ["Groceries", "Trip", "Ideas", "Q3 plan", "Réunion", "Books", "待办", "Garden"]
+    let second = ["", " list", " notes", " 2", " (draft)", " ✅"]
+    return (first.randomElement(using: &random) ?? "Note")
+      + (second.randomElement(using: &random) ?? "")
+  }
+}
