@@ -145,7 +145,10 @@ public struct CausalContext: Hashable, Sendable {
   ///
   /// - Complexity: O(r log r) for r replicas.
   public var entries: [(replica: ReplicaID, counters: CounterRanges)] {
-    counters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    guard counters.count > 1 else { return counters.map { ($0.key, $0.value) } }
+    var entries = counters.map { (replica: $0.key, counters: $0.value) }
+    entries.sort { $0.replica < $1.replica }
+    return entries
   }
 }
 

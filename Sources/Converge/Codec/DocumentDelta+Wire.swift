@@ -31,9 +31,9 @@ extension DocumentDelta {
       table.write(to: &writer)
       context.write(to: &writer, replicas: table)
       writer.writeVarUInt(entities.count)
-      for key in entities.keys.sorted() {
+      for (key, entity) in entities.sorted(by: { $0.key < $1.key }) {
         key.write(to: &writer)
-        entities[key]?.write(to: &writer, replicas: table)
+        entity.write(to: &writer, replicas: table)
       }
     }
   }
@@ -83,15 +83,14 @@ extension EntityDelta {
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     presence.write(to: &writer, replicas: table)
     writer.writeVarUInt(fields.count)
-    for name in fields.keys.sorted(by: fieldNameOrder) {
+    for (name, field) in fields.sorted(by: { fieldNameOrder($0.key, $1.key) }) {
       writer.writeString(name)
-      switch fields[name] {
-      case .register(let register)?: FieldWire.write(register, to: &writer, replicas: table)
-      case .set(let elements)?: FieldWire.write(elements, to: &writer, replicas: table)
-      case .text(let delta)?:
+      switch field {
+      case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
+      case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
+      case .text(let delta):
         writer.writeUInt8(FieldWireTag.text.rawValue)
         delta.write(to: &writer, replicas: table)
-      case nil: break
       }
     }
   }

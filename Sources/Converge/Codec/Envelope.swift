@@ -74,10 +74,19 @@ public enum Envelope {
   }
 
   /// Frames the body that `write` produces as a message of `kind`.
+  ///
+  /// The body is written in place after the header, so a small message costs one buffer.
   public static func seal(kind: MessageKind, _ write: (inout ByteWriter) -> Void) -> [UInt8] {
-    var body = ByteWriter()
-    write(&body)
-    return seal(kind: kind, body: body.bytes)
+    var writer = ByteWriter(capacity: 64)
+    writer.writeBytes(magic)
+    writer.writeUInt8(formatVersion)
+    writer.writeUInt8(kind.rawValue)
+    let lengthOffset = writer.count
+    writer.writeUInt8(0)  // the length, patched below (one byte for a body under 128)
+    write(&writer)
+    writer.patchLength(at: lengthOffset)
+    writer.writeUInt32(CRC32C.checksum(writer.bytes))
+    return writer.bytes
   }
 
   // MARK: Opening
