@@ -188,16 +188,15 @@ public struct Transaction: Sendable {
     var entity = delta.entities.removeValue(forKey: key) ?? EntityDelta()
     let added = entity.presence.added[last.replica]
     entity.presence.added[last.replica] = Swift.max(added, last.counter)
-    switch entity.fields.removeValue(forKey: field) {
-    case .text(var runs)?:
+    var existing = entity.fields.removeValue(forKey: field)
+    if case .text(var runs)? = existing {
+      existing = nil  // the runs are now uniquely referenced and grow in place
       runs.inserts.append(contentsOf: textDelta.inserts)
       runs.deletes.append(contentsOf: textDelta.deletes)
       entity.fields[field] = .text(runs)
       textRunsPending = true
-    case let other?:
-      entity.fields[field] = other.merged(with: .text(textDelta))
-    case nil:
-      entity.fields[field] = .text(textDelta)
+    } else {
+      entity.fields[field] = existing.map { $0.merged(with: .text(textDelta)) } ?? .text(textDelta)
     }
     delta.entities[key] = entity
   }
