@@ -8,7 +8,7 @@
 ///
 /// Values are fixed forever once released: a new kind takes a new value, and a decoder
 /// that meets a value it does not know answers ``ConvergeDecodingError/unknownMessageKind(_:)``.
-/// 0 is never a kind; 6 to 127 are free for future kinds; 128 to 255 are reserved.
+/// 0 is never a kind; 7 to 127 are free for future kinds; 128 to 255 are reserved.
 public enum MessageKind: UInt8, Sendable, CaseIterable {
   /// A ``VersionVector`` alone: the first step of a sync handshake.
   case versionVector = 1
@@ -20,6 +20,9 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
   case documentDelta = 4
   /// A message of the sync protocol.
   case syncMessage = 5
+  /// A delta holding one replica's edit of one text field, in the compact form that
+  /// leaves out what its runs imply (a live typed character).
+  case textEditDelta = 6
 }
 
 /// The frame around every Converge message: magic, version, kind, length, body, checksum.
@@ -152,6 +155,26 @@ public enum Envelope {
     var reader = ByteReader(
       storage: bytes, range: frame.body, origin: bytes.startIndex, maximumDepth: maximumDepth)
     let value = try decodeBody(&reader)
+    try reader.expectEnd()
+    return value
+  }
+
+  /// Opens `bytes`, checks that it is a message of one of `kinds`, and decodes its body
+  /// with `decodeBody`, which must consume the body exactly. Another kind is
+  /// `unexpectedMessageKind`, naming the first of `kinds` as expected.
+  static func decode<T>(
+    _ bytes: ArraySlice<UInt8>, as kinds: [MessageKind],
+    maximumDepth: Int = ByteReader.defaultMaximumDepth,
+    _ decodeBody: (MessageKind, inout ByteReader) throws -> T
+  ) throws -> T {
+    let frame = try checkFrame(bytes)
+    guard kinds.contains(frame.kind) else {
+      throw ConvergeDecodingError.unexpectedMessageKind(
+        expected: kinds.first?.rawValue ?? 0, actual: frame.kind.rawValue)
+    }
+    var reader = ByteReader(
+      storage: bytes, range: frame.body, origin: bytes.startIndex, maximumDepth: maximumDepth)
+    let value = try decodeBody(frame.kind, &reader)
     try reader.expectEnd()
     return value
   }
