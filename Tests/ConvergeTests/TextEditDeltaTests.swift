@@ -102,6 +102,18 @@ enum TextEditFixtureScenario {
     #expect(DocumentDelta().encoded()[5] == MessageKind.documentDelta.rawValue)
   }
 
+  @Test func typingIntoAVisibleEntityReportsAnUpdate() {
+    let note = EntityKey(type: "note", id: "n1")
+    var replica = Replica(id: ReplicaID(rawValue: 5), wallClock: .fixed(0))
+    let created = replica.transact { $0.insertText("a", at: 0, in: "body", of: note) }
+    #expect(created.changes.created == [note])
+    let typed = replica.transact { $0.insertText("b", at: 1, in: "body", of: note) }
+    #expect(typed.changes.created.isEmpty)
+    #expect(typed.changes.updated == [note])
+    #expect(typed.changes[note]?.fields == ["body"])
+    #expect(typed.changes[note]?.textChanges["body"]?.count == 1)
+  }
+
   /// The general form of a delta that has the compact form is not canonical.
   @Test func theGeneralFormOfATextEditIsRejected() throws {
     let note = EntityKey(type: "n", id: "1")

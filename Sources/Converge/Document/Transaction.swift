@@ -152,16 +152,19 @@ public struct Transaction: Sendable {
     // Take the record out of the document so the RGA's storage is uniquely referenced
     // and edited in place rather than copied.
     var record = document.entities.removeValue(forKey: key) ?? EntityRecord()
-    var text = RGA()
+    var text: RGA
     if case .text(let existing)? = record.fields[field] {
       text = existing
     } else if record.fields[field] != nil {
       document.entities[key] = record
       return  // the field holds another kind; a text edit cannot apply to it
+    } else {
+      text = RGA()
     }
     let first = nextDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
-    recorder.noteBefore(key, in: document)
+    // The record is out of the document: note its visibility from the record itself.
+    recorder.noteBefore(key, wasVisible: record.isVisible)
     record.presence.merge(.add(last))
     record.fields[field] = nil
     let (textDelta, textChange) = edit(&text, first)
