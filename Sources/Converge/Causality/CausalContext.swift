@@ -41,6 +41,9 @@ public struct CausalContext: Hashable, Sendable {
   /// Whether no event is known.
   public var isEmpty: Bool { counters.isEmpty }
 
+  /// The number of replicas with at least one known event.
+  var replicaCount: Int { counters.count }
+
   /// The replicas with at least one known event, sorted.
   ///
   /// - Complexity: O(r log r) for r replicas.

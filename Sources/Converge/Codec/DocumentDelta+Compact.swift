@@ -29,17 +29,18 @@ extension DocumentDelta {
     guard entities.count == 1, let (key, entity) = entities.first, entity.fields.count == 1,
       let (field, fieldDelta) = entity.fields.first, case .text(let runs) = fieldDelta,
       entity.presence.removed.isEmpty, entity.presence.added.count == 1,
-      let (replica, events) = Self.events(of: runs),
-      entity.presence.added[replica] == events.counters(of: replica).maximum, events == context
+      context.replicaCount == 1, let (replica, counters) = Self.events(of: runs),
+      entity.presence.added[replica] == counters.maximum,
+      context.counters(of: replica) == counters
     else { return nil }
     return TextEdit(key: key, field: field, runs: runs)
   }
 
-  /// The replica that made every run of `runs` and the context of their dots, or `nil`
+  /// The replica that made every run of `runs` and the counters of their dots, or `nil`
   /// if the runs are empty, name several replicas, or run past the counter space.
-  static func events(of runs: RGADelta) -> (replica: ReplicaID, context: CausalContext)? {
+  static func events(of runs: RGADelta) -> (replica: ReplicaID, counters: CounterRanges)? {
     var replica: ReplicaID?
-    var context = CausalContext()
+    var counters = CounterRanges()
     func add(_ first: Dot, _ count: UInt64) -> Bool {
       guard count > 0 else { return true }
       let (last, overflow) = first.counter.addingReportingOverflow(count - 1)
@@ -47,7 +48,7 @@ extension DocumentDelta {
         return false
       }
       replica = first.replica
-      context.insert(replica: first.replica, counters: first.counter...last)
+      counters.insert(first.counter...last)
       return true
     }
     for insert in runs.inserts where !add(insert.id, UInt64(insert.scalars.count)) {
@@ -55,7 +56,7 @@ extension DocumentDelta {
     }
     for delete in runs.deletes where !add(delete.dot, delete.count) { return nil }
     guard let replica else { return nil }
-    return (replica, context)
+    return (replica, counters)
   }
 
   /// Writes the body of a ``MessageKind/textEditDelta`` message.
@@ -78,13 +79,13 @@ extension DocumentDelta {
     let runsStart = reader.offset
     let runs = try RGADelta(from: &reader, replicas: &table)
     try table.checkAllReferenced(offset: reader.offset)
-    guard let (replica, context) = events(of: runs) else {
+    guard let (replica, counters) = events(of: runs) else {
       throw ConvergeDecodingError.invalidValue(
         offset: runsStart, reason: "text edit without runs, or with runs of several replicas")
     }
-    let last = Dot(replica: replica, counter: context.counters(of: replica).maximum)
+    let last = Dot(replica: replica, counter: counters.maximum)
     var delta = DocumentDelta()
-    delta.context = context
+    delta.context.insert(replica: replica, counters: counters)
     delta.entities[key] = EntityDelta(presence: .add(last), fields: [field: .text(runs)])
     return delta
   }

@@ -54,11 +54,15 @@ public struct ReplicaTable: Sendable {
 
     static func sortedUnique(_ replicas: [ReplicaID]) -> [ReplicaID] {
       guard replicas.count > 1 else { return replicas }
-      var sorted = replicas
-      sorted.sort()
-      var unique: [ReplicaID] = []
-      unique.reserveCapacity(sorted.count)
-      for replica in sorted where unique.last != replica { unique.append(replica) }
+      var unique = replicas
+      unique.sort()
+      // Deduplicate in place: `kept` replicas at the front are distinct.
+      var kept = 1
+      for index in 1..<unique.count where unique[index] != unique[kept - 1] {
+        unique[kept] = unique[index]
+        kept += 1
+      }
+      unique.removeLast(unique.count - kept)
       return unique
     }
 
