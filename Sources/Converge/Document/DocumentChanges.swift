@@ -106,7 +106,8 @@ struct ChangeRecorder {
     var changes = DocumentChanges()
     for entry in entries {
       let isVisible = document.contains(entry.key)
-      let changedFields = entry.fields.sorted(by: fieldNameOrder)
+      let changedFields =
+        entry.fields.count > 1 ? entry.fields.sorted(by: fieldNameOrder) : entry.fields
       let kind: EntityChange.Kind
       switch (entry.wasVisible, isVisible) {
       case (false, true): kind = .created

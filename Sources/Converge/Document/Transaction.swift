@@ -165,7 +165,9 @@ public struct Transaction: Sendable {
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
     // The record is out of the document: note its visibility from the record itself.
     recorder.noteBefore(key, wasVisible: record.isVisible)
-    record.presence.merge(.add(last))
+    // The same as merging `.add(last)`, without building a one-entry vector.
+    record.presence.added[last.replica] = Swift.max(
+      record.presence.added[last.replica], last.counter)
     record.fields[field] = nil
     let (textDelta, textChange) = edit(&text, first)
     record.fields[field] = .text(text)
