@@ -152,10 +152,13 @@ public struct Transaction: Sendable {
     // Take the record out of the document so the RGA's storage is uniquely referenced
     // and edited in place rather than copied.
     var record = document.entities.removeValue(forKey: key) ?? EntityRecord()
+    var slot = record.fields.removeValue(forKey: field)
     var text: RGA
-    if case .text(let existing)? = record.fields[field] {
+    if case .text(let existing)? = slot {
       text = existing
-    } else if record.fields[field] != nil {
+      slot = nil  // the RGA is now uniquely referenced
+    } else if let other = slot {
+      record.fields[field] = other
       document.entities[key] = record
       return  // the field holds another kind; a text edit cannot apply to it
     } else {
@@ -166,9 +169,7 @@ public struct Transaction: Sendable {
     // The record is out of the document: note its visibility from the record itself.
     recorder.noteBefore(key, wasVisible: record.isVisible)
     // The same as merging `.add(last)`, without building a one-entry vector.
-    record.presence.added[last.replica] = Swift.max(
-      record.presence.added[last.replica], last.counter)
-    record.fields[field] = nil
+    record.presence.added.raise(last.replica, to: last.counter)
     let (textDelta, textChange) = edit(&text, first)
     record.fields[field] = .text(text)
     document.entities[key] = record
@@ -191,8 +192,7 @@ public struct Transaction: Sendable {
       return
     }
     var entity = delta.entities.removeValue(forKey: key) ?? EntityDelta()
-    let added = entity.presence.added[last.replica]
-    entity.presence.added[last.replica] = Swift.max(added, last.counter)
+    entity.presence.added.raise(last.replica, to: last.counter)
     var existing = entity.fields.removeValue(forKey: field)
     if case .text(var runs)? = existing {
       existing = nil  // the runs are now uniquely referenced and grow in place
