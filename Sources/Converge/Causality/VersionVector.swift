@@ -26,16 +26,6 @@ public struct VersionVector: Hashable, Sendable {
   /// The number of entries.
   var count: Int { counters.count }
 
-  /// Raises the entry of `replica` to `counter` if it is lower, looking it up once.
-  mutating func raise(_ replica: ReplicaID, to counter: UInt64) {
-    guard counter > 0 else { return }
-    Self.raise(&counters[replica, default: 0], to: counter)
-  }
-
-  private static func raise(_ value: inout UInt64, to counter: UInt64) {
-    if value < counter { value = counter }
-  }
-
   /// The number of events of `replica` seen without a gap (0 if none).
   public subscript(replica: ReplicaID) -> UInt64 {
     get { counters[replica] ?? 0 }

@@ -152,13 +152,10 @@ public struct Transaction: Sendable {
     // Take the record out of the document so the RGA's storage is uniquely referenced
     // and edited in place rather than copied.
     var record = document.entities.removeValue(forKey: key) ?? EntityRecord()
-    var slot = record.fields.removeValue(forKey: field)
     var text: RGA
-    if case .text(let existing)? = slot {
+    if case .text(let existing)? = record.fields[field] {
       text = existing
-      slot = nil  // the RGA is now uniquely referenced
-    } else if let other = slot {
-      record.fields[field] = other
+    } else if record.fields[field] != nil {
       document.entities[key] = record
       return  // the field holds another kind; a text edit cannot apply to it
     } else {
@@ -169,7 +166,9 @@ public struct Transaction: Sendable {
     // The record is out of the document: note its visibility from the record itself.
     recorder.noteBefore(key, wasVisible: record.isVisible)
     // The same as merging `.add(last)`, without building a one-entry vector.
-    record.presence.added.raise(last.replica, to: last.counter)
+    record.presence.added[last.replica] = Swift.max(
+      record.presence.added[last.replica], last.counter)
+    record.fields[field] = nil
     let (textDelta, textChange) = edit(&text, first)
     record.fields[field] = .text(text)
     document.entities[key] = record
@@ -192,7 +191,8 @@ public struct Transaction: Sendable {
       return
     }
     var entity = delta.entities.removeValue(forKey: key) ?? EntityDelta()
-    entity.presence.added.raise(last.replica, to: last.counter)
+    let added = entity.presence.added[last.replica]
+    entity.presence.added[last.replica] = Swift.max(added, last.counter)
     var existing = entity.fields.removeValue(forKey: field)
     if case .text(var runs)? = existing {
       existing = nil  // the runs are now uniquely referenced and grow in place
