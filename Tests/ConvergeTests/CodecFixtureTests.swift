@@ -35,6 +35,7 @@ import Testing
     ("causal-context-v1.bin", causalContext.encoded()),
     ("document-v1.bin", DocumentFixtureScenario.document.encoded()),
     ("document-delta-v1.bin", DocumentFixtureScenario.delta.encoded()),
+    ("text-edit-delta-v1.bin", TextEditFixtureScenario.edit.encoded()),
   ]
 
   private func load(_ name: String) throws -> [UInt8] {

@@ -41,6 +41,9 @@ public struct CausalContext: Hashable, Sendable {
   /// Whether no event is known.
   public var isEmpty: Bool { counters.isEmpty }
 
+  /// The number of replicas with at least one known event.
+  var replicaCount: Int { counters.count }
+
   /// The replicas with at least one known event, sorted.
   ///
   /// - Complexity: O(r log r) for r replicas.
@@ -145,7 +148,10 @@ public struct CausalContext: Hashable, Sendable {
   ///
   /// - Complexity: O(r log r) for r replicas.
   public var entries: [(replica: ReplicaID, counters: CounterRanges)] {
-    counters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    guard counters.count > 1 else { return counters.map { ($0.key, $0.value) } }
+    var entries = counters.map { (replica: $0.key, counters: $0.value) }
+    entries.sort { $0.replica < $1.replica }
+    return entries
   }
 }
 

@@ -18,6 +18,14 @@ public struct VersionVector: Hashable, Sendable {
     self.counters = counters.filter { $0.value > 0 }
   }
 
+  /// The vector holding one entry, `replica: counter` (nothing if `counter` is 0).
+  init(replica: ReplicaID, counter: UInt64) {
+    counters = counter == 0 ? [:] : [replica: counter]
+  }
+
+  /// The number of entries.
+  var count: Int { counters.count }
+
   /// The number of events of `replica` seen without a gap (0 if none).
   public subscript(replica: ReplicaID) -> UInt64 {
     get { counters[replica] ?? 0 }
@@ -29,7 +37,10 @@ public struct VersionVector: Hashable, Sendable {
 
   /// The entries as (replica, counter) pairs sorted by replica.
   public var entries: [(replica: ReplicaID, counter: UInt64)] {
-    counters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    guard counters.count > 1 else { return counters.map { ($0.key, $0.value) } }
+    var entries = counters.map { (replica: $0.key, counter: $0.value) }
+    entries.sort { $0.replica < $1.replica }
+    return entries
   }
 
   /// Whether no event of any replica has been seen.

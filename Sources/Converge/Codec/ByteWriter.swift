@@ -104,6 +104,19 @@ public struct ByteWriter: Sendable {
     writeLengthPrefixedBytes(section.bytes)
   }
 
+  /// Replaces the one-byte placeholder at `offset` with the LEB128 count of the bytes
+  /// written after it, widening it when the count needs more than one byte.
+  mutating func patchLength(at offset: Int) {
+    let length = bytes.count - offset - 1
+    guard length >= 0x80 else {
+      bytes[offset] = UInt8(length)
+      return
+    }
+    var prefix = ByteWriter()
+    prefix.writeVarUInt(length)
+    bytes.replaceSubrange(offset..<(offset + 1), with: prefix.bytes)
+  }
+
   /// The zigzag mapping of signed to unsigned integers.
   public static func zigzag(_ value: Int64) -> UInt64 {
     UInt64(bitPattern: (value << 1) ^ (value >> 63))

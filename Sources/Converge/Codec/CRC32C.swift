@@ -10,11 +10,28 @@
 public enum CRC32C {
   /// The checksum of `bytes`.
   public static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
-    var crc: UInt32 = 0xFFFF_FFFF
+    table.withUnsafeBufferPointer { table in
+      if let crc = bytes.withContiguousStorageIfAvailable({ update(0xFFFF_FFFF, $0, table) }) {
+        return crc ^ 0xFFFF_FFFF
+      }
+      var crc: UInt32 = 0xFFFF_FFFF
+      for byte in bytes {
+        crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+      }
+      return crc ^ 0xFFFF_FFFF
+    }
+  }
+
+  /// Runs the CRC over contiguous bytes. `table` holds 256 entries and every index is
+  /// masked to 8 bits, so the lookups stay in bounds.
+  private static func update(
+    _ start: UInt32, _ bytes: UnsafeBufferPointer<UInt8>, _ table: UnsafeBufferPointer<UInt32>
+  ) -> UInt32 {
+    var crc = start
     for byte in bytes {
       crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
     }
-    return crc ^ 0xFFFF_FFFF
+    return crc
   }
 
   private static let table: [UInt32] = (0..<256).map { index in

@@ -21,8 +21,13 @@
 ///
 /// - Complexity: O(d log d) for a delta of d bytes, both ways.
 extension DocumentDelta {
-  /// The delta as a ``MessageKind/documentDelta`` message.
+  /// The delta as a message: a ``MessageKind/textEditDelta`` if it is one replica's edit
+  /// of one text field (see `DocumentDelta+Compact.swift`), a
+  /// ``MessageKind/documentDelta`` otherwise.
   public func encoded() -> [UInt8] {
+    if let edit = textEdit {
+      return Envelope.seal(kind: .textEditDelta) { Self.writeTextEdit(edit, to: &$0) }
+    }
     var builder = ReplicaTable.Builder()
     builder.insert(contentsOf: context.replicas)
     for entity in entities.values { entity.collectReplicas(into: &builder) }
@@ -31,9 +36,9 @@ extension DocumentDelta {
       table.write(to: &writer)
       context.write(to: &writer, replicas: table)
       writer.writeVarUInt(entities.count)
-      for key in entities.keys.sorted() {
+      for (key, entity) in entities.sorted(by: { $0.key < $1.key }) {
         key.write(to: &writer)
-        entities[key]?.write(to: &writer, replicas: table)
+        entity.write(to: &writer, replicas: table)
       }
     }
   }
@@ -43,17 +48,25 @@ extension DocumentDelta {
   /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
   ///   have produced.
   public init(decoding bytes: [UInt8]) throws {
-    self = try Envelope.decode(bytes, as: .documentDelta, Self.readBody)
+    self = try Self.decode(bytes[...])
   }
 
   /// Decodes a message made by ``encoded()`` from a slice of a larger buffer.
   public init(decoding bytes: ArraySlice<UInt8>) throws {
-    self = try Envelope.decode(bytes, as: .documentDelta, Self.readBody)
+    self = try Self.decode(bytes)
   }
 
   /// Decodes a message made by ``encoded()``; `data` may be a slice of a larger `Data`.
   public init(decoding data: Data) throws {
-    self = try Envelope.decode(data, as: .documentDelta, Self.readBody)
+    self = try Self.decode(Array(data)[...])
+  }
+
+  /// Decodes either delta kind; any other kind is `unexpectedMessageKind` (expecting
+  /// ``MessageKind/documentDelta``).
+  private static func decode(_ bytes: ArraySlice<UInt8>) throws -> DocumentDelta {
+    try Envelope.decode(bytes, as: [.documentDelta, .textEditDelta]) { kind, reader in
+      kind == .textEditDelta ? try readTextEditBody(&reader) : try readBody(&reader)
+    }
   }
 
   static func readBody(_ reader: inout ByteReader) throws -> DocumentDelta {
@@ -64,6 +77,11 @@ extension DocumentDelta {
       try EntityDelta(from: &reader, replicas: &table)
     }
     try table.checkAllReferenced(offset: reader.offset)
+    // A delta with the compact form has no other encoding.
+    guard delta.textEdit == nil else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: reader.offset, reason: "delta written in the general form has the text edit form")
+    }
     return delta
   }
 }
@@ -83,15 +101,14 @@ extension EntityDelta {
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     presence.write(to: &writer, replicas: table)
     writer.writeVarUInt(fields.count)
-    for name in fields.keys.sorted(by: fieldNameOrder) {
+    for (name, field) in fields.sorted(by: { fieldNameOrder($0.key, $1.key) }) {
       writer.writeString(name)
-      switch fields[name] {
-      case .register(let register)?: FieldWire.write(register, to: &writer, replicas: table)
-      case .set(let elements)?: FieldWire.write(elements, to: &writer, replicas: table)
-      case .text(let delta)?:
+      switch field {
+      case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
+      case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
+      case .text(let delta):
         writer.writeUInt8(FieldWireTag.text.rawValue)
         delta.write(to: &writer, replicas: table)
-      case nil: break
       }
     }
   }

@@ -8,7 +8,7 @@
 ///
 /// Values are fixed forever once released: a new kind takes a new value, and a decoder
 /// that meets a value it does not know answers ``ConvergeDecodingError/unknownMessageKind(_:)``.
-/// 0 is never a kind; 6 to 127 are free for future kinds; 128 to 255 are reserved.
+/// 0 is never a kind; 7 to 127 are free for future kinds; 128 to 255 are reserved.
 public enum MessageKind: UInt8, Sendable, CaseIterable {
   /// A ``VersionVector`` alone: a compact summary of what a replica has (for display or
   /// a quick comparison; the sync handshake exchanges the exact ``CausalContext``).
@@ -22,6 +22,9 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
   /// A handshake message of ``SyncSession``: a context and maybe a delta (live pushes
   /// travel as plain ``documentDelta`` messages).
   case syncMessage = 5
+  /// A delta holding one replica's edit of one text field, in the compact form that
+  /// leaves out what its runs imply (a live typed character).
+  case textEditDelta = 6
 }
 
 /// The frame around every Converge message: magic, version, kind, length, body, checksum.
@@ -76,10 +79,19 @@ public enum Envelope {
   }
 
   /// Frames the body that `write` produces as a message of `kind`.
+  ///
+  /// The body is written in place after the header, so a small message costs one buffer.
   public static func seal(kind: MessageKind, _ write: (inout ByteWriter) -> Void) -> [UInt8] {
-    var body = ByteWriter()
-    write(&body)
-    return seal(kind: kind, body: body.bytes)
+    var writer = ByteWriter(capacity: 64)
+    writer.writeBytes(magic)
+    writer.writeUInt8(formatVersion)
+    writer.writeUInt8(kind.rawValue)
+    let lengthOffset = writer.count
+    writer.writeUInt8(0)  // the length, patched below (one byte for a body under 128)
+    write(&writer)
+    writer.patchLength(at: lengthOffset)
+    writer.writeUInt32(CRC32C.checksum(writer.bytes))
+    return writer.bytes
   }
 
   // MARK: Opening
@@ -145,6 +157,26 @@ public enum Envelope {
     var reader = ByteReader(
       storage: bytes, range: frame.body, origin: bytes.startIndex, maximumDepth: maximumDepth)
     let value = try decodeBody(&reader)
+    try reader.expectEnd()
+    return value
+  }
+
+  /// Opens `bytes`, checks that it is a message of one of `kinds`, and decodes its body
+  /// with `decodeBody`, which must consume the body exactly. Another kind is
+  /// `unexpectedMessageKind`, naming the first of `kinds` as expected.
+  static func decode<T>(
+    _ bytes: ArraySlice<UInt8>, as kinds: [MessageKind],
+    maximumDepth: Int = ByteReader.defaultMaximumDepth,
+    _ decodeBody: (MessageKind, inout ByteReader) throws -> T
+  ) throws -> T {
+    let frame = try checkFrame(bytes)
+    guard kinds.contains(frame.kind) else {
+      throw ConvergeDecodingError.unexpectedMessageKind(
+        expected: kinds.first?.rawValue ?? 0, actual: frame.kind.rawValue)
+    }
+    var reader = ByteReader(
+      storage: bytes, range: frame.body, origin: bytes.startIndex, maximumDepth: maximumDepth)
+    let value = try decodeBody(frame.kind, &reader)
     try reader.expectEnd()
     return value
   }

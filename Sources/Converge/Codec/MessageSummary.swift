@@ -34,7 +34,7 @@ public struct MessageSummary: Sendable {
       lines += Self.describe(try CausalContext(decoding: bytes))
     case .documentState:
       lines += Self.describe(try Document(decoding: bytes))
-    case .documentDelta:
+    case .documentDelta, .textEditDelta:
       lines += Self.describe(try DocumentDelta(decoding: bytes))
     case .syncMessage:
       lines.append("(sync messages are not decoded by this build)")

@@ -20,53 +20,84 @@
 /// Wire form: the number of ids (unsigned LEB128), then each id as 8 bytes little-endian,
 /// strictly increasing.
 ///
-/// - Complexity: building is O(r log r) for r replicas; looking up an index is O(1).
+/// - Complexity: building is O(m log m) for m mentions; looking up an index is O(log r)
+///   for r replicas.
 public struct ReplicaTable: Sendable {
   /// Collects the replicas a message will mention, in any order and with repeats.
   public struct Builder: Sendable {
-    private var replicas: Set<ReplicaID> = []
+    /// The replicas collected so far; sorted and deduplicated when it grows and on build.
+    private var replicas: [ReplicaID] = []
+    /// The size of `replicas` after its last compaction.
+    private var compacted = 0
 
     public init() {}
 
     /// Adds `replica` to the table.
     public mutating func insert(_ replica: ReplicaID) {
-      replicas.insert(replica)
+      // Runs and entries often name the same replica in a row.
+      if replicas.last == replica { return }
+      replicas.append(replica)
+      if replicas.count > 2 * compacted + 32 { compact() }
     }
 
     /// Adds every replica of `sequence` to the table.
     public mutating func insert<S: Sequence>(contentsOf sequence: S) where S.Element == ReplicaID {
-      replicas.formUnion(sequence)
+      for replica in sequence { insert(replica) }
+    }
+
+    /// Sorts and deduplicates the collected replicas, so memory stays proportional to
+    /// the distinct replicas rather than to the mentions.
+    private mutating func compact() {
+      replicas = Self.sortedUnique(replicas)
+      compacted = replicas.count
+    }
+
+    static func sortedUnique(_ replicas: [ReplicaID]) -> [ReplicaID] {
+      guard replicas.count > 1 else { return replicas }
+      var unique = replicas
+      unique.sort()
+      // Deduplicate in place: `kept` replicas at the front are distinct.
+      var kept = 1
+      for index in 1..<unique.count where unique[index] != unique[kept - 1] {
+        unique[kept] = unique[index]
+        kept += 1
+      }
+      unique.removeLast(unique.count - kept)
+      return unique
     }
 
     /// The table: the collected replicas sorted by id.
     public func build() -> ReplicaTable {
-      ReplicaTable(sortedUnique: replicas.sorted())
+      ReplicaTable(sortedUnique: Self.sortedUnique(replicas))
     }
   }
 
   /// The replicas, sorted by id; a replica's index is its position here.
   public let replicas: [ReplicaID]
-  private let indexes: [ReplicaID: Int]
 
   /// The table of the replicas in `sequence` (in any order, repeats ignored).
   public init<S: Sequence>(_ sequence: S) where S.Element == ReplicaID {
-    self.init(sortedUnique: Set(sequence).sorted())
+    self.init(sortedUnique: Builder.sortedUnique(Array(sequence)))
   }
 
   private init(sortedUnique: [ReplicaID]) {
     replicas = sortedUnique
-    var indexes: [ReplicaID: Int] = [:]
-    indexes.reserveCapacity(sortedUnique.count)
-    for (index, replica) in sortedUnique.enumerated() { indexes[replica] = index }
-    self.indexes = indexes
   }
 
   /// The number of replicas in the table.
   public var count: Int { replicas.count }
 
   /// The index of `replica`, or `nil` if the table does not hold it.
+  ///
+  /// - Complexity: O(log r) for r replicas (a binary search of the sorted ids).
   public func index(of replica: ReplicaID) -> Int? {
-    indexes[replica]
+    var low = 0
+    var high = replicas.count
+    while low < high {
+      let middle = low + (high - low) / 2
+      if replicas[middle] < replica { low = middle + 1 } else { high = middle }
+    }
+    return low < replicas.count && replicas[low] == replica ? low : nil
   }
 
   /// Writes the table: its count, then each id as 8 bytes little-endian.
@@ -80,7 +111,7 @@ public struct ReplicaTable: Sendable {
   /// - Precondition: `replica` is in the table. Encoders build the table from the very
   ///   value they encode, so a missing replica is a bug in the encoder, never bad input.
   public func writeIndex(of replica: ReplicaID, to writer: inout ByteWriter) {
-    guard let index = indexes[replica] else {
+    guard let index = index(of: replica) else {
       preconditionFailure("replica \(replica) is missing from the replica table")
     }
     writer.writeVarUInt(index)

@@ -45,7 +45,7 @@ extension SyncMessage {
   public init(decoding bytes: ArraySlice<UInt8>) throws {
     let (kind, _) = try Envelope.open(bytes)
     switch kind {
-    case .documentDelta:
+    case .documentDelta, .textEditDelta:
       self.init(context: nil, delta: try DocumentDelta(decoding: bytes))
     case .syncMessage:
       self = try Envelope.decode(bytes, as: .syncMessage) { reader in

@@ -49,28 +49,67 @@ public struct EntityChange: Sendable, Equatable {
 }
 
 /// Collects visibility and field changes while a delta is applied.
+///
+/// A transaction or a delta usually touches one entity, so the entities are kept in a
+/// small array searched from the end; an index by key is built once there are many.
 struct ChangeRecorder {
-  private var visibleBefore: [EntityKey: Bool] = [:]
-  private var fields: [EntityKey: Set<String>] = [:]
-  private var texts: [EntityKey: [String: [TextChange]]] = [:]
+  private struct Entry {
+    var key: EntityKey
+    var wasVisible: Bool
+    var fields: [String] = []
+    var texts: [(field: String, changes: [TextChange])] = []
+  }
+
+  private var entries: [Entry] = []
+  private var positions: [EntityKey: Int] = [:]
+  private static let indexThreshold = 8
+
+  private func position(of key: EntityKey) -> Int? {
+    if entries.count > Self.indexThreshold { return positions[key] }
+    return entries.lastIndex { $0.key == key }
+  }
 
   mutating func noteBefore(_ key: EntityKey, in document: Document) {
-    if visibleBefore[key] == nil { visibleBefore[key] = document.contains(key) }
+    guard position(of: key) == nil else { return }
+    append(Entry(key: key, wasVisible: document.contains(key)))
+  }
+
+  /// Notes the visibility of `key` before a change, when the caller already knows it.
+  mutating func noteBefore(_ key: EntityKey, wasVisible: Bool) {
+    guard position(of: key) == nil else { return }
+    append(Entry(key: key, wasVisible: wasVisible))
+  }
+
+  private mutating func append(_ entry: Entry) {
+    entries.append(entry)
+    if entries.count > Self.indexThreshold {
+      if positions.isEmpty {
+        for (index, entry) in entries.enumerated() { positions[entry.key] = index }
+      } else {
+        positions[entry.key] = entries.count - 1
+      }
+    }
   }
 
   mutating func noteField(_ name: String, of key: EntityKey, changed: Bool, text: [TextChange]) {
-    guard changed else { return }
-    fields[key, default: []].insert(name)
-    if !text.isEmpty { texts[key, default: [:]][name, default: []].append(contentsOf: text) }
+    guard changed, let index = position(of: key) else { return }
+    if !entries[index].fields.contains(name) { entries[index].fields.append(name) }
+    guard !text.isEmpty else { return }
+    if let slot = entries[index].texts.lastIndex(where: { $0.field == name }) {
+      entries[index].texts[slot].changes.append(contentsOf: text)
+    } else {
+      entries[index].texts.append((name, text))
+    }
   }
 
   func finish(in document: Document) -> DocumentChanges {
     var changes = DocumentChanges()
-    for (key, wasVisible) in visibleBefore {
-      let isVisible = document.contains(key)
-      let changedFields = (fields[key] ?? []).sorted(by: fieldNameOrder)
+    for entry in entries {
+      let isVisible = document.contains(entry.key)
+      let changedFields =
+        entry.fields.count > 1 ? entry.fields.sorted(by: fieldNameOrder) : entry.fields
       let kind: EntityChange.Kind
-      switch (wasVisible, isVisible) {
+      switch (entry.wasVisible, isVisible) {
       case (false, true): kind = .created
       case (true, false): kind = .deleted
       case (true, true):
@@ -78,11 +117,12 @@ struct ChangeRecorder {
         kind = .updated
       case (false, false): continue
       }
+      var texts: [String: [TextChange]] = [:]
+      for (field, fieldChanges) in entry.texts { texts[field] = fieldChanges }
       changes.entities.append(
-        EntityChange(
-          key: key, kind: kind, fields: changedFields, textChanges: texts[key] ?? [:]))
+        EntityChange(key: entry.key, kind: kind, fields: changedFields, textChanges: texts))
     }
-    changes.entities.sort { $0.key < $1.key }
+    if changes.entities.count > 1 { changes.entities.sort { $0.key < $1.key } }
     return changes
   }
 }

@@ -41,6 +41,10 @@ public struct DocumentDelta: Sendable, Equatable {
   ///
   /// - Complexity: O(k + d) for k entities and d entries in `other`.
   public mutating func merge(_ other: DocumentDelta) {
+    guard !isEmpty else {
+      self = other
+      return
+    }
     for (key, incoming) in other.entities {
       guard var existing = entities.removeValue(forKey: key) else {
         entities[key] = incoming

@@ -111,13 +111,14 @@ struct Presence: Sendable, Equatable {
 
   /// The presence after a local add with `dot`.
   static func add(_ dot: Dot) -> Presence {
-    Presence(added: VersionVector([dot.replica: dot.counter]))
+    Presence(added: VersionVector(replica: dot.replica, counter: dot.counter))
   }
 
   /// The presence after a local remove with `dot` that observed `observed`.
   static func remove(observing observed: Presence, dot: Dot) -> Presence {
     var removed = observed.added
     removed[dot.replica] = Swift.max(removed[dot.replica], dot.counter)
-    return Presence(added: VersionVector([dot.replica: dot.counter]), removed: removed)
+    return Presence(
+      added: VersionVector(replica: dot.replica, counter: dot.counter), removed: removed)
   }
 }

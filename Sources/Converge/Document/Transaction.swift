@@ -16,6 +16,8 @@ public struct Transaction: Sendable {
   public internal(set) var replica: ReplicaID
   var clock: HybridLogicalClock
   var delta = DocumentDelta()
+  /// Whether some text field of `delta` holds runs that are not in normal form yet.
+  private var textRunsPending = false
   var recorder = ChangeRecorder()
 
   init(document: Document, replica: ReplicaID, clock: HybridLogicalClock) {
@@ -150,28 +152,75 @@ public struct Transaction: Sendable {
     // Take the record out of the document so the RGA's storage is uniquely referenced
     // and edited in place rather than copied.
     var record = document.entities.removeValue(forKey: key) ?? EntityRecord()
-    var text = RGA()
+    var text: RGA
     if case .text(let existing)? = record.fields[field] {
       text = existing
     } else if record.fields[field] != nil {
       document.entities[key] = record
       return  // the field holds another kind; a text edit cannot apply to it
+    } else {
+      text = RGA()
     }
     let first = nextDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
-    recorder.noteBefore(key, in: document)
-    record.presence.merge(.add(last))
+    // The record is out of the document: note its visibility from the record itself.
+    recorder.noteBefore(key, wasVisible: record.isVisible)
+    // The same as merging `.add(last)`, without building a one-entry vector.
+    record.presence.added[last.replica] = Swift.max(
+      record.presence.added[last.replica], last.counter)
     record.fields[field] = nil
     let (textDelta, textChange) = edit(&text, first)
     record.fields[field] = .text(text)
     document.entities[key] = record
     let counters = first.counter...(first.counter + dotCount - 1)
     document.context.insert(replica: first.replica, counters: counters)
-    var change = DocumentDelta()
-    change.context.insert(replica: first.replica, counters: counters)
-    change.entities[key] = EntityDelta(presence: .add(last), fields: [field: .text(textDelta)])
-    delta.merge(change)
+    delta.context.insert(replica: first.replica, counters: counters)
+    addToDelta(textDelta, last: last, field: field, of: key)
     recorder.noteField(field, of: key, changed: true, text: [textChange])
+  }
+
+  /// Adds a local text edit's runs to the transaction's delta. Runs join the field's
+  /// earlier runs unsorted; ``finishDelta()`` brings them into normal form once, so a
+  /// transaction of many edits does not re-sort its runs after each one.
+  private mutating func addToDelta(
+    _ textDelta: RGADelta, last: Dot, field: String, of key: EntityKey
+  ) {
+    guard !delta.entities.isEmpty else {
+      // The common case, a transaction's first edit: the delta is exactly this edit.
+      delta.entities[key] = EntityDelta(presence: .add(last), fields: [field: .text(textDelta)])
+      return
+    }
+    var entity = delta.entities.removeValue(forKey: key) ?? EntityDelta()
+    let added = entity.presence.added[last.replica]
+    entity.presence.added[last.replica] = Swift.max(added, last.counter)
+    var existing = entity.fields.removeValue(forKey: field)
+    if case .text(var runs)? = existing {
+      existing = nil  // the runs are now uniquely referenced and grow in place
+      runs.inserts.append(contentsOf: textDelta.inserts)
+      runs.deletes.append(contentsOf: textDelta.deletes)
+      entity.fields[field] = .text(runs)
+      textRunsPending = true
+    } else {
+      entity.fields[field] = existing.map { $0.merged(with: .text(textDelta)) } ?? .text(textDelta)
+    }
+    delta.entities[key] = entity
+  }
+
+  /// Brings the text runs that ``addToDelta(_:last:field:of:)`` appended into normal form.
+  mutating func finishDelta() -> DocumentDelta {
+    guard textRunsPending else { return delta }
+    textRunsPending = false
+    for key in Array(delta.entities.keys) {
+      guard var entity = delta.entities.removeValue(forKey: key) else { continue }
+      for name in Array(entity.fields.keys) {
+        guard case .text(var runs)? = entity.fields[name] else { continue }
+        entity.fields[name] = nil  // keeps the runs uniquely referenced
+        runs.normalize()
+        entity.fields[name] = .text(runs)
+      }
+      delta.entities[key] = entity
+    }
+    return delta
   }
 
   // MARK: Plumbing

@@ -80,7 +80,8 @@ public struct Replica: Sendable {
     swap(&transaction.document, &document)
     id = transaction.replica
     clock = transaction.clock
-    return Commit(delta: transaction.delta, changes: transaction.recorder.finish(in: document))
+    return Commit(
+      delta: transaction.finishDelta(), changes: transaction.recorder.finish(in: document))
   }
 
   /// Integrates a delta from another replica (or this one) and reports what changed.

@@ -1,0 +1,177 @@
+import Converge
+import ConvergeTestSupport
+import Foundation
+import Testing
+
+/// The scenario behind `text-edit-delta-v1.bin`: the phone types "Buy milk" into a note;
+/// the laptop, having received it, replaces "Buy " with "oat " in one transaction. That
+/// live edit (inserts and deletes of one replica in one text field, with an origin and
+/// targets of the other replica) has the compact text edit form.
+enum TextEditFixtureScenario {
+  static let note = EntityKey(type: "note", id: "n1")
+
+  static let (base, edit): (Document, DocumentDelta) = {
+    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
+    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_500))
+    let typed = phone.transact { tx in
+      tx.create(note)
+      tx.insertText("Buy milk", at: 0, in: "body", of: note)
+    }
+    laptop.apply(typed.delta)
+    let base = laptop.document
+    let edit = laptop.transact { tx in
+      tx.insertText("oat ", at: 4, in: "body", of: note)
+      tx.deleteText(0..<4, in: "body", of: note)
+    }
+    return (base, edit.delta)
+  }()
+}
+
+@Suite struct TextEditDeltaTests {
+  private func load(_ name: String) throws -> [UInt8] {
+    let url = try #require(
+      Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Fixtures"),
+      "fixture \(name) missing from the test bundle")
+    return Array(try Data(contentsOf: url))
+  }
+
+  @Test func fixtureDecodesAppliesAndReencodesExactly() throws {
+    let bytes = try load("text-edit-delta-v1.bin")
+    #expect(bytes[5] == MessageKind.textEditDelta.rawValue)
+    let delta = try DocumentDelta(decoding: bytes)
+    #expect(delta == TextEditFixtureScenario.edit)
+    #expect(delta.encoded() == bytes)
+    var document = TextEditFixtureScenario.base
+    document.apply(delta)
+    #expect(document.text(of: "body", in: TextEditFixtureScenario.note) == "oat milk")
+  }
+
+  @Test func aTypedCharacterTakesTheCompactForm() throws {
+    let note = EntityKey(type: "note", id: "n1")
+    var phone = Replica(id: ReplicaID(rawValue: 0x1234_5678_9ABC_DEF0), wallClock: .fixed(0))
+    var laptop = phone.forked(as: ReplicaID(rawValue: 7))
+    let created = phone.transact { tx in
+      tx.create(note)
+      tx.insertText("Hello", at: 0, in: "body", of: note)
+    }
+    // Creation and typing in one transaction: the general form.
+    #expect(created.delta.encoded()[5] == MessageKind.documentDelta.rawValue)
+    try laptop.apply(encodedDelta: created.delta.encoded())
+    for (offset, character) in ["!", "?", "x"].enumerated() {
+      let typed = phone.transact { tx in
+        tx.insertText(character, at: 5 + offset, in: "body", of: note)
+      }
+      let bytes = typed.delta.encoded()
+      #expect(bytes[5] == MessageKind.textEditDelta.rawValue)
+      // Envelope 11, table 9, key 6, field name 5, runs and content 12.
+      #expect(bytes.count == 43, "\(bytes.count) bytes")
+      #expect(try DocumentDelta(decoding: bytes) == typed.delta)
+      #expect(try DocumentDelta(decoding: Data(bytes)) == typed.delta)
+      try laptop.apply(encodedDelta: bytes)
+    }
+    let erased = phone.transact { tx in tx.deleteText(0..<2, in: "body", of: note) }
+    #expect(erased.delta.encoded()[5] == MessageKind.textEditDelta.rawValue)
+    try laptop.apply(encodedDelta: erased.delta.encoded())
+    #expect(laptop.document == phone.document)
+    #expect(laptop.document.text(of: "body", in: note) == "llo!?x")
+  }
+
+  @Test func otherDeltasKeepTheGeneralForm() {
+    let note = EntityKey(type: "note", id: "n1")
+    var replica = Replica(id: ReplicaID(rawValue: 3), wallClock: .fixed(0))
+    let general: [DocumentDelta] = [
+      replica.transact { $0.create(note) }.delta,
+      replica.transact { $0.setValue(.string("A"), for: "title", of: note) }.delta,
+      replica.transact { tx in
+        tx.insertText("a", at: 0, in: "body", of: note)
+        tx.insertText("b", at: 0, in: "summary", of: note)
+      }.delta,
+      replica.transact { tx in
+        tx.insertText("a", at: 0, in: "body", of: note)
+        tx.setValue(.string("B"), for: "title", of: note)
+      }.delta,
+    ]
+    for delta in general {
+      #expect(delta.encoded()[5] == MessageKind.documentDelta.rawValue)
+    }
+    // Two edits joined into one delta still have the compact form.
+    let first = replica.transact { $0.insertText("c", at: 0, in: "body", of: note) }.delta
+    let second = replica.transact { $0.insertText("d", at: 1, in: "body", of: note) }.delta
+    #expect(first.merging(second).encoded()[5] == MessageKind.textEditDelta.rawValue)
+    // An empty delta is general.
+    #expect(DocumentDelta().encoded()[5] == MessageKind.documentDelta.rawValue)
+  }
+
+  @Test func typingIntoAVisibleEntityReportsAnUpdate() {
+    let note = EntityKey(type: "note", id: "n1")
+    var replica = Replica(id: ReplicaID(rawValue: 5), wallClock: .fixed(0))
+    let created = replica.transact { $0.insertText("a", at: 0, in: "body", of: note) }
+    #expect(created.changes.created == [note])
+    let typed = replica.transact { $0.insertText("b", at: 1, in: "body", of: note) }
+    #expect(typed.changes.created.isEmpty)
+    #expect(typed.changes.updated == [note])
+    #expect(typed.changes[note]?.fields == ["body"])
+    #expect(typed.changes[note]?.textChanges["body"]?.count == 1)
+  }
+
+  /// The general form of a delta that has the compact form is not canonical.
+  @Test func theGeneralFormOfATextEditIsRejected() throws {
+    let note = EntityKey(type: "n", id: "1")
+    var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    let delta = replica.transact { $0.insertText("a", at: 0, in: "b", of: note) }.delta
+    let compact = delta.encoded()
+    let body = Array(try Envelope.open(compact).body)
+    // Compact body: table (9 bytes), key (4), name (2), text.
+    let table = body[0..<9]
+    let key = body[9..<13]
+    let name = body[13..<15]
+    let text = body[15...]
+    var general: [UInt8] = Array(table)
+    general += [0x01, 0x00, 0x01, 0x01, 0x00]  // context: #0 knows 1
+    general += [0x01] + key + [0x01, 0x00, 0x01, 0x00]  // 1 entity, presence {#0: 1}, {}
+    general += [0x01] + name + [0x02] + text  // 1 field, text
+    let message = Envelope.seal(kind: .documentDelta, body: general)
+    #expect(throws: ConvergeDecodingError.self) { try DocumentDelta(decoding: message) }
+    // A compact body with a damaged key length is refused too.
+    var damaged = body
+    damaged[9] = 0x7F
+    #expect(throws: ConvergeDecodingError.self) {
+      try DocumentDelta(decoding: Envelope.seal(kind: .textEditDelta, body: damaged))
+    }
+  }
+
+  @Test func randomMutationsOfTextEditsAreRejectedOrCanonical() throws {
+    let seed = baseSeed(0x7E_D1)
+    var random = SeededGenerator(seed: seed)
+    var messages: [[UInt8]] = [try load("text-edit-delta-v1.bin")]
+    var replica = Replica(id: ReplicaID(rawValue: 0xC0FF_EE00_0000_0001), wallClock: .fixed(0))
+    let note = EntityKey(type: "note", id: "n1")
+    for index in 0..<20 {
+      let delta = replica.transact { tx in
+        if index.isMultiple(of: 3) {
+          tx.deleteText(0..<1, in: "body", of: note)
+        }
+        tx.insertText(index.isMultiple(of: 2) ? "é" : "ab", at: index / 2, in: "body", of: note)
+      }.delta
+      messages.append(delta.encoded())
+    }
+    var accepted = 0
+    for iteration in 0..<fuzzIterations(10_000) {
+      let message = messages.randomElement(using: &random) ?? []
+      let other = messages.randomElement(using: &random) ?? []
+      let mutated =
+        iteration.isMultiple(of: 2)
+        ? mutateBytes(message, splicingWith: other, using: &random)
+        : mutateBody(of: message, splicingWith: other, using: &random) ?? []
+      do {
+        guard let reencoded = try reencodeMessage(mutated) else { continue }
+        #expect(reencoded == mutated, "seed \(seed): accepted a non-canonical \(mutated)")
+        accepted += 1
+      } catch is ConvergeDecodingError {
+      } catch {
+        Issue.record("seed \(seed): untyped error \(error)")
+      }
+    }
+    #expect(accepted < fuzzIterations(10_000) / 2, "seed \(seed)")
+  }
+}
