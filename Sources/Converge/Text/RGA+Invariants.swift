@@ -142,14 +142,21 @@ extension RGA: Equatable {
       }
       precondition(indexed == covered[replica, default: 0], "index covers exactly the runs")
     }
+    pendingInserts.checkInvariants()
     for pending in pendingInserts {
       precondition(!isIntegrated(pending.id), "buffered insert already integrated")
     }
-    for target in unresolvedDeletes {
-      precondition(
-        (index[target.replica]?.missing(target.lower, target.upper)
-          ?? [target.lower..<target.upper]) == [target.lower..<target.upper],
-        "buffered delete target is present")
+    for (replica, ranges) in unresolvedDeletes.ranges {
+      for (position, target) in ranges.enumerated() {
+        precondition(!target.isEmpty, "empty buffered delete target")
+        if position > 0 {
+          precondition(ranges[position - 1].upperBound < target.lowerBound, "unjoined targets")
+        }
+        precondition(
+          (index[replica]?.missing(target.lowerBound, target.upperBound)
+            ?? [target]) == [target],
+          "buffered delete target is present")
+      }
     }
     for (_, log) in deleteLog {
       for (position, delete) in log.enumerated() where position > 0 {

@@ -121,10 +121,10 @@ public struct RGA: Sendable {
   var index = ReplicaMap<ReplicaIndex>()
   /// Per deleting replica: every delete known, sorted by delete dot.
   var deleteLog = ReplicaMap<[RGADelta.Delete]>()
-  /// Delete targets not integrated yet, as (replica, counters) pieces.
-  var unresolvedDeletes: [TargetRange] = []
-  /// Inserts waiting for their origin, without overlaps.
-  var pendingInserts: [RGADelta.Insert] = []
+  /// Delete targets not integrated yet, per target replica.
+  var unresolvedDeletes = UnresolvedDeletes()
+  /// Inserts waiting for their origin, without overlaps, indexed by id and by origin.
+  var pendingInserts = PendingBuffer()
   /// The largest Lamport number seen.
   var maxLamport: UInt64 = 0
   #if CONVERGE_INTERNAL_CHECKS
@@ -174,10 +174,8 @@ public struct RGA: Sendable {
   public var pendingCount: Int {
     var total = 0
     for insert in pendingInserts { total += insert.scalars.count }
-    for target in unresolvedDeletes {
-      total += Int(clamping: target.upper - target.lower)
-    }
-    return total
+    let (sum, overflow) = total.addingReportingOverflow(unresolvedDeletes.total)
+    return overflow ? .max : sum
   }
 }
 
