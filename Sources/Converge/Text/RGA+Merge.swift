@@ -68,7 +68,7 @@ extension RGA {
     for insert in pendingInserts {
       context.insert(
         replica: insert.id.replica,
-        counters: insert.id.counter...(insert.id.counter + UInt64(insert.scalars.count - 1)))
+        counters: insert.id.counter...(insert.id.counter + UInt64(insert.length - 1)))
     }
     for (replica, log) in deleteLog {
       for delete in log {
@@ -78,7 +78,8 @@ extension RGA {
     }
   }
 
-  /// Exactly the inserts and deletes whose dots `context` lacks.
+  /// Exactly the inserts and deletes whose dots `context` lacks. Tombstones that
+  /// arrived without their content are sent without it.
   ///
   /// - Complexity: O(e + d log d) for e index entries and delete runs and d runs in the
   ///   result, plus the size of the result.
@@ -98,7 +99,7 @@ extension RGA {
     for pending in pendingInserts {
       let known = context.counters(of: pending.id.replica)
       let lower = pending.id.counter
-      let full = CounterRanges(lower...(lower + UInt64(pending.scalars.count - 1)))
+      let full = CounterRanges(lower...(lower + UInt64(pending.length - 1)))
       for range in full.subtracting(known).ranges {
         inserts.append(
           pending.slice(
@@ -134,18 +135,23 @@ extension RGA {
       guard from < to else { continue }
       let offset = Int(from - run.counter)
       let start = run.contentStart + offset
+      let id = Dot(replica: replica, counter: from)
+      let lamport = run.lamport + UInt64(offset)
+      let origin = offset == 0 ? run.origin : Dot(replica: replica, counter: from - 1)
+      // Tombstones that arrived without content travel without it.
       inserts.append(
-        RGADelta.Insert(
-          id: Dot(replica: replica, counter: from), lamport: run.lamport + UInt64(offset),
-          origin: offset == 0 ? run.origin : Dot(replica: replica, counter: from - 1),
-          scalars: Array(content[start..<start + Int(to - from)])))
+        !run.hasContent
+          ? RGADelta.Insert(id: id, lamport: lamport, origin: origin, droppedLength: Int(to - from))
+          : RGADelta.Insert(
+            id: id, lamport: lamport, origin: origin,
+            scalars: Array(content[start..<start + Int(to - from)])))
     }
   }
 
   // MARK: Integration
 
   private func isWellFormed(_ insert: RGADelta.Insert) -> Bool {
-    let length = UInt64(insert.scalars.count)
+    let length = UInt64(insert.length)
     guard length > 0, insert.id.counter > 0 else { return false }
     let (_, idOverflow) = insert.id.counter.addingReportingOverflow(length)
     let (lamportEnd, lamportOverflow) = insert.lamport.addingReportingOverflow(length)
@@ -165,7 +171,7 @@ extension RGA {
   private mutating func receive(_ insert: RGADelta.Insert, changes: inout [TextChange]) {
     guard isWellFormed(insert) else { return }
     let lower = insert.id.counter
-    let upper = lower + UInt64(insert.scalars.count)
+    let upper = lower + UInt64(insert.length)
     var lacking =
       index[insert.id.replica]?.missing(lower, upper) ?? [lower..<upper]
     if !pendingInserts.isEmpty {
@@ -173,7 +179,7 @@ extension RGA {
     }
     for range in lacking {
       let piece = insert.slice(from: Int(range.lowerBound - lower), length: range.count)
-      maxLamport = Swift.max(maxLamport, piece.lamport + UInt64(piece.scalars.count - 1))
+      maxLamport = Swift.max(maxLamport, piece.lamport + UInt64(piece.length - 1))
       if let origin = piece.origin, !isIntegrated(origin) {
         pendingInserts.add(piece)
       } else {
@@ -192,7 +198,7 @@ extension RGA {
       guard integrate(next, changes: &changes), !pendingInserts.isEmpty else { continue }
       let woken = pendingInserts.takeWaiting(
         replica: next.id.replica, lower: next.id.counter,
-        upper: next.id.counter + UInt64(next.scalars.count))
+        upper: next.id.counter + UInt64(next.length))
       work.append(contentsOf: woken.reversed())
     }
   }
@@ -231,19 +237,28 @@ extension RGA {
       leaf = order[rank]
       slot = 0
     }
-    let (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
-    let start = content.count
-    content.append(contentsOf: insert.scalars)
-    let length = insert.scalars.count
-    let utf16 = utf16Length(start..<start + length)
-    let run = Run(
-      replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
-      origin: insert.origin, contentStart: start, length: length, utf16: utf16, deleted: false)
-    insertRun(run, leaf: leaf, at: slot)
-    changes.append(
-      TextChange(
-        kind: .insert, scalarRange: scalarOffset..<scalarOffset + length,
-        utf16Range: utf16Offset..<utf16Offset + utf16))
+    let length = insert.length
+    if insert.isContentDropped {
+      // A tombstone without content: it only holds its ids, invisible from the start.
+      let run = Run(
+        replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
+        origin: insert.origin, contentStart: 0, hasContent: false, length: length,
+        utf16: length, deleted: true)
+      insertRun(run, leaf: leaf, at: slot)
+    } else {
+      let (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
+      let start = content.count
+      content.append(contentsOf: insert.scalars)
+      let utf16 = utf16Length(start..<start + length)
+      let run = Run(
+        replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
+        origin: insert.origin, contentStart: start, length: length, utf16: utf16, deleted: false)
+      insertRun(run, leaf: leaf, at: slot)
+      changes.append(
+        TextChange(
+          kind: .insert, scalarRange: scalarOffset..<scalarOffset + length,
+          utf16Range: utf16Offset..<utf16Offset + utf16))
+    }
     let resolved = unresolvedDeletes.take(
       replica: insert.id.replica, insert.id.counter..<insert.id.counter + UInt64(length))
     for target in resolved {

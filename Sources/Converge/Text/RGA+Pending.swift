@@ -90,7 +90,7 @@ struct PendingBuffer: Sendable, Sequence {
     }
     count += 1
     let lower = insert.id.counter
-    let entry = Entry(lower: lower, upper: lower + UInt64(insert.scalars.count), slot: slot)
+    let entry = Entry(lower: lower, upper: lower + UInt64(insert.length), slot: slot)
     let idSlot = ids.slotCreating(insert.id.replica, default: [])
     if let last = ids.values[idSlot].last, last.upper > lower {
       let position = Self.firstEntry(ids.values[idSlot], endingAfter: lower)
@@ -173,7 +173,7 @@ struct PendingBuffer: Sendable, Sequence {
       precondition(
         position < entries.count && entries[position].slot == slot
           && entries[position].lower == item.id.counter
-          && entries[position].upper == item.id.counter + UInt64(item.scalars.count),
+          && entries[position].upper == item.id.counter + UInt64(item.length),
         "buffered insert not indexed by its ids")
     }
     precondition(live == count, "buffered insert count")
@@ -269,5 +269,35 @@ struct UnresolvedDeletes: Sendable {
     guard !taken.isEmpty else { return [] }
     ranges.values[slot].replaceSubrange(start..<end, with: kept)
     return taken
+  }
+
+  /// `insert` cut where buffered delete targets begin and end, the targeted pieces
+  /// without content.
+  func splitDroppingTargets(_ insert: RGADelta.Insert) -> [RGADelta.Insert] {
+    guard let list = ranges[insert.id.replica], !list.isEmpty else { return [insert] }
+    let lower = insert.id.counter
+    let upper = lower + UInt64(insert.length)
+    var position = Self.firstRange(list, endingAfter: lower)
+    guard position < list.count, list[position].lowerBound < upper else { return [insert] }
+    var pieces: [RGADelta.Insert] = []
+    var cursor = lower
+    while cursor < upper {
+      if position < list.count, list[position].lowerBound < upper {
+        let target = list[position]
+        let from = Swift.max(target.lowerBound, cursor)
+        let to = Swift.min(target.upperBound, upper)
+        if cursor < from {
+          pieces.append(insert.slice(from: Int(cursor - lower), length: Int(from - cursor)))
+        }
+        pieces.append(
+          insert.slice(from: Int(from - lower), length: Int(to - from)).droppingContent)
+        cursor = to
+        position += 1
+      } else {
+        pieces.append(insert.slice(from: Int(cursor - lower), length: Int(upper - cursor)))
+        cursor = upper
+      }
+    }
+    return pieces
   }
 }

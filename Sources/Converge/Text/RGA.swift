@@ -81,8 +81,10 @@ public struct RGA: Sendable {
     var lamport: UInt64
     /// The origin of the first item; `nil` is the head of the text.
     var origin: Dot?
-    /// Where the run's scalars start in `content`.
+    /// Where the run's scalars start in `content`, if it has content: a tombstone that
+    /// arrived without its content (dropped by the sender) has none.
     var contentStart: Int
+    var hasContent = true
     var length: Int
     /// UTF-16 code units of the run's scalars.
     var utf16: Int
@@ -115,7 +117,8 @@ public struct RGA: Sendable {
   var visibleSums = FenwickTree(count: 1)
   /// Visible UTF-16 code units per leaf, by rank.
   var utf16Sums = FenwickTree(count: 1)
-  /// Every scalar ever inserted, tombstones included, append-only.
+  /// Every scalar inserted with content, append-only (tombstones that arrived without
+  /// content take no room).
   var content: [Unicode.Scalar] = []
   /// Per replica: which leaf holds each integrated id range.
   var index = ReplicaMap<ReplicaIndex>()
@@ -173,7 +176,7 @@ public struct RGA: Sendable {
   /// - Complexity: O(p).
   public var pendingCount: Int {
     var total = 0
-    for insert in pendingInserts { total += insert.scalars.count }
+    for insert in pendingInserts { total += insert.length }
     let (sum, overflow) = total.addingReportingOverflow(unresolvedDeletes.total)
     return overflow ? .max : sum
   }
