@@ -88,7 +88,9 @@ extension RGADelta {
     let (inserts, deletes) = canonicalRuns()
     TextWire.writeInserts(
       inserts, deleted: TextWire.Targets(deletes), to: &writer, replicas: table)
-    TextWire.writeDeletes(deletes, to: &writer, replicas: table)
+    let ids = TextWire.InsertIDs(
+      inserts.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) })
+    TextWire.writeDeletes(deletes, insertIDs: ids, to: &writer, replicas: table)
   }
 
   /// Reads runs written by ``write(to:replicas:)``, checking that they are canonical.
@@ -100,7 +102,9 @@ extension RGADelta {
   ///   that does not match the run lengths.
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let (headers, content) = try TextWire.readInsertHeaders(from: &reader, replicas: &table)
-    let deletes = try TextWire.readDeletes(from: &reader, replicas: &table)
+    let ids = TextWire.InsertIDs(
+      headers.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) })
+    let deletes = try TextWire.readDeletes(from: &reader, insertIDs: ids, replicas: &table)
     let inserts = try TextWire.attachContent(
       content, to: headers, deleted: TextWire.Targets(deletes))
     self.init(inserts: inserts, deletes: deletes)
@@ -162,9 +166,45 @@ enum TextWire {
   static let explicitOrigin: UInt64 = 1
   static let firstOwnOrigin: UInt64 = 2
 
-  /// The longest delete run one record holds, so that its count and two flags fit in
+  /// The longest delete run one record holds, so that its count and three flags fit in
   /// 64 bits; longer runs (only hostile input makes them) are written as several.
-  static let maximumDeleteRun: UInt64 = (1 << 62) - 1
+  static let maximumDeleteRun: UInt64 = (1 << 61) - 1
+
+  /// Per replica, the id ranges of a message's insert runs, sorted: a delete run's first
+  /// dot is usually the next counter of its replica that no insert run uses, and then
+  /// is not written.
+  struct InsertIDs {
+    var ranges: [ReplicaID: [Range<UInt64>]] = [:]
+
+    init(_ inserts: [(replica: ReplicaID, range: Range<UInt64>)]) {
+      for insert in inserts { ranges[insert.replica, default: []].append(insert.range) }
+    }
+
+    /// A walk over one replica's ranges for ascending queries.
+    struct Cursor {
+      let ranges: [Range<UInt64>]
+      var position = 0
+
+      /// The first counter at or after `counter` that no range holds.
+      mutating func firstFree(from counter: UInt64) -> UInt64 {
+        var result = counter
+        while position < ranges.count {
+          let range = ranges[position]
+          if range.upperBound <= result {
+            position += 1
+          } else if range.lowerBound <= result {
+            result = range.upperBound
+            position += 1
+          } else {
+            break
+          }
+        }
+        return result
+      }
+    }
+
+    func cursor(for replica: ReplicaID) -> Cursor { Cursor(ranges: ranges[replica] ?? []) }
+  }
 
   /// `delete` cut into runs of at most ``maximumDeleteRun`` deletes.
   static func split(_ delete: RGADelta.Delete) -> [RGADelta.Delete] {
@@ -514,7 +554,8 @@ enum TextWire {
   // MARK: Deletes
 
   static func writeDeletes(
-    _ deletes: [RGADelta.Delete], to writer: inout ByteWriter, replicas table: ReplicaTable
+    _ deletes: [RGADelta.Delete], insertIDs: InsertIDs, to writer: inout ByteWriter,
+    replicas table: ReplicaTable
   ) {
     var groups: [ArraySlice<RGADelta.Delete>] = []
     var groupStart = 0
@@ -533,11 +574,14 @@ enum TextWire {
       var nextFree: UInt64 = 1
       var previousTarget: UInt64 = 0
       var impliedReplica = first.dot.replica
+      var free = insertIDs.cursor(for: first.dot.replica)
       for delete in group {
-        writer.writeVarUInt(delete.dot.counter - nextFree)
+        let impliedDot = free.firstFree(from: nextFree) == delete.dot.counter
         let explicit = delete.target.replica != impliedReplica
         writer.writeVarUInt(
-          delete.count << 2 | (delete.isDescending ? 2 : 0) | (explicit ? 1 : 0))
+          delete.count << 3 | (impliedDot ? 4 : 0) | (delete.isDescending ? 2 : 0)
+            | (explicit ? 1 : 0))
+        if !impliedDot { writer.writeVarUInt(delete.dot.counter - nextFree) }
         if explicit { table.writeIndex(of: delete.target.replica, to: &writer) }
         impliedReplica = delete.target.replica
         writer.writeVarInt(Int64(bitPattern: delete.target.counter &- previousTarget))
@@ -548,18 +592,19 @@ enum TextWire {
   }
 
   static func readDeletes(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+    from reader: inout ByteReader, insertIDs: InsertIDs,
+    replicas table: inout DecodedReplicaTable
   ) throws -> [RGADelta.Delete] {
-    // A group is at least a replica index, a run count and one 3-byte run.
-    let groupCount = try reader.readCount(minimumBytesPerElement: 5)
+    // A group is at least a replica index, a run count and one 2-byte run.
+    let groupCount = try reader.readCount(minimumBytesPerElement: 4)
     var deletes: [RGADelta.Delete] = []
     var previousReplica: Int?
     for _ in 0..<groupCount {
       let (replicaIndex, replica) = try table.readReplica(from: &reader, after: previousReplica)
       previousReplica = replicaIndex
       let runsStart = reader.offset
-      // A run is at least gap, count and target counter: 3 bytes.
-      let runCount = try reader.readCount(minimumBytesPerElement: 3)
+      // A run is at least shape and target counter: 2 bytes.
+      let runCount = try reader.readCount(minimumBytesPerElement: 2)
       guard runCount > 0 else {
         throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
       }
@@ -568,13 +613,28 @@ enum TextWire {
       var previousTarget: UInt64 = 0
       var impliedReplica = replica
       var previous: RGADelta.Delete?
+      var free = insertIDs.cursor(for: replica)
       for _ in 0..<runCount {
         let start = reader.offset
-        let counter = try ByteReader.checkedAdd(nextFree, try reader.readVarUInt(), at: start)
         let countStart = reader.offset
         let packed = try reader.readVarUInt()
-        let count = packed >> 2
+        let count = packed >> 3
         let isDescending = packed & 2 != 0
+        let firstFree = free.firstFree(from: nextFree)
+        let counter: UInt64
+        if packed & 4 != 0 {
+          counter = firstFree
+        } else {
+          let gapStart = reader.offset
+          counter = try ByteReader.checkedAdd(nextFree, try reader.readVarUInt(), at: gapStart)
+          guard counter != firstFree else {
+            throw ConvergeDecodingError.invalidValue(
+              offset: gapStart, reason: "explicit delete dot that is implied")
+          }
+        }
+        guard counter > 0 else {
+          throw ConvergeDecodingError.invalidValue(offset: start, reason: "zero delete dot")
+        }
         guard count > 0 else {
           throw ConvergeDecodingError.invalidValue(offset: countStart, reason: "empty run")
         }
