@@ -96,4 +96,32 @@ import Testing
     #expect(Bool(relay == writer.rga))
     #expect(relay.string == "afgh")
   }
+
+  /// Tombstones take no content, so their lengths are bounded by the Lamport range only:
+  /// huge ones integrate and buffer without allocating and without overflowing counts.
+  @Test func hugeTombstonesWithoutContentStayCheap() {
+    let length = 1 << 61
+    var inserts: [RGADelta.Insert] = []
+    for raw in 1...4 as ClosedRange<UInt64> {
+      inserts.append(
+        RGADelta.Insert(
+          id: Dot(replica: ReplicaID(rawValue: raw), counter: 1), lamport: 2,
+          origin: Dot(replica: ReplicaID(rawValue: 9), counter: 1), droppedLength: length))
+    }
+    var text = RGA()
+    text.apply(RGADelta(inserts: inserts, deletes: []))
+    #expect(text.pendingCount == .max)
+    text.apply(
+      RGADelta(
+        inserts: [
+          RGADelta.Insert(
+            id: Dot(replica: ReplicaID(rawValue: 9), counter: 1), lamport: 1, origin: nil,
+            scalars: ["x"])
+        ], deletes: []))
+    #expect(text.pendingCount == 0 && text.string == "x")
+    text._checkInvariants()
+    var copy = RGA()
+    copy.apply(text.delta(since: CausalContext()))
+    #expect(Bool(copy == text))
+  }
 }

@@ -12,7 +12,10 @@
 ///   dot at a time (ascending or descending targets).
 ///
 /// A run is one record however many scalars it holds, so a typed word costs a few bytes
-/// plus its UTF-8. The scalars of all insert runs follow as one UTF-8 blob.
+/// plus its UTF-8. The scalars of all insert runs follow as one UTF-8 blob, without the
+/// scalars the message's own delete runs remove: tombstones travel without content. A
+/// delete run's first dot is not written when it is the next counter of its replica
+/// that no insert run uses.
 extension RGADelta {
   /// The runs in canonical order and shape.
   ///

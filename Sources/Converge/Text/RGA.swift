@@ -15,7 +15,8 @@
 /// a run hangs under its predecessor, so a whole run sorts as one subtree.
 ///
 /// Deleting a scalar leaves a tombstone, so later inserts can still name it as their
-/// origin. Every deleted scalar gets its own delete dot, which makes
+/// origin. A tombstone's content does not count: `==` ignores it, the wire form does not
+/// carry it, and a tombstone that arrived without it holds none. Every deleted scalar gets its own delete dot, which makes
 /// ``delta(since:)`` exact: a peer receives the deletes it lacks, never the whole
 /// delete history.
 ///
@@ -59,6 +60,8 @@
 /// - local insert and delete: O(log n) plus O(k) for k scalars; splitting a full leaf
 ///   rebuilds the Fenwick tree in O(n / 64), once every 32 run insertions at most;
 /// - remote insert: O(log n) plus the runs of concurrent siblings it must skip;
+/// - buffered items: indexed by the origin or target they wait for, so an arriving run
+///   integrates exactly what waited for it, and p buffered items drain in O(p log p);
 /// - ``delta(since:)``, ``dots``, ``merge(_:)``, `==`: O(n).
 ///
 /// Measured on the project's 2-core machine, release build, one replica
@@ -176,7 +179,11 @@ public struct RGA: Sendable {
   /// - Complexity: O(p).
   public var pendingCount: Int {
     var total = 0
-    for insert in pendingInserts { total += insert.length }
+    // Saturating: runs without content may be up to 2^62 long each.
+    for insert in pendingInserts {
+      let (sum, overflow) = total.addingReportingOverflow(insert.length)
+      total = overflow ? .max : sum
+    }
     let (sum, overflow) = total.addingReportingOverflow(unresolvedDeletes.total)
     return overflow ? .max : sum
   }
