@@ -91,8 +91,11 @@ extension RGADelta {
     let (inserts, deletes) = canonicalRuns()
     TextWire.writeInserts(
       inserts, deleted: TextWire.Targets(deletes), to: &writer, replicas: table)
-    let ids = TextWire.InsertIDs(
-      inserts.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) })
+    let ids =
+      deletes.isEmpty
+      ? TextWire.InsertIDs([])
+      : TextWire.InsertIDs(
+        inserts.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) })
     TextWire.writeDeletes(deletes, insertIDs: ids, to: &writer, replicas: table)
   }
 
@@ -105,9 +108,12 @@ extension RGADelta {
   ///   that does not match the run lengths.
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let (headers, content) = try TextWire.readInsertHeaders(from: &reader, replicas: &table)
-    let ids = TextWire.InsertIDs(
-      headers.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) })
-    let deletes = try TextWire.readDeletes(from: &reader, insertIDs: ids, replicas: &table)
+    // Built only when there are delete runs to read.
+    let deletes = try TextWire.readDeletes(
+      from: &reader,
+      insertIDs: TextWire.InsertIDs(
+        headers.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) }),
+      replicas: &table)
     let inserts = try TextWire.attachContent(
       content, to: headers, deleted: TextWire.Targets(deletes))
     self.init(inserts: inserts, deletes: deletes)
@@ -595,11 +601,13 @@ enum TextWire {
   }
 
   static func readDeletes(
-    from reader: inout ByteReader, insertIDs: InsertIDs,
+    from reader: inout ByteReader, insertIDs makeInsertIDs: @autoclosure () -> InsertIDs,
     replicas table: inout DecodedReplicaTable
   ) throws -> [RGADelta.Delete] {
     // A group is at least a replica index, a run count and one 2-byte run.
     let groupCount = try reader.readCount(minimumBytesPerElement: 4)
+    guard groupCount > 0 else { return [] }
+    let insertIDs = makeInsertIDs()
     var deletes: [RGADelta.Delete] = []
     var previousReplica: Int?
     for _ in 0..<groupCount {
