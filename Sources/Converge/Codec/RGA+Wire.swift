@@ -250,6 +250,9 @@ enum TextWire {
   struct Targets {
     private var ranges: [ReplicaID: [Range<UInt64>]] = [:]
 
+    /// Whether the message deletes nothing.
+    var isEmpty: Bool { ranges.isEmpty }
+
     init(_ deletes: [RGADelta.Delete]) {
       var unsorted: [ReplicaID: [Range<UInt64>]] = [:]
       for delete in deletes where delete.isWellFormed {
@@ -507,6 +510,20 @@ enum TextWire {
     var inserts: [RGADelta.Insert] = []
     inserts.reserveCapacity(headers.count)
     var position = 0
+    if deleted.isEmpty {
+      // Nothing deleted: every run takes its scalars from the content in order.
+      for header in headers {
+        guard header.length <= scalars.count - position else { throw mismatch }
+        let next = position + header.length
+        inserts.append(
+          RGADelta.Insert(
+            id: header.id, lamport: header.lamport, origin: header.origin,
+            scalars: Array(scalars[position..<next])))
+        position = next
+      }
+      guard position == scalars.count else { throw mismatch }
+      return inserts
+    }
     for header in headers {
       let insert = RGADelta.Insert(
         id: header.id, lamport: header.lamport, origin: header.origin,

@@ -193,7 +193,11 @@ extension RGA {
   private mutating func integrateAndDrain(
     _ insert: RGADelta.Insert, changes: inout [TextChange]
   ) {
-    var work = [insert]
+    guard integrate(insert, changes: &changes), !pendingInserts.isEmpty else { return }
+    var work: [RGADelta.Insert] = pendingInserts.takeWaiting(
+      replica: insert.id.replica, lower: insert.id.counter,
+      upper: insert.id.counter + UInt64(insert.length)
+    ).reversed()
     while let next = work.popLast() {
       guard integrate(next, changes: &changes), !pendingInserts.isEmpty else { continue }
       let woken = pendingInserts.takeWaiting(
