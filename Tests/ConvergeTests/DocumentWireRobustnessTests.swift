@@ -111,15 +111,17 @@ import Testing
   }
 
   /// No inserts, then one delete group of replica #0 holding one run: `packedCount` is
-  /// `count << 2 | descending << 1 | explicit target replica`.
+  /// `count << 2 | descending << 1 | explicit target replica`; the shape written is
+  /// `count << 3 | implied dot << 2 | descending << 1 | explicit`, the dot implied (the
+  /// first free counter, 1) when `gap` is 0.
   private static func oneDelete(
     packedCount: UInt64, target: Int64, gap: UInt64 = 0, explicitTarget: [UInt8] = []
   ) -> [UInt8] {
     textDelta { writer in
       writer.writeBytes([0, 0])  // no insert groups, empty content
       writer.writeBytes([1, 0, 1])
-      writer.writeVarUInt(gap)
-      writer.writeVarUInt(packedCount)
+      writer.writeVarUInt((packedCount >> 2) << 3 | (gap == 0 ? 4 : 0) | packedCount & 3)
+      if gap != 0 { writer.writeVarUInt(gap) }
       writer.writeBytes(explicitTarget)
       writer.writeVarInt(target)
     }
@@ -197,8 +199,8 @@ import Testing
   }
 
   @Test func hugeButValidRunsDecodeAndApplyQuickly() throws {
-    // 2^61 deletes of missing targets: one record, buffered as one range.
-    let huge = Self.oneDelete(packedCount: 1 << 63, target: 1)
+    // 2^61 - 1 deletes of missing targets: one record, buffered as one range.
+    let huge = Self.oneDelete(packedCount: ((1 << 61) - 1) << 2, target: 1)
     let delta = try DocumentDelta(decoding: huge)
     #expect(delta.encoded() == huge)
     var document = Document()
@@ -224,7 +226,7 @@ import Testing
 
   @Test func deleteRunsLongerThanOneRecordAreSplit() throws {
     // The longest run one record holds, then five more deletes that continue it.
-    let longest: UInt64 = (1 << 62) - 1
+    let longest: UInt64 = (1 << 61) - 1
     let first = try DocumentDelta(decoding: Self.oneDelete(packedCount: longest << 2, target: 1))
     let second = try DocumentDelta(
       decoding: Self.oneDelete(packedCount: 5 << 2, target: Int64(longest) + 1, gap: longest))

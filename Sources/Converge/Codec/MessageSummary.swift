@@ -118,7 +118,7 @@ public struct MessageSummary: Sendable {
           lines.append("  \(name): set, \(elements.count) elements")
         case .text(let text)?:
           let (inserts, deletes) = text.canonicalRuns()
-          let scalars = inserts.reduce(0) { $0 + $1.scalars.count }
+          let scalars = inserts.reduce(0) { $0 &+ $1.length }
           let deleted = deletes.reduce(UInt64(0)) { $0 &+ $1.count }
           lines.append(
             "  \(name): text, \(inserts.count) insert runs (\(scalars) scalars), "

@@ -12,31 +12,35 @@
 ///   dot at a time (ascending or descending targets).
 ///
 /// A run is one record however many scalars it holds, so a typed word costs a few bytes
-/// plus its UTF-8. The scalars of all insert runs follow as one UTF-8 blob.
+/// plus its UTF-8. The scalars of all insert runs follow as one UTF-8 blob, without the
+/// scalars the message's own delete runs remove: tombstones travel without content. A
+/// delete run's first dot is not written when it is the next counter of its replica
+/// that no insert run uses.
 extension RGADelta {
   /// The runs in canonical order and shape.
   ///
   /// - Complexity: O(d log d) for d runs, plus the scalars copied.
-  func canonicalRuns() -> (inserts: [Insert], deletes: [Delete]) {
-    var inserts: [Insert] = []
+  func canonicalRuns() -> (inserts: [TextWire.InsertRun], deletes: [Delete]) {
+    var inserts: [TextWire.InsertRun] = []
     inserts.reserveCapacity(self.inserts.count)
-    for insert in self.inserts.sorted(by: { $0.id < $1.id }) where !insert.scalars.isEmpty {
+    for insert in self.inserts.sorted(by: { $0.id < $1.id }) where insert.length > 0 {
       guard let last = inserts.last, last.id.replica == insert.id.replica else {
-        inserts.append(insert)
+        inserts.append(TextWire.InsertRun(insert))
         continue
       }
-      let lastEnd = last.id.counter + UInt64(last.scalars.count)
+      let lastEnd = last.id.counter + UInt64(last.length)
       var piece = insert
       if insert.id.counter < lastEnd {
         // The same ids are the same events: keep only what `last` does not hold.
         let overlap = lastEnd - insert.id.counter
-        guard overlap < UInt64(insert.scalars.count) else { continue }
-        piece = insert.suffix(from: Int(overlap))
+        guard overlap < UInt64(insert.length) else { continue }
+        piece = insert.slice(from: Int(overlap), length: insert.length - Int(overlap))
       }
       if TextWire.continues(last, with: piece) {
-        inserts[inserts.count - 1].scalars.append(contentsOf: piece.scalars)
+        inserts[inserts.count - 1].parts.append(piece)
+        inserts[inserts.count - 1].length += piece.length
       } else {
-        inserts.append(piece)
+        inserts.append(TextWire.InsertRun(piece))
       }
     }
     var deletes: [Delete] = []
@@ -85,8 +89,14 @@ extension RGADelta {
   /// - Complexity: O(d log d + s) for d runs and s scalars.
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     let (inserts, deletes) = canonicalRuns()
-    TextWire.writeInserts(inserts, to: &writer, replicas: table)
-    TextWire.writeDeletes(deletes, to: &writer, replicas: table)
+    TextWire.writeInserts(
+      inserts, deleted: TextWire.Targets(deletes), to: &writer, replicas: table)
+    let ids =
+      deletes.isEmpty
+      ? TextWire.InsertIDs([])
+      : TextWire.InsertIDs(
+        inserts.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) })
+    TextWire.writeDeletes(deletes, insertIDs: ids, to: &writer, replicas: table)
   }
 
   /// Reads runs written by ``write(to:replicas:)``, checking that they are canonical.
@@ -97,20 +107,16 @@ extension RGADelta {
   ///   maximal, Lamport numbers out of range, origins inside their own run, and content
   ///   that does not match the run lengths.
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
-    let inserts = try TextWire.readInserts(from: &reader, replicas: &table)
-    let deletes = try TextWire.readDeletes(from: &reader, replicas: &table)
+    let (headers, content) = try TextWire.readInsertHeaders(from: &reader, replicas: &table)
+    // Built only when there are delete runs to read.
+    let deletes = try TextWire.readDeletes(
+      from: &reader,
+      insertIDs: TextWire.InsertIDs(
+        headers.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) }),
+      replicas: &table)
+    let inserts = try TextWire.attachContent(
+      content, to: headers, deleted: TextWire.Targets(deletes))
     self.init(inserts: inserts, deletes: deletes)
-  }
-}
-
-extension RGADelta.Insert {
-  /// The run from `offset` to its end.
-  fileprivate func suffix(from offset: Int) -> RGADelta.Insert {
-    let step = UInt64(offset)
-    return RGADelta.Insert(
-      id: Dot(replica: id.replica, counter: id.counter + step), lamport: lamport + step,
-      origin: Dot(replica: id.replica, counter: id.counter + step - 1),
-      scalars: Array(scalars[offset...]))
   }
 }
 
@@ -146,7 +152,7 @@ extension RGA {
     for insert in delta.inserts {
       let first = insert.id.counter
       expected.insert(
-        replica: insert.id.replica, counters: first...(first + UInt64(insert.scalars.count - 1)))
+        replica: insert.id.replica, counters: first...(first + UInt64(insert.length - 1)))
     }
     for delete in delta.deletes {
       expected.insert(
@@ -169,9 +175,45 @@ enum TextWire {
   static let explicitOrigin: UInt64 = 1
   static let firstOwnOrigin: UInt64 = 2
 
-  /// The longest delete run one record holds, so that its count and two flags fit in
+  /// The longest delete run one record holds, so that its count and three flags fit in
   /// 64 bits; longer runs (only hostile input makes them) are written as several.
-  static let maximumDeleteRun: UInt64 = (1 << 62) - 1
+  static let maximumDeleteRun: UInt64 = (1 << 61) - 1
+
+  /// Per replica, the id ranges of a message's insert runs, sorted: a delete run's first
+  /// dot is usually the next counter of its replica that no insert run uses, and then
+  /// is not written.
+  struct InsertIDs {
+    var ranges: [ReplicaID: [Range<UInt64>]] = [:]
+
+    init(_ inserts: [(replica: ReplicaID, range: Range<UInt64>)]) {
+      for insert in inserts { ranges[insert.replica, default: []].append(insert.range) }
+    }
+
+    /// A walk over one replica's ranges for ascending queries.
+    struct Cursor {
+      let ranges: [Range<UInt64>]
+      var position = 0
+
+      /// The first counter at or after `counter` that no range holds.
+      mutating func firstFree(from counter: UInt64) -> UInt64 {
+        var result = counter
+        while position < ranges.count {
+          let range = ranges[position]
+          if range.upperBound <= result {
+            position += 1
+          } else if range.lowerBound <= result {
+            result = range.upperBound
+            position += 1
+          } else {
+            break
+          }
+        }
+        return result
+      }
+    }
+
+    func cursor(for replica: ReplicaID) -> Cursor { Cursor(ranges: ranges[replica] ?? []) }
+  }
 
   /// `delete` cut into runs of at most ``maximumDeleteRun`` deletes.
   static func split(_ delete: RGADelta.Delete) -> [RGADelta.Delete] {
@@ -185,9 +227,90 @@ enum TextWire {
     return pieces
   }
 
+  /// An insert run as written: one record, whose parts may differ in whether they
+  /// carry content.
+  struct InsertRun {
+    var id: Dot
+    var lamport: UInt64
+    var origin: Dot?
+    var length: Int
+    var parts: [RGADelta.Insert]
+
+    init(_ insert: RGADelta.Insert) {
+      id = insert.id
+      lamport = insert.lamport
+      origin = insert.origin
+      length = insert.length
+      parts = [insert]
+    }
+  }
+
+  /// The scalars a message's own delete runs remove: per target replica, sorted and
+  /// joined counter ranges. Their content is not written.
+  struct Targets {
+    private var ranges: [ReplicaID: [Range<UInt64>]] = [:]
+
+    /// Whether the message deletes nothing.
+    var isEmpty: Bool { ranges.isEmpty }
+
+    init(_ deletes: [RGADelta.Delete]) {
+      var unsorted: [ReplicaID: [Range<UInt64>]] = [:]
+      for delete in deletes where delete.isWellFormed {
+        let target = delete.targetRange
+        unsorted[target.replica, default: []].append(target.lower..<target.upper)
+      }
+      for (replica, list) in unsorted {
+        var joined: [Range<UInt64>] = []
+        for range in list.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+          if let last = joined.last, range.lowerBound <= last.upperBound {
+            joined[joined.count - 1] =
+              last.lowerBound..<Swift.max(last.upperBound, range.upperBound)
+          } else {
+            joined.append(range)
+          }
+        }
+        ranges[replica] = joined
+      }
+    }
+
+    /// `lower..<upper` of `replica` cut into pieces, each wholly removed or not, in
+    /// order.
+    func pieces(replica: ReplicaID, _ lower: UInt64, _ upper: UInt64)
+      -> [(range: Range<UInt64>, deleted: Bool)]
+    {
+      guard let list = ranges[replica], !list.isEmpty else { return [(lower..<upper, false)] }
+      var low = 0
+      var high = list.count
+      while low < high {
+        let middle = (low + high) / 2
+        if list[middle].upperBound <= lower { low = middle + 1 } else { high = middle }
+      }
+      var result: [(range: Range<UInt64>, deleted: Bool)] = []
+      var cursor = lower
+      var position = low
+      while cursor < upper {
+        guard position < list.count, list[position].lowerBound < upper else {
+          result.append((cursor..<upper, false))
+          break
+        }
+        let target = list[position]
+        if cursor < target.lowerBound { result.append((cursor..<target.lowerBound, false)) }
+        let end = Swift.min(target.upperBound, upper)
+        result.append((Swift.max(cursor, target.lowerBound)..<end, true))
+        cursor = end
+        position += 1
+      }
+      return result
+    }
+  }
+
+  /// Written for scalars a run lacks the content of that the message does not delete
+  /// (a tombstone sent to a peer that knows its delete already).
+  static let placeholder: Unicode.Scalar = "\u{FFFD}"
+
   /// Whether `next` continues the run `last` exactly, so the two are one run.
-  static func continues(_ last: RGADelta.Insert, with next: RGADelta.Insert) -> Bool {
-    let length = UInt64(last.scalars.count)
+  static func continues(_ last: InsertRun, with next: RGADelta.Insert) -> Bool {
+    let length = UInt64(last.length)
     let (end, overflow) = last.id.counter.addingReportingOverflow(length)
     let (lamportEnd, lamportOverflow) = last.lamport.addingReportingOverflow(length)
     return !overflow && !lamportOverflow && next.id.replica == last.id.replica
@@ -227,9 +350,10 @@ enum TextWire {
   // MARK: Inserts
 
   static func writeInserts(
-    _ inserts: [RGADelta.Insert], to writer: inout ByteWriter, replicas table: ReplicaTable
+    _ inserts: [InsertRun], deleted: Targets, to writer: inout ByteWriter,
+    replicas table: ReplicaTable
   ) {
-    var groups: [ArraySlice<RGADelta.Insert>] = []
+    var groups: [ArraySlice<InsertRun>] = []
     var groupStart = 0
     for index in inserts.indices
     where index + 1 == inserts.count || inserts[index + 1].id.replica != inserts[index].id.replica {
@@ -245,8 +369,8 @@ enum TextWire {
       var nextFree: UInt64 = 1
       var predictedLamport = first.id.counter
       for insert in group {
-        let length = UInt64(insert.scalars.count)
-        scalarCount += insert.scalars.count
+        let length = UInt64(insert.length)
+        scalarCount += insert.length
         writer.writeVarUInt(insert.id.counter - nextFree)
         writer.writeVarUInt(length)
         // A replica's later run usually continues its Lamport numbers where the previous
@@ -270,26 +394,40 @@ enum TextWire {
     var content: [UInt8] = []
     content.reserveCapacity(scalarCount)
     for insert in inserts {
-      for scalar in insert.scalars { UTF8.encode(scalar) { content.append($0) } }
+      for part in insert.parts {
+        let lower = part.id.counter
+        for (range, isDeleted) in deleted.pieces(
+          replica: part.id.replica, lower, lower + UInt64(part.length))
+        where !isDeleted {
+          if part.isContentDropped {
+            for _ in range { UTF8.encode(placeholder) { content.append($0) } }
+          } else {
+            let from = Int(range.lowerBound - lower)
+            for scalar in part.scalars[from..<from + range.count] {
+              UTF8.encode(scalar) { content.append($0) }
+            }
+          }
+        }
+      }
     }
     writer.writeLengthPrefixedBytes(content)
   }
 
   /// A decoded insert run before its scalars are attached.
-  private struct RunHeader {
+  struct RunHeader {
     var id: Dot
     var lamport: UInt64
     var origin: Dot?
     var length: Int
   }
 
-  static func readInserts(
+  /// The insert groups and the content bytes that follow them.
+  static func readInsertHeaders(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
-  ) throws -> [RGADelta.Insert] {
+  ) throws -> (headers: [RunHeader], content: (bytes: ArraySlice<UInt8>, offset: Int)) {
     // A group is at least a replica index, a run count and one 4-byte run.
     let groupCount = try reader.readCount(minimumBytesPerElement: 6)
     var headers: [RunHeader] = []
-    var totalLength = 0
     var previousReplica: Int?
     for _ in 0..<groupCount {
       let (replicaIndex, replica) = try table.readReplica(from: &reader, after: previousReplica)
@@ -309,12 +447,13 @@ enum TextWire {
         let counter = try ByteReader.checkedAdd(nextFree, try reader.readVarUInt(), at: start)
         let lengthStart = reader.offset
         let rawLength = try reader.readVarUInt()
-        // Every scalar takes at least one byte of the content that follows.
         guard rawLength > 0 else {
           throw ConvergeDecodingError.invalidValue(offset: lengthStart, reason: "empty run")
         }
-        guard rawLength <= UInt64(reader.remainingCount) else {
-          throw ConvergeDecodingError.truncated(offset: lengthStart)
+        // Deleted scalars take no content bytes, so only the Lamport range bounds a length.
+        guard rawLength <= RGA.lamportLimit else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: lengthStart, reason: "Lamport number out of range")
         }
         let length = Int(rawLength)
         let end = try ByteReader.checkedAdd(counter, rawLength, at: lengthStart)
@@ -337,7 +476,6 @@ enum TextWire {
           throw ConvergeDecodingError.invalidValue(
             offset: start, reason: "insert run continues the previous one")
         }
-        totalLength = try checkedTotal(totalLength, length, remaining: reader, at: lengthStart)
         headers.append(header)
         previous = header
         predictedLamport = lamportEnd
@@ -346,49 +484,70 @@ enum TextWire {
     }
     let contentStart = reader.offset
     let content = try reader.readLengthPrefixedBytes()
+    return (headers, (content, contentStart))
+  }
+
+  /// The insert runs of `headers` with their scalars: those of scalars that `deleted`
+  /// removes are not in `content` and travel without content, the others are taken from
+  /// `content` in order.
+  static func attachContent(
+    _ content: (bytes: ArraySlice<UInt8>, offset: Int), to headers: [RunHeader],
+    deleted: Targets
+  ) throws -> [RGADelta.Insert] {
     var scalars: [Unicode.Scalar] = []
-    scalars.reserveCapacity(Swift.min(totalLength, content.count))
+    scalars.reserveCapacity(content.bytes.count)
     var decoder = UTF8()
-    var iterator = content.makeIterator()
+    var iterator = content.bytes.makeIterator()
     decoding: while true {
       switch decoder.decode(&iterator) {
-      case .scalarValue(let scalar):
-        guard scalars.count < totalLength else {
-          throw ConvergeDecodingError.invalidValue(
-            offset: contentStart, reason: "text content does not match its runs")
-        }
-        scalars.append(scalar)
+      case .scalarValue(let scalar): scalars.append(scalar)
       case .emptyInput: break decoding
-      case .error: throw ConvergeDecodingError.invalidUTF8(offset: contentStart)
+      case .error: throw ConvergeDecodingError.invalidUTF8(offset: content.offset)
       }
     }
-    guard scalars.count == totalLength else {
-      throw ConvergeDecodingError.invalidValue(
-        offset: contentStart, reason: "text content does not match its runs")
-    }
+    let mismatch = ConvergeDecodingError.invalidValue(
+      offset: content.offset, reason: "text content does not match its runs")
     var inserts: [RGADelta.Insert] = []
     inserts.reserveCapacity(headers.count)
     var position = 0
+    if deleted.isEmpty {
+      // Nothing deleted: every run takes its scalars from the content in order.
+      for header in headers {
+        guard header.length <= scalars.count - position else { throw mismatch }
+        let next = position + header.length
+        inserts.append(
+          RGADelta.Insert(
+            id: header.id, lamport: header.lamport, origin: header.origin,
+            scalars: Array(scalars[position..<next])))
+        position = next
+      }
+      guard position == scalars.count else { throw mismatch }
+      return inserts
+    }
     for header in headers {
-      let next = position + header.length
-      inserts.append(
-        RGADelta.Insert(
-          id: header.id, lamport: header.lamport, origin: header.origin,
-          scalars: Array(scalars[position..<next])))
-      position = next
+      let insert = RGADelta.Insert(
+        id: header.id, lamport: header.lamport, origin: header.origin,
+        droppedLength: header.length)
+      let lower = header.id.counter
+      for (range, isDeleted) in deleted.pieces(
+        replica: header.id.replica, lower, lower + UInt64(header.length))
+      {
+        let piece = insert.slice(from: Int(range.lowerBound - lower), length: range.count)
+        if isDeleted {
+          inserts.append(piece)
+          continue
+        }
+        guard range.count <= scalars.count - position else { throw mismatch }
+        let next = position + range.count
+        inserts.append(
+          RGADelta.Insert(
+            id: piece.id, lamport: piece.lamport, origin: piece.origin,
+            scalars: Array(scalars[position..<next])))
+        position = next
+      }
     }
+    guard position == scalars.count else { throw mismatch }
     return inserts
-  }
-
-  private static func checkedTotal(
-    _ total: Int, _ length: Int, remaining reader: ByteReader, at offset: Int
-  ) throws -> Int {
-    let (sum, overflow) = total.addingReportingOverflow(length)
-    // The content (at least one byte per scalar) is still to come.
-    guard !overflow, sum <= reader.remainingCount else {
-      throw ConvergeDecodingError.truncated(offset: offset)
-    }
-    return sum
   }
 
   private static func readOrigin(
@@ -421,7 +580,8 @@ enum TextWire {
   // MARK: Deletes
 
   static func writeDeletes(
-    _ deletes: [RGADelta.Delete], to writer: inout ByteWriter, replicas table: ReplicaTable
+    _ deletes: [RGADelta.Delete], insertIDs: InsertIDs, to writer: inout ByteWriter,
+    replicas table: ReplicaTable
   ) {
     var groups: [ArraySlice<RGADelta.Delete>] = []
     var groupStart = 0
@@ -440,11 +600,14 @@ enum TextWire {
       var nextFree: UInt64 = 1
       var previousTarget: UInt64 = 0
       var impliedReplica = first.dot.replica
+      var free = insertIDs.cursor(for: first.dot.replica)
       for delete in group {
-        writer.writeVarUInt(delete.dot.counter - nextFree)
+        let impliedDot = free.firstFree(from: nextFree) == delete.dot.counter
         let explicit = delete.target.replica != impliedReplica
         writer.writeVarUInt(
-          delete.count << 2 | (delete.isDescending ? 2 : 0) | (explicit ? 1 : 0))
+          delete.count << 3 | (impliedDot ? 4 : 0) | (delete.isDescending ? 2 : 0)
+            | (explicit ? 1 : 0))
+        if !impliedDot { writer.writeVarUInt(delete.dot.counter - nextFree) }
         if explicit { table.writeIndex(of: delete.target.replica, to: &writer) }
         impliedReplica = delete.target.replica
         writer.writeVarInt(Int64(bitPattern: delete.target.counter &- previousTarget))
@@ -455,18 +618,21 @@ enum TextWire {
   }
 
   static func readDeletes(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+    from reader: inout ByteReader, insertIDs makeInsertIDs: @autoclosure () -> InsertIDs,
+    replicas table: inout DecodedReplicaTable
   ) throws -> [RGADelta.Delete] {
-    // A group is at least a replica index, a run count and one 3-byte run.
-    let groupCount = try reader.readCount(minimumBytesPerElement: 5)
+    // A group is at least a replica index, a run count and one 2-byte run.
+    let groupCount = try reader.readCount(minimumBytesPerElement: 4)
+    guard groupCount > 0 else { return [] }
+    let insertIDs = makeInsertIDs()
     var deletes: [RGADelta.Delete] = []
     var previousReplica: Int?
     for _ in 0..<groupCount {
       let (replicaIndex, replica) = try table.readReplica(from: &reader, after: previousReplica)
       previousReplica = replicaIndex
       let runsStart = reader.offset
-      // A run is at least gap, count and target counter: 3 bytes.
-      let runCount = try reader.readCount(minimumBytesPerElement: 3)
+      // A run is at least shape and target counter: 2 bytes.
+      let runCount = try reader.readCount(minimumBytesPerElement: 2)
       guard runCount > 0 else {
         throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
       }
@@ -475,13 +641,28 @@ enum TextWire {
       var previousTarget: UInt64 = 0
       var impliedReplica = replica
       var previous: RGADelta.Delete?
+      var free = insertIDs.cursor(for: replica)
       for _ in 0..<runCount {
         let start = reader.offset
-        let counter = try ByteReader.checkedAdd(nextFree, try reader.readVarUInt(), at: start)
         let countStart = reader.offset
         let packed = try reader.readVarUInt()
-        let count = packed >> 2
+        let count = packed >> 3
         let isDescending = packed & 2 != 0
+        let firstFree = free.firstFree(from: nextFree)
+        let counter: UInt64
+        if packed & 4 != 0 {
+          counter = firstFree
+        } else {
+          let gapStart = reader.offset
+          counter = try ByteReader.checkedAdd(nextFree, try reader.readVarUInt(), at: gapStart)
+          guard counter != firstFree else {
+            throw ConvergeDecodingError.invalidValue(
+              offset: gapStart, reason: "explicit delete dot that is implied")
+          }
+        }
+        guard counter > 0 else {
+          throw ConvergeDecodingError.invalidValue(offset: start, reason: "zero delete dot")
+        }
         guard count > 0 else {
           throw ConvergeDecodingError.invalidValue(offset: countStart, reason: "empty run")
         }

@@ -61,10 +61,7 @@ extension RGA {
       let known = ReplicaIndex(entries: entries).missing(firstDot.counter, end)
       guard known == [firstDot.counter..<end] else { return false }
     }
-    return !pendingInserts.contains { pending in
-      pending.id.replica == firstDot.replica && pending.id.counter < end
-        && firstDot.counter < pending.id.counter + UInt64(pending.scalars.count)
-    }
+    return !pendingInserts.overlaps(replica: firstDot.replica, firstDot.counter..<end)
   }
 
   /// Inserts already-appended content as a new local run; returns its origin.

@@ -10,7 +10,9 @@ struct CanonicalRun: Equatable {
 
 extension RGA: Equatable {
   /// Two texts are equal when they integrated the same inserts and deletes and buffer
-  /// the same ones, whatever the order of delivery and the shape of their storage.
+  /// the same ones, whatever the order of delivery and the shape of their storage. The
+  /// content of deleted scalars (and of buffered ones a known delete targets) does not
+  /// count: it may have been dropped.
   ///
   /// - Complexity: O(n + p + e).
   public static func == (lhs: RGA, rhs: RGA) -> Bool {
@@ -22,14 +24,15 @@ extension RGA: Equatable {
       && lhs.canonicalPending() == rhs.canonicalPending()
   }
 
-  /// Every item in document order, as maximal runs, and every scalar, tombstones
-  /// included.
+  /// Every item in document order, as maximal runs, and every visible scalar.
   func canonicalItems() -> (runs: [CanonicalRun], scalars: [Unicode.Scalar]) {
     var runs: [CanonicalRun] = []
     var scalars: [Unicode.Scalar] = []
     for leafID in order {
       for run in leaves[leafID].runs {
-        scalars.append(contentsOf: content[run.contentStart..<run.contentStart + run.length])
+        if !run.deleted {
+          scalars.append(contentsOf: content[run.contentStart..<run.contentStart + run.length])
+        }
         if let last = runs.last, last.replica == run.replica, last.deleted == run.deleted,
           last.counter + UInt64(last.length) == run.counter,
           last.lamport + UInt64(last.length) == run.lamport,
@@ -73,14 +76,17 @@ extension RGA: Equatable {
     return result
   }
 
-  /// The buffered inserts sorted by id and joined.
+  /// The buffered inserts sorted by id and joined, without the content of the scalars
+  /// a buffered delete targets.
   func canonicalPending() -> [RGADelta.Insert] {
     var result: [RGADelta.Insert] = []
     for insert in pendingInserts.sorted(by: { $0.id < $1.id }) {
-      if let last = result.last, last.isContinued(by: insert) {
-        result[result.count - 1].scalars.append(contentsOf: insert.scalars)
-      } else {
-        result.append(insert)
+      for piece in unresolvedDeletes.splitDroppingTargets(insert) {
+        if let last = result.last, last.isContinued(by: piece) {
+          result[result.count - 1].append(piece)
+        } else {
+          result.append(piece)
+        }
       }
     }
     return result
@@ -107,10 +113,14 @@ extension RGA: Equatable {
       var utf16 = 0
       for run in leaf.runs {
         precondition(run.length > 0, "empty run")
-        precondition(run.contentStart >= 0 && run.contentStart + run.length <= content.count)
-        precondition(
-          run.utf16 == utf16Length(run.contentStart..<run.contentStart + run.length),
-          "UTF-16 count of a run")
+        if run.hasContent {
+          precondition(run.contentStart >= 0 && run.contentStart + run.length <= content.count)
+          precondition(
+            run.utf16 == utf16Length(run.contentStart..<run.contentStart + run.length),
+            "UTF-16 count of a run")
+        } else {
+          precondition(run.deleted && run.utf16 == run.length, "a run without content")
+        }
         precondition(
           index[run.replica]?.leaf(containing: run.counter) == leafID
             && index[run.replica]?.leaf(containing: run.counter + UInt64(run.length - 1))
@@ -142,14 +152,21 @@ extension RGA: Equatable {
       }
       precondition(indexed == covered[replica, default: 0], "index covers exactly the runs")
     }
+    pendingInserts.checkInvariants()
     for pending in pendingInserts {
       precondition(!isIntegrated(pending.id), "buffered insert already integrated")
     }
-    for target in unresolvedDeletes {
-      precondition(
-        (index[target.replica]?.missing(target.lower, target.upper)
-          ?? [target.lower..<target.upper]) == [target.lower..<target.upper],
-        "buffered delete target is present")
+    for (replica, ranges) in unresolvedDeletes.ranges {
+      for (position, target) in ranges.enumerated() {
+        precondition(!target.isEmpty, "empty buffered delete target")
+        if position > 0 {
+          precondition(ranges[position - 1].upperBound < target.lowerBound, "unjoined targets")
+        }
+        precondition(
+          (index[replica]?.missing(target.lowerBound, target.upperBound)
+            ?? [target]) == [target],
+          "buffered delete target is present")
+      }
     }
     for (_, log) in deleteLog {
       for (position, delete) in log.enumerated() where position > 0 {

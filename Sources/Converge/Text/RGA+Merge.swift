@@ -8,7 +8,8 @@ extension RGA {
   /// - Returns: the visible changes, in order, each in the coordinates of the text right
   ///   before it.
   /// - Complexity: O(d (log n + s)) for d runs in the delta and s concurrent sibling runs
-  ///   skipped, plus O(p) per integrated run while p items are buffered.
+  ///   skipped; buffered inserts and deletes are indexed by what they wait for, so p
+  ///   buffered items drain in O(p log p) overall.
   @discardableResult
   public mutating func apply(_ delta: RGADelta) -> [TextChange] {
     var changes: [TextChange] = []
@@ -67,7 +68,7 @@ extension RGA {
     for insert in pendingInserts {
       context.insert(
         replica: insert.id.replica,
-        counters: insert.id.counter...(insert.id.counter + UInt64(insert.scalars.count - 1)))
+        counters: insert.id.counter...(insert.id.counter + UInt64(insert.length - 1)))
     }
     for (replica, log) in deleteLog {
       for delete in log {
@@ -77,7 +78,8 @@ extension RGA {
     }
   }
 
-  /// Exactly the inserts and deletes whose dots `context` lacks.
+  /// Exactly the inserts and deletes whose dots `context` lacks. Tombstones that
+  /// arrived without their content are sent without it.
   ///
   /// - Complexity: O(e + d log d) for e index entries and delete runs and d runs in the
   ///   result, plus the size of the result.
@@ -97,7 +99,7 @@ extension RGA {
     for pending in pendingInserts {
       let known = context.counters(of: pending.id.replica)
       let lower = pending.id.counter
-      let full = CounterRanges(lower...(lower + UInt64(pending.scalars.count - 1)))
+      let full = CounterRanges(lower...(lower + UInt64(pending.length - 1)))
       for range in full.subtracting(known).ranges {
         inserts.append(
           pending.slice(
@@ -133,18 +135,23 @@ extension RGA {
       guard from < to else { continue }
       let offset = Int(from - run.counter)
       let start = run.contentStart + offset
+      let id = Dot(replica: replica, counter: from)
+      let lamport = run.lamport + UInt64(offset)
+      let origin = offset == 0 ? run.origin : Dot(replica: replica, counter: from - 1)
+      // Tombstones that arrived without content travel without it.
       inserts.append(
-        RGADelta.Insert(
-          id: Dot(replica: replica, counter: from), lamport: run.lamport + UInt64(offset),
-          origin: offset == 0 ? run.origin : Dot(replica: replica, counter: from - 1),
-          scalars: Array(content[start..<start + Int(to - from)])))
+        !run.hasContent
+          ? RGADelta.Insert(id: id, lamport: lamport, origin: origin, droppedLength: Int(to - from))
+          : RGADelta.Insert(
+            id: id, lamport: lamport, origin: origin,
+            scalars: Array(content[start..<start + Int(to - from)])))
     }
   }
 
   // MARK: Integration
 
   private func isWellFormed(_ insert: RGADelta.Insert) -> Bool {
-    let length = UInt64(insert.scalars.count)
+    let length = UInt64(insert.length)
     guard length > 0, insert.id.counter > 0 else { return false }
     let (_, idOverflow) = insert.id.counter.addingReportingOverflow(length)
     let (lamportEnd, lamportOverflow) = insert.lamport.addingReportingOverflow(length)
@@ -164,73 +171,54 @@ extension RGA {
   private mutating func receive(_ insert: RGADelta.Insert, changes: inout [TextChange]) {
     guard isWellFormed(insert) else { return }
     let lower = insert.id.counter
-    let upper = lower + UInt64(insert.scalars.count)
+    let upper = lower + UInt64(insert.length)
     var lacking =
       index[insert.id.replica]?.missing(lower, upper) ?? [lower..<upper]
     if !pendingInserts.isEmpty {
-      lacking = lacking.flatMap { subtractPending(replica: insert.id.replica, $0) }
+      lacking = lacking.flatMap { pendingInserts.missing(replica: insert.id.replica, $0) }
     }
-    var integratedAny = false
     for range in lacking {
       let piece = insert.slice(from: Int(range.lowerBound - lower), length: range.count)
-      maxLamport = Swift.max(maxLamport, piece.lamport + UInt64(piece.scalars.count - 1))
+      maxLamport = Swift.max(maxLamport, piece.lamport + UInt64(piece.length - 1))
       if let origin = piece.origin, !isIntegrated(origin) {
-        pendingInserts.append(piece)
+        pendingInserts.add(piece)
       } else {
-        integrate(piece, changes: &changes)
-        integratedAny = true
-      }
-    }
-    if integratedAny { drainPending(changes: &changes) }
-  }
-
-  private func subtractPending(replica: ReplicaID, _ range: Range<UInt64>) -> [Range<UInt64>] {
-    var pieces = [range]
-    for pending in pendingInserts where pending.id.replica == replica {
-      let pendingRange =
-        pending.id.counter..<(pending.id.counter + UInt64(pending.scalars.count))
-      pieces = pieces.flatMap { piece -> [Range<UInt64>] in
-        guard piece.overlaps(pendingRange) else { return [piece] }
-        var rest: [Range<UInt64>] = []
-        if piece.lowerBound < pendingRange.lowerBound {
-          rest.append(piece.lowerBound..<pendingRange.lowerBound)
-        }
-        if pendingRange.upperBound < piece.upperBound {
-          rest.append(pendingRange.upperBound..<piece.upperBound)
-        }
-        return rest
-      }
-    }
-    return pieces
-  }
-
-  /// Integrates buffered inserts whose origin has arrived, until none is left that can.
-  private mutating func drainPending(changes: inout [TextChange]) {
-    var progress = true
-    while progress && !pendingInserts.isEmpty {
-      progress = false
-      var position = 0
-      while position < pendingInserts.count {
-        let pending = pendingInserts[position]
-        if let origin = pending.origin, !isIntegrated(origin) {
-          position += 1
-          continue
-        }
-        pendingInserts.remove(at: position)
-        integrate(pending, changes: &changes)
-        progress = true
+        integrateAndDrain(piece, changes: &changes)
       }
     }
   }
 
-  /// Places a run of new items whose origin is integrated (or the head).
-  private mutating func integrate(_ insert: RGADelta.Insert, changes: inout [TextChange]) {
+  /// Integrates `insert`, then every buffered insert that waited for it or for one of
+  /// the inserts this integrates in turn, each exactly once.
+  private mutating func integrateAndDrain(
+    _ insert: RGADelta.Insert, changes: inout [TextChange]
+  ) {
+    guard integrate(insert, changes: &changes), !pendingInserts.isEmpty else { return }
+    var work: [RGADelta.Insert] = pendingInserts.takeWaiting(
+      replica: insert.id.replica, lower: insert.id.counter,
+      upper: insert.id.counter + UInt64(insert.length)
+    ).reversed()
+    while let next = work.popLast() {
+      guard integrate(next, changes: &changes), !pendingInserts.isEmpty else { continue }
+      let woken = pendingInserts.takeWaiting(
+        replica: next.id.replica, lower: next.id.counter,
+        upper: next.id.counter + UInt64(next.length))
+      work.append(contentsOf: woken.reversed())
+    }
+  }
+
+  /// Places a run of new items whose origin is integrated (or the head); returns whether
+  /// it did (a run not younger than its origin is ignored).
+  @discardableResult
+  private mutating func integrate(_ insert: RGADelta.Insert, changes: inout [TextChange])
+    -> Bool
+  {
     var leaf = order[0]
     var slot = 0
     if let origin = insert.origin, let found = locate(origin) {
       let originRun = leaves[found.leaf].runs[found.run]
       // A child older than its parent would break the order's invariants: ignore it.
-      guard originRun.lamport + UInt64(found.offset) < insert.lamport else { return }
+      guard originRun.lamport + UInt64(found.offset) < insert.lamport else { return false }
       if found.offset + 1 < originRun.length {
         splitRun(leaf: found.leaf, run: found.run, at: found.offset + 1)
       }
@@ -253,50 +241,37 @@ extension RGA {
       leaf = order[rank]
       slot = 0
     }
-    let (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
-    let start = content.count
-    content.append(contentsOf: insert.scalars)
-    let length = insert.scalars.count
-    let utf16 = utf16Length(start..<start + length)
-    let run = Run(
-      replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
-      origin: insert.origin, contentStart: start, length: length, utf16: utf16, deleted: false)
-    insertRun(run, leaf: leaf, at: slot)
-    changes.append(
-      TextChange(
-        kind: .insert, scalarRange: scalarOffset..<scalarOffset + length,
-        utf16Range: utf16Offset..<utf16Offset + utf16))
-    if !unresolvedDeletes.isEmpty {
-      resolveDeletes(
+    let length = insert.length
+    if insert.isContentDropped {
+      // A tombstone without content: it only holds its ids, invisible from the start.
+      let run = Run(
+        replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
+        origin: insert.origin, contentStart: 0, hasContent: false, length: length,
+        utf16: length, deleted: true)
+      insertRun(run, leaf: leaf, at: slot)
+    } else {
+      let (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
+      let start = content.count
+      content.append(contentsOf: insert.scalars)
+      let utf16 = utf16Length(start..<start + length)
+      let run = Run(
+        replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
+        origin: insert.origin, contentStart: start, length: length, utf16: utf16, deleted: false)
+      insertRun(run, leaf: leaf, at: slot)
+      changes.append(
+        TextChange(
+          kind: .insert, scalarRange: scalarOffset..<scalarOffset + length,
+          utf16Range: utf16Offset..<utf16Offset + utf16))
+    }
+    let resolved = unresolvedDeletes.take(
+      replica: insert.id.replica, insert.id.counter..<insert.id.counter + UInt64(length))
+    for target in resolved {
+      deleteTargets(
         TargetRange(
-          replica: insert.id.replica, lower: insert.id.counter,
-          upper: insert.id.counter + UInt64(length)), changes: &changes)
+          replica: insert.id.replica, lower: target.lowerBound, upper: target.upperBound),
+        changes: &changes)
     }
-  }
-
-  /// Applies the buffered deletes whose targets lie in `range`, which just arrived.
-  private mutating func resolveDeletes(_ range: TargetRange, changes: inout [TextChange]) {
-    var remaining: [TargetRange] = []
-    var resolved: [TargetRange] = []
-    for target in unresolvedDeletes {
-      guard target.replica == range.replica, target.lower < range.upper,
-        range.lower < target.upper
-      else {
-        remaining.append(target)
-        continue
-      }
-      let lower = Swift.max(target.lower, range.lower)
-      let upper = Swift.min(target.upper, range.upper)
-      resolved.append(TargetRange(replica: target.replica, lower: lower, upper: upper))
-      if target.lower < lower {
-        remaining.append(TargetRange(replica: target.replica, lower: target.lower, upper: lower))
-      }
-      if upper < target.upper {
-        remaining.append(TargetRange(replica: target.replica, lower: upper, upper: target.upper))
-      }
-    }
-    unresolvedDeletes = remaining
-    for target in resolved { deleteTargets(target, changes: &changes) }
+    return true
   }
 
   private mutating func receive(_ delete: RGADelta.Delete, changes: inout [TextChange]) {
@@ -311,10 +286,7 @@ extension RGA {
   private mutating func deleteTargets(_ target: TargetRange, changes: inout [TextChange]) {
     let missing =
       index[target.replica]?.missing(target.lower, target.upper) ?? [target.lower..<target.upper]
-    for range in missing {
-      unresolvedDeletes.append(
-        TargetRange(replica: target.replica, lower: range.lowerBound, upper: range.upperBound))
-    }
+    for range in missing { unresolvedDeletes.add(replica: target.replica, range) }
     var cursor = target.lower
     while cursor < target.upper {
       let dot = Dot(replica: target.replica, counter: cursor)

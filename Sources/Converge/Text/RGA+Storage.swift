@@ -173,7 +173,8 @@ extension RGA {
     let length = UInt64(left.length)
     return left.replica == right.replica && left.counter + length == right.counter
       && left.lamport + length == right.lamport && left.deleted == right.deleted
-      && left.contentStart + left.length == right.contentStart
+      && left.hasContent == right.hasContent
+      && (!left.hasContent || left.contentStart + left.length == right.contentStart)
       && right.origin == Dot(replica: left.replica, counter: left.counter + length - 1)
   }
 
@@ -187,7 +188,7 @@ extension RGA {
     right.origin = Dot(replica: original.replica, counter: original.counter + step - 1)
     right.contentStart += offset
     right.length -= offset
-    if original.utf16 != original.length {
+    if original.hasContent && original.utf16 != original.length {
       right.utf16 = utf16Length(right.contentStart..<right.contentStart + right.length)
     } else {
       right.utf16 = right.length

@@ -5,14 +5,19 @@
 /// the same state. ``merged(with:)`` joins deltas into one, so that
 /// `apply(a); apply(b)` equals `apply(a.merged(with: b))`.
 public struct RGADelta: Sendable, Equatable {
-  /// A run of scalars typed by one replica: ids `id.counter..<id.counter + scalars.count`
-  /// and Lamport numbers `lamport..<lamport + scalars.count`. The first scalar follows
+  /// A run of scalars typed by one replica: ids `id.counter..<id.counter + length`
+  /// and Lamport numbers `lamport..<lamport + length`. The first scalar follows
   /// `origin` (`nil`: the head of the text), every other one its predecessor.
+  ///
+  /// A run of deleted scalars may travel without its content (a tombstone's content is
+  /// dropped): its ``scalars`` are then empty and ``length`` still counts its ids.
   public struct Insert: Sendable, Equatable {
     public var id: Dot
     public var lamport: UInt64
     public var origin: Dot?
     public var scalars: [Unicode.Scalar]
+    /// The length of a run without content (`scalars` empty), otherwise 0.
+    var droppedLength = 0
 
     public init(id: Dot, lamport: UInt64, origin: Dot?, scalars: [Unicode.Scalar]) {
       self.id = id
@@ -21,20 +26,54 @@ public struct RGADelta: Sendable, Equatable {
       self.scalars = scalars
     }
 
+    /// A run of `length` deleted scalars whose content was dropped.
+    init(id: Dot, lamport: UInt64, origin: Dot?, droppedLength length: Int) {
+      self.id = id
+      self.lamport = lamport
+      self.origin = origin
+      self.scalars = []
+      self.droppedLength = length
+    }
+
+    /// The number of ids (scalars) in the run, with or without content.
+    public var length: Int { scalars.isEmpty ? droppedLength : scalars.count }
+
+    /// Whether the run travels without its content (only deleted scalars do).
+    public var isContentDropped: Bool { scalars.isEmpty && droppedLength > 0 }
+
     /// The part of the run from `offset`, `length` scalars long.
     func slice(from offset: Int, length: Int) -> Insert {
-      if offset == 0 && length == scalars.count { return self }
+      if offset == 0 && length == self.length { return self }
       let step = UInt64(offset)
+      let id = Dot(replica: self.id.replica, counter: self.id.counter + step)
+      let origin =
+        offset == 0 ? origin : Dot(replica: id.replica, counter: self.id.counter + step - 1)
+      if isContentDropped {
+        return Insert(id: id, lamport: lamport + step, origin: origin, droppedLength: length)
+      }
       return Insert(
-        id: Dot(replica: id.replica, counter: id.counter + step),
-        lamport: lamport + step,
-        origin: offset == 0 ? origin : Dot(replica: id.replica, counter: id.counter + step - 1),
+        id: id, lamport: lamport + step, origin: origin,
         scalars: Array(scalars[offset..<offset + length]))
     }
 
-    /// Whether `next` continues this run exactly.
+    /// The same run without content.
+    var droppingContent: Insert {
+      Insert(id: id, lamport: lamport, origin: origin, droppedLength: length)
+    }
+
+    /// Appends `next`, which continues this run and has content exactly when it has.
+    mutating func append(_ next: Insert) {
+      if isContentDropped {
+        droppedLength += next.length
+      } else {
+        scalars.append(contentsOf: next.scalars)
+      }
+    }
+
+    /// Whether `next` continues this run exactly, with content exactly when it has.
     func isContinued(by next: Insert) -> Bool {
-      let length = UInt64(scalars.count)
+      guard isContentDropped == next.isContentDropped else { return false }
+      let length = UInt64(self.length)
       // Checked: remote runs may carry any counters.
       let (end, idOverflow) = id.counter.addingReportingOverflow(length)
       let (lamportEnd, lamportOverflow) = lamport.addingReportingOverflow(length)
@@ -137,6 +176,35 @@ public struct RGADelta: Sendable, Equatable {
 
   public var isEmpty: Bool { inserts.isEmpty && deletes.isEmpty }
 
+  /// Two deltas are equal when they hold the same runs; the content of scalars the delta
+  /// itself deletes does not count (the wire form does not carry it).
+  public static func == (lhs: RGADelta, rhs: RGADelta) -> Bool {
+    lhs.deletes == rhs.deletes
+      && lhs.insertsWithoutDeletedContent() == rhs.insertsWithoutDeletedContent()
+  }
+
+  /// The insert runs sorted by id, cut where this delta's deletes begin and end, the
+  /// deleted pieces without content, and joined again.
+  func insertsWithoutDeletedContent() -> [Insert] {
+    let deleted = TextWire.Targets(deletes)
+    var result: [Insert] = []
+    for insert in inserts.sorted(by: { $0.id < $1.id }) {
+      let lower = insert.id.counter
+      for (range, isDeleted) in deleted.pieces(
+        replica: insert.id.replica, lower, lower + UInt64(insert.length))
+      {
+        var piece = insert.slice(from: Int(range.lowerBound - lower), length: range.count)
+        if isDeleted { piece = piece.droppingContent }
+        if let last = result.last, last.isContinued(by: piece) {
+          result[result.count - 1].append(piece)
+        } else {
+          result.append(piece)
+        }
+      }
+    }
+    return result
+  }
+
   /// Adds everything `other` holds.
   ///
   /// - Complexity: O(d log d) for d runs in both deltas.
@@ -158,11 +226,11 @@ public struct RGADelta: Sendable, Equatable {
     inserts.sort { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
     var joinedInserts: [Insert] = []
     joinedInserts.reserveCapacity(inserts.count)
-    for insert in inserts where !insert.scalars.isEmpty {
+    for insert in inserts where insert.length > 0 {
       if let last = joinedInserts.last {
         if last == insert { continue }
         if last.isContinued(by: insert) {
-          joinedInserts[joinedInserts.count - 1].scalars.append(contentsOf: insert.scalars)
+          joinedInserts[joinedInserts.count - 1].append(insert)
           continue
         }
       }
@@ -190,7 +258,9 @@ extension RGADelta.Insert: CustomStringConvertible {
   public var description: String {
     var text = String.UnicodeScalarView()
     text.append(contentsOf: scalars)
-    return "+\(id)#\(lamport)<\(origin.map { "\($0)" } ?? "head")>\"\(String(text))\""
+    let head = "+\(id)#\(lamport)<\(origin.map { "\($0)" } ?? "head")>"
+    if isContentDropped { return head + "x\(length)" }
+    return head + "\"\(String(text))\""
   }
 }
 

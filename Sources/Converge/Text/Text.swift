@@ -132,7 +132,7 @@ public struct Text: Sendable {
   @discardableResult
   public mutating func apply(_ delta: RGADelta) -> [TextChange] {
     for insert in delta.inserts where insert.id.replica == replica {
-      advance(past: insert.id.counter, by: UInt64(insert.scalars.count))
+      advance(past: insert.id.counter, by: UInt64(insert.length))
     }
     for delete in delta.deletes where delete.dot.replica == replica {
       advance(past: delete.dot.counter, by: delete.count)

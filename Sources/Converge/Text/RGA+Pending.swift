@@ -1,0 +1,303 @@
+/// Inserts waiting for their origin, indexed by their ids and by the origin each waits
+/// for, so that an arriving run wakes exactly the inserts that waited for it.
+///
+/// Remote bytes decide what lands here, so no operation rescans the whole buffer:
+/// adding an insert and finding the buffered parts of an id range cost O(log p) plus
+/// a move of the sorted id list, and waking the inserts that wait for a range of k ids
+/// costs O(min(k, w) + j log j) for w origins waited on in that replica and j woken
+/// inserts. Draining p inserts is therefore O(p log p) overall.
+struct PendingBuffer: Sendable, Sequence {
+  /// A buffered insert's id range and its slot in `items`.
+  struct Entry: Sendable, Equatable {
+    var lower: UInt64
+    var upper: UInt64
+    var slot: Int
+  }
+
+  /// Buffered inserts by slot; `nil` marks a free slot.
+  private(set) var items: [RGADelta.Insert?] = []
+  private var freeSlots: [Int] = []
+  /// The number of buffered inserts.
+  private(set) var count = 0
+  /// Per replica: the buffered id ranges, sorted and disjoint.
+  private(set) var ids = ReplicaMap<[Entry]>()
+  /// Per origin replica: origin counter → slots of the inserts waiting for it.
+  private(set) var waiting = ReplicaMap<[UInt64: [Int]]>()
+
+  init() {}
+
+  var isEmpty: Bool { count == 0 }
+
+  func makeIterator() -> AnyIterator<RGADelta.Insert> {
+    var position = 0
+    let items = self.items
+    return AnyIterator {
+      while position < items.count {
+        defer { position += 1 }
+        if let item = items[position] { return item }
+      }
+      return nil
+    }
+  }
+
+  /// The first entry of `entries` whose upper bound is above `counter`.
+  private static func firstEntry(_ entries: [Entry], endingAfter counter: UInt64) -> Int {
+    var low = 0
+    var high = entries.count
+    while low < high {
+      let middle = (low + high) / 2
+      if entries[middle].upper <= counter { low = middle + 1 } else { high = middle }
+    }
+    return low
+  }
+
+  /// The parts of `range` of `replica` that are not buffered.
+  func missing(replica: ReplicaID, _ range: Range<UInt64>) -> [Range<UInt64>] {
+    guard let entries = ids[replica], !entries.isEmpty else { return [range] }
+    var result: [Range<UInt64>] = []
+    var cursor = range.lowerBound
+    var position = Self.firstEntry(entries, endingAfter: cursor)
+    while cursor < range.upperBound {
+      guard position < entries.count, entries[position].lower < range.upperBound else {
+        result.append(cursor..<range.upperBound)
+        break
+      }
+      let entry = entries[position]
+      if entry.lower > cursor { result.append(cursor..<entry.lower) }
+      cursor = Swift.max(cursor, entry.upper)
+      position += 1
+    }
+    return result
+  }
+
+  /// Whether any id of `range` of `replica` is buffered.
+  func overlaps(replica: ReplicaID, _ range: Range<UInt64>) -> Bool {
+    guard let entries = ids[replica] else { return false }
+    let position = Self.firstEntry(entries, endingAfter: range.lowerBound)
+    return position < entries.count && entries[position].lower < range.upperBound
+  }
+
+  /// Buffers `insert`, which has an origin and ids disjoint from every buffered one.
+  mutating func add(_ insert: RGADelta.Insert) {
+    guard let origin = insert.origin else { return }
+    let slot: Int
+    if let reused = freeSlots.popLast() {
+      slot = reused
+      items[slot] = insert
+    } else {
+      slot = items.count
+      items.append(insert)
+    }
+    count += 1
+    let lower = insert.id.counter
+    let entry = Entry(lower: lower, upper: lower + UInt64(insert.length), slot: slot)
+    let idSlot = ids.slotCreating(insert.id.replica, default: [])
+    if let last = ids.values[idSlot].last, last.upper > lower {
+      let position = Self.firstEntry(ids.values[idSlot], endingAfter: lower)
+      ids.values[idSlot].insert(entry, at: position)
+    } else {
+      ids.values[idSlot].append(entry)
+    }
+    let waitSlot = waiting.slotCreating(origin.replica, default: [:])
+    waiting.values[waitSlot][origin.counter, default: []].append(slot)
+  }
+
+  /// Removes and returns the inserts waiting for an id in `lower..<upper` of `replica`,
+  /// in the order they were buffered.
+  mutating func takeWaiting(replica: ReplicaID, lower: UInt64, upper: UInt64)
+    -> [RGADelta.Insert]
+  {
+    guard let waitSlot = waiting.slot(of: replica), !waiting.values[waitSlot].isEmpty
+    else { return [] }
+    var counters: [UInt64] = []
+    // Probe each id of the range, or scan the waited-on origins, whichever is fewer.
+    if upper - lower <= UInt64(waiting.values[waitSlot].count) {
+      var counter = lower
+      while counter < upper {
+        if waiting.values[waitSlot][counter] != nil { counters.append(counter) }
+        counter += 1
+      }
+    } else {
+      for counter in waiting.values[waitSlot].keys where counter >= lower && counter < upper {
+        counters.append(counter)
+      }
+    }
+    guard !counters.isEmpty else { return [] }
+    var slots: [Int] = []
+    for counter in counters {
+      if let waiters = waiting.values[waitSlot].removeValue(forKey: counter) {
+        slots.append(contentsOf: waiters)
+      }
+    }
+    slots.sort()
+    var result: [RGADelta.Insert] = []
+    result.reserveCapacity(slots.count)
+    for slot in slots {
+      guard let insert = items[slot] else { continue }
+      result.append(insert)
+      items[slot] = nil
+      freeSlots.append(slot)
+      count -= 1
+      removeID(of: insert)
+    }
+    if count == 0 {
+      items.removeAll()
+      freeSlots.removeAll()
+    }
+    return result
+  }
+
+  private mutating func removeID(of insert: RGADelta.Insert) {
+    guard let idSlot = ids.slot(of: insert.id.replica) else { return }
+    let position = Self.firstEntry(ids.values[idSlot], endingAfter: insert.id.counter)
+    guard position < ids.values[idSlot].count,
+      ids.values[idSlot][position].lower == insert.id.counter
+    else { return }
+    ids.values[idSlot].remove(at: position)
+  }
+
+  /// Checks that the indexes describe exactly the buffered inserts; traps otherwise.
+  func checkInvariants() {
+    var live = 0
+    for (slot, item) in items.enumerated() {
+      guard let item, let origin = item.origin else {
+        precondition(items[slot] == nil, "buffered insert without an origin")
+        continue
+      }
+      live += 1
+      precondition(
+        waiting[origin.replica]?[origin.counter]?.contains(slot) == true,
+        "buffered insert not indexed by its origin")
+      let entries = ids[item.id.replica] ?? []
+      let position = Self.firstEntry(entries, endingAfter: item.id.counter)
+      precondition(
+        position < entries.count && entries[position].slot == slot
+          && entries[position].lower == item.id.counter
+          && entries[position].upper == item.id.counter + UInt64(item.length),
+        "buffered insert not indexed by its ids")
+    }
+    precondition(live == count, "buffered insert count")
+    var indexed = 0
+    for (_, entries) in ids {
+      for (position, entry) in entries.enumerated() {
+        precondition(entry.lower < entry.upper, "empty buffered range")
+        if position > 0 {
+          precondition(entries[position - 1].upper <= entry.lower, "buffered ranges overlap")
+        }
+        indexed += 1
+      }
+    }
+    precondition(indexed == count, "buffered id index size")
+    var waiters = 0
+    for (_, map) in waiting {
+      for (_, slots) in map { waiters += slots.count }
+    }
+    precondition(waiters == count, "origin index size")
+  }
+}
+
+/// Delete targets not integrated yet: per target replica, sorted disjoint counter ranges.
+struct UnresolvedDeletes: Sendable {
+  private(set) var ranges = ReplicaMap<[Range<UInt64>]>()
+
+  var isEmpty: Bool {
+    ranges.values.allSatisfy(\.isEmpty)
+  }
+
+  /// The number of counters waited for.
+  var total: Int {
+    var sum = 0
+    for (_, list) in ranges {
+      for range in list {
+        let (next, overflow) = sum.addingReportingOverflow(Int(clamping: range.count))
+        sum = overflow ? .max : next
+      }
+    }
+    return sum
+  }
+
+  private static func firstRange(_ list: [Range<UInt64>], endingAfter counter: UInt64) -> Int {
+    var low = 0
+    var high = list.count
+    while low < high {
+      let middle = (low + high) / 2
+      if list[middle].upperBound <= counter { low = middle + 1 } else { high = middle }
+    }
+    return low
+  }
+
+  /// Adds `range` of `replica`, joining it with the ranges it touches.
+  mutating func add(replica: ReplicaID, _ range: Range<UInt64>) {
+    guard !range.isEmpty else { return }
+    let slot = ranges.slotCreating(replica, default: [])
+    if let last = ranges.values[slot].last, last.upperBound < range.lowerBound {
+      ranges.values[slot].append(range)
+      return
+    }
+    // Ranges that overlap or touch `range` are joined into one.
+    let list = ranges.values[slot]
+    var start = Self.firstRange(list, endingAfter: range.lowerBound)
+    if start > 0, list[start - 1].upperBound == range.lowerBound { start -= 1 }
+    var end = start
+    var lower = range.lowerBound
+    var upper = range.upperBound
+    while end < list.count, list[end].lowerBound <= upper {
+      lower = Swift.min(lower, list[end].lowerBound)
+      upper = Swift.max(upper, list[end].upperBound)
+      end += 1
+    }
+    ranges.values[slot].replaceSubrange(start..<end, with: [lower..<upper])
+  }
+
+  /// Removes and returns the waited-for parts of `range` of `replica`.
+  mutating func take(replica: ReplicaID, _ range: Range<UInt64>) -> [Range<UInt64>] {
+    guard let slot = ranges.slot(of: replica) else { return [] }
+    let list = ranges.values[slot]
+    let start = Self.firstRange(list, endingAfter: range.lowerBound)
+    var end = start
+    var taken: [Range<UInt64>] = []
+    var kept: [Range<UInt64>] = []
+    while end < list.count, list[end].lowerBound < range.upperBound {
+      let current = list[end]
+      let lower = Swift.max(current.lowerBound, range.lowerBound)
+      let upper = Swift.min(current.upperBound, range.upperBound)
+      taken.append(lower..<upper)
+      if current.lowerBound < lower { kept.append(current.lowerBound..<lower) }
+      if upper < current.upperBound { kept.append(upper..<current.upperBound) }
+      end += 1
+    }
+    guard !taken.isEmpty else { return [] }
+    ranges.values[slot].replaceSubrange(start..<end, with: kept)
+    return taken
+  }
+
+  /// `insert` cut where buffered delete targets begin and end, the targeted pieces
+  /// without content.
+  func splitDroppingTargets(_ insert: RGADelta.Insert) -> [RGADelta.Insert] {
+    guard let list = ranges[insert.id.replica], !list.isEmpty else { return [insert] }
+    let lower = insert.id.counter
+    let upper = lower + UInt64(insert.length)
+    var position = Self.firstRange(list, endingAfter: lower)
+    guard position < list.count, list[position].lowerBound < upper else { return [insert] }
+    var pieces: [RGADelta.Insert] = []
+    var cursor = lower
+    while cursor < upper {
+      if position < list.count, list[position].lowerBound < upper {
+        let target = list[position]
+        let from = Swift.max(target.lowerBound, cursor)
+        let to = Swift.min(target.upperBound, upper)
+        if cursor < from {
+          pieces.append(insert.slice(from: Int(cursor - lower), length: Int(from - cursor)))
+        }
+        pieces.append(
+          insert.slice(from: Int(from - lower), length: Int(to - from)).droppingContent)
+        cursor = to
+        position += 1
+      } else {
+        pieces.append(insert.slice(from: Int(cursor - lower), length: Int(upper - cursor)))
+        cursor = upper
+      }
+    }
+    return pieces
+  }
+}
