@@ -39,6 +39,17 @@ import Testing
     }
   }
 
+  /// Found by `converge fuzz` (seed 20271409, size 302, shrunk from 334) and, as
+  /// `FailCases/replica-script-dominated-remove.bin`, by the FuzzReplicaScript libFuzzer
+  /// target, on the code before the fix of `Presence.mayHaveEvents(unknownTo:)`: a
+  /// remove dominated by a later add of its replica never reached a peer.
+  @Test func theRunnersDivergenceStaysFixed() throws {
+    let property = try #require(
+      PropertyRunner.standardProperties.first { $0.name == "replica-script" })
+    let failure = PropertyRunner.replay(property, seed: 20_271_409, size: 302)
+    #expect(failure == nil, "\(failure.map(\.description) ?? "")")
+  }
+
   @Test func everyKeptFailCaseNowPasses() throws {
     let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
       .appendingPathComponent("FailCases")
