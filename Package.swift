@@ -21,7 +21,7 @@ let package = Package(
     // command line tool and the tests.
     .target(name: "ConvergeTraces", dependencies: ["Converge"]),
     // Replicas over a simulated hostile network, checked for convergence.
-    .target(name: "ConvergeSimulator", dependencies: ["Converge"]),
+    .target(name: "ConvergeSimulator", dependencies: ["Converge", "ConvergeTestSupport"]),
     .executableTarget(
       name: "ConvergeCommand",
       dependencies: ["Converge", "ConvergeTraces", "ConvergeTestSupport", "ConvergeSimulator"]),

@@ -10,9 +10,11 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
   public let seed: UInt64
 
   /// A generator whose whole sequence is determined by `seed`.
-  public init(seed: UInt64) {
+  /// A generator for `seed`, or for one of several independent streams of it (stream 0
+  /// is the plain seed), so that separate concerns of a run draw independently.
+  public init(seed: UInt64, stream: UInt64 = 0) {
     self.seed = seed
-    var splitMix = seed
+    var splitMix = seed ^ (stream &* 0xD1B5_4A32_D192_ED03)
     func nextSplitMix() -> UInt64 {
       splitMix &+= 0x9E37_79B9_7F4A_7C15
       var z = splitMix
