@@ -26,57 +26,17 @@ import Testing
     return messages
   }
 
-  /// Decodes `bytes` as whatever kind it claims, and checks that an accepted message is
-  /// the canonical encoding of its value. Returns the error, or nil if it decoded.
-  @discardableResult
-  private static func decodeChecked(_ bytes: [UInt8], seed: UInt64) -> ConvergeDecodingError? {
-    do {
-      guard let reencoded = try reencodeMessage(bytes) else { return nil }
-      #expect(reencoded == bytes, "seed \(seed): accepted a non-canonical message \(bytes)")
-      return nil
-    } catch let error as ConvergeDecodingError {
-      return error
-    } catch {
-      Issue.record("seed \(seed): untyped error \(error)")
-      return nil
-    }
-  }
-
   @Test func everyTruncatedPrefixIsRejected() {
     let seed = baseSeed(0x7_2C)
-    for message in Self.sampleMessages(seed: seed, count: fuzzIterations(20)) {
-      for length in 0..<message.count {
-        let error = Self.decodeChecked(Array(message.prefix(length)), seed: seed)
-        #expect(error != nil, "seed \(seed): prefix \(length) of \(message) accepted")
-      }
-    }
+    DecodingRobustness.expectEveryPrefixRejected(
+      Self.sampleMessages(seed: seed, count: fuzzIterations(20)), seed: seed)
   }
 
   @Test func randomMutationsAreRejectedOrCanonical() {
     let seed = baseSeed(0xF1_1B)
-    var random = SeededGenerator(seed: seed)
-    let messages = Self.sampleMessages(seed: seed, count: 30)
-    var accepted = 0
-    for iteration in 0..<fuzzIterations(10_000) {
-      let message = messages.randomElement(using: &random) ?? []
-      let other = messages.randomElement(using: &random) ?? []
-      let mutated: [UInt8]
-      if iteration.isMultiple(of: 2) {
-        // Corrupt the whole message: the frame (mostly its checksum) must catch it.
-        mutated = mutateBytes(message, splicingWith: other, using: &random)
-      } else {
-        // Corrupt the body and frame it again with a valid checksum, so the body
-        // decoders themselves face the damage.
-        guard let body = mutateBody(of: message, splicingWith: other, using: &random) else {
-          Issue.record("seed \(seed): sample message does not open")
-          continue
-        }
-        mutated = body
-      }
-      if Self.decodeChecked(mutated, seed: seed) == nil { accepted += 1 }
-    }
-    // Some mutations (a changed counter, say) still give a valid value; most must not.
-    #expect(accepted < fuzzIterations(10_000) / 2, "seed \(seed)")
+    DecodingRobustness.expectMutationsRejectedOrCanonical(
+      Self.sampleMessages(seed: seed, count: 30), seed: seed,
+      iterations: fuzzIterations(10_000), wholeMessageEvery: 2)
   }
 
   @Test func absurdCountsAreRefusedBeforeAllocating() throws {

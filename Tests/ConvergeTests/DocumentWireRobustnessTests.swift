@@ -23,55 +23,17 @@ import Testing
     return messages
   }
 
-  /// Decodes `bytes`; an accepted message must re-encode to exactly `bytes`. Returns the
-  /// error, or nil if it decoded.
-  @discardableResult
-  private static func decodeChecked(_ bytes: [UInt8], seed: UInt64) -> ConvergeDecodingError? {
-    do {
-      guard let reencoded = try reencodeMessage(bytes) else { return nil }
-      #expect(reencoded == bytes, "seed \(seed): accepted a non-canonical message \(bytes)")
-      return nil
-    } catch let error as ConvergeDecodingError {
-      return error
-    } catch {
-      Issue.record("seed \(seed): untyped error \(error)")
-      return nil
-    }
-  }
-
   @Test func everyTruncatedPrefixIsRejected() {
     let seed = baseSeed(0x7_2D)
-    for message in Self.sampleMessages(seed: seed, count: fuzzIterations(4)) {
-      for length in 0..<message.count {
-        let error = Self.decodeChecked(Array(message.prefix(length)), seed: seed)
-        #expect(error != nil, "seed \(seed): prefix \(length) of \(message) accepted")
-      }
-    }
+    DecodingRobustness.expectEveryPrefixRejected(
+      Self.sampleMessages(seed: seed, count: fuzzIterations(4)), seed: seed)
   }
 
   @Test func randomMutationsAreRejectedOrCanonical() {
     let seed = baseSeed(0xD0C_F1_1B)
-    var random = SeededGenerator(seed: seed)
-    let messages = Self.sampleMessages(seed: seed, count: 10)
-    let iterations = fuzzIterations(10_000)
-    var accepted = 0
-    for iteration in 0..<iterations {
-      let message = messages.randomElement(using: &random) ?? []
-      let other = messages.randomElement(using: &random) ?? []
-      let mutated: [UInt8]
-      if iteration.isMultiple(of: 4) {
-        mutated = mutateBytes(message, splicingWith: other, using: &random)
-      } else {
-        // Mostly damage the body under a valid frame, so the body decoders face it.
-        guard let body = mutateBody(of: message, splicingWith: other, using: &random) else {
-          Issue.record("seed \(seed): sample message does not open")
-          continue
-        }
-        mutated = body
-      }
-      if Self.decodeChecked(mutated, seed: seed) == nil { accepted += 1 }
-    }
-    #expect(accepted < iterations / 2, "seed \(seed)")
+    DecodingRobustness.expectMutationsRejectedOrCanonical(
+      Self.sampleMessages(seed: seed, count: 10), seed: seed,
+      iterations: fuzzIterations(10_000), wholeMessageEvery: 4)
   }
 
   // MARK: Hand-made bodies

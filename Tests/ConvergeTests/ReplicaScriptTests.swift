@@ -54,6 +54,8 @@ import Testing
     let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
       .appendingPathComponent("FailCases")
     let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+    // Without its files this test would pass vacuously: the kept cases must be there.
+    #expect(files.contains { $0.hasSuffix(".bin") }, "no fail cases found in \(folder.path)")
     for name in files.sorted() {
       let bytes = [UInt8](try Data(contentsOf: folder.appendingPathComponent(name)))
       if name.hasPrefix("replica-script-") {
