@@ -43,10 +43,15 @@ enum BenchCommand {
         fixed(report.replayWithDeltasMicrosecondsPerEdit) + " µs/edit"
       ),
       (
-        "delta_bytes_per_char", "delta bytes per typed character",
+        "delta_bytes_per_char", "delta bytes per typed char (frames)",
         fixed(report.deltaBytesPerCharacter)
       ),
       ("delta_bytes_per_edit", "delta bytes per edit", fixed(report.deltaBytesPerEdit)),
+      (
+        "self_contained_delta_bytes_per_edit", "self-contained delta bytes per edit",
+        fixed(report.selfContainedDeltaBytesPerEdit)
+      ),
+      ("frames_converged", "frames rebuilt the document", "\(report.framesConverged)"),
       ("state_bytes", "encoded state", "\(report.stateBytes) bytes"),
       ("load_ms", "load state (median)", fixed(report.loadMilliseconds) + " ms"),
       ("merge_ms", "merge two offline halves", fixed(report.mergeMilliseconds) + " ms"),
@@ -67,7 +72,7 @@ enum BenchCommand {
         print(row.label.padding(toLength: 40, withPad: " ", startingAt: 0) + row.value)
       }
     }
-    return report.matchesEndContent && report.mergeConverged ? 0 : 1
+    return report.matchesEndContent && report.mergeConverged && report.framesConverged ? 0 : 1
   }
 
   private static func usage() -> Int32 {

@@ -10,10 +10,16 @@ public struct TraceBenchmarkReport: Sendable {
   public var replayMilliseconds: Double
   /// One ``Replica`` transaction per patch, each delta encoded: time per edit.
   public var replayWithDeltasMicrosecondsPerEdit: Double
-  /// Encoded delta bytes of that replay divided by the characters typed.
+  /// Bytes of that replay's deltas, as live-push frames of a ``SyncSession``, divided by
+  /// the characters typed.
   public var deltaBytesPerCharacter: Double
-  /// Encoded delta bytes divided by the number of edits.
+  /// The same bytes divided by the number of edits.
   public var deltaBytesPerEdit: Double
+  /// Bytes per edit when each delta is a self-contained message instead
+  /// (``DocumentDelta/encoded()``, what a stateless relay or a file stores).
+  public var selfContainedDeltaBytesPerEdit: Double
+  /// Whether a peer that decoded every frame ended with the same document.
+  public var framesConverged: Bool
   /// The encoded state of the final replica.
   public var stateBytes: Int
   /// Decoding the state into a fresh replica, median of the runs.
@@ -54,13 +60,32 @@ extension SequentialTrace {
       matches = matches && text.string == endContent
     }
 
-    // 2. One transaction per edit, each delta encoded as it would go on the wire.
+    // 2. One transaction per edit, each delta encoded as it goes on the wire: a live push
+    // of a sync session.
     var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    var session = SyncSession()
+    var frames: [[UInt8]] = []
+    frames.reserveCapacity(patches.count)
     var deltaBytes = 0
     let deltaStart = clock.now
-    for patch in patches { deltaBytes += apply(patch, to: &replica).count }
+    for patch in patches {
+      let frame = session.pushEncoded(
+        replica.transact { Self.edit(patch, in: &$0) }, from: replica)
+      deltaBytes += frame.count
+      frames.append(frame)
+    }
     let deltaTime = clock.now - deltaStart
     matches = matches && replica.document.text(of: Self.benchField, in: Self.benchKey) == endContent
+    // Not timed: the frames must rebuild the document on a peer, and the self-contained
+    // form is measured for comparison.
+    var peer = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(0))
+    var peerSession = SyncSession()
+    for frame in frames { try peerSession.receive(encoded: frame, into: &peer) }
+    let framesConverged = peer.document == replica.document
+    frames = []
+    var selfContained = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    var selfContainedBytes = 0
+    for patch in patches { selfContainedBytes += apply(patch, to: &selfContained).count }
 
     // 3. State size and load time.
     let state = replica.encodedState()
@@ -99,6 +124,9 @@ extension SequentialTrace {
         / Double(Swift.max(1, patches.count)),
       deltaBytesPerCharacter: Double(deltaBytes) / Double(Swift.max(1, typed)),
       deltaBytesPerEdit: Double(deltaBytes) / Double(Swift.max(1, patches.count)),
+      selfContainedDeltaBytesPerEdit: Double(selfContainedBytes)
+        / Double(Swift.max(1, patches.count)),
+      framesConverged: framesConverged,
       stateBytes: state.count,
       loadMilliseconds: median(loadTimes),
       mergeMilliseconds: mergeTime,

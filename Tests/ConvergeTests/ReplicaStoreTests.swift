@@ -43,5 +43,24 @@ import Testing
       #expect(observedChange.isRaised)
       #expect(store.lastChanges[key]?.fields == ["title"])
     }
+
+    @Test func framesFromAPeerArePublished() throws {
+      let phone = ReplicaStore(replica: Replica(id: ReplicaID(rawValue: 1)))
+      let laptop = ReplicaStore(replica: Replica(id: ReplicaID(rawValue: 2)))
+      var phoneSession = SyncSession()
+      var laptopSession = SyncSession()
+      var frames: [[UInt8]] = []
+      phone.onCommit = { frames.append(phoneSession.pushEncoded($0, from: phone.replica)) }
+      let key = EntityKey(type: "note", id: "n1")
+      for (offset, scalar) in "Hey".unicodeScalars.enumerated() {
+        phone.transact { $0.insertText(String(scalar), at: offset, in: "body", of: key) }
+      }
+      for frame in frames { try laptop.receive(encoded: frame, through: &laptopSession) }
+      #expect(laptop.replica.document.text(of: "body", in: key) == "Hey")
+      #expect(laptop.lastChanges[key] != nil)
+      #expect(throws: ConvergeDecodingError.frameOutOfSequence) {
+        try laptop.receive(encoded: frames[1], through: &laptopSession)
+      }
+    }
   }
 #endif

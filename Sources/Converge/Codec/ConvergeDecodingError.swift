@@ -38,6 +38,10 @@ public enum ConvergeDecodingError: Error, Equatable, Sendable {
   case nestingTooDeep(offset: Int)
   /// A string at `offset` is not valid UTF-8.
   case invalidUTF8(offset: Int)
+  /// A sync session frame does not continue the session's stream: it was lost, repeated,
+  /// reordered or damaged on the way (its checksum covers its sequence number). The
+  /// session answers with a handshake, after which the peer restarts its stream.
+  case frameOutOfSequence
 }
 
 extension ConvergeDecodingError: CustomStringConvertible {
@@ -71,6 +75,8 @@ extension ConvergeDecodingError: CustomStringConvertible {
       return "unexpected bytes after the end of the value, from byte \(offset)"
     case .nestingTooDeep(let offset):
       return "values nested too deeply at byte \(offset)"
+    case .frameOutOfSequence:
+      return "sync frame out of sequence or damaged (the session restarts its stream)"
     case .invalidUTF8(let offset):
       return "string at byte \(offset) is not valid UTF-8"
     }

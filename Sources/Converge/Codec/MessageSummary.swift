@@ -23,6 +23,10 @@ public struct MessageSummary: Sendable {
   ///
   /// - Throws: the ``ConvergeDecodingError`` the decoder of the message's kind throws.
   public init(decoding bytes: [UInt8]) throws {
+    if SessionStream.isFrame(bytes) {
+      text = try Self.describeFrame(bytes).joined(separator: "\n")
+      return
+    }
     let kind = try Envelope.open(bytes).kind
     var lines = ["kind: \(kind) (\(kind.rawValue)), \(bytes.count) bytes"]
     switch kind {
@@ -37,9 +41,35 @@ public struct MessageSummary: Sendable {
     case .documentDelta, .textEditDelta:
       lines += Self.describe(try DocumentDelta(decoding: bytes))
     case .syncMessage:
-      lines.append("(sync messages are not decoded by this build)")
+      let message = try SyncMessage(decoding: bytes)
+      if let context = message.context {
+        lines.append("sender's context:")
+        lines += Self.describe(context).map { "  " + $0 }
+      }
+      if let delta = message.delta {
+        lines.append("delta:")
+        lines += Self.describe(delta).map { "  " + $0 }
+      } else {
+        lines.append("delta: none")
+      }
     }
     text = lines.joined(separator: "\n")
+  }
+
+  /// A session frame: a start frame decodes on its own; a later one only in its
+  /// stream, so only its header is checked and shown.
+  private static func describeFrame(_ bytes: [UInt8]) throws -> [String] {
+    let header = try SessionStream.header(of: bytes[...])
+    guard let stream = header.startedStream else {
+      return [
+        "kind: session frame (continues a stream), \(bytes.count) bytes",
+        "body: \(header.bodyLength) bytes; it decodes only after the frames before it",
+      ]
+    }
+    var decoder = SessionStream()
+    let delta = try decoder.decode(bytes[...])
+    let id = String(stream, radix: 16)
+    return ["kind: session frame (starts stream \(id)), \(bytes.count) bytes"] + describe(delta)
   }
 
   private static func describe(_ context: CausalContext) -> [String] {

@@ -73,14 +73,50 @@ extension SyncSession {
     makeMessage(for: replica)?.encoded()
   }
 
-  /// Decodes and integrates a message from the peer. A message that does not decode
-  /// changes neither the replica nor the session.
+  /// A live push of one local transaction as the next frame of this session's stream:
+  /// a few bytes for a typed character. Send the frames in order; the peer decodes them
+  /// with ``receive(encoded:into:)``.
   ///
-  /// - Throws: a ``ConvergeDecodingError`` for bytes that are not a valid message.
+  /// - Complexity: O(d) for a delta of d runs and scalars; a delta that is not one
+  ///   replica's edit of one text field travels embedded, at the cost of its message.
+  public mutating func pushEncoded(_ commit: Commit, from replica: Replica) -> [UInt8] {
+    let message = push(commit, from: replica)
+    return outgoing.encode(message.delta ?? DocumentDelta())
+  }
+
+  /// Decodes and integrates a message or frame from the peer. Bytes that do not decode
+  /// leave the replica unchanged; a frame that does not continue the peer's stream also
+  /// makes the session owe the peer a handshake, so that the peer restarts its stream
+  /// and resends what was lost.
+  ///
+  /// - Throws: a ``ConvergeDecodingError`` for bytes that are not a valid message, and
+  ///   ``ConvergeDecodingError/frameOutOfSequence`` for a frame out of order.
   @discardableResult
   public mutating func receive(encoded bytes: [UInt8], into replica: inout Replica) throws
     -> DocumentChanges
   {
-    receive(try SyncMessage(decoding: bytes), into: &replica)
+    try receive(encoded: bytes[...], into: &replica)
+  }
+
+  /// Decodes and integrates a message or frame from a slice of a larger buffer.
+  @discardableResult
+  public mutating func receive(encoded bytes: ArraySlice<UInt8>, into replica: inout Replica)
+    throws -> DocumentChanges
+  {
+    guard !SessionStream.isFrame(bytes) else {
+      let delta: DocumentDelta
+      do {
+        delta = try incoming.decode(bytes)
+      } catch {
+        noteBrokenStream()
+        throw error
+      }
+      return receive(SyncMessage(context: nil, delta: delta), into: &replica)
+    }
+    let message = try SyncMessage(decoding: bytes)
+    // A handshake may come from a peer that lost our stream (a failed frame, a restart):
+    // the next push starts a new one.
+    if message.context != nil { restartOutgoingStream() }
+    return receive(message, into: &replica)
   }
 }

@@ -11,7 +11,7 @@
   /// let store = ReplicaStore(replica: Replica())  // on the main actor
   /// store.onCommit = { commit in
   ///   save(commit.delta)  // the app's own persistence
-  ///   send(commit.delta)  // and transport
+  ///   send(session.pushEncoded(commit, from: store.replica))  // and transport
   /// }
   /// Task { for await change in store.changes() { refreshList(change) } }
   /// store.transact { $0.create(Note(title: "Groceries")) }
@@ -63,6 +63,20 @@
       -> DocumentChanges
     {
       let changes = session.receive(message, into: &replica)
+      publish(changes)
+      return changes
+    }
+
+    /// Integrates bytes from a sync session's peer (a handshake message or a live-push
+    /// frame, see ``SyncSession/pushEncoded(_:from:)``) and publishes what changed.
+    ///
+    /// - Throws: a ``ConvergeDecodingError`` for bytes that do not decode; the replica is
+    ///   then unchanged.
+    @discardableResult
+    public func receive(encoded bytes: [UInt8], through session: inout SyncSession) throws
+      -> DocumentChanges
+    {
+      let changes = try session.receive(encoded: bytes, into: &replica)
       publish(changes)
       return changes
     }

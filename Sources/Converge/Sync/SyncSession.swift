@@ -25,6 +25,19 @@
 /// knows, so the next one repairs any loss, and applying a delta twice changes nothing.
 /// A session that has gone quiet while messages were lost restarts with ``reset()``
 /// (run it on reconnect or on a timer).
+///
+/// ## Live pushes as frames
+///
+/// ``pushEncoded(_:from:)`` sends a transaction as a *frame* of the session's stream
+/// rather than a self-contained message: the two sides remember the replicas, entities
+/// and fields named so far and predict counters, Lamport numbers, origins and backspace
+/// targets, so a typed character costs about 9 bytes instead of about 50 (`FORMAT.md`,
+/// "Session frames"). A frame only decodes in order: one that was lost, repeated or
+/// reordered fails with ``ConvergeDecodingError/frameOutOfSequence`` and changes nothing;
+/// the session then owes the peer a handshake, whose answer carries the missing events,
+/// and a peer that receives a handshake restarts its stream. Frames therefore suit a
+/// channel that usually delivers in order (a socket, a relay's per-device queue); the
+/// plain ``push(_:from:)`` message suits one that does not.
 public struct SyncSession: Sendable {
   /// What the peer is known to have: its last stated context joined with what we sent
   /// it since. `nil` until the peer has spoken.
@@ -33,6 +46,10 @@ public struct SyncSession: Sendable {
   private var contextSent: CausalContext?
   /// Whether the peer asked for an answer we have not sent yet.
   private var answerOwed = true
+  /// Our live pushes to the peer, as a stream of frames (see ``pushEncoded(_:from:)``).
+  var outgoing = SessionStream(streamID: .random(in: 1 ... .max))
+  /// The peer's live pushes.
+  var incoming = SessionStream()
 
   /// A session with a peer that has not spoken yet.
   public init() {}
@@ -80,6 +97,18 @@ public struct SyncSession: Sendable {
     }
     peerContext?.formUnion(delta.context)
     return SyncMessage(context: nil, delta: delta)
+  }
+
+  /// Notes that the peer's stream cannot be followed any more: the next message is a
+  /// handshake, which makes the peer restart it.
+  mutating func noteBrokenStream() {
+    answerOwed = true
+  }
+
+  /// Starts a new stream of live pushes: the next frame carries no reference to earlier
+  /// ones.
+  mutating func restartOutgoingStream() {
+    outgoing = SessionStream(streamID: .random(in: 1 ... .max))
   }
 
   /// Integrates a message from the peer and notes what the peer has.

@@ -1,0 +1,596 @@
+/// One direction of a ``SyncSession``'s live pushes: a stream of frames whose sender and
+/// receiver share a small state, so a typed character costs a few bytes instead of a
+/// self-contained message (see `FORMAT.md`, "Session frames").
+///
+/// A self-contained delta must name its replica (8 bytes), its entity and field (their
+/// names), its counters and Lamport numbers in full, and carry an 11-byte envelope: about
+/// 50 bytes for one keystroke. Inside a session the two sides already agree on all of that
+/// from the previous frames, so a frame only states what differs from the prediction:
+///
+/// - a dictionary of the replicas, entity keys and field names the stream has named, each
+///   sent once in full and then referred to by index;
+/// - the current author and text field, stated only when they change;
+/// - predictions for the next insert (the author's next counter, the next Lamport number,
+///   an origin right after the previous insert) and the next delete (its target right
+///   before the previous one, as a run of backspaces does), each a flag when it holds.
+///
+/// Deltas that are not one replica's edit of one text field travel embedded, as their
+/// complete message.
+///
+/// The shared state is only sound while both sides have seen the same frames in the same
+/// order. Every frame's checksum covers its sequence number, which is not on the wire, so
+/// a lost, duplicated, reordered or damaged frame fails to decode, with a typed error and
+/// no change; the session then answers with a handshake, and the sender restarts its
+/// stream (see ``SyncSession``).
+///
+/// - Complexity: encoding and decoding a frame are O(r + s) for r runs and s scalars,
+///   plus one hash lookup when the frame names a new entity or field.
+struct SessionStream: Sendable, Equatable {
+  /// The first byte of every frame; it differs from the `C` that starts every
+  /// self-contained message.
+  static let magic: UInt8 = 0xCF
+  /// The frame format version, the low four bits of the second byte.
+  static let version: UInt8 = 1
+  /// The flag of the second byte that starts a stream (sequence 0, empty state).
+  static let startFlag: UInt8 = 0x10
+  /// Entries each dictionary keeps; further names travel in full every time.
+  static let dictionaryLimit = 1024
+  /// Longest name a dictionary keeps, in UTF-8 bytes.
+  static let storedNameLimit = 256
+
+  enum RecordType: UInt8 {
+    case insert = 0
+    case delete = 1
+    case target = 2
+    case author = 3
+    case embedded = 4
+  }
+
+  /// Names this stream among all the streams its sender ever starts (a random number):
+  /// every checksum covers it, so a late frame of an earlier stream never decodes as
+  /// part of a later one.
+  var streamID: UInt64
+  /// The sequence number of the next frame.
+  var sequence: UInt64 = 0
+  /// On the receiving side, whether a start frame has arrived.
+  var isStarted = false
+  var replicas: [ReplicaID] = []
+  var keys: [EntityKey] = []
+  var fields: [String] = []
+  /// Encoder-side lookups into the dictionaries (the decoder leaves them empty).
+  var replicaIndex: [ReplicaID: Int] = [:]
+  var keyIndex: [EntityKey: Int] = [:]
+  var fieldIndex: [String: Int] = [:]
+  /// The text field the next runs edit, as dictionary indices or literal names.
+  var target: (key: EntityKey, field: String)?
+  /// The replica whose edits the next runs are.
+  var author: ReplicaID?
+  /// The author's next unused counter, if known.
+  var nextCounter: UInt64?
+  /// The Lamport number the next insert is predicted to take.
+  var nextLamport: UInt64 = 1
+  /// The last scalar the stream inserted: the predicted origin of the next insert.
+  var lastInserted: Dot?
+  /// The predicted target of the next delete.
+  var predictedDeleteTarget: Dot?
+
+  /// A stream named `streamID`; a sending session picks a random one for every stream.
+  init(streamID: UInt64 = 0) {
+    self.streamID = streamID
+  }
+
+  static func == (lhs: SessionStream, rhs: SessionStream) -> Bool {
+    lhs.streamID == rhs.streamID && lhs.sequence == rhs.sequence && lhs.replicas == rhs.replicas
+      && lhs.keys == rhs.keys
+      && lhs.fields == rhs.fields && lhs.target?.key == rhs.target?.key
+      && lhs.target?.field == rhs.target?.field && lhs.author == rhs.author
+      && lhs.nextCounter == rhs.nextCounter && lhs.nextLamport == rhs.nextLamport
+      && lhs.lastInserted == rhs.lastInserted
+      && lhs.predictedDeleteTarget == rhs.predictedDeleteTarget
+  }
+
+  /// Whether the next frame starts the stream.
+  var isAtStart: Bool { sequence == 0 }
+
+  // MARK: Prediction updates, identical on both sides
+
+  mutating func noteInsert(id: Dot, lamport: UInt64, length: Int) {
+    let step = UInt64(length)
+    nextCounter = id.counter + step
+    nextLamport = lamport + step
+    let last = Dot(replica: id.replica, counter: id.counter + step - 1)
+    lastInserted = last
+    predictedDeleteTarget = last
+  }
+
+  mutating func noteDelete(_ delete: RGADelta.Delete) {
+    nextCounter = delete.dot.counter + delete.count
+    let last = delete.target(at: delete.count - 1)
+    let next: UInt64? =
+      delete.count > 1 && !delete.isDescending
+      ? (last < .max ? last + 1 : nil) : (last > 1 ? last - 1 : nil)
+    predictedDeleteTarget = next.map { Dot(replica: delete.target.replica, counter: $0) }
+  }
+
+  mutating func noteAuthor(_ replica: ReplicaID) {
+    author = replica
+    nextCounter = nil
+  }
+}
+
+// MARK: - Encoding
+
+extension SessionStream {
+  /// The frame that carries `delta` as the stream's next one.
+  mutating func encode(_ delta: DocumentDelta) -> [UInt8] {
+    var writer = ByteWriter(capacity: 48)
+    // The checksum covers the sequence number, which does not travel.
+    writer.writeUInt64(streamID)
+    writer.writeUInt64(sequence)
+    writer.writeUInt8(Self.magic)
+    writer.writeUInt8(Self.version | (isAtStart ? Self.startFlag : 0))
+    if isAtStart { writer.writeUInt64(streamID) }
+    let lengthOffset = writer.count
+    writer.writeUInt8(0)
+    if let edit = delta.textEdit, Self.isStreamable(edit.runs) {
+      writeTextEdit(edit, to: &writer)
+    } else {
+      writer.writeUInt8(RecordType.embedded.rawValue)
+      writer.writeLengthPrefixedBytes(delta.encoded())
+    }
+    writer.patchLength(at: lengthOffset)
+    writer.writeUInt32(CRC32C.checksum(writer.bytes))
+    sequence += 1
+    return Array(writer.bytes[16...])
+  }
+
+  /// Whether frames can carry the runs as records: every insert with its content, none
+  /// of it deleted by the same delta (such a delta travels embedded, as the
+  /// self-contained form drops that content).
+  static func isStreamable(_ runs: RGADelta) -> Bool {
+    for insert in runs.inserts where insert.isContentDropped { return false }
+    guard !runs.deletes.isEmpty, !runs.inserts.isEmpty else { return true }
+    for delete in runs.deletes {
+      let targets = delete.targetRange
+      for insert in runs.inserts where insert.id.replica == targets.replica {
+        let lower = insert.id.counter
+        if lower < targets.upper && targets.lower < lower + UInt64(insert.length) { return false }
+      }
+    }
+    return true
+  }
+
+  private mutating func writeTextEdit(_ edit: DocumentDelta.TextEdit, to body: inout ByteWriter) {
+    if target?.key != edit.key || target?.field != edit.field {
+      body.writeUInt8(RecordType.target.rawValue)
+      writeReference(edit.key, in: &keys, index: &keyIndex, to: &body) { key, writer in
+        writer.writeString(key.type)
+        writer.writeString(key.id)
+      }
+      writeReference(edit.field, in: &fields, index: &fieldIndex, to: &body) { field, writer in
+        writer.writeString(field)
+      }
+      target = (edit.key, edit.field)
+    }
+    // `textEdit` guarantees one replica made every run.
+    let runAuthor = edit.runs.inserts.first?.id.replica ?? edit.runs.deletes.first?.dot.replica
+    if let runAuthor, runAuthor != author {
+      body.writeUInt8(RecordType.author.rawValue)
+      writeReplica(runAuthor, to: &body)
+      noteAuthor(runAuthor)
+    }
+    // In counter order, so that each run's first counter is the predicted one.
+    let inserts = edit.runs.inserts
+    let deletes = edit.runs.deletes
+    var nextInsert = 0
+    var nextDelete = 0
+    while nextInsert < inserts.count || nextDelete < deletes.count {
+      if nextDelete == deletes.count
+        || (nextInsert < inserts.count
+          && inserts[nextInsert].id.counter < deletes[nextDelete].dot.counter)
+      {
+        writeInsert(inserts[nextInsert], to: &body)
+        nextInsert += 1
+      } else {
+        writeDelete(deletes[nextDelete], to: &body)
+        nextDelete += 1
+      }
+    }
+  }
+
+  private mutating func writeInsert(_ insert: RGADelta.Insert, to body: inout ByteWriter) {
+    var tag = RecordType.insert.rawValue
+    let counterPredicted = insert.id.counter == nextCounter
+    let lamportPredicted = insert.lamport == nextLamport
+    let single = insert.scalars.count == 1
+    let originMode: UInt8
+    if let origin = insert.origin {
+      if origin == lastInserted {
+        originMode = 0
+      } else if origin.replica == insert.id.replica && origin.counter < insert.id.counter {
+        originMode = 2
+      } else {
+        originMode = 3
+      }
+    } else {
+      originMode = 1
+    }
+    if counterPredicted { tag |= 0x08 }
+    if lamportPredicted { tag |= 0x10 }
+    tag |= originMode << 5
+    if single { tag |= 0x80 }
+    body.writeUInt8(tag)
+    if !counterPredicted { body.writeVarUInt(insert.id.counter) }
+    if !single { body.writeVarUInt(insert.scalars.count) }
+    if !lamportPredicted {
+      body.writeVarInt(Int64(truncatingIfNeeded: insert.lamport &- nextLamport))
+    }
+    if let origin = insert.origin {
+      switch originMode {
+      case 2: body.writeVarUInt(insert.id.counter - 1 - origin.counter)
+      case 3:
+        writeReplica(origin.replica, to: &body)
+        body.writeVarUInt(origin.counter)
+      default: break
+      }
+    }
+    for scalar in insert.scalars { UTF8.encode(scalar) { body.writeUInt8($0) } }
+    noteInsert(id: insert.id, lamport: insert.lamport, length: insert.scalars.count)
+  }
+
+  private mutating func writeDelete(_ delete: RGADelta.Delete, to body: inout ByteWriter) {
+    var tag = RecordType.delete.rawValue
+    let dotPredicted = delete.dot.counter == nextCounter
+    let targetMode: UInt8
+    if let predicted = predictedDeleteTarget {
+      targetMode =
+        delete.target == predicted ? 0 : delete.target.replica == predicted.replica ? 1 : 2
+    } else {
+      targetMode = 2
+    }
+    if dotPredicted { tag |= 0x08 }
+    tag |= targetMode << 4
+    if delete.count == 1 { tag |= 0x40 }
+    if delete.isDescending { tag |= 0x80 }
+    body.writeUInt8(tag)
+    if !dotPredicted { body.writeVarUInt(delete.dot.counter) }
+    if delete.count != 1 { body.writeVarUInt(delete.count) }
+    switch targetMode {
+    case 1:
+      let base = predictedDeleteTarget?.counter ?? 0
+      body.writeVarInt(Int64(truncatingIfNeeded: delete.target.counter &- base))
+    case 2:
+      writeReplica(delete.target.replica, to: &body)
+      body.writeVarUInt(delete.target.counter)
+    default: break
+    }
+    noteDelete(delete)
+  }
+
+  private mutating func writeReplica(_ replica: ReplicaID, to body: inout ByteWriter) {
+    writeReference(replica, in: &replicas, index: &replicaIndex, to: &body) { replica, writer in
+      writer.writeUInt64(replica.rawValue)
+    }
+  }
+
+  /// Writes a dictionary reference: `0` and the value in full (kept when there is room),
+  /// or the value's position plus one.
+  private func writeReference<Value: Hashable>(
+    _ value: Value, in table: inout [Value], index: inout [Value: Int],
+    to body: inout ByteWriter, literal: (Value, inout ByteWriter) -> Void
+  ) {
+    if let position = index[value] {
+      body.writeVarUInt(position + 1)
+      return
+    }
+    body.writeVarUInt(0)
+    let start = body.count
+    literal(value, &body)
+    if table.count < Self.dictionaryLimit && body.count - start <= Self.storedNameLimit + 8 {
+      index[value] = table.count
+      table.append(value)
+    }
+  }
+
+  /// CRC-32C of the stream id and the sequence number (8 bytes each, little-endian)
+  /// followed by the frame's bytes before the checksum.
+  static func checksum(_ frame: ArraySlice<UInt8>, stream: UInt64, sequence: UInt64) -> UInt32 {
+    var input = ByteWriter(capacity: frame.count + 16)
+    input.writeUInt64(stream)
+    input.writeUInt64(sequence)
+    input.writeBytes(frame)
+    return CRC32C.checksum(input.bytes)
+  }
+}
+
+// MARK: - Decoding
+
+extension SessionStream {
+  /// Whether `bytes` look like a frame rather than a self-contained message.
+  static func isFrame<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+    bytes.first == magic
+  }
+
+  /// Checks a frame's header (magic, version, flags, length) without its stream: the
+  /// stream a start frame names, and the body length.
+  static func header(of bytes: ArraySlice<UInt8>) throws -> (
+    startedStream: UInt64?, bodyLength: Int
+  ) {
+    guard bytes.count >= 8 else { throw ConvergeDecodingError.truncated(offset: bytes.count) }
+    var reader = ByteReader(bytes[..<(bytes.endIndex - 4)])
+    guard try reader.readUInt8() == magic else { throw ConvergeDecodingError.badMagic }
+    let flags = try reader.readUInt8()
+    guard flags & 0x0F == version else {
+      throw ConvergeDecodingError.unsupportedVersion(flags & 0x0F)
+    }
+    guard flags & ~(0x0F | startFlag) == 0 else {
+      throw ConvergeDecodingError.invalidValue(offset: 1, reason: "unknown frame flags")
+    }
+    let stream = flags & startFlag != 0 ? try reader.readUInt64() : nil
+    let lengthOffset = reader.offset
+    let length = try reader.readVarUInt()
+    guard length == UInt64(reader.remainingCount) else {
+      throw ConvergeDecodingError.lengthMismatch(offset: lengthOffset)
+    }
+    return (stream, reader.remainingCount)
+  }
+
+  /// Decodes the stream's next frame. On any error the stream is unchanged.
+  ///
+  /// - Throws: ``ConvergeDecodingError/frameOutOfSequence`` when the checksum does not
+  ///   match this stream's next sequence number (a lost, repeated, reordered or damaged
+  ///   frame), and the errors of a damaged message otherwise.
+  /// - Complexity: O(b) for a b-byte frame.
+  mutating func decode(_ bytes: ArraySlice<UInt8>) throws -> DocumentDelta {
+    let header = try Self.header(of: bytes)
+    let start = header.startedStream != nil
+    guard start || isStarted else { throw ConvergeDecodingError.frameOutOfSequence }
+    let stream = header.startedStream ?? streamID
+    let checksumStart = bytes.endIndex - 4
+    var reader = ByteReader(bytes[..<checksumStart])
+    _ = try reader.readBytes(count: checksumStart - bytes.startIndex - header.bodyLength)
+    var checksumReader = ByteReader(bytes[checksumStart...])
+    let stated = try checksumReader.readUInt32()
+    let sequence = start ? 0 : self.sequence
+    guard Self.checksum(bytes[..<checksumStart], stream: stream, sequence: sequence) == stated
+    else {
+      throw start ? ConvergeDecodingError.checksumMismatch : .frameOutOfSequence
+    }
+    var state = start ? SessionStream(streamID: stream) : self
+    state.isStarted = true
+    let delta = try state.readBody(&reader)
+    state.sequence = sequence + 1
+    self = state
+    return delta
+  }
+
+  /// Reads a frame's records into the delta they carry.
+  private mutating func readBody(_ reader: inout ByteReader) throws -> DocumentDelta {
+    var tag = try reader.readUInt8()
+    if tag == RecordType.embedded.rawValue {
+      let message = try reader.readLengthPrefixedBytes()
+      try reader.expectEnd()
+      return try DocumentDelta(decoding: message)
+    }
+    var inserts: [RGADelta.Insert] = []
+    var deletes: [RGADelta.Delete] = []
+    while true {
+      let offset = reader.offset - 1
+      switch RecordType(rawValue: tag & 0x07) {
+      case .target where inserts.isEmpty && deletes.isEmpty && tag == RecordType.target.rawValue:
+        let key = try readReference(in: &keys, from: &reader) { reader in
+          EntityKey(type: try reader.readString(), id: try reader.readString())
+        }
+        let field = try readReference(in: &fields, from: &reader) { try $0.readString() }
+        target = (key, field)
+      case .author where inserts.isEmpty && deletes.isEmpty && tag == RecordType.author.rawValue:
+        noteAuthor(try readReplica(from: &reader))
+      case .insert:
+        inserts.append(try readInsert(tag, at: offset, from: &reader))
+      case .delete:
+        deletes.append(try readDelete(tag, at: offset, from: &reader))
+      default:
+        throw ConvergeDecodingError.invalidValue(
+          offset: offset, reason: "unknown or misplaced record")
+      }
+      if reader.isAtEnd { break }
+      tag = try reader.readUInt8()
+    }
+    guard let target else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: reader.offset, reason: "runs without a text field")
+    }
+    // In the order written, which is the sender's: the frame reproduces its delta exactly.
+    var runs = RGADelta()
+    runs.inserts = inserts
+    runs.deletes = deletes
+    guard let (replica, counters) = DocumentDelta.events(of: runs) else {
+      throw ConvergeDecodingError.invalidValue(offset: reader.offset, reason: "frame without runs")
+    }
+    var delta = DocumentDelta()
+    delta.context.insert(replica: replica, counters: counters)
+    delta.entities[target.key] = EntityDelta(
+      presence: .add(Dot(replica: replica, counter: counters.maximum)),
+      fields: [target.field: .text(runs)])
+    return delta
+  }
+
+  private mutating func readInsert(_ tag: UInt8, at offset: Int, from reader: inout ByteReader)
+    throws -> RGADelta.Insert
+  {
+    guard let author else {
+      throw ConvergeDecodingError.invalidValue(offset: offset, reason: "run before its author")
+    }
+    let counter = try readCounter(predicted: tag & 0x08 != 0, at: offset, from: &reader)
+    var length = 1
+    if tag & 0x80 == 0 {
+      let lengthOffset = reader.offset
+      // Every scalar takes at least one byte of the frame.
+      length = try reader.readCount(minimumBytesPerElement: 1)
+      guard length > 1 else {
+        throw ConvergeDecodingError.invalidValue(offset: lengthOffset, reason: "run length")
+      }
+    }
+    let step = UInt64(length)
+    let lamportOffset = reader.offset
+    var lamport = nextLamport
+    if tag & 0x10 == 0 { lamport = nextLamport &+ UInt64(bitPattern: try reader.readVarInt()) }
+    let (lamportEnd, lamportOverflow) = lamport.addingReportingOverflow(step)
+    guard !lamportOverflow, lamportEnd <= RGA.lamportLimit else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: lamportOffset, reason: "Lamport number out of range")
+    }
+    let end = try ByteReader.checkedAdd(counter, step, at: offset)
+    let originOffset = reader.offset
+    let origin: Dot?
+    switch (tag >> 5) & 0x03 {
+    case 0:
+      guard let lastInserted else {
+        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "no previous insert")
+      }
+      origin = lastInserted
+    case 1:
+      origin = nil
+    case 2:
+      let distance = try reader.readVarUInt()
+      guard counter >= 2, distance <= counter - 2 else {
+        throw ConvergeDecodingError.invalidValue(offset: originOffset, reason: "origin distance")
+      }
+      origin = Dot(replica: author, counter: counter - 1 - distance)
+    default:
+      let replica = try readReplica(from: &reader)
+      let originCounter = try reader.readVarUInt()
+      guard originCounter > 0 else {
+        throw ConvergeDecodingError.invalidValue(offset: originOffset, reason: "counter 0")
+      }
+      origin = Dot(replica: replica, counter: originCounter)
+    }
+    if let origin, origin.replica == author, origin.counter >= counter, origin.counter < end {
+      throw ConvergeDecodingError.invalidValue(
+        offset: originOffset, reason: "origin inside its own run")
+    }
+    var scalars: [Unicode.Scalar] = []
+    scalars.reserveCapacity(length)
+    for _ in 0..<length { scalars.append(try Self.readScalar(from: &reader)) }
+    let id = Dot(replica: author, counter: counter)
+    noteInsert(id: id, lamport: lamport, length: length)
+    return RGADelta.Insert(id: id, lamport: lamport, origin: origin, scalars: scalars)
+  }
+
+  private mutating func readDelete(_ tag: UInt8, at offset: Int, from reader: inout ByteReader)
+    throws -> RGADelta.Delete
+  {
+    guard let author else {
+      throw ConvergeDecodingError.invalidValue(offset: offset, reason: "run before its author")
+    }
+    let counter = try readCounter(predicted: tag & 0x08 != 0, at: offset, from: &reader)
+    var count: UInt64 = 1
+    if tag & 0x40 == 0 {
+      let countOffset = reader.offset
+      count = try reader.readVarUInt()
+      guard count > 1 else {
+        throw ConvergeDecodingError.invalidValue(offset: countOffset, reason: "run length")
+      }
+    }
+    let descending = tag & 0x80 != 0
+    guard !descending || count > 1 else {
+      throw ConvergeDecodingError.invalidValue(offset: offset, reason: "descending single delete")
+    }
+    let targetOffset = reader.offset
+    let target: Dot
+    switch (tag >> 4) & 0x03 {
+    case 0:
+      guard let predictedDeleteTarget else {
+        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "no predicted target")
+      }
+      target = predictedDeleteTarget
+    case 1:
+      guard let predicted = predictedDeleteTarget else {
+        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "no predicted target")
+      }
+      let counter = predicted.counter &+ UInt64(bitPattern: try reader.readVarInt())
+      target = Dot(replica: predicted.replica, counter: counter)
+    case 2:
+      let replica = try readReplica(from: &reader)
+      target = Dot(replica: replica, counter: try reader.readVarUInt())
+    default:
+      throw ConvergeDecodingError.invalidValue(offset: offset, reason: "unknown target mode")
+    }
+    let delete = RGADelta.Delete(
+      dot: Dot(replica: author, counter: counter), target: target, count: count,
+      isDescending: descending)
+    guard delete.isWellFormed else {
+      throw ConvergeDecodingError.invalidValue(offset: targetOffset, reason: "delete out of range")
+    }
+    noteDelete(delete)
+    return delete
+  }
+
+  private func readCounter(predicted: Bool, at offset: Int, from reader: inout ByteReader)
+    throws -> UInt64
+  {
+    if predicted {
+      guard let nextCounter else {
+        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "no predicted counter")
+      }
+      return nextCounter
+    }
+    let counterOffset = reader.offset
+    let counter = try reader.readVarUInt()
+    guard counter > 0 else {
+      throw ConvergeDecodingError.invalidValue(offset: counterOffset, reason: "counter 0")
+    }
+    return counter
+  }
+
+  private mutating func readReplica(from reader: inout ByteReader) throws -> ReplicaID {
+    try readReference(in: &replicas, from: &reader) { ReplicaID(rawValue: try $0.readUInt64()) }
+  }
+
+  /// Reads a dictionary reference written by `writeReference`.
+  private func readReference<Value>(
+    in table: inout [Value], from reader: inout ByteReader,
+    literal: (inout ByteReader) throws -> Value
+  ) throws -> Value {
+    let offset = reader.offset
+    let reference = try reader.readVarUInt()
+    guard reference == 0 else {
+      guard reference <= UInt64(table.count) else {
+        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "unknown reference")
+      }
+      return table[Int(reference - 1)]
+    }
+    let start = reader.offset
+    let value = try literal(&reader)
+    if table.count < Self.dictionaryLimit && reader.offset - start <= Self.storedNameLimit + 8 {
+      table.append(value)
+    }
+    return value
+  }
+
+  /// Reads one scalar's UTF-8, rejecting overlong forms, surrogates and values past
+  /// U+10FFFF.
+  static func readScalar(from reader: inout ByteReader) throws -> Unicode.Scalar {
+    let offset = reader.offset
+    let lead = try reader.readUInt8()
+    let count: Int
+    var value: UInt32
+    switch lead {
+    case 0x00...0x7F: return Unicode.Scalar(lead)
+    case 0xC2...0xDF: (count, value) = (1, UInt32(lead & 0x1F))
+    case 0xE0...0xEF: (count, value) = (2, UInt32(lead & 0x0F))
+    case 0xF0...0xF4: (count, value) = (3, UInt32(lead & 0x07))
+    default: throw ConvergeDecodingError.invalidUTF8(offset: offset)
+    }
+    for _ in 0..<count {
+      let byte = try reader.readUInt8()
+      guard byte & 0xC0 == 0x80 else { throw ConvergeDecodingError.invalidUTF8(offset: offset) }
+      value = value << 6 | UInt32(byte & 0x3F)
+    }
+    let minimum: UInt32 = count == 2 ? 0x800 : count == 3 ? 0x10000 : 0x80
+    guard value >= minimum, let scalar = Unicode.Scalar(value) else {
+      throw ConvergeDecodingError.invalidUTF8(offset: offset)
+    }
+    return scalar
+  }
+}
