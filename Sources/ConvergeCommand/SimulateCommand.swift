@@ -15,7 +15,8 @@ enum SimulateCommand {
     usage: converge simulate [--replicas N] [--operations N] [--seed S]
                              [--workload notes|tasks|mixed] [--loss P] [--duplicate P]
                              [--reorder P] [--partitions P] [--offline P]
-                             [--anti-entropy N] [--no-live-push] [--message-limit N]
+                             [--anti-entropy N] [--no-live-push] [--frames]
+                             [--message-limit N]
                              [--no-shrink] [--json]
       With no options: 5 replicas, 5,000 operations of the mixed workload, seed 1, over a
       lossy, duplicating, reordering network with partitions and offline devices.
@@ -47,6 +48,7 @@ enum SimulateCommand {
       case "--json": options.json = true
       case "--no-shrink": options.shrink = false
       case "--no-live-push": options.configuration.livePush = false
+      case "--frames": options.configuration.framedPushes = true
       case "--replicas":
         guard let value = count(rest.popFirst(), minimum: 1) else { return nil }
         options.configuration.replicas = value

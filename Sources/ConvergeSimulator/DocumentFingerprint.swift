@@ -6,8 +6,8 @@ import Converge
 ///
 /// Every string is length-prefixed so that no content can imitate the dump's structure,
 /// and numbers are written exactly (doubles and dates by bit pattern). Nothing depends on
-/// hash order, so the dump is the same in every process. It stands in for the binary
-/// encoding of a state until the codec is plugged into ``SimulationTransport``.
+/// hash order, so the dump is the same in every process. ``SimulationTransport/passthrough``
+/// names states by it, independently of the binary codec.
 public enum DocumentFingerprint {
   /// The dump as UTF-8 bytes.
   public static func bytes(of document: Document) -> [UInt8] {

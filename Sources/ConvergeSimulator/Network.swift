@@ -5,8 +5,13 @@ struct Message: Sendable {
   enum Payload: Sendable {
     /// A transaction's delta, pushed live.
     case push(WireDelta)
+    /// A transaction's delta, pushed live as the next frame of the sender's stream to
+    /// this receiver.
+    case frame([UInt8])
     /// Anti-entropy, first step: the sender's context; the receiver answers.
-    case syncRequest(CausalContext)
+    /// With framed pushes, `newStream` asks the receiver to restart its stream to the
+    /// sender, which refused one of its frames.
+    case syncRequest(CausalContext, newStream: Bool)
     /// Anti-entropy, second step: what the requester lacks, and the answerer's context
     /// so that the requester sends back what the answerer lacks.
     case syncReply(WireDelta, CausalContext)

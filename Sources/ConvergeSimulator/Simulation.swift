@@ -105,6 +105,7 @@ struct RunStatistics: Sendable {
   var finalRounds = 0
   var finalBytes = 0
   var undecodable = 0
+  var refusedFrames = 0
   var filtered = 0
   var maxReplicasWithPending = 0
   var virtualMilliseconds: UInt64 = 0
@@ -150,6 +151,12 @@ struct SimulationRun {
   var network: Network
   var schedule: SimulationRandom
   var statistics = RunStatistics()
+  /// With framed pushes, `sessions[a][b]` is replica a's session with replica b, and
+  /// what a knows of b's stream to it.
+  var sessions: [[SyncSession]] = []
+  var newStreamRequested: [[Bool]] = []
+  var refusalsSinceRequest: [[Int]] = []
+  static let refusalsBeforeRepeat = 8
 
   /// Independent random streams of the seed, one per concern.
   enum Stream: UInt64 {
@@ -157,6 +164,7 @@ struct SimulationRun {
     case schedule = 2
     case network = 3
     case origin = 4
+    case sessions = 5
     case workloads = 100
   }
 
@@ -184,6 +192,14 @@ struct SimulationRun {
         Workload(
           kind: configuration.workload,
           random: SimulationRandom(seed: seed, stream: Stream.workloads.rawValue + UInt64(index))))
+    }
+    if configuration.framedPushes {
+      var streams = SimulationRandom(seed: seed, stream: Stream.sessions.rawValue)
+      sessions = (0..<count).map { _ in
+        (0..<count).map { _ in SyncSession(streamSeed: streams.next()) }
+      }
+      newStreamRequested = Array(repeating: Array(repeating: false, count: count), count: count)
+      refusalsSinceRequest = Array(repeating: Array(repeating: 0, count: count), count: count)
     }
   }
 
@@ -222,7 +238,15 @@ struct SimulationRun {
       if commit.delta.isEmpty {
         statistics.emptyOperations += 1
       } else if configuration.livePush, replicas.count > 1 {
-        if network.isOnline(author, at: now) {
+        if network.isOnline(author, at: now), configuration.framedPushes {
+          for peer in replicas.indices where peer != author {
+            let frame = PhaseTimings.measure(&statistics.timings, \.transport) {
+              sessions[author][peer].pushEncoded(commit, from: replicas[author])
+            }
+            network.send(
+              Message(from: author, to: peer, payload: .frame(frame)), size: frame.count, at: now)
+          }
+        } else if network.isOnline(author, at: now) {
           let wire = wrap(commit.delta)
           for peer in replicas.indices where peer != author {
             network.send(
@@ -249,13 +273,13 @@ struct SimulationRun {
     }
   }
 
-  mutating func startHandshake(from a: Int, to b: Int) {
+  mutating func startHandshake(from a: Int, to b: Int, newStream: Bool = false) {
     guard network.canTalk(a, b, at: now) else { return }
     statistics.handshakes += 1
     let context = replicas[a].context
     network.send(
-      Message(from: a, to: b, payload: .syncRequest(context)),
-      size: context.encoded().count, at: now)
+      Message(from: a, to: b, payload: .syncRequest(context, newStream: newStream)),
+      size: context.encoded().count + 1, at: now)
   }
 
   /// Delivers every message due by now.
@@ -268,7 +292,11 @@ struct SimulationRun {
     switch message.payload {
     case .push(let wire):
       integrate(wire, into: receiver)
-    case .syncRequest(let context):
+    case .frame(let bytes):
+      receiveFrame(bytes, from: message.from, at: receiver)
+    case .syncRequest(let context, let newStream):
+      // The requester refused one of our frames: our next push starts a new stream.
+      if newStream { sessions[receiver][message.from].restartOutgoingStream() }
       let reply = wrap(answer(receiver, since: context))
       let own = replicas[receiver].context
       network.send(
@@ -283,6 +311,32 @@ struct SimulationRun {
     case .syncFinish(let wire):
       integrate(wire, into: receiver)
     }
+  }
+
+  /// A frame of `sender`'s stream to `receiver`: applied if it continues the stream,
+  /// otherwise refused, and the receiver asks the sender for a handshake, whose answer
+  /// carries what the refused frames held.
+  mutating func receiveFrame(_ bytes: [UInt8], from sender: Int, at receiver: Int) {
+    let decoded = PhaseTimings.measure(&statistics.timings, \.transport) {
+      try? sessions[receiver][sender].decode(bytes[...])
+    }
+    guard let decoded else {
+      statistics.refusedFrames += 1
+      // As `SyncSession` does: ask for a new stream once, and again only after more
+      // refusals (frames of the old stream still on their way are refused too).
+      refusalsSinceRequest[receiver][sender] += 1
+      if !newStreamRequested[receiver][sender]
+        || refusalsSinceRequest[receiver][sender] > SimulationRun.refusalsBeforeRepeat
+      {
+        newStreamRequested[receiver][sender] = true
+        refusalsSinceRequest[receiver][sender] = 0
+        startHandshake(from: receiver, to: sender, newStream: true)
+      }
+      return
+    }
+    newStreamRequested[receiver][sender] = false
+    refusalsSinceRequest[receiver][sender] = 0
+    if let delta = decoded.delta { apply(delta, to: receiver) }
   }
 
   mutating func integrate(_ wire: WireDelta, into receiver: Int) {

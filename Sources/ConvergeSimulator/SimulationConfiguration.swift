@@ -63,6 +63,10 @@ public struct SimulationConfiguration: Sendable, Equatable {
   public var faults: NetworkFaults
   /// Whether each transaction's delta is pushed to every peer at once.
   public var livePush: Bool
+  /// Whether live pushes travel as frames of a per-pair ``SyncSession`` stream (see
+  /// ``SyncSession/pushEncoded(_:from:)``) instead of self-contained deltas: a frame the
+  /// network lost, duplicated or reordered is refused and repaired by a handshake.
+  public var framedPushes: Bool
   /// One anti-entropy handshake between two random replicas every this many operations
   /// (0: none until the end of the run).
   public var antiEntropyInterval: Int
@@ -72,8 +76,8 @@ public struct SimulationConfiguration: Sendable, Equatable {
 
   public init(
     seed: UInt64 = 1, replicas: Int = 5, operations: Int = 2_000, workload: WorkloadKind = .mixed,
-    faults: NetworkFaults = .hostile, livePush: Bool = true, antiEntropyInterval: Int = 25,
-    messageLimit: Int? = nil
+    faults: NetworkFaults = .hostile, livePush: Bool = true, framedPushes: Bool = false,
+    antiEntropyInterval: Int = 25, messageLimit: Int? = nil
   ) {
     self.seed = seed
     self.replicas = Swift.max(1, replicas)
@@ -81,6 +85,7 @@ public struct SimulationConfiguration: Sendable, Equatable {
     self.workload = workload
     self.faults = faults
     self.livePush = livePush
+    self.framedPushes = framedPushes
     self.antiEntropyInterval = Swift.max(0, antiEntropyInterval)
     self.messageLimit = messageLimit
   }
@@ -95,6 +100,7 @@ public struct SimulationConfiguration: Sendable, Equatable {
       "--offline", "\(faults.offline)", "--anti-entropy", "\(antiEntropyInterval)",
     ]
     if !livePush { result.append("--no-live-push") }
+    if framedPushes { result.append("--frames") }
     if let messageLimit { result += ["--message-limit", "\(messageLimit)"] }
     return result
   }

@@ -36,6 +36,9 @@ public struct SimulationReport: Sendable {
   public var maxReplicasWithPendingChanges: Int { statistics.maxReplicasWithPending }
   /// Messages whose bytes the transport could not decode.
   public var undecodableMessages: Int { statistics.undecodable }
+  /// With framed pushes: frames refused because the network lost, repeated or reordered
+  /// the frames of their stream (each one starts a repairing handshake).
+  public var refusedFrames: Int { statistics.refusedFrames }
   /// Deltas dropped by ``SimulationHooks/applyFilter``.
   public var filteredDeltas: Int { statistics.filtered }
   /// Where the wall-clock time went.
@@ -58,7 +61,8 @@ public struct SimulationReport: Sendable {
         + "partitions \(f.partitions)/op, offline \(f.offline)/op, latency \(f.latency.lowerBound)-\(f.latency.upperBound) ms",
       "  messages: \(network.sent) sent, \(network.delivered) delivered, \(network.lost) lost, "
         + "\(network.duplicated) duplicated, \(network.cut) cut by partitions or offline devices",
-      "  anti-entropy: \(handshakes) handshakes during the run; \(finalHandshakes) in \(finalRounds) final rounds",
+      "  anti-entropy: \(handshakes) handshakes during the run; \(finalHandshakes) in \(finalRounds) final rounds"
+        + (c.framedPushes ? "; \(refusedFrames) frames refused out of sequence" : ""),
       "  bytes on the wire: " + bytesDescription,
       "  largest buffer: \(network.maxInFlight) messages in flight; "
         + "\(maxReplicasWithPendingChanges) replicas holding pending text at once",
@@ -103,6 +107,7 @@ public struct SimulationReport: Sendable {
       ("messages_cut", "\(network.cut)"),
       ("handshakes", "\(handshakes)"),
       ("final_handshakes", "\(finalHandshakes)"),
+      ("refused_frames", "\(refusedFrames)"),
       ("bytes", "\(bytes)"),
       ("bytes_complete", network.bytesComplete ? "true" : "false"),
       ("max_in_flight", "\(network.maxInFlight)"),

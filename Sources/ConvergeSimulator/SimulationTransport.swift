@@ -2,16 +2,11 @@ import Converge
 
 /// How the simulated network turns deltas into bytes and how the oracle names a state.
 ///
-/// The simulator runs without a codec by default: deltas travel as values and states are
-/// named by ``DocumentFingerprint``, a canonical text dump. Once the binary codec lands,
-/// plugging it in is one line, in ``standard``:
-///
-/// ```swift
-/// let transport = SimulationTransport(
-///   encode: { $0.encoded() },
-///   decode: { try? DocumentDelta(decoding: $0) },
-///   stateFingerprint: { $0.encoded() })
-/// ```
+/// Simulations use the binary codec (``encoded``, the ``standard`` transport): deltas
+/// travel as their encoded messages and states are compared by their encoded bytes.
+/// ``passthrough`` passes deltas as values and names states by ``DocumentFingerprint``,
+/// a canonical text dump, to tell a codec bug from a merge bug. Framed live pushes
+/// (``SimulationConfiguration/framedPushes``) always travel as bytes.
 ///
 /// When `encode` returns bytes, every message is encoded by the sender, counted on the
 /// wire and decoded by the receiver; a message that fails to decode is a failure of the
@@ -35,10 +30,6 @@ public struct SimulationTransport: Sendable {
   }
 
   /// The transport simulations use unless told otherwise, the command line included.
-  ///
-  /// When the binary codec lands, this is the one line to change:
-  /// `SimulationTransport(encode: { $0.encoded() }, decode: { try? DocumentDelta(decoding:
-  /// $0) }, stateFingerprint: { $0.encoded() })`.
   public static var standard: SimulationTransport { .encoded }
 
   /// Every delta encoded, counted and decoded; states compared by their encoded bytes.

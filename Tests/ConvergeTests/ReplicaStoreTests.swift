@@ -58,8 +58,12 @@ import Testing
       for frame in frames { try laptop.receive(encoded: frame, through: &laptopSession) }
       #expect(laptop.replica.document.text(of: "body", in: key) == "Hey")
       #expect(laptop.lastChanges[key] != nil)
+      // A repeated frame is recognised and changes nothing.
+      try laptop.receive(encoded: frames[1], through: &laptopSession)
+      #expect(laptop.replica.document.text(of: "body", in: key) == "Hey")
+      var stranger = SyncSession()
       #expect(throws: ConvergeDecodingError.frameOutOfSequence) {
-        try laptop.receive(encoded: frames[1], through: &laptopSession)
+        try laptop.receive(encoded: frames[1], through: &stranger)
       }
     }
   }

@@ -49,6 +49,34 @@ import Testing
     }
   }
 
+  /// Frames of per-pair sync streams through the hostile network: refused frames ask
+  /// for new streams and handshakes repair what they held.
+  @Test func framedPushesConvergeUnderFaults() throws {
+    try forEachSeed(count: 4, base: 0x51_3000) { random in
+      var configuration = Self.small(seed: random.next(), workload: .mixed)
+      configuration.framedPushes = true
+      let report = Simulation(configuration).run()
+      #expect(report.converged, "\(report.text)")
+      #expect(report.refusedFrames > 0, "the faults should break some streams")
+      let again = Simulation(configuration).run()
+      #expect(again.stateSHA256 == report.stateSHA256)
+      #expect(again.network == report.network)
+    }
+  }
+
+  /// On a network that only delays (so it reorders a little), frames are rarely
+  /// refused and cost fewer bytes than self-contained pushes.
+  @Test func framedPushesAreCheaperOnAReliableNetwork() {
+    var configuration = Self.small(seed: 0xF2A3E, workload: .notes, operations: 400)
+    configuration.faults = .none
+    let plain = Simulation(configuration).run()
+    configuration.framedPushes = true
+    let framed = Simulation(configuration).run()
+    #expect(plain.converged && framed.converged, "\(framed.text)")
+    #expect(framed.refusedFrames * 20 < framed.network.sent, "\(framed.text)")
+    #expect(framed.bytes < plain.bytes, "framed \(framed.bytes), plain \(plain.bytes)")
+  }
+
   @Test func manyReplicasConverge() {
     let report = Simulation(Self.small(seed: 99, workload: .mixed, replicas: 12, operations: 300))
       .run()

@@ -16,12 +16,14 @@
 /// - Complexity: O(d log d) for a message of d bytes, both ways.
 extension SyncMessage {
   private static let hasDelta: UInt8 = 1
+  private static let newStream: UInt8 = 2
 
   /// The message as bytes for any channel.
   public func encoded() -> [UInt8] {
     guard let context else { return (delta ?? DocumentDelta()).encoded() }
     return Envelope.seal(kind: .syncMessage) { writer in
-      writer.writeUInt8(delta == nil ? 0 : Self.hasDelta)
+      writer.writeUInt8(
+        (delta == nil ? 0 : Self.hasDelta) | (requestsNewStream ? Self.newStream : 0))
       writer.writeLengthPrefixedBytes(context.encoded())
       if let delta { writer.writeLengthPrefixedBytes(delta.encoded()) }
     }
@@ -50,7 +52,7 @@ extension SyncMessage {
     case .syncMessage:
       self = try Envelope.decode(bytes, as: .syncMessage) { reader in
         let flags = try reader.readUInt8()
-        guard flags & ~Self.hasDelta == 0 else {
+        guard flags & ~(Self.hasDelta | Self.newStream) == 0 else {
           throw ConvergeDecodingError.invalidValue(
             offset: reader.offset - 1, reason: "unknown sync flags")
         }
@@ -58,7 +60,8 @@ extension SyncMessage {
         let delta =
           flags & Self.hasDelta == 0
           ? nil : try DocumentDelta(decoding: reader.readLengthPrefixedBytes())
-        return SyncMessage(context: context, delta: delta)
+        return SyncMessage(
+          context: context, delta: delta, requestsNewStream: flags & Self.newStream != 0)
       }
     default:
       throw ConvergeDecodingError.unexpectedMessageKind(
@@ -103,20 +106,29 @@ extension SyncSession {
   public mutating func receive(encoded bytes: ArraySlice<UInt8>, into replica: inout Replica)
     throws -> DocumentChanges
   {
+    receive(try decode(bytes), into: &replica)
+  }
+
+  /// Decodes bytes from the peer (a handshake message, a self-contained push, or the
+  /// next frame of the peer's stream) without applying them, for an app that checks a
+  /// delta before it hands the message to ``receive(_:into:)``.
+  ///
+  /// A frame moves the session's copy of the peer's stream on, and one that does not
+  /// continue it makes the session owe the peer a handshake that asks for a new stream.
+  ///
+  /// - Throws: a ``ConvergeDecodingError`` for bytes that are not a valid message, and
+  ///   ``ConvergeDecodingError/frameOutOfSequence`` for a frame out of order.
+  public mutating func decode(_ bytes: ArraySlice<UInt8>) throws -> SyncMessage {
     guard !SessionStream.isFrame(bytes) else {
-      let delta: DocumentDelta
       do {
-        delta = try incoming.decode(bytes)
+        let delta = try incoming.decode(bytes)
+        noteFrameDecoded()
+        return SyncMessage(context: nil, delta: delta)
       } catch {
         noteBrokenStream()
         throw error
       }
-      return receive(SyncMessage(context: nil, delta: delta), into: &replica)
     }
-    let message = try SyncMessage(decoding: bytes)
-    // A handshake may come from a peer that lost our stream (a failed frame, a restart):
-    // the next push starts a new one.
-    if message.context != nil { restartOutgoingStream() }
-    return receive(message, into: &replica)
+    return try SyncMessage(decoding: bytes)
   }
 }

@@ -54,6 +54,14 @@ struct SessionStream: Sendable, Equatable {
   var sequence: UInt64 = 0
   /// On the receiving side, whether a start frame has arrived.
   var isStarted = false
+  /// On the receiving side, frames that arrived ahead of their turn, by sequence number.
+  var heldFrames: [UInt64: [UInt8]] = [:]
+  /// How far ahead of its turn a frame may arrive and wait.
+  static let lookahead: UInt64 = 16
+  /// How many frames may wait for an earlier one; one more means that one was lost.
+  static let holdLimit = 8
+  /// How far back a repeated frame is recognised as such.
+  static let replayWindow: UInt64 = 16
   var replicas: [ReplicaID] = []
   var keys: [EntityKey] = []
   var fields: [String] = []
@@ -335,32 +343,80 @@ extension SessionStream {
     return (stream, reader.remainingCount)
   }
 
-  /// Decodes the stream's next frame. On any error the stream is unchanged.
+  /// Decodes a frame of the stream and returns the delta it carries, joined with the
+  /// deltas of any frames that arrived early and waited for it.
   ///
-  /// - Throws: ``ConvergeDecodingError/frameOutOfSequence`` when the checksum does not
-  ///   match this stream's next sequence number (a lost, repeated, reordered or damaged
-  ///   frame), and the errors of a damaged message otherwise.
-  /// - Complexity: O(b) for a b-byte frame.
+  /// A channel that delivers almost in order is tolerated: a frame up to
+  /// ``lookahead`` ahead of its turn waits (at most ``holdLimit`` of them, in memory)
+  /// and an already applied frame up to ``replayWindow`` back, or this stream's start
+  /// frame again, is recognised and ignored; both return an empty delta. Anything else
+  /// out of sequence means a frame was lost or the sender started another stream.
+  ///
+  /// - Throws: ``ConvergeDecodingError/frameOutOfSequence`` for a frame that does not fit
+  ///   the stream; when it is one too many waiting, the waiting frames are dropped and
+  ///   every frame is refused until a new stream starts. The errors of a damaged frame
+  ///   otherwise, which change nothing.
+  /// - Complexity: O(b) for a b-byte frame in order; a frame out of order is checked
+  ///   against up to ``lookahead`` + ``replayWindow`` sequence numbers.
   mutating func decode(_ bytes: ArraySlice<UInt8>) throws -> DocumentDelta {
     let header = try Self.header(of: bytes)
-    let start = header.startedStream != nil
-    guard start || isStarted else { throw ConvergeDecodingError.frameOutOfSequence }
-    let stream = header.startedStream ?? streamID
     let checksumStart = bytes.endIndex - 4
-    var reader = ByteReader(bytes[..<checksumStart])
-    _ = try reader.readBytes(count: checksumStart - bytes.startIndex - header.bodyLength)
     var checksumReader = ByteReader(bytes[checksumStart...])
     let stated = try checksumReader.readUInt32()
-    let sequence = start ? 0 : self.sequence
-    guard Self.checksum(bytes[..<checksumStart], stream: stream, sequence: sequence) == stated
-    else {
-      throw start ? ConvergeDecodingError.checksumMismatch : .frameOutOfSequence
+    let covered = bytes[..<checksumStart]
+    if let stream = header.startedStream {
+      guard Self.checksum(covered, stream: stream, sequence: 0) == stated else {
+        throw ConvergeDecodingError.checksumMismatch
+      }
+      // This stream's own start frame, repeated: it was applied already.
+      if isStarted && stream == streamID { return DocumentDelta() }
+      var state = SessionStream(streamID: stream)
+      state.isStarted = true
+      let delta = try state.readFrame(bytes, bodyLength: header.bodyLength)
+      self = state
+      return delta
     }
-    var state = start ? SessionStream(streamID: stream) : self
-    state.isStarted = true
-    let delta = try state.readBody(&reader)
-    state.sequence = sequence + 1
-    self = state
+    guard isStarted else { throw ConvergeDecodingError.frameOutOfSequence }
+    let stream = streamID
+    func fits(_ sequence: UInt64) -> Bool {
+      Self.checksum(covered, stream: stream, sequence: sequence) == stated
+    }
+    if fits(sequence) {
+      var state = self
+      var delta = try state.readFrame(bytes, bodyLength: header.bodyLength)
+      while let held = state.heldFrames.removeValue(forKey: state.sequence) {
+        let heldHeader = try Self.header(of: held[...])
+        delta.merge(try state.readFrame(held[...], bodyLength: heldHeader.bodyLength))
+      }
+      self = state
+      return delta
+    }
+    let (lookaheadEnd, _) = sequence.addingReportingOverflow(Self.lookahead)
+    if let ahead = (sequence + 1...Swift.max(sequence + 1, lookaheadEnd)).first(where: fits) {
+      guard heldFrames[ahead] == nil else { return DocumentDelta() }
+      guard heldFrames.count < Self.holdLimit else {
+        // The frame they wait for is lost: the stream cannot go on until a new one starts.
+        heldFrames = [:]
+        isStarted = false
+        throw ConvergeDecodingError.frameOutOfSequence
+      }
+      heldFrames[ahead] = Array(bytes)
+      return DocumentDelta()
+    }
+    let replayStart = sequence > Self.replayWindow ? sequence - Self.replayWindow : 0
+    if (replayStart..<sequence).contains(where: fits) { return DocumentDelta() }
+    throw ConvergeDecodingError.frameOutOfSequence
+  }
+
+  /// Reads the body of a frame whose header and checksum were checked, and counts it.
+  private mutating func readFrame(_ bytes: ArraySlice<UInt8>, bodyLength: Int) throws
+    -> DocumentDelta
+  {
+    let checksumStart = bytes.endIndex - 4
+    var reader = ByteReader(bytes[..<checksumStart])
+    _ = try reader.readBytes(count: checksumStart - bytes.startIndex - bodyLength)
+    let delta = try readBody(&reader)
+    sequence += 1
     return delta
   }
 

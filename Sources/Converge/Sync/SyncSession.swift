@@ -32,11 +32,12 @@
 /// rather than a self-contained message: the two sides remember the replicas, entities
 /// and fields named so far and predict counters, Lamport numbers, origins and backspace
 /// targets, so a typed character costs about 9 bytes instead of about 50 (`FORMAT.md`,
-/// "Session frames"). A frame only decodes in order: one that was lost, repeated or
-/// reordered fails with ``ConvergeDecodingError/frameOutOfSequence`` and changes nothing;
-/// the session then owes the peer a handshake, whose answer carries the missing events,
-/// and a peer that receives a handshake restarts its stream. Frames therefore suit a
-/// channel that usually delivers in order (a socket, a relay's per-device queue); the
+/// "Session frames"). Frames decode in order: a frame that arrives a little early waits
+/// for the ones before it and a repeated one is ignored, but a lost one breaks the
+/// stream; the next frame then fails with ``ConvergeDecodingError/frameOutOfSequence``
+/// and changes nothing, the session owes the peer a handshake that asks for a new
+/// stream, and the answer carries the missing events. Frames therefore suit a channel
+/// that delivers in order and rarely loses (a socket, a relay's per-device queue); the
 /// plain ``push(_:from:)`` message suits one that does not.
 public struct SyncSession: Sendable {
   /// What the peer is known to have: its last stated context joined with what we sent
@@ -46,18 +47,45 @@ public struct SyncSession: Sendable {
   private var contextSent: CausalContext?
   /// Whether the peer asked for an answer we have not sent yet.
   private var answerOwed = true
+  /// Where the ids of our streams come from: each stream takes the next value.
+  private var streamSeed: UInt64
   /// Our live pushes to the peer, as a stream of frames (see ``pushEncoded(_:from:)``).
-  var outgoing = SessionStream(streamID: .random(in: 1 ... .max))
+  var outgoing: SessionStream
   /// The peer's live pushes.
   var incoming = SessionStream()
+  /// Whether the next handshake message asks the peer to start a new stream.
+  private var newStreamWanted = false
+  /// Whether a new stream was asked for and no frame has decoded since.
+  private var newStreamRequested = false
+  /// Frames refused since the last request, so that a lost request is repeated.
+  private var refusalsSinceRequest = 0
 
   /// A session with a peer that has not spoken yet.
-  public init() {}
+  public init() {
+    self.init(streamSeed: .random(in: 0 ... .max))
+  }
+
+  /// A session whose streams of live pushes take their ids from `streamSeed`, so that a
+  /// test or a simulation sends the same bytes on every run. Sessions that talk to the
+  /// same peer must use different seeds.
+  public init(streamSeed: UInt64) {
+    self.streamSeed = streamSeed
+    outgoing = SessionStream(streamID: Self.nextStreamID(&self.streamSeed))
+  }
 
   /// Forgets what the peer was believed to have, so the next message restarts the
   /// handshake. Use it after reconnecting, or when messages may have been lost.
   public mutating func reset() {
-    self = SyncSession()
+    self = SyncSession(streamSeed: streamSeed)
+  }
+
+  /// The next value of a SplitMix64 sequence: distinct for 2^64 calls.
+  private static func nextStreamID(_ state: inout UInt64) -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var mixed = state
+    mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+    return mixed ^ (mixed >> 31)
   }
 
   /// The next message for the peer, or `nil` when the peer is up to date and knows our
@@ -70,7 +98,9 @@ public struct SyncSession: Sendable {
       guard contextSent != replica.context || answerOwed else { return nil }
       answerOwed = false
       contextSent = replica.context
-      return SyncMessage(context: replica.context, delta: nil)
+      defer { newStreamWanted = false }
+      return SyncMessage(
+        context: replica.context, delta: nil, requestsNewStream: newStreamWanted)
     }
     let delta = replica.delta(since: peerContext)
     guard !delta.isEmpty || contextSent != replica.context || answerOwed else { return nil }
@@ -79,7 +109,10 @@ public struct SyncSession: Sendable {
     // Optimistic: assume the peer will integrate it. If it is lost, the peer's next
     // message states its real context and the missing part is sent again.
     self.peerContext = peerContext.union(delta.context)
-    return SyncMessage(context: replica.context, delta: delta.isEmpty ? nil : delta)
+    defer { newStreamWanted = false }
+    return SyncMessage(
+      context: replica.context, delta: delta.isEmpty ? nil : delta,
+      requestsNewStream: newStreamWanted)
   }
 
   /// A live push of one local transaction: a message with no context, just the delta,
@@ -100,15 +133,30 @@ public struct SyncSession: Sendable {
   }
 
   /// Notes that the peer's stream cannot be followed any more: the next message is a
-  /// handshake, which makes the peer restart it.
+  /// handshake that asks the peer for a new stream, unless one was asked for already
+  /// (frames of the old stream still on their way are refused too). The request is
+  /// repeated after ``SessionStream/holdLimit`` more refusals, in case it was lost.
   mutating func noteBrokenStream() {
+    refusalsSinceRequest += 1
+    guard !newStreamRequested || refusalsSinceRequest > SessionStream.holdLimit else { return }
+    newStreamRequested = true
+    newStreamWanted = true
+    refusalsSinceRequest = 0
     answerOwed = true
   }
 
-  /// Starts a new stream of live pushes: the next frame carries no reference to earlier
-  /// ones.
-  mutating func restartOutgoingStream() {
-    outgoing = SessionStream(streamID: .random(in: 1 ... .max))
+  /// Notes that a frame of the peer's stream decoded.
+  mutating func noteFrameDecoded() {
+    newStreamRequested = false
+    refusalsSinceRequest = 0
+  }
+
+  /// Starts a new stream of live pushes: the next frame of ``pushEncoded(_:from:)`` is a
+  /// start frame, which refers to nothing earlier. ``receive(_:into:)`` does this when the
+  /// peer asks for it (``SyncMessage/requestsNewStream``); call it from a protocol of
+  /// your own that carries that request differently.
+  public mutating func restartOutgoingStream() {
+    outgoing = SessionStream(streamID: Self.nextStreamID(&streamSeed))
   }
 
   /// Integrates a message from the peer and notes what the peer has.
@@ -122,6 +170,8 @@ public struct SyncSession: Sendable {
   {
     var changes = DocumentChanges()
     if let delta = message.delta { changes = replica.apply(delta) }
+    // The peer lost our stream (a refused frame, a restart): the next push starts anew.
+    if message.requestsNewStream { restartOutgoingStream() }
     guard let stated = message.context else {
       // A live push: the peer now also has what it pushed, and knows we have it too if
       // it knew everything else we had.
@@ -149,10 +199,14 @@ public struct SyncMessage: Sendable, Equatable {
   public var context: CausalContext?
   /// The events the sender believes the receiver lacks.
   public var delta: DocumentDelta?
+  /// Whether the sender refused a frame of the receiver's stream of live pushes and asks
+  /// for a new one (handshake messages only).
+  public var requestsNewStream: Bool
 
   /// A message stating `context` (`nil` for a live push) and carrying `delta`.
-  public init(context: CausalContext?, delta: DocumentDelta?) {
+  public init(context: CausalContext?, delta: DocumentDelta?, requestsNewStream: Bool = false) {
     self.context = context
     self.delta = delta
+    self.requestsNewStream = context != nil && requestsNewStream
   }
 }
