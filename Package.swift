@@ -34,6 +34,8 @@ let package = Package(
       name: "TaskBoard", dependencies: ["Converge", "ExampleModels"], path: "Examples/TaskBoard"),
     .executableTarget(
       name: "AppStore", dependencies: ["Converge", "ExampleModels"], path: "Examples/AppStore"),
+    .executableTarget(
+      name: "LiveTyping", dependencies: ["Converge"], path: "Examples/LiveTyping"),
     .testTarget(
       name: "ConvergeTests",
       dependencies: ["Converge", "ConvergeTestSupport", "ConvergeTraces", "ConvergeSimulator"],
@@ -42,7 +44,8 @@ let package = Package(
       // Golden wire-format files that every later version must still decode.
       resources: [.copy("Fixtures")]),
     .testTarget(
-      name: "ExampleTests", dependencies: ["NotesTwoDevices", "TaskBoard", "AppStore"],
+      name: "ExampleTests",
+      dependencies: ["NotesTwoDevices", "TaskBoard", "AppStore", "LiveTyping"],
       path: "Tests/ExampleTests"),
   ],
   swiftLanguageModes: [.v6]

@@ -49,6 +49,16 @@ import Testing
     #expect(output.contains("all three devices hold identical bytes"))
   }
 
+  @Test func liveTypingSendsFramesAndRepairsADroppedConnection() throws {
+    let (status, output) = try Self.run("LiveTyping")
+    #expect(status == 0, "\(output)")
+    #expect(output.contains("live: identical = true"), "\(output)")
+    #expect(output.contains("dropped: identical = false"), "\(output)")
+    #expect(output.contains("reconnected: identical = true"), "\(output)")
+    #expect(output.contains("Monday Standup\n- ship the sync fix\n- lunch at 12"), "\(output)")
+    #expect(output.contains("phone typed 20 characters in 222 bytes"), "\(output)")
+  }
+
   @Test func anAppStorePersistsRestoresAndPublishes() throws {
     let (status, output) = try Self.run("AppStore")
     #expect(status == 0, "\(output)")
