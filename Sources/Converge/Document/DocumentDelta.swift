@@ -101,9 +101,14 @@ extension Document {
           let missing = register.delta(since: known)
           if missing.stamp != nil { entityDelta.fields[name] = .register(missing) }
         case .set(let elements):
+          guard elements.values.contains(where: { $0.mayHaveEvents(unknownTo: prefix) }) else {
+            continue
+          }
           let missing = elements.filter { $0.value.mayHaveEvents(unknownTo: prefix) }
-          if !missing.isEmpty { entityDelta.fields[name] = .set(missing) }
+          entityDelta.fields[name] = .set(missing)
         case .text(let text):
+          // Most texts of a document have nothing new for a peer: skip them in O(r).
+          guard text.mayHaveEvents(unknownTo: prefix) else { continue }
           let missing = text.delta(since: known)
           if !missing.isEmpty { entityDelta.fields[name] = .text(missing) }
         }

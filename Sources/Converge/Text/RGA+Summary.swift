@@ -1,0 +1,23 @@
+extension RGA {
+  /// Whether the text may hold an event (an inserted id, a delete dot, a buffered item)
+  /// that a replica knowing every event up to `prefix` lacks. `false` means that
+  /// ``delta(since:)`` of any context with that gap-free prefix is empty, so a handshake
+  /// can skip the text without walking it.
+  ///
+  /// - Complexity: O(r) for r replicas: the id index and the delete log are sorted, so
+  ///   each replica's latest event is its last entry.
+  func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
+    guard pendingInserts.isEmpty, unresolvedDeletes.isEmpty else { return true }
+    for (replica, replicaIndex) in index {
+      if let last = replicaIndex.entries.last, last.upper - 1 > prefix[replica] { return true }
+    }
+    for (replica, log) in deleteLog {
+      // Delete runs are sorted and disjoint (see `_checkInvariants`); the last one ends
+      // last. Its end does not overflow: runs are checked when they arrive.
+      if let last = log.last, last.dot.counter + (last.count - 1) > prefix[replica] {
+        return true
+      }
+    }
+    return false
+  }
+}
