@@ -156,7 +156,10 @@ extension SessionStream {
   /// of it deleted by the same delta (such a delta travels embedded, as the
   /// self-contained form drops that content).
   static func isStreamable(_ runs: RGADelta) -> Bool {
-    for insert in runs.inserts where insert.isContentDropped { return false }
+    for insert in runs.inserts where insert.isContentDropped || insert.scalars.isEmpty {
+      return false
+    }
+    for delete in runs.deletes where delete.count == 0 { return false }
     guard !runs.deletes.isEmpty, !runs.inserts.isEmpty else { return true }
     for delete in runs.deletes {
       let targets = delete.targetRange
@@ -391,8 +394,8 @@ extension SessionStream {
       self = state
       return delta
     }
-    let (lookaheadEnd, _) = sequence.addingReportingOverflow(Self.lookahead)
-    if let ahead = (sequence + 1...Swift.max(sequence + 1, lookaheadEnd)).first(where: fits) {
+    let (lookaheadEnd, overflow) = sequence.addingReportingOverflow(Self.lookahead)
+    if !overflow, let ahead = (sequence + 1...lookaheadEnd).first(where: fits) {
       guard heldFrames[ahead] == nil else { return DocumentDelta() }
       guard heldFrames.count < Self.holdLimit else {
         // The frame they wait for is lost: the stream cannot go on until a new one starts.
