@@ -148,10 +148,7 @@ extension RGA {
     let start = reader.offset
     let (headers, content) = try TextWire.readInsertHeaders(from: &reader, replicas: &table)
     let deletes = try TextWire.readDeletes(
-      from: &reader,
-      insertIDs: TextWire.InsertIDs(
-        headers.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) }),
-      replicas: &table)
+      from: &reader, insertIDs: TextWire.InsertIDs(sortedRuns: headers), replicas: &table)
     try self.init(loading: headers, deletes: deletes, content: content, at: start)
   }
 }

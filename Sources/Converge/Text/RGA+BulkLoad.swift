@@ -90,6 +90,8 @@ private struct StateLoader {
 
   let headers: [TextWire.RunHeader]
   let scalars: [Unicode.Scalar]
+  /// Whether a scalar of the content takes two UTF-16 code units.
+  let hasSupplementary: Bool
   /// Per replica, the deleted counters: sorted, disjoint, not touching.
   let targets: ReplicaMap<[Range<UInt64>]>
   /// The segments of run `h` are `segments[segmentStart[h]..<segmentStart[h + 1]]`.
@@ -106,7 +108,8 @@ private struct StateLoader {
   var leaves: [RGA.Leaf] = []
   var placements: [Placement] = []
   var visited: [Bool] = []
-  /// The header whose run ends the last leaf, if any.
+  /// The leaf being filled, and the run whose items end it (-1: none).
+  var filling = RGA.Leaf()
   var lastHeader = -1
 
   init(
@@ -114,40 +117,100 @@ private struct StateLoader {
     content: (bytes: ArraySlice<UInt8>, offset: Int)
   ) throws {
     self.headers = headers
-    scalars = try Self.decodeScalars(content.bytes, offset: content.offset)
+    (scalars, hasSupplementary) = try Self.decodeScalars(content.bytes, offset: content.offset)
     targets = Self.targetRanges(deletes)
     try cutSegments(contentOffset: content.offset)
     attachRuns()
   }
 
-  /// The scalars of strictly valid UTF-8.
-  static func decodeScalars(_ bytes: ArraySlice<UInt8>, offset: Int) throws -> [Unicode.Scalar] {
-    var scalars: [Unicode.Scalar] = []
-    scalars.reserveCapacity(bytes.count)
-    var decoder = UTF8()
-    var iterator = bytes.makeIterator()
-    while true {
-      switch decoder.decode(&iterator) {
-      case .scalarValue(let scalar): scalars.append(scalar)
-      case .emptyInput: return scalars
-      case .error: throw ConvergeDecodingError.invalidUTF8(offset: offset)
+  /// The scalars of strictly valid UTF-8 (no overlong forms, surrogates or values above
+  /// U+10FFFF), and whether any lies outside the Basic Multilingual Plane (takes two
+  /// UTF-16 code units).
+  static func decodeScalars(_ bytes: ArraySlice<UInt8>, offset: Int) throws -> (
+    scalars: [Unicode.Scalar], hasSupplementary: Bool
+  ) {
+    let invalid = ConvergeDecodingError.invalidUTF8(offset: offset)
+    var hasSupplementary = false
+    let scalars = try bytes.withUnsafeBufferPointer { input in
+      try [Unicode.Scalar](unsafeUninitializedCapacity: input.count) { output, written in
+        var position = 0
+        let end = input.count
+        // Continuation byte `position + step`, checked to be in `low...high`.
+        func continuation(_ step: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) throws -> UInt32 {
+          guard position + step < end else { throw invalid }
+          let byte = input[position + step]
+          guard byte >= low, byte <= high else { throw invalid }
+          return UInt32(byte & 0x3F)
+        }
+        while position < end {
+          let lead = input[position]
+          if lead < 0x80 {
+            output[written] = Unicode.Scalar(lead)
+            written += 1
+            position += 1
+            continue
+          }
+          let value: UInt32
+          switch lead {
+          case 0xC2...0xDF:
+            value = UInt32(lead & 0x1F) << 6 | (try continuation(1))
+            position += 2
+          case 0xE0...0xEF:
+            // No overlong forms (E0 needs A0 or more), no surrogates (ED at most 9F).
+            let second = try continuation(
+              1, lead == 0xE0 ? 0xA0 : 0x80, lead == 0xED ? 0x9F : 0xBF)
+            value = UInt32(lead & 0x0F) << 12 | second << 6 | (try continuation(2))
+            position += 3
+          case 0xF0...0xF4:
+            // No overlong forms (F0 needs 90 or more), nothing above U+10FFFF.
+            let second = try continuation(
+              1, lead == 0xF0 ? 0x90 : 0x80, lead == 0xF4 ? 0x8F : 0xBF)
+            value =
+              UInt32(lead & 0x07) << 18 | second << 12 | (try continuation(2)) << 6
+              | (try continuation(3))
+            position += 4
+            hasSupplementary = true
+          default:
+            throw invalid
+          }
+          guard let scalar = Unicode.Scalar(value) else { throw invalid }
+          output[written] = scalar
+          written += 1
+        }
       }
     }
+    return (scalars, hasSupplementary)
   }
 
   /// Per target replica, the counters the delete runs remove, sorted and joined.
   static func targetRanges(_ deletes: [RGADelta.Delete]) -> ReplicaMap<[Range<UInt64>]> {
+    // Counted first, so that each replica's list is allocated once.
+    var counts = ReplicaMap<Int>()
+    for delete in deletes {
+      counts.values[counts.slotCreating(delete.target.replica, default: 0)] += 1
+    }
     var unsorted = ReplicaMap<[Range<UInt64>]>()
+    for (replica, count) in counts {
+      var list: [Range<UInt64>] = []
+      list.reserveCapacity(count)
+      unsorted.values[unsorted.slotCreating(replica, default: [])] = list
+    }
+    var slot = -1
+    var replica: ReplicaID?
     for delete in deletes {
       let target = delete.targetRange
-      let slot = unsorted.slotCreating(target.replica, default: [])
+      if target.replica != replica {
+        replica = target.replica
+        slot = unsorted.slot(of: target.replica) ?? 0
+      }
       unsorted.values[slot].append(target.lower..<target.upper)
     }
     var result = ReplicaMap<[Range<UInt64>]>()
     for (replica, list) in unsorted {
       var joined: [Range<UInt64>] = []
-      joined.reserveCapacity(list.count)
-      for range in list.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+      let sorted = sortedByLowerBound(list)
+      joined.reserveCapacity(sorted.count)
+      for range in sorted {
         if let last = joined.last, range.lowerBound <= last.upperBound {
           joined[joined.count - 1] = last.lowerBound..<Swift.max(last.upperBound, range.upperBound)
         } else {
@@ -158,6 +221,45 @@ private struct StateLoader {
       result.values[slot] = joined
     }
     return result
+  }
+
+  /// `ranges` sorted by lower bound: a least-significant-digit radix sort, 11 bits a
+  /// pass, as many passes as the largest lower bound needs (two for counters below
+  /// 2^22), so sorting the delete targets of a long history costs a few linear passes.
+  static func sortedByLowerBound(_ ranges: [Range<UInt64>]) -> [Range<UInt64>] {
+    guard ranges.count > 32 else { return ranges.sorted { $0.lowerBound < $1.lowerBound } }
+    var largest: UInt64 = 0
+    var isSorted = true
+    for index in ranges.indices {
+      largest = Swift.max(largest, ranges[index].lowerBound)
+      if index > 0, ranges[index].lowerBound < ranges[index - 1].lowerBound { isSorted = false }
+    }
+    guard !isSorted else { return ranges }
+    let digitBits: UInt64 = 11
+    let buckets = 1 << digitBits
+    let mask = UInt64(buckets - 1)
+    var source = ranges
+    var target = ranges
+    var counts = [Int](repeating: 0, count: buckets)
+    var shift: UInt64 = 0
+    while shift < 64, largest >> shift > 0 {
+      for index in counts.indices { counts[index] = 0 }
+      for range in source { counts[Int((range.lowerBound >> shift) & mask)] += 1 }
+      var total = 0
+      for index in counts.indices {
+        let count = counts[index]
+        counts[index] = total
+        total += count
+      }
+      for range in source {
+        let digit = Int((range.lowerBound >> shift) & mask)
+        target[counts[digit]] = range
+        counts[digit] += 1
+      }
+      swap(&source, &target)
+      shift += digitBits
+    }
+    return source
   }
 
   /// Cuts every run into deleted and visible segments and gives the visible ones their
@@ -236,35 +338,57 @@ private struct StateLoader {
   }
 
   /// Hangs every run whose origin is present under it (the head's children under 0),
-  /// sorted so that each item's children are consecutive and in document order.
+  /// sorted so that each item's children are consecutive and in document order: a
+  /// counting sort by parent, then a sort of each parent's children (usually one).
   mutating func attachRuns() {
-    attachments.reserveCapacity(headers.count)
+    var parents = [Int](repeating: -1, count: headers.count)
+    var offsets = [Int](repeating: 0, count: headers.count)
+    firstChild = [Int](repeating: 0, count: headers.count + 2)
     for (index, header) in headers.enumerated() {
       var parent = 0
-      var offset = 0
       if let origin = header.origin {
         guard let found = locate(origin) else { continue }
         parent = found.header + 1
-        offset = found.offset
+        offsets[index] = found.offset
       }
-      attachments.append(
-        Attachment(
-          parent: parent, offset: offset, child: index, lamport: header.lamport,
-          replica: header.id.replica, counter: header.id.counter))
+      parents[index] = parent
+      firstChild[parent + 1] += 1
     }
-    attachments.sort { left, right in
-      if left.parent != right.parent { return left.parent < right.parent }
-      if left.offset != right.offset { return left.offset < right.offset }
-      return left.sortsBefore(right)
+    for parent in 0...headers.count { firstChild[parent + 1] += firstChild[parent] }
+    var next = firstChild
+    let placeholder = Attachment(
+      parent: 0, offset: 0, child: 0, lamport: 0, replica: ReplicaID(rawValue: 0), counter: 0)
+    attachments = [Attachment](repeating: placeholder, count: firstChild[headers.count + 1])
+    for (index, header) in headers.enumerated() where parents[index] >= 0 {
+      let parent = parents[index]
+      attachments[next[parent]] = Attachment(
+        parent: parent, offset: offsets[index], child: index, lamport: header.lamport,
+        replica: header.id.replica, counter: header.id.counter)
+      next[parent] += 1
     }
-    firstChild = Array(repeating: attachments.count, count: headers.count + 2)
-    for index in attachments.indices.reversed() {
-      firstChild[attachments[index].parent] = index
+    for parent in 0...headers.count where firstChild[parent + 1] - firstChild[parent] > 1 {
+      sortChildren(firstChild[parent]..<firstChild[parent + 1])
     }
-    // Parents without children start where the next parent does.
-    for parent in stride(from: headers.count, through: 0, by: -1)
-    where firstChild[parent] > firstChild[parent + 1] {
-      firstChild[parent] = firstChild[parent + 1]
+  }
+
+  /// Sorts `attachments[range]` by offset, then in document order: an insertion sort for
+  /// the few children an item usually has, the standard sort beyond.
+  mutating func sortChildren(_ range: Range<Int>) {
+    func before(_ left: Attachment, _ right: Attachment) -> Bool {
+      left.offset != right.offset ? left.offset < right.offset : left.sortsBefore(right)
+    }
+    guard range.count <= 16 else {
+      attachments[range].sort(by: before)
+      return
+    }
+    for index in range.dropFirst() {
+      let moving = attachments[index]
+      var position = index
+      while position > range.lowerBound, before(moving, attachments[position - 1]) {
+        attachments[position] = attachments[position - 1]
+        position -= 1
+      }
+      attachments[position] = moving
     }
   }
 
@@ -280,6 +404,8 @@ private struct StateLoader {
     var nextSegment = segmentStart
     var stack: [Task] = []
     if firstChild[0] < firstChild[1] { stack.append(.children(firstChild[0]..<firstChild[1])) }
+    filling.runs.reserveCapacity(RGA.maxRunsPerLeaf)
+    defer { finishLeaf() }
     while let task = stack.popLast() {
       switch task {
       case .children(let range):
@@ -346,12 +472,12 @@ private struct StateLoader {
       if !deleted {
         run.hasContent = true
         run.contentStart = piece.contentStart + (cursor - piece.offset)
-        var utf16 = length
-        for scalar in scalars[run.contentStart..<run.contentStart + length]
-        where scalar.value > 0xFFFF {
-          utf16 += 1
+        if hasSupplementary {
+          for scalar in scalars[run.contentStart..<run.contentStart + length]
+          where scalar.value > 0xFFFF {
+            run.utf16 += 1
+          }
         }
-        run.utf16 = utf16
       }
       place(run, header: index)
       cursor = upper
@@ -359,32 +485,37 @@ private struct StateLoader {
     }
   }
 
-  /// Appends `run` to the last leaf (a new one when it is half full), joined to the run
-  /// before it when it continues it.
+  /// Appends `run` to the leaf being filled (starting a new one when it is half full),
+  /// joined to the run before it when it continues it.
   mutating func place(_ run: RGA.Run, header: Int) {
     let upper = run.counter + UInt64(run.length)
-    if lastHeader == header, let leaf = leaves.indices.last, let last = leaves[leaf].runs.last,
-      last.deleted == run.deleted, last.counter + UInt64(last.length) == run.counter,
+    if lastHeader == header, let last = filling.runs.last, last.deleted == run.deleted,
+      last.counter + UInt64(last.length) == run.counter,
       run.deleted || last.contentStart + last.length == run.contentStart
     {
-      leaves[leaf].runs[leaves[leaf].runs.count - 1].length += run.length
-      leaves[leaf].runs[leaves[leaf].runs.count - 1].utf16 += run.utf16
-      leaves[leaf].visible += run.visibleLength
-      leaves[leaf].utf16 += run.visibleUTF16
+      filling.runs[filling.runs.count - 1].length += run.length
+      filling.runs[filling.runs.count - 1].utf16 += run.utf16
+      filling.visible += run.visibleLength
+      filling.utf16 += run.visibleUTF16
       placements[placements.count - 1].upper = upper
       return
     }
-    if leaves.isEmpty || leaves[leaves.count - 1].runs.count >= RGA.maxRunsPerLeaf / 2 {
-      var leaf = RGA.Leaf()
-      leaf.runs.reserveCapacity(RGA.maxRunsPerLeaf)
-      leaves.append(leaf)
-    }
-    let leaf = leaves.count - 1
-    leaves[leaf].runs.append(run)
-    leaves[leaf].visible += run.visibleLength
-    leaves[leaf].utf16 += run.visibleUTF16
-    placements.append(Placement(header: header, lower: run.counter, upper: upper, leaf: leaf))
+    if filling.runs.count >= RGA.maxRunsPerLeaf / 2 { finishLeaf() }
+    filling.runs.append(run)
+    filling.visible += run.visibleLength
+    filling.utf16 += run.visibleUTF16
+    placements.append(
+      Placement(header: header, lower: run.counter, upper: upper, leaf: leaves.count))
     lastHeader = header
+  }
+
+  /// Moves the leaf being filled to `leaves`.
+  mutating func finishLeaf() {
+    guard !filling.runs.isEmpty else { return }
+    leaves.append(filling)
+    filling = RGA.Leaf()
+    filling.runs.reserveCapacity(RGA.maxRunsPerLeaf)
+    lastHeader = -1
   }
 
   /// Moves the walk's result into `text` (a fresh one): storage, index, buffered runs and
@@ -408,13 +539,22 @@ private struct StateLoader {
     for (replica, list) in targets {
       bufferUnresolved(list, of: replica, into: &text)
     }
-    for delete in deletes { text.appendToDeleteLog(delete) }
+    // The delete runs come sorted by delete dot, without overlaps: each replica's run
+    // of them is its log.
+    var groupStart = 0
+    for index in deletes.indices
+    where index + 1 == deletes.count || deletes[index + 1].dot.replica != deletes[index].dot.replica
+    {
+      let slot = text.deleteLog.slotCreating(deletes[index].dot.replica, default: [])
+      text.deleteLog.values[slot] = Array(deletes[groupStart...index])
+      groupStart = index + 1
+    }
   }
 
   /// The id index: placements sorted by run (a stable counting sort, as each run's items
   /// were placed in order), so each replica's entries come out sorted by counter.
   func buildIndex(into text: inout RGA) {
-    var starts = Array(repeating: 0, count: headers.count + 1)
+    var starts = [Int](repeating: 0, count: headers.count + 1)
     for placement in placements { starts[placement.header + 1] += 1 }
     for index in headers.indices { starts[index + 1] += starts[index] }
     var sorted = placements
@@ -422,23 +562,29 @@ private struct StateLoader {
       sorted[starts[placement.header]] = placement
       starts[placement.header] += 1
     }
-    var slot = -1
+    var entries: [ReplicaIndex.Entry] = []
+    entries.reserveCapacity(sorted.count)
     var replica: ReplicaID?
     for placement in sorted {
       let owner = headers[placement.header].id.replica
       if owner != replica {
+        if let replica {
+          let slot = text.index.slotCreating(replica, default: ReplicaIndex())
+          text.index.values[slot].entries = entries
+          entries.removeAll(keepingCapacity: true)
+        }
         replica = owner
-        slot = text.index.slotCreating(owner, default: ReplicaIndex())
       }
-      if let last = text.index.values[slot].entries.last, last.upper == placement.lower,
-        last.leaf == placement.leaf
-      {
-        text.index.values[slot].entries[text.index.values[slot].entries.count - 1].upper =
-          placement.upper
+      if let last = entries.last, last.upper == placement.lower, last.leaf == placement.leaf {
+        entries[entries.count - 1].upper = placement.upper
       } else {
-        text.index.values[slot].entries.append(
+        entries.append(
           ReplicaIndex.Entry(lower: placement.lower, upper: placement.upper, leaf: placement.leaf))
       }
+    }
+    if let replica {
+      let slot = text.index.slotCreating(replica, default: ReplicaIndex())
+      text.index.values[slot].entries = entries
     }
   }
 
@@ -481,6 +627,21 @@ private struct StateLoader {
         cursor = Swift.max(cursor, entry.upper)
         if entry.upper <= target.upperBound { position += 1 }
       }
+    }
+  }
+}
+
+extension TextWire.InsertIDs {
+  /// The id ranges of `headers`, which are sorted by id: one list per replica, each
+  /// built at once.
+  init(sortedRuns headers: [TextWire.RunHeader]) {
+    var start = 0
+    for index in headers.indices
+    where index + 1 == headers.count || headers[index + 1].id.replica != headers[index].id.replica {
+      ranges[headers[index].id.replica] = headers[start...index].map {
+        $0.id.counter..<$0.id.counter + UInt64($0.length)
+      }
+      start = index + 1
     }
   }
 }
