@@ -325,6 +325,53 @@ func replayTextState(_ bytes: [UInt8]) throws -> RGA {
     #expect(encodeTextState(loaded) == bytes)
   }
 
+  /// The content decoder against the standard library's strict UTF-8 decoder: every
+  /// sequence of up to three bytes drawn from the boundaries of the UTF-8 ranges, and
+  /// random mixes of valid and damaged text.
+  @Test func contentDecoderIsStrictUTF8() throws {
+    func reference(_ bytes: [UInt8]) -> [Unicode.Scalar]? {
+      var decoder = UTF8()
+      var iterator = bytes.makeIterator()
+      var scalars: [Unicode.Scalar] = []
+      while true {
+        switch decoder.decode(&iterator) {
+        case .scalarValue(let scalar): scalars.append(scalar)
+        case .emptyInput: return scalars
+        case .error: return nil
+        }
+      }
+    }
+    func check(_ bytes: [UInt8]) {
+      let decoded = try? TextWire.decodeScalars(bytes[...], offset: 0)
+      #expect(decoded?.scalars == reference(bytes), "\(bytes)")
+      if let decoded {
+        #expect(decoded.hasSupplementary == decoded.scalars.contains { $0.value > 0xFFFF })
+      }
+    }
+    let edges: [UInt8] = [
+      0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0,
+      0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+    ]
+    for first in edges {
+      check([first])
+      for second in edges {
+        check([first, second])
+        for third in edges { check([first, second, third]) }
+      }
+    }
+    var random = SeededGenerator(seed: 0x07F8)
+    let text = Array("aé中😀\u{10FFFF}\u{FFFD}z".utf8)
+    for _ in 0..<2_000 {
+      var bytes = (0..<Int.random(in: 0...6, using: &random)).flatMap { _ in text }
+      for _ in 0..<Int.random(in: 0...2, using: &random) where !bytes.isEmpty {
+        bytes[Int.random(in: 0..<bytes.count, using: &random)] =
+          edges.randomElement(
+            using: &random) ?? 0
+      }
+      check(bytes)
+    }
+  }
+
   private func encodeDelta(_ delta: RGADelta) -> [UInt8] {
     var builder = ReplicaTable.Builder()
     delta.collectReplicas(into: &builder)

@@ -117,69 +117,10 @@ private struct StateLoader {
     content: (bytes: ArraySlice<UInt8>, offset: Int)
   ) throws {
     self.headers = headers
-    (scalars, hasSupplementary) = try Self.decodeScalars(content.bytes, offset: content.offset)
+    (scalars, hasSupplementary) = try TextWire.decodeScalars(content.bytes, offset: content.offset)
     targets = Self.targetRanges(deletes)
     try cutSegments(contentOffset: content.offset)
     attachRuns()
-  }
-
-  /// The scalars of strictly valid UTF-8 (no overlong forms, surrogates or values above
-  /// U+10FFFF), and whether any lies outside the Basic Multilingual Plane (takes two
-  /// UTF-16 code units).
-  static func decodeScalars(_ bytes: ArraySlice<UInt8>, offset: Int) throws -> (
-    scalars: [Unicode.Scalar], hasSupplementary: Bool
-  ) {
-    let invalid = ConvergeDecodingError.invalidUTF8(offset: offset)
-    var hasSupplementary = false
-    let scalars = try bytes.withUnsafeBufferPointer { input in
-      try [Unicode.Scalar](unsafeUninitializedCapacity: input.count) { output, written in
-        var position = 0
-        let end = input.count
-        // Continuation byte `position + step`, checked to be in `low...high`.
-        func continuation(_ step: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) throws -> UInt32 {
-          guard position + step < end else { throw invalid }
-          let byte = input[position + step]
-          guard byte >= low, byte <= high else { throw invalid }
-          return UInt32(byte & 0x3F)
-        }
-        while position < end {
-          let lead = input[position]
-          if lead < 0x80 {
-            output[written] = Unicode.Scalar(lead)
-            written += 1
-            position += 1
-            continue
-          }
-          let value: UInt32
-          switch lead {
-          case 0xC2...0xDF:
-            value = UInt32(lead & 0x1F) << 6 | (try continuation(1))
-            position += 2
-          case 0xE0...0xEF:
-            // No overlong forms (E0 needs A0 or more), no surrogates (ED at most 9F).
-            let second = try continuation(
-              1, lead == 0xE0 ? 0xA0 : 0x80, lead == 0xED ? 0x9F : 0xBF)
-            value = UInt32(lead & 0x0F) << 12 | second << 6 | (try continuation(2))
-            position += 3
-          case 0xF0...0xF4:
-            // No overlong forms (F0 needs 90 or more), nothing above U+10FFFF.
-            let second = try continuation(
-              1, lead == 0xF0 ? 0x90 : 0x80, lead == 0xF4 ? 0x8F : 0xBF)
-            value =
-              UInt32(lead & 0x07) << 18 | second << 12 | (try continuation(2)) << 6
-              | (try continuation(3))
-            position += 4
-            hasSupplementary = true
-          default:
-            throw invalid
-          }
-          guard let scalar = Unicode.Scalar(value) else { throw invalid }
-          output[written] = scalar
-          written += 1
-        }
-      }
-    }
-    return (scalars, hasSupplementary)
   }
 
   /// Per target replica, the counters the delete runs remove, sorted and joined.
@@ -320,18 +261,15 @@ private struct StateLoader {
     guard contentCursor == scalars.count else { throw mismatch }
   }
 
-  /// The run holding `dot` and the offset of `dot` in it, if any run does.
-  func locate(_ dot: Dot) -> (header: Int, offset: Int)? {
+  /// The run holding `dot` and the offset of `dot` in it, if any run does. `ends` holds
+  /// each run's end counter, a compact array to search.
+  func locate(_ dot: Dot, ends: UnsafeBufferPointer<UInt64>) -> (header: Int, offset: Int)? {
     guard let range = groups[dot.replica] else { return nil }
     var low = range.lowerBound
     var high = range.upperBound
     while low < high {
       let middle = (low + high) / 2
-      if headers[middle].id.counter + UInt64(headers[middle].length) <= dot.counter {
-        low = middle + 1
-      } else {
-        high = middle
-      }
+      if ends[middle] <= dot.counter { low = middle + 1 } else { high = middle }
     }
     guard low < range.upperBound, headers[low].id.counter <= dot.counter else { return nil }
     return (low, Int(dot.counter - headers[low].id.counter))
@@ -343,29 +281,34 @@ private struct StateLoader {
   mutating func attachRuns() {
     var parents = [Int](repeating: -1, count: headers.count)
     var offsets = [Int](repeating: 0, count: headers.count)
-    firstChild = [Int](repeating: 0, count: headers.count + 2)
-    for (index, header) in headers.enumerated() {
-      var parent = 0
-      if let origin = header.origin {
-        guard let found = locate(origin) else { continue }
-        parent = found.header + 1
-        offsets[index] = found.offset
+    var starts = [Int](repeating: 0, count: headers.count + 2)
+    let ends = headers.map { $0.id.counter + UInt64($0.length) }
+    ends.withUnsafeBufferPointer { ends in
+      for (index, header) in headers.enumerated() {
+        var parent = 0
+        if let origin = header.origin {
+          guard let found = locate(origin, ends: ends) else { continue }
+          parent = found.header + 1
+          offsets[index] = found.offset
+        }
+        parents[index] = parent
+        starts[parent + 1] += 1
       }
-      parents[index] = parent
-      firstChild[parent + 1] += 1
     }
-    for parent in 0...headers.count { firstChild[parent + 1] += firstChild[parent] }
-    var next = firstChild
+    for parent in 0...headers.count { starts[parent + 1] += starts[parent] }
+    var next = starts
     let placeholder = Attachment(
       parent: 0, offset: 0, child: 0, lamport: 0, replica: ReplicaID(rawValue: 0), counter: 0)
-    attachments = [Attachment](repeating: placeholder, count: firstChild[headers.count + 1])
+    var sorted = [Attachment](repeating: placeholder, count: starts[headers.count + 1])
     for (index, header) in headers.enumerated() where parents[index] >= 0 {
       let parent = parents[index]
-      attachments[next[parent]] = Attachment(
+      sorted[next[parent]] = Attachment(
         parent: parent, offset: offsets[index], child: index, lamport: header.lamport,
         replica: header.id.replica, counter: header.id.counter)
       next[parent] += 1
     }
+    firstChild = starts
+    attachments = sorted
     for parent in 0...headers.count where firstChild[parent + 1] - firstChild[parent] > 1 {
       sortChildren(firstChild[parent]..<firstChild[parent + 1])
     }
@@ -643,5 +586,66 @@ extension TextWire.InsertIDs {
       }
       start = index + 1
     }
+  }
+}
+
+extension TextWire {
+  /// The scalars of strictly valid UTF-8 (no overlong forms, surrogates or values above
+  /// U+10FFFF), and whether any lies outside the Basic Multilingual Plane (takes two
+  /// UTF-16 code units).
+  static func decodeScalars(_ bytes: ArraySlice<UInt8>, offset: Int) throws -> (
+    scalars: [Unicode.Scalar], hasSupplementary: Bool
+  ) {
+    let invalid = ConvergeDecodingError.invalidUTF8(offset: offset)
+    var hasSupplementary = false
+    let scalars = try bytes.withUnsafeBufferPointer { input in
+      try [Unicode.Scalar](unsafeUninitializedCapacity: input.count) { output, written in
+        var position = 0
+        let end = input.count
+        // Continuation byte `position + step`, checked to be in `low...high`.
+        func continuation(_ step: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) throws -> UInt32 {
+          guard position + step < end else { throw invalid }
+          let byte = input[position + step]
+          guard byte >= low, byte <= high else { throw invalid }
+          return UInt32(byte & 0x3F)
+        }
+        while position < end {
+          let lead = input[position]
+          if lead < 0x80 {
+            output[written] = Unicode.Scalar(lead)
+            written += 1
+            position += 1
+            continue
+          }
+          let value: UInt32
+          switch lead {
+          case 0xC2...0xDF:
+            value = UInt32(lead & 0x1F) << 6 | (try continuation(1))
+            position += 2
+          case 0xE0...0xEF:
+            // No overlong forms (E0 needs A0 or more), no surrogates (ED at most 9F).
+            let second = try continuation(
+              1, lead == 0xE0 ? 0xA0 : 0x80, lead == 0xED ? 0x9F : 0xBF)
+            value = UInt32(lead & 0x0F) << 12 | second << 6 | (try continuation(2))
+            position += 3
+          case 0xF0...0xF4:
+            // No overlong forms (F0 needs 90 or more), nothing above U+10FFFF.
+            let second = try continuation(
+              1, lead == 0xF0 ? 0x90 : 0x80, lead == 0xF4 ? 0x8F : 0xBF)
+            value =
+              UInt32(lead & 0x07) << 18 | second << 12 | (try continuation(2)) << 6
+              | (try continuation(3))
+            position += 4
+            hasSupplementary = true
+          default:
+            throw invalid
+          }
+          guard let scalar = Unicode.Scalar(value) else { throw invalid }
+          output[written] = scalar
+          written += 1
+        }
+      }
+    }
+    return (scalars, hasSupplementary)
   }
 }
