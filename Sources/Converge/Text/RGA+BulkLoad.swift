@@ -347,7 +347,7 @@ private struct StateLoader {
     var nextSegment = segmentStart
     var stack: [Task] = []
     if firstChild[0] < firstChild[1] { stack.append(.children(firstChild[0]..<firstChild[1])) }
-    filling.runs.reserveCapacity(RGA.maxRunsPerLeaf)
+    filling.runs.reserveCapacity(RGA.maxRunsPerLeaf / 2)
     defer { finishLeaf() }
     while let task = stack.popLast() {
       switch task {
@@ -457,7 +457,7 @@ private struct StateLoader {
     guard !filling.runs.isEmpty else { return }
     leaves.append(filling)
     filling = RGA.Leaf()
-    filling.runs.reserveCapacity(RGA.maxRunsPerLeaf)
+    filling.runs.reserveCapacity(RGA.maxRunsPerLeaf / 2)
     lastHeader = -1
   }
 
