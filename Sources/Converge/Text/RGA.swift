@@ -73,7 +73,7 @@
 /// peak memory growth; seph-blog1's 137,993 edits in about 25 ms. With
 /// `converge bench` (release, `--runs 1`, a loaded machine) its document state encodes
 /// to 155,639 bytes (tombstones without content; 240,257 when they kept it), loads in
-/// about 2 to 2.5 ms (`--runs 20`; 16 to 19 ms when its runs were integrated one by
+/// about 1.9 to 2.4 ms (`--runs 20`; 16 to 19 ms when its runs were integrated one by
 /// one), two offline halves merge in about 47 ms and one small remote delta applies in
 /// about 5.3 µs.
 public struct RGA: Sendable {
