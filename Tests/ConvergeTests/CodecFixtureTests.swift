@@ -36,6 +36,7 @@ import Testing
     ("document-v1.bin", DocumentFixtureScenario.document.encoded()),
     ("document-delta-v1.bin", DocumentFixtureScenario.delta.encoded()),
     ("text-edit-delta-v1.bin", TextEditFixtureScenario.edit.encoded()),
+    ("text-state-v1.bin", TextStateFixtureScenario.document.encoded()),
   ]
 
   private func load(_ name: String) throws -> [UInt8] {

@@ -6,39 +6,68 @@
 /// 32 bits, which covers the bit flips and short corruptions storage and relays cause.
 /// It is not a signature: it guards against accidents, not against an attacker.
 ///
-/// - Complexity: O(n) for n bytes, one table lookup per byte.
+/// - Complexity: O(n) for n bytes: eight bytes a step through eight tables
+///   ("slicing-by-8"), one table lookup per byte.
 public enum CRC32C {
   /// The checksum of `bytes`.
   public static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
-    table.withUnsafeBufferPointer { table in
-      if let crc = bytes.withContiguousStorageIfAvailable({ update(0xFFFF_FFFF, $0, table) }) {
+    tables.withUnsafeBufferPointer { tables in
+      if let crc = bytes.withContiguousStorageIfAvailable({ update(0xFFFF_FFFF, $0, tables) }) {
         return crc ^ 0xFFFF_FFFF
       }
       var crc: UInt32 = 0xFFFF_FFFF
       for byte in bytes {
-        crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+        crc = tables[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
       }
       return crc ^ 0xFFFF_FFFF
     }
   }
 
-  /// Runs the CRC over contiguous bytes. `table` holds 256 entries and every index is
-  /// masked to 8 bits, so the lookups stay in bounds.
+  /// Runs the CRC over contiguous bytes, eight at a time, then byte by byte. `tables`
+  /// holds 8 × 256 entries and every index is masked to 8 bits plus a table offset, so
+  /// the lookups stay in bounds.
   private static func update(
-    _ start: UInt32, _ bytes: UnsafeBufferPointer<UInt8>, _ table: UnsafeBufferPointer<UInt32>
+    _ start: UInt32, _ bytes: UnsafeBufferPointer<UInt8>, _ tables: UnsafeBufferPointer<UInt32>
   ) -> UInt32 {
     var crc = start
-    for byte in bytes {
-      crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+    var position = 0
+    let count = bytes.count
+    while count - position >= 8 {
+      let low =
+        crc
+        ^ (UInt32(bytes[position]) | UInt32(bytes[position + 1]) << 8
+          | UInt32(bytes[position + 2]) << 16 | UInt32(bytes[position + 3]) << 24)
+      crc =
+        tables[7 << 8 | Int(low & 0xFF)] ^ tables[6 << 8 | Int((low >> 8) & 0xFF)]
+        ^ tables[5 << 8 | Int((low >> 16) & 0xFF)] ^ tables[4 << 8 | Int(low >> 24)]
+        ^ tables[3 << 8 | Int(bytes[position + 4])] ^ tables[2 << 8 | Int(bytes[position + 5])]
+        ^ tables[1 << 8 | Int(bytes[position + 6])] ^ tables[Int(bytes[position + 7])]
+      position += 8
+    }
+    while position < count {
+      crc = tables[Int((crc ^ UInt32(bytes[position])) & 0xFF)] ^ (crc >> 8)
+      position += 1
     }
     return crc
   }
 
-  private static let table: [UInt32] = (0..<256).map { index in
-    var crc = UInt32(index)
-    for _ in 0..<8 {
-      crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1
+  /// Table k (entries `k << 8 ..< (k + 1) << 8`) advances the CRC of a byte by k more
+  /// zero bytes; table 0 is the classic byte-at-a-time table.
+  private static let tables: [UInt32] = {
+    var tables = [UInt32](repeating: 0, count: 8 << 8)
+    for index in 0..<256 {
+      var crc = UInt32(index)
+      for _ in 0..<8 {
+        crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1
+      }
+      tables[index] = crc
     }
-    return crc
-  }
+    for table in 1..<8 {
+      for index in 0..<256 {
+        let previous = tables[(table - 1) << 8 | index]
+        tables[table << 8 | index] = (previous >> 8) ^ tables[Int(previous & 0xFF)]
+      }
+    }
+    return tables
+  }()
 }

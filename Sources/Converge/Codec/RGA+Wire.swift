@@ -137,34 +137,20 @@ extension RGADelta.Delete {
 }
 
 extension RGA {
-  /// Reads a text's whole state, written as the runs of `delta(since: CausalContext())`:
-  /// the runs, applied to a fresh text.
+  /// Reads a text's whole state, written as the runs of `delta(since: CausalContext())`,
+  /// and builds the text those runs make at once (``init(loading:deletes:content:at:)``),
+  /// exactly as applying them to a fresh text would.
   ///
   /// - Throws: what ``RGADelta/init(from:replicas:)`` throws, and `invalidValue` if the
   ///   text cannot hold every run (an insert not younger than its origin is ignored by
   ///   the sequence, so such a state has no encoding).
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let start = reader.offset
-    let delta = try RGADelta(from: &reader, replicas: &table)
-    self.init()
-    apply(delta)
-    var expected = CausalContext()
-    for insert in delta.inserts {
-      let first = insert.id.counter
-      expected.insert(
-        replica: insert.id.replica, counters: first...(first + UInt64(insert.length - 1)))
-    }
-    for delete in delta.deletes {
-      expected.insert(
-        replica: delete.dot.replica,
-        counters: delete.dot.counter...(delete.dot.counter + delete.count - 1))
-    }
-    guard dots == expected else {
-      throw ConvergeDecodingError.invalidValue(
-        offset: start, reason: "text run the sequence cannot hold (older than its origin)")
-    }
+    let (headers, content) = try TextWire.readInsertHeaders(from: &reader, replicas: &table)
+    let deletes = try TextWire.readDeletes(
+      from: &reader, insertIDs: TextWire.InsertIDs(sortedRuns: headers), replicas: &table)
+    try self.init(loading: headers, deletes: deletes, content: content, at: start)
   }
-
 }
 
 /// The run encodings shared by text states and text deltas.

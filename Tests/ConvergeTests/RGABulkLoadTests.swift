@@ -1,0 +1,404 @@
+import ConvergeTestSupport
+import Testing
+
+@testable import Converge
+
+/// The text wire form of `text` alone: a replica table, then the text's state runs.
+func encodeTextState(_ text: RGA) -> [UInt8] {
+  let runs = text.delta(since: CausalContext())
+  var builder = ReplicaTable.Builder()
+  runs.collectReplicas(into: &builder)
+  let table = builder.build()
+  var writer = ByteWriter()
+  table.write(to: &writer)
+  runs.write(to: &writer, replicas: table)
+  return writer.bytes
+}
+
+/// Reads bytes made by ``encodeTextState(_:)`` with the loader documents use.
+func loadTextState(_ bytes: [UInt8]) throws -> RGA {
+  var reader = ByteReader(bytes)
+  var table = try DecodedReplicaTable(from: &reader)
+  let text = try RGA(from: &reader, replicas: &table)
+  try reader.expectEnd()
+  try table.checkAllReferenced(offset: reader.offset)
+  return text
+}
+
+/// The reference the loader must agree with: the runs applied one by one to an empty
+/// text, which must then hold every one of them.
+func replayTextState(_ bytes: [UInt8]) throws -> RGA {
+  var reader = ByteReader(bytes)
+  var table = try DecodedReplicaTable(from: &reader)
+  let start = reader.offset
+  let delta = try RGADelta(from: &reader, replicas: &table)
+  var text = RGA()
+  text.apply(delta)
+  var expected = CausalContext()
+  for insert in delta.inserts {
+    let first = insert.id.counter
+    expected.insert(
+      replica: insert.id.replica, counters: first...(first + UInt64(insert.length - 1)))
+  }
+  for delete in delta.deletes {
+    expected.insert(
+      replica: delete.dot.replica,
+      counters: delete.dot.counter...(delete.dot.counter + delete.count - 1))
+  }
+  guard text.dots == expected else {
+    throw ConvergeDecodingError.invalidValue(
+      offset: start, reason: "text run the sequence cannot hold (older than its origin)")
+  }
+  try reader.expectEnd()
+  try table.checkAllReferenced(offset: reader.offset)
+  return text
+}
+
+/// Loading a text's state builds the text directly (`RGA+BulkLoad.swift`); it must give
+/// exactly what applying the runs one by one gives, accept exactly the same bytes, and
+/// leave a text that edits and merges like any other.
+@Suite struct RGABulkLoadTests {
+  /// Checks that `text` loads back equal, consistent and canonical, and equal to the
+  /// replayed reference.
+  private func checkLoads(_ text: RGA) throws {
+    let bytes = encodeTextState(text)
+    let loaded = try loadTextState(bytes)
+    loaded._checkInvariants()
+    #expect(loaded == text)
+    #expect(loaded == (try replayTextState(bytes)))
+    #expect(loaded.string == text.string)
+    #expect(loaded.utf16Count == text.utf16Count)
+    #expect(loaded.pendingCount == text.pendingCount)
+    #expect(loaded.dots == text.dots)
+    #expect(encodeTextState(loaded) == bytes)
+  }
+
+  @Test func loadedTextEqualsTheTextItWasSavedFrom() throws {
+    try forEachSeed(count: 150, base: 0xB01C) { random in
+      let history = RandomHistory(
+        peers: Int.random(in: 1...4, using: &random), steps: Int.random(in: 1...80, using: &random),
+        alphabet: Bool.random(using: &random) ? richAlphabet : asciiAlphabet, using: &random)
+      for peer in history.peers { try checkLoads(peer.rga) }
+    }
+  }
+
+  @Test func emptyAndBufferedOnlyTextsLoad() throws {
+    try checkLoads(RGA())
+    // Only a run whose origin never arrived, and a delete of something never seen.
+    let a = ReplicaID(rawValue: 1)
+    var buffered = RGA()
+    buffered.apply(
+      RGADelta(
+        inserts: [
+          RGADelta.Insert(
+            id: Dot(replica: a, counter: 5), lamport: 9, origin: Dot(replica: a, counter: 2),
+            scalars: Array("xy".unicodeScalars))
+        ],
+        deletes: [
+          RGADelta.Delete(
+            dot: Dot(replica: a, counter: 7), target: Dot(replica: a, counter: 1), count: 1,
+            isDescending: false)
+        ]))
+    #expect(buffered.pendingCount == 3)
+    try checkLoads(buffered)
+  }
+
+  /// Siblings land in descending (Lamport number, replica) order whatever their ids, a
+  /// run splits around the children that sort before its next item, and a run can hang
+  /// under a later id of its own replica.
+  @Test func loadedOrderIsTheSequenceOrder() throws {
+    let a = ReplicaID(rawValue: 1)
+    let b = ReplicaID(rawValue: 2)
+    let c = ReplicaID(rawValue: 3)
+    func insert(
+      _ replica: ReplicaID, _ counter: UInt64, _ lamport: UInt64, _ origin: Dot?, _ text: String
+    ) -> RGADelta.Insert {
+      RGADelta.Insert(
+        id: Dot(replica: replica, counter: counter), lamport: lamport, origin: origin,
+        scalars: Array(text.unicodeScalars))
+    }
+    let inserts = [
+      // At the head: (2, b) before (2, a) before (1, c).
+      insert(c, 1, 1, nil, "abc"),
+      insert(b, 1, 2, nil, "XY"),
+      insert(a, 1, 2, nil, "Q"),
+      // Under "a": (5, a) sorts before "b" (2, c), so it splits "abc"…
+      insert(a, 2, 5, Dot(replica: c, counter: 1), "m"),
+      // …and (2, b) after it, so it follows "bc".
+      insert(b, 3, 2, Dot(replica: c, counter: 1), "n"),
+      // Under "Y", then under a later id of the same replica.
+      insert(a, 4, 9, Dot(replica: a, counter: 7), "z"),
+      insert(a, 7, 8, Dot(replica: b, counter: 2), "w"),
+    ]
+    var applied = RGA()
+    for insert in inserts.reversed() { applied.apply(RGADelta(inserts: [insert], deletes: [])) }
+    #expect(applied.string == "XYwzQambcn")
+    try checkLoads(applied)
+  }
+
+  /// A loaded text takes local edits, remote deltas and merges exactly as the text it
+  /// was saved from.
+  @Test func loadedTextKeepsEditingAndMerging() throws {
+    try forEachSeed(count: 40, base: 0xED17) { random in
+      var history = RandomHistory(
+        peers: 3, steps: Int.random(in: 5...60, using: &random), alphabet: richAlphabet,
+        using: &random)
+      var original = history.peers[0]
+      var loaded = original
+      loaded.rga = try loadTextState(encodeTextState(original.rga))
+      for _ in 0..<30 {
+        if Bool.random(using: &random) {
+          // The original's own edit, received by the loaded copy.
+          let delta = original.randomEdit(richAlphabet, using: &random)
+          loaded.rga.apply(delta)
+          loaded.next = original.next
+        } else {
+          let other = Int.random(in: 1..<3, using: &random)
+          let delta = history.peers[other].randomEdit(richAlphabet, using: &random)
+          history.deltas.append(delta)
+          #expect(original.rga.apply(delta) == loaded.rga.apply(delta))
+        }
+        #expect(loaded.rga == original.rga)
+      }
+      // Local edits on the loaded text itself, then a merge both ways.
+      for _ in 0..<10 { _ = loaded.randomEdit(richAlphabet, using: &random) }
+      loaded.rga._checkInvariants()
+      var merged = history.peers[1].rga
+      merged.merge(loaded.rga)
+      var back = loaded.rga
+      back.merge(history.peers[1].rga)
+      #expect(merged == back)
+      merged._checkInvariants()
+    }
+  }
+
+  /// Damaged text states either throw in both loaders or load to the same text, which
+  /// encodes back to exactly the damaged bytes.
+  @Test func damagedStatesLoadLikeReplayOrThrow() throws {
+    try forEachSeed(count: 300, base: 0xDA7A) { random in
+      let history = RandomHistory(
+        peers: 3, steps: Int.random(in: 1...40, using: &random), alphabet: richAlphabet,
+        using: &random)
+      let bytes = encodeTextState(history.peers[0].rga)
+      let other = encodeTextState(history.peers[1].rga)
+      for _ in 0..<20 {
+        let damaged = mutateBytes(bytes, splicingWith: other, using: &random)
+        let loaded = Result { try loadTextState(damaged) }
+        let replayed = Result { try replayTextState(damaged) }
+        switch (loaded, replayed) {
+        case (.success(let text), .success(let reference)):
+          text._checkInvariants()
+          #expect(text == reference)
+          #expect(encodeTextState(text) == damaged)
+        case (.failure(let error), .failure(let expected)):
+          #expect(error is ConvergeDecodingError)
+          #expect(error as? ConvergeDecodingError == expected as? ConvergeDecodingError)
+        case (.success, .failure(let error)):
+          Issue.record("loaded bytes that replay rejects: \(error)")
+        case (.failure(let error), .success):
+          Issue.record("rejected bytes that replay accepts: \(error)")
+        }
+      }
+    }
+  }
+
+  /// Well-formed states a real text may not have: runs given another Lamport number or
+  /// another origin (an id of the text, one it does not hold, the head), making siblings
+  /// change places, children older than their origin, cycles and chains of buffered
+  /// runs. Both loaders agree on each.
+  @Test func rewiredStatesLoadLikeReplay() throws {
+    var accepted = 0
+    var refused = 0
+    try forEachSeed(count: 200, base: 0x5EED) { random in
+      let history = RandomHistory(
+        peers: 3, steps: Int.random(in: 1...40, using: &random), alphabet: richAlphabet,
+        using: &random)
+      let runs = history.peers[0].rga.delta(since: CausalContext())
+      guard !runs.inserts.isEmpty else { return }
+      let ids = runs.inserts.map(\.id)
+      for _ in 0..<10 {
+        var inserts = runs.inserts
+        for _ in 0..<Int.random(in: 1...3, using: &random) {
+          let target = Int.random(in: 0..<inserts.count, using: &random)
+          switch Int.random(in: 0..<4, using: &random) {
+          case 0:
+            inserts[target].lamport = UInt64.random(in: 0...12, using: &random)
+          case 1:
+            let shift = Int64.random(in: -3...3, using: &random)
+            inserts[target].lamport = UInt64(max(0, Int64(inserts[target].lamport) + shift))
+          case 2:
+            inserts[target].origin = ids.randomElement(using: &random)
+          default:
+            inserts[target].origin =
+              Bool.random(using: &random)
+              ? nil
+              : Dot(
+                replica: inserts[target].id.replica,
+                counter: UInt64.random(in: 1...60, using: &random))
+          }
+        }
+        // Origins inside their own run cannot be written: leave those out.
+        let valid = inserts.filter { insert in
+          guard let origin = insert.origin, origin.replica == insert.id.replica else {
+            return true
+          }
+          return origin.counter < insert.id.counter
+            || origin.counter >= insert.id.counter + UInt64(insert.length)
+        }
+        let bytes = encodeDelta(RGADelta(inserts: valid, deletes: runs.deletes))
+        switch (Result { try loadTextState(bytes) }, Result { try replayTextState(bytes) }) {
+        case (.success(let text), .success(let reference)):
+          accepted += 1
+          text._checkInvariants()
+          #expect(text == reference)
+          #expect(encodeTextState(text) == bytes)
+        case (.failure(let error), .failure(let expected)):
+          refused += 1
+          #expect(error as? ConvergeDecodingError == expected as? ConvergeDecodingError)
+        case (.success, .failure(let error)):
+          Issue.record("loaded bytes that replay rejects: \(error)")
+        case (.failure(let error), .success):
+          Issue.record("rejected bytes that replay accepts: \(error)")
+        }
+      }
+    }
+    // Both outcomes must occur, or the test checks nothing.
+    #expect(accepted > 100 && refused > 100, "accepted \(accepted), refused \(refused)")
+  }
+
+  /// Every prefix of a state is refused.
+  @Test func truncatedStatesThrow() throws {
+    var random = SeededGenerator(seed: 0x7A11)
+    let history = RandomHistory(peers: 3, steps: 40, alphabet: richAlphabet, using: &random)
+    let bytes = encodeTextState(history.peers[0].rga)
+    for length in 0..<bytes.count {
+      #expect(throws: ConvergeDecodingError.self) { try loadTextState(Array(bytes[..<length])) }
+    }
+  }
+
+  /// A run whose origin is integrated must be younger than it: the sequence would ignore
+  /// it, so a state holding it is refused. Under a buffered origin it is buffered too.
+  @Test func runsNotYoungerThanTheirOriginAreRefused() throws {
+    let a = ReplicaID(rawValue: 1)
+    let b = ReplicaID(rawValue: 2)
+    let base = RGADelta.Insert(
+      id: Dot(replica: a, counter: 1), lamport: 5, origin: nil, scalars: Array("ab".unicodeScalars))
+    for lamport: UInt64 in [0, 4, 5] {
+      let child = RGADelta.Insert(
+        id: Dot(replica: b, counter: 1), lamport: lamport, origin: Dot(replica: a, counter: 1),
+        scalars: Array("x".unicodeScalars))
+      let bytes = encodeDelta(RGADelta(inserts: [base, child], deletes: []))
+      #expect(throws: ConvergeDecodingError.self) { try loadTextState(bytes) }
+      #expect(throws: ConvergeDecodingError.self) { try replayTextState(bytes) }
+    }
+    // The second item of a run has Lamport number 6: a child at 6 is refused too.
+    let late = RGADelta.Insert(
+      id: Dot(replica: b, counter: 1), lamport: 6, origin: Dot(replica: a, counter: 2),
+      scalars: Array("x".unicodeScalars))
+    #expect(throws: ConvergeDecodingError.self) {
+      try loadTextState(encodeDelta(RGADelta(inserts: [base, late], deletes: [])))
+    }
+    // Under a missing origin nothing is checked: both runs wait, in a cycle or a chain.
+    let waiting = [
+      RGADelta.Insert(
+        id: Dot(replica: b, counter: 1), lamport: 3, origin: Dot(replica: b, counter: 4),
+        scalars: Array("x".unicodeScalars)),
+      RGADelta.Insert(
+        id: Dot(replica: b, counter: 4), lamport: 1, origin: Dot(replica: b, counter: 1),
+        scalars: Array("y".unicodeScalars)),
+      RGADelta.Insert(
+        id: Dot(replica: b, counter: 8), lamport: 1, origin: Dot(replica: a, counter: 9),
+        droppedLength: 3),
+    ]
+    let bytes = encodeDelta(
+      RGADelta(
+        inserts: [base] + waiting,
+        deletes: [
+          RGADelta.Delete(
+            dot: Dot(replica: b, counter: 11), target: Dot(replica: b, counter: 8), count: 3,
+            isDescending: false)
+        ]))
+    let loaded = try loadTextState(bytes)
+    #expect(loaded == (try replayTextState(bytes)))
+    #expect(loaded.string == "ab")
+    #expect(loaded.pendingCount == 2 + 3 + 3)
+    #expect(encodeTextState(loaded) == bytes)
+  }
+
+  /// The content decoder against the standard library's strict UTF-8 decoder: every
+  /// sequence of up to three bytes drawn from the boundaries of the UTF-8 ranges, and
+  /// random mixes of valid and damaged text.
+  @Test func contentDecoderIsStrictUTF8() throws {
+    func reference(_ bytes: [UInt8]) -> [Unicode.Scalar]? {
+      var decoder = UTF8()
+      var iterator = bytes.makeIterator()
+      var scalars: [Unicode.Scalar] = []
+      while true {
+        switch decoder.decode(&iterator) {
+        case .scalarValue(let scalar): scalars.append(scalar)
+        case .emptyInput: return scalars
+        case .error: return nil
+        }
+      }
+    }
+    func check(_ bytes: [UInt8]) {
+      let decoded = try? TextWire.decodeScalars(bytes[...], offset: 0)
+      #expect(decoded?.scalars == reference(bytes), "\(bytes)")
+      if let decoded {
+        #expect(decoded.hasSupplementary == decoded.scalars.contains { $0.value > 0xFFFF })
+      }
+    }
+    let edges: [UInt8] = [
+      0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0,
+      0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+    ]
+    for first in edges {
+      check([first])
+      for second in edges {
+        check([first, second])
+        for third in edges { check([first, second, third]) }
+      }
+    }
+    var random = SeededGenerator(seed: 0x07F8)
+    let text = Array("aé中😀\u{10FFFF}\u{FFFD}z".utf8)
+    for _ in 0..<2_000 {
+      var bytes = (0..<Int.random(in: 0...6, using: &random)).flatMap { _ in text }
+      for _ in 0..<Int.random(in: 0...2, using: &random) where !bytes.isEmpty {
+        bytes[Int.random(in: 0..<bytes.count, using: &random)] =
+          edges.randomElement(
+            using: &random) ?? 0
+      }
+      check(bytes)
+    }
+  }
+
+  private func encodeDelta(_ delta: RGADelta) -> [UInt8] {
+    var builder = ReplicaTable.Builder()
+    delta.collectReplicas(into: &builder)
+    let table = builder.build()
+    var writer = ByteWriter()
+    table.write(to: &writer)
+    delta.write(to: &writer, replicas: table)
+    return writer.bytes
+  }
+
+  /// A whole document saved and restored keeps editing and converging with its peers.
+  @Test func restoredReplicasKeepConverging() throws {
+    try forEachSeed(count: 60, base: 0x2E57) { random in
+      var network = DocumentNetwork(
+        replicaCount: 3, rounds: Int.random(in: 1...20, using: &random), using: &random)
+      let saved = network.replicas[0].encodedState()
+      var restored = try Replica(restoring: saved, wallClock: .fixed(1_700_000_000_000))
+      #expect(restored.document == network.replicas[0].document)
+      #expect(restored.encodedState() == saved)
+      let commit = restored.randomTransaction(using: &random)
+      network.deltas.append(commit.delta)
+      for delta in network.deltas {
+        restored.apply(delta)
+        for index in network.replicas.indices { network.replicas[index].apply(delta) }
+      }
+      #expect(restored.document == network.replicas[0].document)
+      #expect(restored.encodedState() == network.replicas[2].encodedState())
+    }
+  }
+}
