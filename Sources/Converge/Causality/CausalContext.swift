@@ -49,6 +49,12 @@ public struct CausalContext: Hashable, Sendable {
   /// - Complexity: O(r log r) for r replicas.
   public var replicas: [ReplicaID] { counters.keys.sorted() }
 
+  /// The only replica with known events and its counters, if exactly one has any.
+  var onlyEntry: (replica: ReplicaID, counters: CounterRanges)? {
+    guard counters.count == 1, let (replica, ranges) = counters.first else { return nil }
+    return (replica, ranges)
+  }
+
   /// The known counters of `replica`.
   public func counters(of replica: ReplicaID) -> CounterRanges {
     counters[replica] ?? CounterRanges()

@@ -43,6 +43,12 @@ public struct VersionVector: Hashable, Sendable {
     return entries
   }
 
+  /// The only entry, if the vector has exactly one.
+  var onlyEntry: (replica: ReplicaID, counter: UInt64)? {
+    guard counters.count == 1, let (replica, counter) = counters.first else { return nil }
+    return (replica, counter)
+  }
+
   /// Whether no event of any replica has been seen.
   public var isEmpty: Bool { counters.isEmpty }
 

@@ -1,0 +1,86 @@
+import ConvergeTestSupport
+import Testing
+
+@testable import Converge
+
+/// The fast paths of live local editing (one transaction per keystroke) against the
+/// general code they shortcut, on seeded random typing by two replicas so that origins
+/// and delete targets name either replica.
+@Suite struct LocalEditFastPathTests {
+  static let note = EntityKey(type: "note", id: "n1")
+  static let alphabet: [Unicode.Scalar] = ["a", "b", " ", "é", "\u{1F600}", "\n", "ß", "中"]
+
+  /// A random edit: an insert, a delete, a replacement, or an edit of another field.
+  static func randomEdit(
+    _ tx: inout Transaction, length: Int, using random: inout SeededGenerator
+  ) {
+    let position = Int.random(in: 0...length, using: &random)
+    let string = String(
+      String.UnicodeScalarView(
+        (0..<Int.random(in: 1...4, using: &random)).map { _ in
+          alphabet.randomElement(using: &random) ?? "a"
+        }))
+    switch Int.random(in: 0..<10, using: &random) {
+    case 0..<5: tx.insertText(string, at: position, in: "body", of: note)
+    case 5..<8:
+      tx.deleteText(
+        position..<position + Int.random(in: 1...3, using: &random), in: "body", of: note)
+    case 8: tx.replaceText(position..<position + 2, with: string, in: "body", of: note)
+    default: tx.insertText(string, at: 0, in: "title", of: note)
+    }
+  }
+
+  /// Runs seeded random typing on two replicas, passing each transaction's delta to `check`.
+  static func typeRandomly(seed: UInt64, edits: Int, _ check: (DocumentDelta) -> Void) {
+    var random = SeededGenerator(seed: seed)
+    var replicas = [
+      Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(0)),
+      Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(0)),
+    ]
+    for _ in 0..<edits {
+      let writer = Int.random(in: 0..<2, using: &random)
+      let length = replicas[writer].document.text(of: "body", in: note).unicodeScalars.count
+      let commit = replicas[writer].transact { randomEdit(&$0, length: length, using: &random) }
+      check(commit.delta)
+      // Usually deliver, so later edits name the other replica's characters.
+      if Int.random(in: 0..<4, using: &random) > 0 { replicas[1 - writer].apply(commit.delta) }
+    }
+  }
+
+  /// The compact-form test as it was before its single-run shortcut.
+  static func generalTextEdit(of delta: DocumentDelta) -> DocumentDelta.TextEdit? {
+    guard delta.entities.count == 1, let (key, entity) = delta.entities.first,
+      entity.fields.count == 1, let (field, fieldDelta) = entity.fields.first,
+      case .text(let runs) = fieldDelta, entity.presence.removed.isEmpty,
+      entity.presence.added.count == 1, delta.context.replicaCount == 1,
+      let (replica, counters) = DocumentDelta.events(of: runs),
+      entity.presence.added[replica] == counters.maximum,
+      delta.context.counters(of: replica) == counters
+    else { return nil }
+    return DocumentDelta.TextEdit(key: key, field: field, runs: runs)
+  }
+
+  @Test func singleRunTextEditsEncodeAsTheGeneralEncoderWrites() {
+    for seed in UInt64(1)...20 {
+      var shortcuts = 0
+      Self.typeRandomly(seed: seed, edits: 200) { delta in
+        let general = Self.generalTextEdit(of: delta)
+        let fast = delta.textEdit
+        #expect(fast?.key == general?.key, "seed \(seed)")
+        #expect(fast?.field == general?.field, "seed \(seed)")
+        #expect(fast?.runs == general?.runs, "seed \(seed)")
+        guard let edit = fast else { return }
+        var expected = ByteWriter()
+        DocumentDelta.writeTextEditInGeneral(edit, to: &expected)
+        var written = ByteWriter()
+        if DocumentDelta.writeSingleRunTextEdit(edit, to: &written) {
+          shortcuts += 1
+          #expect(written.bytes == expected.bytes, "seed \(seed)")
+        } else {
+          #expect(written.bytes.isEmpty, "seed \(seed)")
+        }
+      }
+      #expect(shortcuts > 50, "seed \(seed): the single-run shortcut was hardly taken")
+    }
+  }
+}
