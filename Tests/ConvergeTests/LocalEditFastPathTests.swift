@@ -83,4 +83,41 @@ import Testing
       #expect(shortcuts > 50, "seed \(seed): the single-run shortcut was hardly taken")
     }
   }
+
+  /// A transaction's in-place text edit must leave the document exactly as applying its
+  /// delta through the general ``Document/apply(_:)`` does, and report the same entities,
+  /// kinds and fields; on a deleted entity too, which the edit revives.
+  @Test func localTextEditsEqualApplyingTheirDelta() {
+    for seed in UInt64(1)...20 {
+      var random = SeededGenerator(seed: seed, stream: 1)
+      var replica = Replica(id: ReplicaID(rawValue: 0xC3), wallClock: .fixed(0))
+      for step in 0..<150 {
+        let before = replica.document
+        if Int.random(in: 0..<25, using: &random) == 0 {
+          replica.transact { $0.delete(Self.note) }
+          continue
+        }
+        let snapshot = before.text(of: "body", in: Self.note)
+        let length = snapshot.unicodeScalars.count
+        let commit = replica.transact { tx in
+          for _ in 0..<Int.random(in: 1...2, using: &random) {
+            Self.randomEdit(&tx, length: length, using: &random)
+          }
+        }
+        // The edit happens in place, but never in a copy of the document.
+        #expect(before.text(of: "body", in: Self.note) == snapshot, "seed \(seed), step \(step)")
+        var general = before
+        let changes = general.apply(commit.delta)
+        #expect(general == replica.document, "seed \(seed), step \(step)")
+        #expect(
+          changes.entities.map { "\($0.key) \($0.kind) \($0.fields)" }
+            == commit.changes.entities.map { "\($0.key) \($0.kind) \($0.fields)" },
+          "seed \(seed), step \(step)")
+        #expect(
+          changes.entities.map { $0.textChanges.keys.sorted() }
+            == commit.changes.entities.map { $0.textChanges.keys.sorted() },
+          "seed \(seed), step \(step)")
+      }
+    }
+  }
 }

@@ -16,6 +16,16 @@ public struct DocumentDelta: Sendable, Equatable {
     entities = [:]
   }
 
+  /// The delta of one local text edit: the runs `textEdit`, made with the dots `counters`
+  /// of `last.replica`, the latest of which is `last`.
+  init(
+    textEdit: RGADelta, counters: ClosedRange<UInt64>, last: Dot, field: String,
+    of key: EntityKey
+  ) {
+    context = CausalContext(replica: last.replica, counters: counters)
+    entities = [key: EntityDelta(presence: .add(last), fields: [field: .text(textEdit)])]
+  }
+
   /// Whether the delta carries nothing.
   public var isEmpty: Bool { context.isEmpty && entities.isEmpty }
 
