@@ -63,8 +63,18 @@ import Testing
   @Test func singleRunTextEditsEncodeAsTheGeneralEncoderWrites() {
     for seed in UInt64(1)...20 {
       var shortcuts = 0
+      var unbuilt = 0
       Self.typeRandomly(seed: seed, edits: 200) { delta in
-        let general = Self.generalTextEdit(of: delta)
+        // A keystroke's delta keeps its entity unbuilt; the stored form must not differ.
+        if delta.localTextEdit != nil { unbuilt += 1 }
+        var stored = delta
+        stored.entities = delta.entities
+        #expect(stored.localTextEdit == nil)
+        #expect(stored == delta, "seed \(seed)")
+        #expect(stored.encoded() == delta.encoded(), "seed \(seed)")
+        #expect(stored.isEmpty == delta.isEmpty, "seed \(seed)")
+        #expect(stored.latestTimestamp == delta.latestTimestamp, "seed \(seed)")
+        let general = Self.generalTextEdit(of: stored)
         let fast = delta.textEdit
         #expect(fast?.key == general?.key, "seed \(seed)")
         #expect(fast?.field == general?.field, "seed \(seed)")
@@ -81,6 +91,7 @@ import Testing
         }
       }
       #expect(shortcuts > 50, "seed \(seed): the single-run shortcut was hardly taken")
+      #expect(unbuilt > 50, "seed \(seed): keystroke deltas were hardly kept unbuilt")
     }
   }
 

@@ -93,7 +93,12 @@ public struct ByteWriter: Sendable {
 
   /// Appends a string as its UTF-8 byte count (unsigned LEB128), then its UTF-8 bytes.
   public mutating func writeString(_ value: String) {
-    writeLengthPrefixedBytes(value.utf8)
+    // A native string's UTF-8 is contiguous: copy it in one go.
+    let copied: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in
+      writeVarUInt(utf8.count)
+      bytes.append(contentsOf: utf8)
+    }
+    if copied == nil { writeLengthPrefixedBytes(value.utf8) }
   }
 
   /// Appends scalars as their UTF-8 byte count (unsigned LEB128), then their UTF-8 bytes:

@@ -26,11 +26,28 @@ extension DocumentDelta {
   /// presence only adds the latest dot of the runs, one text field with runs of one
   /// replica, and a context holding exactly the runs' dots.
   var textEdit: TextEdit? {
-    guard entities.count == 1, let (key, entity) = entities.first, entity.fields.count == 1,
-      let (field, fieldDelta) = entity.fields.first, case .text(let runs) = fieldDelta,
-      entity.presence.removed.isEmpty, let added = entity.presence.added.onlyEntry,
-      let (contextReplica, contextCounters) = context.onlyEntry
-    else { return nil }
+    guard let (contextReplica, contextCounters) = context.onlyEntry else { return nil }
+    let key: EntityKey
+    let field: String
+    let runs: RGADelta
+    let added: (replica: ReplicaID, counter: UInt64)
+    if let edit = localTextEdit {
+      // One entity, one text field, a presence that only adds `last`, by construction.
+      (key, field, runs, added) = (
+        edit.key, edit.field, edit.runs, (edit.last.replica, edit.last.counter)
+      )
+    } else {
+      var entityIterator = entities.makeIterator()
+      guard entities.count == 1, let (onlyKey, entity) = entityIterator.next(),
+        entity.fields.count == 1
+      else { return nil }
+      var fieldIterator = entity.fields.makeIterator()
+      guard let (onlyField, fieldDelta) = fieldIterator.next(),
+        case .text(let textRuns) = fieldDelta,
+        entity.presence.removed.isEmpty, let onlyAdded = entity.presence.added.onlyEntry
+      else { return nil }
+      (key, field, runs, added) = (onlyKey, onlyField, textRuns, onlyAdded)
+    }
     // A local edit is usually one run: its events are one range, found without building
     // a set of ranges.
     if let (replica, range) = Self.singleRunEvents(of: runs) {
