@@ -117,6 +117,19 @@ import Testing
         }
         // The edit happens in place, but never in a copy of the document.
         #expect(before.text(of: "body", in: Self.note) == snapshot, "seed \(seed), step \(step)")
+        // A lone edit's UTF-16 range is that of the text it applies to (the shortcut for
+        // texts without scalars above U+FFFF included).
+        let reported = commit.changes.entities.flatMap { $0.textChanges["body"] ?? [] }
+        if reported.count == 1, let change = reported.first,
+          let text = (change.kind == .insert ? replica.document : before).sequence(
+            of: "body", in: Self.note)
+        {
+          let expected =
+            text.utf16Offset(
+              ofScalarOffset: change.scalarRange.lowerBound)..<text.utf16Offset(
+              ofScalarOffset: change.scalarRange.upperBound)
+          #expect(change.utf16Range == expected, "seed \(seed), step \(step)")
+        }
         var general = before
         let changes = general.apply(commit.delta)
         #expect(general == replica.document, "seed \(seed), step \(step)")

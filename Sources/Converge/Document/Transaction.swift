@@ -110,7 +110,7 @@ public struct Transaction: Sendable {
     guard scalarCount > 0 else { return }
     func insert(into text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
       let start = Swift.max(0, Swift.min(position, text.count))
-      let utf16Start = text.utf16Offset(ofScalarOffset: start)
+      let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
       let change = TextChange(
         kind: .insert, scalarRange: start..<start + scalarCount,
         utf16Range: utf16Start..<utf16Start + string.utf16.count)
@@ -130,8 +130,9 @@ public struct Transaction: Sendable {
     func delete(from text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
       let deleted = clamped(text)
       let utf16Range =
-        text.utf16Offset(
-          ofScalarOffset: deleted.lowerBound)..<text.utf16Offset(ofScalarOffset: deleted.upperBound)
+        Self.utf16Offset(
+          ofScalarOffset: deleted.lowerBound, in: text)..<Self.utf16Offset(
+          ofScalarOffset: deleted.upperBound, in: text)
       let change = TextChange(kind: .delete, scalarRange: deleted, utf16Range: utf16Range)
       return (text.delete(deleted, firstDot: firstDot), change)
     }
@@ -147,6 +148,13 @@ public struct Transaction: Sendable {
   ) {
     deleteText(range, in: field, of: key)
     insertText(string, at: range.lowerBound, in: field, of: key)
+  }
+
+  /// The UTF-16 offset of a scalar offset, for the edit's ``TextChange``. A text whose
+  /// scalars all take one UTF-16 unit (no scalar above U+FFFF: the two counts are equal)
+  /// has equal offsets, found without a search.
+  private static func utf16Offset(ofScalarOffset offset: Int, in text: RGA) -> Int {
+    text.utf16Count == text.count ? offset : text.utf16Offset(ofScalarOffset: offset)
   }
 
   /// Runs a local edit on a text field's RGA with fresh dots and records it.
