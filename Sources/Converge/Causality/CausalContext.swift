@@ -14,27 +14,28 @@
 /// resurrect data when a key is re-created, because the new context would forget the
 /// removals the old one recorded.
 ///
-/// - Complexity: `contains` is O(log g) for g gaps of that replica; `nextDot(for:)` is
-///   O(1); union and difference are O(r + g) for r replicas.
+/// - Complexity: `contains` is O(log r + log g) for r replicas and g gaps of that
+///   replica; `nextDot(for:)` is O(log r); union and difference are O(r + g).
 public struct CausalContext: Hashable, Sendable {
-  private var counters: [ReplicaID: CounterRanges]
+  private var counters = ReplicaEntries<CounterRanges>()
 
   /// The empty context: nothing seen.
-  public init() {
-    counters = [:]
-  }
+  public init() {}
 
   /// The context holding exactly `1...vector[r]` for every replica `r`.
   public init(_ vector: VersionVector) {
-    counters = [:]
     for (replica, counter) in vector.entries {
       counters[replica] = CounterRanges(1...counter)
     }
   }
 
+  /// The context holding exactly the events `counters` of `replica`.
+  init(replica: ReplicaID, counters range: ClosedRange<UInt64>) {
+    counters[replica] = CounterRanges(range)
+  }
+
   /// The context holding exactly the given dots.
   public init<S: Sequence>(dots: S) where S.Element == Dot {
-    counters = [:]
     for dot in dots { insert(dot) }
   }
 
@@ -46,8 +47,14 @@ public struct CausalContext: Hashable, Sendable {
 
   /// The replicas with at least one known event, sorted.
   ///
-  /// - Complexity: O(r log r) for r replicas.
-  public var replicas: [ReplicaID] { counters.keys.sorted() }
+  /// - Complexity: O(r) for r replicas.
+  public var replicas: [ReplicaID] { counters.storage.map(\.replica) }
+
+  /// The only replica with known events and its counters, if exactly one has any.
+  var onlyEntry: (replica: ReplicaID, counters: CounterRanges)? {
+    guard counters.count == 1, let entry = counters.storage.first else { return nil }
+    return (entry.replica, entry.value)
+  }
 
   /// The known counters of `replica`.
   public func counters(of replica: ReplicaID) -> CounterRanges {
@@ -59,19 +66,19 @@ public struct CausalContext: Hashable, Sendable {
   /// - Complexity: O(r) for r replicas.
   public var versionVector: VersionVector {
     var vector = VersionVector()
-    for (replica, ranges) in counters { vector[replica] = ranges.contiguousPrefix }
+    for (replica, ranges) in counters.storage { vector[replica] = ranges.contiguousPrefix }
     return vector
   }
 
   /// Whether the context has gaps: events known out of order, whose predecessors are not.
   public var hasGaps: Bool {
-    counters.values.contains { $0.ranges.count > 1 || $0.contiguousPrefix == 0 }
+    counters.storage.contains { $0.value.ranges.count > 1 || $0.value.contiguousPrefix == 0 }
   }
 
   /// The number of known events, saturating at `UInt64.max`.
   public var eventCount: UInt64 {
     var total: UInt64 = 0
-    for ranges in counters.values {
+    for (_, ranges) in counters.storage {
       let (sum, overflow) = total.addingReportingOverflow(ranges.count)
       if overflow { return .max }
       total = sum
@@ -88,7 +95,7 @@ public struct CausalContext: Hashable, Sendable {
   ///
   /// - Complexity: O(r + g) for r replicas and g gaps in the two contexts.
   public func includes(_ other: CausalContext) -> Bool {
-    other.counters.allSatisfy { replica, ranges in
+    other.counters.storage.allSatisfy { replica, ranges in
       counters[replica]?.isSuperset(of: ranges) ?? ranges.isEmpty
     }
   }
@@ -106,25 +113,23 @@ public struct CausalContext: Hashable, Sendable {
 
   /// Records `dot` as known.
   public mutating func insert(_ dot: Dot) {
-    counters[dot.replica, default: CounterRanges()].insert(dot.counter)
+    counters.update(dot.replica, default: CounterRanges()) { $0.insert(dot.counter) }
   }
 
   /// Records the events `counters` of `replica` as known.
   public mutating func insert(replica: ReplicaID, counters range: ClosedRange<UInt64>) {
-    counters[replica, default: CounterRanges()].insert(range)
+    counters.update(replica, default: CounterRanges()) { $0.insert(range) }
   }
 
   /// Records the events `ranges` of `replica` as known.
   public mutating func insert(replica: ReplicaID, counters ranges: CounterRanges) {
     guard !ranges.isEmpty else { return }
-    counters[replica, default: CounterRanges()].formUnion(ranges)
+    counters.update(replica, default: CounterRanges()) { $0.formUnion(ranges) }
   }
 
   /// Records every event of `other` as known.
   public mutating func formUnion(_ other: CausalContext) {
-    for (replica, ranges) in other.counters {
-      insert(replica: replica, counters: ranges)
-    }
+    counters.merge(other.counters) { $0.union($1) }
   }
 
   /// The events known here or in `other`.
@@ -137,7 +142,7 @@ public struct CausalContext: Hashable, Sendable {
   /// The events known here but not in `other`: what a peer that knows `other` lacks.
   public func subtracting(_ other: CausalContext) -> CausalContext {
     var result = CausalContext()
-    for (replica, ranges) in counters {
+    for (replica, ranges) in counters.storage {
       let remaining = other.counters[replica].map { ranges.subtracting($0) } ?? ranges
       if !remaining.isEmpty { result.counters[replica] = remaining }
     }
@@ -146,12 +151,9 @@ public struct CausalContext: Hashable, Sendable {
 
   /// The (replica, ranges) pairs sorted by replica, for canonical encodings.
   ///
-  /// - Complexity: O(r log r) for r replicas.
+  /// - Complexity: O(r) for r replicas.
   public var entries: [(replica: ReplicaID, counters: CounterRanges)] {
-    guard counters.count > 1 else { return counters.map { ($0.key, $0.value) } }
-    var entries = counters.map { (replica: $0.key, counters: $0.value) }
-    entries.sort { $0.replica < $1.replica }
-    return entries
+    counters.storage.map { (replica: $0.replica, counters: $0.value) }
   }
 }
 

@@ -60,6 +60,11 @@ public struct CounterRanges: Hashable, Sendable {
     return ranges[index].upperBound >= counter
   }
 
+  /// Whether the set holds exactly the counters of `range`.
+  func isExactly(_ range: ClosedRange<UInt64>) -> Bool {
+    ranges.count == 1 && ranges[0] == range
+  }
+
   /// Whether every counter in `range` is in the set.
   public func contains(_ range: ClosedRange<UInt64>) -> Bool {
     guard let index = indexOfRange(atOrBefore: range.lowerBound) else { return false }

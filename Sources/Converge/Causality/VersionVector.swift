@@ -4,23 +4,22 @@
 /// compact summary two peers exchange in a sync handshake; the exact knowledge of a
 /// replica (including events received out of order) is its ``CausalContext``.
 ///
-/// - Complexity: lookups are O(1); `merge` and comparisons are O(r) for r replicas.
+/// - Complexity: lookups are O(log r); `merge` and comparisons are O(r) for r replicas.
 public struct VersionVector: Hashable, Sendable {
-  private var counters: [ReplicaID: UInt64]
+  private var counters = ReplicaEntries<UInt64>()
 
   /// The empty vector: nothing seen.
-  public init() {
-    counters = [:]
-  }
+  public init() {}
 
   /// A vector with the given counters; zero entries are dropped.
   public init(_ counters: [ReplicaID: UInt64]) {
-    self.counters = counters.filter { $0.value > 0 }
+    self.counters = ReplicaEntries(
+      uniquePairs: counters.lazy.filter { $0.value > 0 }.map { ($0.key, $0.value) })
   }
 
   /// The vector holding one entry, `replica: counter` (nothing if `counter` is 0).
   init(replica: ReplicaID, counter: UInt64) {
-    counters = counter == 0 ? [:] : [replica: counter]
+    if counter > 0 { counters[replica] = counter }
   }
 
   /// The number of entries.
@@ -33,14 +32,22 @@ public struct VersionVector: Hashable, Sendable {
   }
 
   /// The replicas with a non-zero entry, sorted so every device lists them alike.
-  public var replicas: [ReplicaID] { counters.keys.sorted() }
+  public var replicas: [ReplicaID] { counters.storage.map(\.replica) }
 
   /// The entries as (replica, counter) pairs sorted by replica.
   public var entries: [(replica: ReplicaID, counter: UInt64)] {
-    guard counters.count > 1 else { return counters.map { ($0.key, $0.value) } }
-    var entries = counters.map { (replica: $0.key, counter: $0.value) }
-    entries.sort { $0.replica < $1.replica }
-    return entries
+    counters.storage.map { (replica: $0.replica, counter: $0.value) }
+  }
+
+  /// The only entry, if the vector has exactly one.
+  var onlyEntry: (replica: ReplicaID, counter: UInt64)? {
+    guard counters.count == 1, let entry = counters.storage.first else { return nil }
+    return (entry.replica, entry.value)
+  }
+
+  /// Whether some entry satisfies `predicate`, in no particular order.
+  func containsEntry(where predicate: (ReplicaID, UInt64) -> Bool) -> Bool {
+    counters.storage.contains { predicate($0.replica, $0.value) }
   }
 
   /// Whether no event of any replica has been seen.
@@ -65,7 +72,7 @@ public struct VersionVector: Hashable, Sendable {
 
   /// Whether every entry of `other` is at most the entry here.
   public func dominates(_ other: VersionVector) -> Bool {
-    other.counters.allSatisfy { self[$0.key] >= $0.value }
+    other.counters.storage.allSatisfy { self[$0.replica] >= $0.value }
   }
 }
 

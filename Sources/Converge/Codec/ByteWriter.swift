@@ -93,7 +93,29 @@ public struct ByteWriter: Sendable {
 
   /// Appends a string as its UTF-8 byte count (unsigned LEB128), then its UTF-8 bytes.
   public mutating func writeString(_ value: String) {
-    writeLengthPrefixedBytes(value.utf8)
+    // A native string's UTF-8 is contiguous: copy it in one go.
+    let copied: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in
+      writeVarUInt(utf8.count)
+      bytes.append(contentsOf: utf8)
+    }
+    if copied == nil { writeLengthPrefixedBytes(value.utf8) }
+  }
+
+  /// Appends scalars as their UTF-8 byte count (unsigned LEB128), then their UTF-8 bytes:
+  /// the same bytes as ``writeString(_:)`` of a string made of them.
+  mutating func writeScalarsAsUTF8(_ scalars: [Unicode.Scalar]) {
+    var length = 0
+    for scalar in scalars { length += UTF8.width(scalar) }
+    writeVarUInt(length)
+    bytes.reserveCapacity(bytes.count + length)
+    for scalar in scalars {
+      let value = scalar.value
+      if value < 0x80 {
+        bytes.append(UInt8(truncatingIfNeeded: value))
+      } else {
+        UTF8.encode(scalar) { bytes.append($0) }
+      }
+    }
   }
 
   /// Appends a section written by `body`, preceded by its byte count (unsigned LEB128),

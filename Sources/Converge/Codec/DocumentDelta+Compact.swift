@@ -26,14 +26,60 @@ extension DocumentDelta {
   /// presence only adds the latest dot of the runs, one text field with runs of one
   /// replica, and a context holding exactly the runs' dots.
   var textEdit: TextEdit? {
-    guard entities.count == 1, let (key, entity) = entities.first, entity.fields.count == 1,
-      let (field, fieldDelta) = entity.fields.first, case .text(let runs) = fieldDelta,
-      entity.presence.removed.isEmpty, entity.presence.added.count == 1,
-      context.replicaCount == 1, let (replica, counters) = Self.events(of: runs),
-      entity.presence.added[replica] == counters.maximum,
-      context.counters(of: replica) == counters
+    guard let (contextReplica, contextCounters) = context.onlyEntry else { return nil }
+    let key: EntityKey
+    let field: String
+    let runs: RGADelta
+    let added: (replica: ReplicaID, counter: UInt64)
+    if let edit = localTextEdit {
+      // One entity, one text field, a presence that only adds `last`, by construction.
+      (key, field, runs, added) = (
+        edit.key, edit.field, edit.runs, (edit.last.replica, edit.last.counter)
+      )
+    } else {
+      var entityIterator = entities.makeIterator()
+      guard entities.count == 1, let (onlyKey, entity) = entityIterator.next(),
+        entity.fields.count == 1
+      else { return nil }
+      var fieldIterator = entity.fields.makeIterator()
+      guard let (onlyField, fieldDelta) = fieldIterator.next(),
+        case .text(let textRuns) = fieldDelta,
+        entity.presence.removed.isEmpty, let onlyAdded = entity.presence.added.onlyEntry
+      else { return nil }
+      (key, field, runs, added) = (onlyKey, onlyField, textRuns, onlyAdded)
+    }
+    // A local edit is usually one run: its events are one range, found without building
+    // a set of ranges.
+    if let (replica, range) = Self.singleRunEvents(of: runs) {
+      guard replica == contextReplica, added.replica == replica,
+        added.counter == range.upperBound, contextCounters.isExactly(range)
+      else { return nil }
+      return TextEdit(key: key, field: field, runs: runs)
+    }
+    guard let (replica, counters) = Self.events(of: runs), replica == contextReplica,
+      added.replica == replica, added.counter == counters.maximum, contextCounters == counters
     else { return nil }
     return TextEdit(key: key, field: field, runs: runs)
+  }
+
+  /// The replica and counters of the dots of `runs` if they are a single well-formed run,
+  /// as ``events(of:)`` would find them; `nil` otherwise.
+  static func singleRunEvents(of runs: RGADelta) -> (ReplicaID, ClosedRange<UInt64>)? {
+    let first: Dot
+    let count: UInt64
+    if runs.deletes.isEmpty, runs.inserts.count == 1, let insert = runs.inserts.first {
+      first = insert.id
+      count = UInt64(insert.length)
+    } else if runs.inserts.isEmpty, runs.deletes.count == 1, let delete = runs.deletes.first {
+      first = delete.dot
+      count = delete.count
+    } else {
+      return nil
+    }
+    guard count > 0, first.counter > 0 else { return nil }
+    let (last, overflow) = first.counter.addingReportingOverflow(count - 1)
+    guard !overflow else { return nil }
+    return (first.replica, first.counter...last)
   }
 
   /// The replica that made every run of `runs` and the counters of their dots, or `nil`
@@ -61,6 +107,13 @@ extension DocumentDelta {
 
   /// Writes the body of a ``MessageKind/textEditDelta`` message.
   static func writeTextEdit(_ edit: TextEdit, to writer: inout ByteWriter) {
+    if writeSingleRunTextEdit(edit, to: &writer) { return }
+    writeTextEditInGeneral(edit, to: &writer)
+  }
+
+  /// Writes the body of a ``MessageKind/textEditDelta`` message through the general run
+  /// encoder (canonical runs, replica table builder).
+  static func writeTextEditInGeneral(_ edit: TextEdit, to writer: inout ByteWriter) {
     var builder = ReplicaTable.Builder()
     edit.runs.collectReplicas(into: &builder)
     let table = builder.build()
@@ -68,6 +121,70 @@ extension DocumentDelta {
     edit.key.write(to: &writer)
     writer.writeString(edit.field)
     edit.runs.write(to: &writer, replicas: table)
+  }
+
+  /// Writes the body of a text edit that is one insert run with content, or one delete
+  /// run, byte for byte as ``writeTextEditInGeneral(_:to:)`` would, without building the
+  /// canonical runs, the replica table or the content buffer. Returns `false`, having
+  /// written nothing, for any other shape.
+  ///
+  /// A single run is already canonical, the table holds at most two replicas, and a
+  /// message without inserts implies only the first delete dot of its replica.
+  static func writeSingleRunTextEdit(_ edit: TextEdit, to writer: inout ByteWriter) -> Bool {
+    let runs = edit.runs
+    if runs.deletes.isEmpty, runs.inserts.count == 1, let insert = runs.inserts.first,
+      !insert.scalars.isEmpty
+    {
+      let replica = insert.id.replica
+      let table = SmallReplicaTable(replica, insert.origin?.replica ?? replica)
+      table.write(to: &writer)
+      edit.key.write(to: &writer)
+      writer.writeString(edit.field)
+      let counter = insert.id.counter
+      writer.writeVarUInt(1)  // one group of insert runs
+      writer.writeVarUInt(table.index(of: replica))
+      writer.writeVarUInt(1)  // one run
+      writer.writeVarUInt(counter - 1)
+      writer.writeVarUInt(insert.scalars.count)
+      writer.writeVarInt(Int64(bitPattern: insert.lamport &- counter))
+      switch insert.origin {
+      case nil:
+        writer.writeVarUInt(TextWire.headOrigin)
+      case let origin? where origin.replica == replica && origin.counter < counter:
+        writer.writeVarUInt(TextWire.firstOwnOrigin + (counter - 1 - origin.counter))
+      case let origin?:
+        writer.writeVarUInt(TextWire.explicitOrigin)
+        writer.writeVarUInt(table.index(of: origin.replica))
+        writer.writeVarUInt(origin.counter)
+      }
+      writer.writeScalarsAsUTF8(insert.scalars)
+      writer.writeVarUInt(0)  // no delete groups
+      return true
+    }
+    if runs.inserts.isEmpty, runs.deletes.count == 1, let delete = runs.deletes.first,
+      delete.count > 0, delete.count <= TextWire.maximumDeleteRun
+    {
+      let replica = delete.dot.replica
+      let table = SmallReplicaTable(replica, delete.target.replica)
+      table.write(to: &writer)
+      edit.key.write(to: &writer)
+      writer.writeString(edit.field)
+      writer.writeVarUInt(0)  // no insert groups
+      writer.writeVarUInt(0)  // no content
+      writer.writeVarUInt(1)  // one group of delete runs
+      writer.writeVarUInt(table.index(of: replica))
+      writer.writeVarUInt(1)  // one run
+      let impliedDot = delete.dot.counter == 1
+      let explicit = delete.target.replica != replica
+      writer.writeVarUInt(
+        delete.count << 3 | (impliedDot ? 4 : 0) | (delete.isDescending ? 2 : 0)
+          | (explicit ? 1 : 0))
+      if !impliedDot { writer.writeVarUInt(delete.dot.counter - 1) }
+      if explicit { writer.writeVarUInt(table.index(of: delete.target.replica)) }
+      writer.writeVarInt(Int64(bitPattern: delete.target.counter))
+      return true
+    }
+    return false
   }
 
   /// Reads the body of a ``MessageKind/textEditDelta`` message and derives the context
@@ -88,5 +205,30 @@ extension DocumentDelta {
     delta.context.insert(replica: replica, counters: counters)
     delta.entities[key] = EntityDelta(presence: .add(last), fields: [field: .text(runs)])
     return delta
+  }
+}
+
+/// The replica table of a message that mentions one or two replicas.
+private struct SmallReplicaTable {
+  var first: ReplicaID
+  var second: ReplicaID?
+
+  init(_ one: ReplicaID, _ other: ReplicaID) {
+    if one == other {
+      first = one
+    } else {
+      first = Swift.min(one, other)
+      second = Swift.max(one, other)
+    }
+  }
+
+  /// The index of `replica`, one of the two the table was made of.
+  func index(of replica: ReplicaID) -> Int { replica == first ? 0 : 1 }
+
+  /// Writes the table as ``ReplicaTable/write(to:)`` does.
+  func write(to writer: inout ByteWriter) {
+    writer.writeVarUInt(second == nil ? 1 : 2)
+    writer.writeUInt64(first.rawValue)
+    if let second { writer.writeUInt64(second.rawValue) }
   }
 }

@@ -74,7 +74,8 @@ public enum Envelope {
     writer.writeUInt8(formatVersion)
     writer.writeUInt8(kind.rawValue)
     writer.writeLengthPrefixedBytes(body)
-    writer.writeUInt32(CRC32C.checksum(writer.bytes))
+    let checksum = CRC32C.checksum(writer.bytes)
+    writer.writeUInt32(checksum)
     return writer.bytes
   }
 
@@ -90,7 +91,9 @@ public enum Envelope {
     writer.writeUInt8(0)  // the length, patched below (one byte for a body under 128)
     write(&writer)
     writer.patchLength(at: lengthOffset)
-    writer.writeUInt32(CRC32C.checksum(writer.bytes))
+    // Computed first: a copy of the bytes alive during the append would make it copy them.
+    let checksum = CRC32C.checksum(writer.bytes)
+    writer.writeUInt32(checksum)
     return writer.bytes
   }
 

@@ -55,6 +55,34 @@ struct EntityRecord: Sendable, Equatable {
   var fields: [String: FieldState] = [:]
 
   var isVisible: Bool { presence.isPresent }
+
+  /// Moves the text out of the field at `slot`, leaving a placeholder there, so that the
+  /// caller holds the only reference to its storage; `nil`, changing nothing, if the
+  /// field holds another kind. The caller puts the text back.
+  mutating func takeText(at slot: Dictionary<String, FieldState>.Index) -> RGA? {
+    // Swapped out first: reading the field to check its kind would copy the text.
+    var taken = FieldState.register(LWWRegister())
+    swap(&taken, &fields.values[slot])
+    guard case .text = taken else {
+      swap(&taken, &fields.values[slot])
+      return nil
+    }
+    switch consume taken {
+    case .text(let text): return text
+    case .register, .set: return nil
+    }
+  }
+
+  /// Advances the entity's version to the local event `last` (the same as merging
+  /// `.add(last)` into its presence, without building a one-entry vector), noting its
+  /// visibility before and after the event in `recorder`.
+  mutating func noteLocalEvent(
+    _ last: Dot, recordingIn recorder: inout ChangeRecorder, key: EntityKey
+  ) {
+    let wasVisible = isVisible
+    presence.added[last.replica] = Swift.max(presence.added[last.replica], last.counter)
+    recorder.noteChange(of: key, wasVisible: wasVisible, isVisible: isVisible)
+  }
 }
 
 extension Document: Equatable {

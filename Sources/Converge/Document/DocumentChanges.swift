@@ -56,6 +56,9 @@ struct ChangeRecorder {
   private struct Entry {
     var key: EntityKey
     var wasVisible: Bool
+    /// The visibility after the latest change, when the change that made it knew it;
+    /// `nil` sends ``finish(in:)`` to the document.
+    var isVisible: Bool?
     var fields: [String] = []
     var texts: [(field: String, changes: [TextChange])] = []
   }
@@ -70,14 +73,20 @@ struct ChangeRecorder {
   }
 
   mutating func noteBefore(_ key: EntityKey, in document: Document) {
-    guard position(of: key) == nil else { return }
+    if let index = position(of: key) {
+      entries[index].isVisible = nil  // this change may alter what an earlier one knew
+      return
+    }
     append(Entry(key: key, wasVisible: document.contains(key)))
   }
 
-  /// Notes the visibility of `key` before a change, when the caller already knows it.
-  mutating func noteBefore(_ key: EntityKey, wasVisible: Bool) {
-    guard position(of: key) == nil else { return }
-    append(Entry(key: key, wasVisible: wasVisible))
+  /// Notes the visibility of `key` before and after a change, when the caller knows both.
+  mutating func noteChange(of key: EntityKey, wasVisible: Bool, isVisible: Bool) {
+    if let index = position(of: key) {
+      entries[index].isVisible = isVisible
+      return
+    }
+    append(Entry(key: key, wasVisible: wasVisible, isVisible: isVisible))
   }
 
   private mutating func append(_ entry: Entry) {
@@ -102,10 +111,22 @@ struct ChangeRecorder {
     }
   }
 
+  /// Notes a changed text field of `key` and its one visible edit.
+  mutating func noteField(_ name: String, of key: EntityKey, text change: TextChange) {
+    guard let index = position(of: key) else { return }
+    if !entries[index].fields.contains(name) { entries[index].fields.append(name) }
+    if let slot = entries[index].texts.lastIndex(where: { $0.field == name }) {
+      entries[index].texts[slot].changes.append(change)
+    } else {
+      entries[index].texts.append((name, [change]))
+    }
+  }
+
   func finish(in document: Document) -> DocumentChanges {
     var changes = DocumentChanges()
+    changes.entities.reserveCapacity(entries.count)
     for entry in entries {
-      let isVisible = document.contains(entry.key)
+      let isVisible = entry.isVisible ?? document.contains(entry.key)
       let changedFields =
         entry.fields.count > 1 ? entry.fields.sorted(by: fieldNameOrder) : entry.fields
       let kind: EntityChange.Kind
@@ -117,8 +138,13 @@ struct ChangeRecorder {
         kind = .updated
       case (false, false): continue
       }
-      var texts: [String: [TextChange]] = [:]
-      for (field, fieldChanges) in entry.texts { texts[field] = fieldChanges }
+      var texts: [String: [TextChange]]
+      if entry.texts.count == 1, let (field, fieldChanges) = entry.texts.first {
+        texts = [field: fieldChanges]  // sized once, the common case
+      } else {
+        texts = [:]
+        for (field, fieldChanges) in entry.texts { texts[field] = fieldChanges }
+      }
       changes.entities.append(
         EntityChange(key: entry.key, kind: kind, fields: changedFields, textChanges: texts))
     }

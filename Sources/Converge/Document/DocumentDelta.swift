@@ -8,16 +8,76 @@
 public struct DocumentDelta: Sendable, Equatable {
   /// The events the delta accounts for, including removals (seen dots it does not hold).
   public internal(set) var context: CausalContext
-  var entities: [EntityKey: EntityDelta]
+
+  /// The entities the delta touches and what it carries for each.
+  ///
+  /// The delta of a transaction's single text edit (a keystroke) keeps its one entity
+  /// as a ``LocalTextEdit`` and builds the two one-entry hash tables only if something
+  /// reads them: encoding it needs neither.
+  var entities: [EntityKey: EntityDelta] {
+    get {
+      guard let edit = localTextEdit else { return storedEntities }
+      return [edit.key: edit.entity]
+    }
+    set {
+      localTextEdit = nil
+      storedEntities = newValue
+    }
+    _modify {
+      materializeEntities()
+      yield &storedEntities
+    }
+  }
+
+  private var storedEntities: [EntityKey: EntityDelta]
+  /// When set, the delta's only entity; `storedEntities` is then empty.
+  private(set) var localTextEdit: LocalTextEdit?
+
+  /// One local text edit's entity: the runs of one field and the presence `.add(last)`.
+  struct LocalTextEdit: Sendable {
+    var key: EntityKey
+    var field: String
+    var runs: RGADelta
+    var last: Dot
+
+    var entity: EntityDelta {
+      EntityDelta(presence: .add(last), fields: [field: .text(runs)])
+    }
+  }
 
   /// The empty delta.
   public init() {
     context = CausalContext()
-    entities = [:]
+    storedEntities = [:]
+  }
+
+  /// The delta of one local text edit: the runs `textEdit`, made with the dots `counters`
+  /// of `last.replica`, the latest of which is `last`.
+  init(
+    textEdit: RGADelta, counters: ClosedRange<UInt64>, last: Dot, field: String,
+    of key: EntityKey
+  ) {
+    context = CausalContext(replica: last.replica, counters: counters)
+    storedEntities = [:]
+    localTextEdit = LocalTextEdit(key: key, field: field, runs: textEdit, last: last)
+  }
+
+  private mutating func materializeEntities() {
+    guard let edit = localTextEdit else { return }
+    localTextEdit = nil
+    storedEntities = [edit.key: edit.entity]
+  }
+
+  /// Two deltas are equal when they know the same events and carry the same entities,
+  /// however they store them.
+  public static func == (lhs: DocumentDelta, rhs: DocumentDelta) -> Bool {
+    lhs.context == rhs.context && lhs.entities == rhs.entities
   }
 
   /// Whether the delta carries nothing.
-  public var isEmpty: Bool { context.isEmpty && entities.isEmpty }
+  public var isEmpty: Bool {
+    context.isEmpty && localTextEdit == nil && storedEntities.isEmpty
+  }
 
   /// The entities the delta touches, sorted.
   ///
@@ -26,6 +86,7 @@ public struct DocumentDelta: Sendable, Equatable {
 
   /// The latest register timestamp in the delta, for the receiving replica's clock.
   var latestTimestamp: Timestamp? {
+    guard localTextEdit == nil else { return nil }  // text carries no timestamps
     var latest: Timestamp?
     for entity in entities.values {
       for field in entity.fields.values {

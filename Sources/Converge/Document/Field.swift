@@ -82,7 +82,9 @@ struct Presence: Sendable, Equatable {
   var removed = VersionVector()
 
   var isPresent: Bool {
-    added.entries.contains { $0.counter > removed[$0.replica] }
+    // Entries are never zero, so without removes any add is present.
+    if removed.isEmpty { return !added.isEmpty }
+    return added.containsEntry { replica, counter in counter > removed[replica] }
   }
 
   mutating func merge(_ other: Presence) {

@@ -106,31 +106,37 @@ public struct Transaction: Sendable {
     _ string: String, at position: Int, in field: String, of key: EntityKey
   ) {
     let scalars = string.unicodeScalars
-    guard !scalars.isEmpty else { return }
-    editText(field: field, of: key, dotCount: UInt64(scalars.count)) { text, firstDot in
+    let scalarCount = scalars.count
+    guard scalarCount > 0 else { return }
+    func insert(into text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
       let start = Swift.max(0, Swift.min(position, text.count))
-      let utf16Start = text.utf16Offset(ofScalarOffset: start)
+      let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
       let change = TextChange(
-        kind: .insert, scalarRange: start..<start + scalars.count,
+        kind: .insert, scalarRange: start..<start + scalarCount,
         utf16Range: utf16Start..<utf16Start + string.utf16.count)
       return (text.insert(scalars, at: start, firstDot: firstDot), change)
     }
+    editText(field: field, of: key, dotCount: { _ in scalarCount }, edit: insert)
   }
 
   /// Deletes the scalars in `range` (clamped to the text) from a text field.
   ///
   /// - Complexity: O(log n + k) for k deleted scalars in a text of n scalars.
   public mutating func deleteText(_ range: Range<Int>, in field: String, of key: EntityKey) {
-    guard let text = document.sequence(of: field, in: key) else { return }
-    let lower = Swift.max(0, Swift.min(range.lowerBound, text.count))
-    let upper = Swift.max(lower, Swift.min(range.upperBound, text.count))
-    guard lower < upper else { return }
-    editText(field: field, of: key, dotCount: UInt64(upper - lower)) { text, firstDot in
-      let utf16Range =
-        text.utf16Offset(ofScalarOffset: lower)..<text.utf16Offset(ofScalarOffset: upper)
-      let change = TextChange(kind: .delete, scalarRange: lower..<upper, utf16Range: utf16Range)
-      return (text.delete(lower..<upper, firstDot: firstDot), change)
+    func clamped(_ text: RGA) -> Range<Int> {
+      let lower = Swift.max(0, Swift.min(range.lowerBound, text.count))
+      return lower..<Swift.max(lower, Swift.min(range.upperBound, text.count))
     }
+    func delete(from text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
+      let deleted = clamped(text)
+      let utf16Range =
+        Self.utf16Offset(
+          ofScalarOffset: deleted.lowerBound, in: text)..<Self.utf16Offset(
+          ofScalarOffset: deleted.upperBound, in: text)
+      let change = TextChange(kind: .delete, scalarRange: deleted, utf16Range: utf16Range)
+      return (text.delete(deleted, firstDot: firstDot), change)
+    }
+    editText(field: field, of: key, dotCount: { clamped($0).count }, edit: delete)
   }
 
   /// Replaces the scalars in `range` with `string`: a delete, then an insert at
@@ -144,52 +150,77 @@ public struct Transaction: Sendable {
     insertText(string, at: range.lowerBound, in: field, of: key)
   }
 
-  /// Runs a local edit on a text field's RGA with `dotCount` fresh dots and records it.
+  /// The UTF-16 offset of a scalar offset, for the edit's ``TextChange``. A text whose
+  /// scalars all take one UTF-16 unit (no scalar above U+FFFF: the two counts are equal)
+  /// has equal offsets, found without a search.
+  private static func utf16Offset(ofScalarOffset offset: Int, in text: RGA) -> Int {
+    text.utf16Count == text.count ? offset : text.utf16Offset(ofScalarOffset: offset)
+  }
+
+  /// Runs a local edit on a text field's RGA with fresh dots and records it.
+  ///
+  /// `dotCount` tells, from the text before the edit (empty if the field does not exist
+  /// yet), how many dots the edit takes; none means there is nothing to do, and the
+  /// document is left as it was. A field of another kind is left alone too.
+  ///
+  /// The entity and the field are each looked up once, and the RGA is moved out of the
+  /// document while it is edited, so its storage is uniquely referenced and edited in
+  /// place rather than copied.
   private mutating func editText(
-    field: String, of key: EntityKey, dotCount: UInt64,
-    _ edit: (inout RGA, Dot) -> (RGADelta, TextChange)
+    field: String, of key: EntityKey, dotCount: (RGA) -> Int,
+    edit: (inout RGA, Dot) -> (RGADelta, TextChange)
   ) {
-    // Take the record out of the document so the RGA's storage is uniquely referenced
-    // and edited in place rather than copied.
-    var record = document.entities.removeValue(forKey: key) ?? EntityRecord()
-    var text: RGA
-    if case .text(let existing)? = record.fields[field] {
-      text = existing
-    } else if record.fields[field] != nil {
-      document.entities[key] = record
-      return  // the field holds another kind; a text edit cannot apply to it
+    let entity: Dictionary<EntityKey, EntityRecord>.Index
+    let slot: Dictionary<String, FieldState>.Index
+    if let found = document.entities.index(forKey: key),
+      let fieldSlot = document.entities.values[found].fields.index(forKey: field)
+    {
+      entity = found
+      slot = fieldSlot
     } else {
-      text = RGA()
+      // A new entity or field: created only by an edit that takes dots.
+      guard dotCount(RGA()) > 0 else { return }
+      document.entities[key, default: EntityRecord()].fields[field] = .text(RGA())
+      guard let found = document.entities.index(forKey: key),
+        let fieldSlot = document.entities.values[found].fields.index(forKey: field)
+      else { return }
+      entity = found
+      slot = fieldSlot
     }
+    guard var text = document.entities.values[entity].takeText(at: slot) else {
+      return  // the field holds another kind; a text edit cannot apply to it
+    }
+    let count = dotCount(text)
+    guard count > 0 else {
+      document.entities.values[entity].fields.values[slot] = .text(consume text)
+      return
+    }
+    let dotCount = UInt64(count)
     let first = nextDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
-    // The record is out of the document: note its visibility from the record itself.
-    recorder.noteBefore(key, wasVisible: record.isVisible)
-    // The same as merging `.add(last)`, without building a one-entry vector.
-    record.presence.added[last.replica] = Swift.max(
-      record.presence.added[last.replica], last.counter)
-    record.fields[field] = nil
     let (textDelta, textChange) = edit(&text, first)
-    record.fields[field] = .text(text)
-    document.entities[key] = record
+    document.entities.values[entity].fields.values[slot] = .text(consume text)
+    document.entities.values[entity].noteLocalEvent(last, recordingIn: &recorder, key: key)
     let counters = first.counter...(first.counter + dotCount - 1)
     document.context.insert(replica: first.replica, counters: counters)
-    delta.context.insert(replica: first.replica, counters: counters)
-    addToDelta(textDelta, last: last, field: field, of: key)
-    recorder.noteField(field, of: key, changed: true, text: [textChange])
+    addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
+    recorder.noteField(field, of: key, text: textChange)
   }
 
   /// Adds a local text edit's runs to the transaction's delta. Runs join the field's
   /// earlier runs unsorted; ``finishDelta()`` brings them into normal form once, so a
   /// transaction of many edits does not re-sort its runs after each one.
   private mutating func addToDelta(
-    _ textDelta: RGADelta, last: Dot, field: String, of key: EntityKey
+    _ textDelta: RGADelta, counters: ClosedRange<UInt64>, last: Dot, field: String,
+    of key: EntityKey
   ) {
-    guard !delta.entities.isEmpty else {
+    guard !delta.isEmpty else {
       // The common case, a transaction's first edit: the delta is exactly this edit.
-      delta.entities[key] = EntityDelta(presence: .add(last), fields: [field: .text(textDelta)])
+      delta = DocumentDelta(
+        textEdit: textDelta, counters: counters, last: last, field: field, of: key)
       return
     }
+    delta.context.insert(replica: last.replica, counters: counters)
     var entity = delta.entities.removeValue(forKey: key) ?? EntityDelta()
     let added = entity.presence.added[last.replica]
     entity.presence.added[last.replica] = Swift.max(added, last.counter)

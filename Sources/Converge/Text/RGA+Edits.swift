@@ -21,12 +21,14 @@ extension RGA {
     let inserted = insertLocally(
       firstDot: firstDot, lamport: lamport, contentStart: start, length: length,
       at: position)
-    return RGADelta(
-      inserts: [
-        RGADelta.Insert(
-          id: firstDot, lamport: lamport, origin: inserted,
-          scalars: Array(content[start..<start + length]))
-      ], deletes: [])
+    // One run with content is already in normal form: no sorting or joining to do.
+    var delta = RGADelta()
+    delta.inserts = [
+      RGADelta.Insert(
+        id: firstDot, lamport: lamport, origin: inserted,
+        scalars: Array(content[start..<start + length]))
+    ]
+    return delta
   }
 
   /// Deletes the visible scalars in `range` (clamped to `0..<count`); the `i`-th deleted

@@ -1,0 +1,147 @@
+import ConvergeTestSupport
+import Testing
+
+@testable import Converge
+
+/// The fast paths of live local editing (one transaction per keystroke) against the
+/// general code they shortcut, on seeded random typing by two replicas so that origins
+/// and delete targets name either replica.
+@Suite struct LocalEditFastPathTests {
+  static let note = EntityKey(type: "note", id: "n1")
+  static let alphabet: [Unicode.Scalar] = ["a", "b", " ", "é", "\u{1F600}", "\n", "ß", "中"]
+
+  /// A random edit: an insert, a delete, a replacement, or an edit of another field.
+  static func randomEdit(
+    _ tx: inout Transaction, length: Int, using random: inout SeededGenerator
+  ) {
+    let position = Int.random(in: 0...length, using: &random)
+    let string = String(
+      String.UnicodeScalarView(
+        (0..<Int.random(in: 1...4, using: &random)).map { _ in
+          alphabet.randomElement(using: &random) ?? "a"
+        }))
+    switch Int.random(in: 0..<10, using: &random) {
+    case 0..<5: tx.insertText(string, at: position, in: "body", of: note)
+    case 5..<8:
+      tx.deleteText(
+        position..<position + Int.random(in: 1...3, using: &random), in: "body", of: note)
+    case 8: tx.replaceText(position..<position + 2, with: string, in: "body", of: note)
+    default: tx.insertText(string, at: 0, in: "title", of: note)
+    }
+  }
+
+  /// Runs seeded random typing on two replicas, passing each transaction's delta to `check`.
+  static func typeRandomly(seed: UInt64, edits: Int, _ check: (DocumentDelta) -> Void) {
+    var random = SeededGenerator(seed: seed)
+    var replicas = [
+      Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(0)),
+      Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(0)),
+    ]
+    for _ in 0..<edits {
+      let writer = Int.random(in: 0..<2, using: &random)
+      let length = replicas[writer].document.text(of: "body", in: note).unicodeScalars.count
+      let commit = replicas[writer].transact { randomEdit(&$0, length: length, using: &random) }
+      check(commit.delta)
+      // Usually deliver, so later edits name the other replica's characters.
+      if Int.random(in: 0..<4, using: &random) > 0 { replicas[1 - writer].apply(commit.delta) }
+    }
+  }
+
+  /// The compact-form test as it was before its single-run shortcut.
+  static func generalTextEdit(of delta: DocumentDelta) -> DocumentDelta.TextEdit? {
+    guard delta.entities.count == 1, let (key, entity) = delta.entities.first,
+      entity.fields.count == 1, let (field, fieldDelta) = entity.fields.first,
+      case .text(let runs) = fieldDelta, entity.presence.removed.isEmpty,
+      entity.presence.added.count == 1, delta.context.replicaCount == 1,
+      let (replica, counters) = DocumentDelta.events(of: runs),
+      entity.presence.added[replica] == counters.maximum,
+      delta.context.counters(of: replica) == counters
+    else { return nil }
+    return DocumentDelta.TextEdit(key: key, field: field, runs: runs)
+  }
+
+  @Test func singleRunTextEditsEncodeAsTheGeneralEncoderWrites() {
+    for seed in UInt64(1)...20 {
+      var shortcuts = 0
+      var unbuilt = 0
+      Self.typeRandomly(seed: seed, edits: 200) { delta in
+        // A keystroke's delta keeps its entity unbuilt; the stored form must not differ.
+        if delta.localTextEdit != nil { unbuilt += 1 }
+        var stored = delta
+        stored.entities = delta.entities
+        #expect(stored.localTextEdit == nil)
+        #expect(stored == delta, "seed \(seed)")
+        #expect(stored.encoded() == delta.encoded(), "seed \(seed)")
+        #expect(stored.isEmpty == delta.isEmpty, "seed \(seed)")
+        #expect(stored.latestTimestamp == delta.latestTimestamp, "seed \(seed)")
+        let general = Self.generalTextEdit(of: stored)
+        let fast = delta.textEdit
+        #expect(fast?.key == general?.key, "seed \(seed)")
+        #expect(fast?.field == general?.field, "seed \(seed)")
+        #expect(fast?.runs == general?.runs, "seed \(seed)")
+        guard let edit = fast else { return }
+        var expected = ByteWriter()
+        DocumentDelta.writeTextEditInGeneral(edit, to: &expected)
+        var written = ByteWriter()
+        if DocumentDelta.writeSingleRunTextEdit(edit, to: &written) {
+          shortcuts += 1
+          #expect(written.bytes == expected.bytes, "seed \(seed)")
+        } else {
+          #expect(written.bytes.isEmpty, "seed \(seed)")
+        }
+      }
+      #expect(shortcuts > 50, "seed \(seed): the single-run shortcut was hardly taken")
+      #expect(unbuilt > 50, "seed \(seed): keystroke deltas were hardly kept unbuilt")
+    }
+  }
+
+  /// A transaction's in-place text edit must leave the document exactly as applying its
+  /// delta through the general ``Document/apply(_:)`` does, and report the same entities,
+  /// kinds and fields; on a deleted entity too, which the edit revives.
+  @Test func localTextEditsEqualApplyingTheirDelta() {
+    for seed in UInt64(1)...20 {
+      var random = SeededGenerator(seed: seed, stream: 1)
+      var replica = Replica(id: ReplicaID(rawValue: 0xC3), wallClock: .fixed(0))
+      for step in 0..<150 {
+        let before = replica.document
+        if Int.random(in: 0..<25, using: &random) == 0 {
+          replica.transact { $0.delete(Self.note) }
+          continue
+        }
+        let snapshot = before.text(of: "body", in: Self.note)
+        let length = snapshot.unicodeScalars.count
+        let commit = replica.transact { tx in
+          for _ in 0..<Int.random(in: 1...2, using: &random) {
+            Self.randomEdit(&tx, length: length, using: &random)
+          }
+        }
+        // The edit happens in place, but never in a copy of the document.
+        #expect(before.text(of: "body", in: Self.note) == snapshot, "seed \(seed), step \(step)")
+        // A lone edit's UTF-16 range is that of the text it applies to (the shortcut for
+        // texts without scalars above U+FFFF included).
+        let reported = commit.changes.entities.flatMap { $0.textChanges["body"] ?? [] }
+        if reported.count == 1, let change = reported.first,
+          let text = (change.kind == .insert ? replica.document : before).sequence(
+            of: "body", in: Self.note)
+        {
+          let expected =
+            text.utf16Offset(
+              ofScalarOffset: change.scalarRange.lowerBound)..<text.utf16Offset(
+              ofScalarOffset: change.scalarRange.upperBound)
+          #expect(change.utf16Range == expected, "seed \(seed), step \(step)")
+        }
+        var general = before
+        let changes = general.apply(commit.delta)
+        #expect(general == replica.document, "seed \(seed), step \(step)")
+        #expect(
+          changes.entities.map { "\($0.key) \($0.kind) \($0.fields)" }
+            == commit.changes.entities.map { "\($0.key) \($0.kind) \($0.fields)" },
+          "seed \(seed), step \(step)")
+        #expect(
+          changes.entities.map { $0.textChanges.keys.sorted() }
+            == commit.changes.entities.map { $0.textChanges.keys.sorted() },
+          "seed \(seed), step \(step)")
+      }
+    }
+  }
+}
