@@ -466,10 +466,7 @@ private struct StateLoader {
   mutating func build(into text: inout RGA, deletes: [RGADelta.Delete]) {
     if !leaves.isEmpty {
       text.leaves = leaves
-      text.order = Array(leaves.indices)
-      text.rankOfLeaf = Array(leaves.indices)
-      text.visibleSums = FenwickTree(values: leaves.map(\.visible))
-      text.utf16Sums = FenwickTree(values: leaves.map(\.utf16))
+      text.leafOrder = LeafOrder(visible: leaves.map(\.visible), utf16: leaves.map(\.utf16))
       text.count = leaves.reduce(0) { $0 + $1.visible }
       text.utf16Count = leaves.reduce(0) { $0 + $1.utf16 }
     }

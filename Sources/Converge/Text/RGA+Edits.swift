@@ -72,7 +72,7 @@ extension RGA {
   ) -> Dot? {
     let target = Swift.min(Swift.max(position, 0), count)
     var origin: Dot?
-    var leaf = order[0]
+    var leaf = leafOrder.first
     var slot = 0
     if target > 0 {
       let found = locateVisible(target - 1)

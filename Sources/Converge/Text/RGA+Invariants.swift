@@ -28,7 +28,7 @@ extension RGA: Equatable {
   func canonicalItems() -> (runs: [CanonicalRun], scalars: [Unicode.Scalar]) {
     var runs: [CanonicalRun] = []
     var scalars: [Unicode.Scalar] = []
-    for leafID in order {
+    for leafID in leafOrder.documentOrder {
       for run in leaves[leafID].runs {
         if !run.deleted {
           scalars.append(contentsOf: content[run.contentStart..<run.contentStart + run.length])
@@ -99,13 +99,12 @@ extension RGA: Equatable {
   ///
   /// - Complexity: O(n log n).
   public func _checkInvariants() {
-    precondition(order.count == leaves.count && rankOfLeaf.count == leaves.count)
-    precondition(visibleSums.count == order.count && utf16Sums.count == order.count)
+    precondition(leafOrder.leafCount == leaves.count, "one position per leaf")
+    leafOrder._checkInvariants { (leaves[$0].visible, leaves[$0].utf16) }
     var covered: [ReplicaID: UInt64] = [:]
     var totalVisible = 0
     var totalUTF16 = 0
-    for (rank, leafID) in order.enumerated() {
-      precondition(rankOfLeaf[leafID] == rank, "rank of leaf \(leafID)")
+    for leafID in leafOrder.documentOrder {
       let leaf = leaves[leafID]
       precondition(leaf.runs.count <= Self.maxRunsPerLeaf, "leaf over capacity")
       precondition(!leaf.runs.isEmpty || leaves.count == 1, "empty leaf")
@@ -132,8 +131,8 @@ extension RGA: Equatable {
         utf16 += run.visibleUTF16
       }
       precondition(leaf.visible == visible && leaf.utf16 == utf16, "leaf counts")
-      precondition(visibleSums.prefix(rank) == totalVisible, "visible prefix sums")
-      precondition(utf16Sums.prefix(rank) == totalUTF16, "UTF-16 prefix sums")
+      precondition(
+        leafOrder.prefix(of: leafID) == (totalVisible, totalUTF16), "prefix sums of a leaf")
       totalVisible += visible
       totalUTF16 += utf16
     }

@@ -213,7 +213,7 @@ extension RGA {
   private mutating func integrate(_ insert: RGADelta.Insert, changes: inout [TextChange])
     -> Bool
   {
-    var leaf = order[0]
+    var leaf = leafOrder.first
     var slot = 0
     if let origin = insert.origin, let found = locate(origin) {
       let originRun = leaves[found.leaf].runs[found.run]
@@ -228,7 +228,6 @@ extension RGA {
     // Skip the sibling subtrees that sort first: every item in them has a larger
     // (lamport, replica) than the new run, and the first smaller one ends the scan.
     let key = (insert.lamport, insert.id.replica, insert.id.counter)
-    var rank = rankOfLeaf[leaf]
     scan: while true {
       let runs = leaves[leaf].runs
       while slot < runs.count {
@@ -236,9 +235,8 @@ extension RGA {
         if (run.lamport, run.replica, run.counter) < key { break scan }
         slot += 1
       }
-      guard rank + 1 < order.count else { break }
-      rank += 1
-      leaf = order[rank]
+      guard let next = leafOrder.leaf(after: leaf) else { break }
+      leaf = next
       slot = 0
     }
     let length = insert.length

@@ -69,45 +69,59 @@ struct ReplicaIndex: Sendable, Equatable {
       entries.append(Entry(lower: lower, upper: upper, leaf: leaf))
       return
     }
-    let first = firstEntry(endingAfter: lower)
-    var end = first
-    var replacement: [Entry] = []
-    if first < entries.count, entries[first].lower < lower {
-      replacement.append(
-        Entry(lower: entries[first].lower, upper: lower, leaf: entries[first].leaf))
-    }
+    // The entries overlapping `lower..<upper` give way to at most three: the part of the
+    // first before `lower`, the new range, the part of the last after `upper`; each joins
+    // its neighbours where the leaf and the counters line up. No temporary arrays.
+    var start = firstEntry(endingAfter: lower)
+    var end = start
+    while end < entries.count, entries[end].lower < upper { end += 1 }
+    var middle = Entry(lower: lower, upper: upper, leaf: leaf)
+    var head: Entry?
     var tail: Entry?
-    while end < entries.count, entries[end].lower < upper {
-      if entries[end].upper > upper {
-        tail = Entry(lower: upper, upper: entries[end].upper, leaf: entries[end].leaf)
+    if start < end, entries[start].lower < lower {
+      let first = entries[start]
+      if first.leaf == leaf {
+        middle.lower = first.lower
+      } else {
+        head = Entry(lower: first.lower, upper: lower, leaf: first.leaf)
       }
-      end += 1
     }
-    replacement.append(Entry(lower: lower, upper: upper, leaf: leaf))
-    if let tail { replacement.append(tail) }
-    // Join with the neighbours where the leaf and the counters line up.
-    var start = first
-    if start > 0, entries[start - 1].upper == replacement[0].lower,
-      entries[start - 1].leaf == replacement[0].leaf
+    if start < end, entries[end - 1].upper > upper {
+      let last = entries[end - 1]
+      if last.leaf == leaf {
+        middle.upper = last.upper
+      } else {
+        tail = Entry(lower: upper, upper: last.upper, leaf: last.leaf)
+      }
+    }
+    if head == nil, start > 0, entries[start - 1].upper == middle.lower,
+      entries[start - 1].leaf == leaf
     {
-      replacement[0].lower = entries[start - 1].lower
+      middle.lower = entries[start - 1].lower
       start -= 1
     }
-    if end < entries.count, let last = replacement.last, entries[end].lower == last.upper,
-      entries[end].leaf == last.leaf
+    if tail == nil, end < entries.count, entries[end].lower == middle.upper,
+      entries[end].leaf == leaf
     {
-      replacement[replacement.count - 1].upper = entries[end].upper
+      middle.upper = entries[end].upper
       end += 1
     }
-    var joined: [Entry] = []
-    for entry in replacement {
-      if let previous = joined.last, previous.upper == entry.lower, previous.leaf == entry.leaf {
-        joined[joined.count - 1].upper = entry.upper
-      } else {
-        joined.append(entry)
-      }
+    let pieces = (head == nil ? 0 : 1) + 1 + (tail == nil ? 0 : 1)
+    let replaced = end - start
+    if pieces < replaced {
+      entries.removeSubrange(start + pieces..<end)
+    } else if pieces > replaced {
+      let filler = Entry(lower: 0, upper: 0, leaf: 0)
+      entries.insert(
+        contentsOf: repeatElement(filler, count: pieces - replaced), at: start + replaced)
     }
-    entries.replaceSubrange(start..<end, with: joined)
+    var slot = start
+    if let head {
+      entries[slot] = head
+      slot += 1
+    }
+    entries[slot] = middle
+    if let tail { entries[slot + 1] = tail }
   }
 }
 
@@ -121,8 +135,7 @@ extension RGA {
 
   /// The item at visible position `position`, which must be below `count`.
   func locateVisible(_ position: Int) -> ItemLocation {
-    let (rank, remainder) = visibleSums.search(position)
-    let leafID = order[Swift.min(rank, order.count - 1)]
+    let (leafID, remainder) = leafOrder.leaf(containingVisible: position)
     var rest = remainder
     let runs = leaves[leafID].runs
     for index in runs.indices where !runs[index].deleted {
@@ -150,9 +163,7 @@ extension RGA {
 
   /// The visible scalar and UTF-16 offsets of the start of run `run` of leaf `leaf`.
   func visibleOffsets(leaf: Int, run: Int) -> (scalars: Int, utf16: Int) {
-    let rank = rankOfLeaf[leaf]
-    var scalars = visibleSums.prefix(rank)
-    var utf16 = utf16Sums.prefix(rank)
+    var (scalars, utf16) = leafOrder.prefix(of: leaf)
     let runs = leaves[leaf].runs
     for position in 0..<run {
       scalars += runs[position].visibleLength
@@ -217,9 +228,7 @@ extension RGA {
     guard scalars != 0 || utf16 != 0 else { return }
     leaves[leaf].visible += scalars
     leaves[leaf].utf16 += utf16
-    let rank = rankOfLeaf[leaf]
-    visibleSums.add(scalars, at: rank)
-    utf16Sums.add(utf16, at: rank)
+    leafOrder.add(visible: scalars, utf16: utf16, to: leaf)
     count += scalars
     utf16Count += utf16
   }
@@ -267,21 +276,12 @@ extension RGA {
     }
     leaves[leaf].visible -= moved.visible
     leaves[leaf].utf16 -= moved.utf16
-    let newID = leaves.count
+    leafOrder.add(visible: -moved.visible, utf16: -moved.utf16, to: leaf)
+    let newID = leafOrder.insertLeaf(after: leaf, visible: moved.visible, utf16: moved.utf16)
     leaves.append(moved)
-    let rank = rankOfLeaf[leaf] + 1
-    order.insert(newID, at: rank)
-    rankOfLeaf.append(0)
-    for position in rank..<order.count { rankOfLeaf[order[position]] = position }
-    rebuildSums()
     for run in moved.runs {
       let slot = index.slotCreating(run.replica, default: ReplicaIndex())
       index.values[slot].assign(run.counter, run.counter + UInt64(run.length), to: newID)
     }
-  }
-
-  mutating func rebuildSums() {
-    visibleSums = FenwickTree(values: order.map { leaves[$0].visible })
-    utf16Sums = FenwickTree(values: order.map { leaves[$0].utf16 })
   }
 }

@@ -120,14 +120,8 @@ public struct RGA: Sendable {
 
   /// Leaves by stable id (ids never change; a split appends a new leaf).
   var leaves: [Leaf] = [Leaf()]
-  /// Leaf ids in document order.
-  var order: [Int] = [0]
-  /// For each leaf id, its position in `order`.
-  var rankOfLeaf: [Int] = [0]
-  /// Visible scalars per leaf, by rank.
-  var visibleSums = FenwickTree(count: 1)
-  /// Visible UTF-16 code units per leaf, by rank.
-  var utf16Sums = FenwickTree(count: 1)
+  /// Leaf ids in document order, with their visible scalar and UTF-16 counts.
+  var leafOrder = LeafOrder()
   /// Every scalar inserted with content, append-only (tombstones that arrived without
   /// content take no room).
   var content: [Unicode.Scalar] = []
@@ -174,7 +168,7 @@ public struct RGA: Sendable {
   public var scalars: [Unicode.Scalar] {
     var result: [Unicode.Scalar] = []
     result.reserveCapacity(count)
-    for leafID in order {
+    for leafID in leafOrder.documentOrder {
       for run in leaves[leafID].runs where !run.deleted {
         result.append(contentsOf: content[run.contentStart..<run.contentStart + run.length])
       }
@@ -225,14 +219,10 @@ public struct TextChange: Sendable, Equatable {
   }
 }
 
-/// Prefix sums over the leaves in document order.
+/// Prefix sums over a sequence of counts.
 struct FenwickTree: Sendable {
   /// One-based implicit tree.
   private var tree: [Int]
-
-  init(count: Int) {
-    tree = Array(repeating: 0, count: count + 1)
-  }
 
   /// Rebuilds the tree over `values` in O(count).
   init(values: [Int]) {

@@ -29,9 +29,8 @@ extension RGA {
   {
     let target = Swift.min(Swift.max(offset, 0), utf16Count)
     guard target < utf16Count else { return count }
-    let (rank, remainder) = utf16Sums.search(target)
-    let leafID = order[Swift.min(rank, order.count - 1)]
-    var scalars = visibleSums.prefix(rankOfLeaf[leafID])
+    let (leafID, remainder) = leafOrder.leaf(containingUTF16: target)
+    var scalars = leafOrder.prefix(of: leafID).visible
     var rest = remainder
     for run in leaves[leafID].runs where !run.deleted {
       if rest >= run.utf16 {

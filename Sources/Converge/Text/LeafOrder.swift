@@ -1,0 +1,265 @@
+/// The leaves of an ``RGA`` in document order, with each leaf's visible scalar and UTF-16
+/// counts, so that a position is found in O(log n) and a split leaf is placed after its
+/// left half in O(b + B / b) instead of renumbering every leaf.
+///
+/// Two levels: leaf ids sit in *blocks* of at most ``maxLeavesPerBlock``, each with the
+/// counts of its leaves and their totals; the blocks sit in document order with
+/// Fenwick trees over their totals. A block that overflows splits in two, which rebuilds
+/// the two block-level trees in O(B) for B blocks, at most once every
+/// `maxLeavesPerBlock / 2` leaf insertions.
+///
+/// Queries: the prefix counts before a leaf cost one Fenwick prefix over the blocks and a
+/// sum over at most `b` counts of its block; finding the leaf at a count costs one
+/// Fenwick search and a scan of one block.
+struct LeafOrder: Sendable {
+  /// Leaves per block before the block splits in two.
+  static let maxLeavesPerBlock = 64
+
+  /// Consecutive leaves in document order and their counts.
+  struct Block: Sendable {
+    var leaves: [Int] = []
+    var visible: [Int] = []
+    var utf16: [Int] = []
+    var totalVisible = 0
+    var totalUTF16 = 0
+  }
+
+  /// Blocks by stable id (a split appends a new block).
+  private var blocks: [Block]
+  /// Block ids in document order.
+  private var blockOrder: [Int]
+  /// For each block id, its position in `blockOrder`.
+  private var blockRank: [Int]
+  /// Visible scalars per block, by rank.
+  private var blockVisible: FenwickTree
+  /// UTF-16 code units per block, by rank.
+  private var blockUTF16: FenwickTree
+  /// For each leaf id, the block holding it and its position there.
+  private var blockOfLeaf: [Int]
+  private var slotOfLeaf: [Int]
+
+  /// One empty leaf, id 0.
+  init() {
+    self.init(visible: [0], utf16: [0])
+  }
+
+  /// Leaves `0..<visible.count` in that order, with the given counts; blocks start
+  /// three-quarters full so that the first splits come late.
+  init(visible: [Int], utf16: [Int]) {
+    let perBlock = Self.maxLeavesPerBlock * 3 / 4
+    blocks = []
+    blockOfLeaf = []
+    slotOfLeaf = []
+    blockOfLeaf.reserveCapacity(visible.count)
+    slotOfLeaf.reserveCapacity(visible.count)
+    var start = 0
+    repeat {
+      let end = Swift.min(start + perBlock, visible.count)
+      var block = Block()
+      block.leaves = Array(start..<end)
+      block.visible = Array(visible[start..<end])
+      block.utf16 = Array(utf16[start..<end])
+      block.totalVisible = block.visible.reduce(0, +)
+      block.totalUTF16 = block.utf16.reduce(0, +)
+      for slot in 0..<(end - start) {
+        blockOfLeaf.append(blocks.count)
+        slotOfLeaf.append(slot)
+      }
+      blocks.append(block)
+      start = end
+    } while start < visible.count
+    blockOrder = Array(blocks.indices)
+    blockRank = Array(blocks.indices)
+    blockVisible = FenwickTree(values: blocks.map(\.totalVisible))
+    blockUTF16 = FenwickTree(values: blocks.map(\.totalUTF16))
+  }
+
+  /// The number of leaves.
+  var leafCount: Int { blockOfLeaf.count }
+
+  /// The first leaf in document order.
+  var first: Int { blocks[blockOrder[0]].leaves[0] }
+
+  /// The leaf after `leaf` in document order, if any.
+  func leaf(after leaf: Int) -> Int? {
+    let block = blockOfLeaf[leaf]
+    let slot = slotOfLeaf[leaf] + 1
+    if slot < blocks[block].leaves.count { return blocks[block].leaves[slot] }
+    let rank = blockRank[block] + 1
+    return rank < blockOrder.count ? blocks[blockOrder[rank]].leaves[0] : nil
+  }
+
+  /// The visible scalars and UTF-16 code units of every leaf before `leaf`.
+  func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
+    let block = blockOfLeaf[leaf]
+    let rank = blockRank[block]
+    var visible = blockVisible.prefix(rank)
+    var utf16 = blockUTF16.prefix(rank)
+    let slot = slotOfLeaf[leaf]
+    blocks[block].visible.withUnsafeBufferPointer { counts in
+      for position in 0..<slot { visible &+= counts[position] }
+    }
+    blocks[block].utf16.withUnsafeBufferPointer { counts in
+      for position in 0..<slot { utf16 &+= counts[position] }
+    }
+    return (visible, utf16)
+  }
+
+  /// The leaf whose visible scalars hold offset `offset` (leaves without visible scalars
+  /// are skipped) and the offset inside it. `offset` must be below the total.
+  func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
+    let (rank, remainder) = blockVisible.search(offset)
+    return find(remainder, inBlockAt: rank, utf16: false)
+  }
+
+  /// The leaf whose UTF-16 code units hold offset `offset`, and the offset inside it.
+  /// `offset` must be below the total.
+  func leaf(containingUTF16 offset: Int) -> (leaf: Int, remainder: Int) {
+    let (rank, remainder) = blockUTF16.search(offset)
+    return find(remainder, inBlockAt: rank, utf16: true)
+  }
+
+  private func find(_ offset: Int, inBlockAt rank: Int, utf16: Bool)
+    -> (leaf: Int, remainder: Int)
+  {
+    // Past the end (unreachable for offsets below the total): the last leaf.
+    let block = blocks[blockOrder[Swift.min(rank, blockOrder.count - 1)]]
+    var rest = offset
+    let values = utf16 ? block.utf16 : block.visible
+    for slot in values.indices {
+      if rest < values[slot] { return (block.leaves[slot], rest) }
+      rest -= values[slot]
+    }
+    return (block.leaves[block.leaves.count - 1], rest)
+  }
+
+  /// Adds to the counts of `leaf`.
+  mutating func add(visible: Int, utf16: Int, to leaf: Int) {
+    let block = blockOfLeaf[leaf]
+    let slot = slotOfLeaf[leaf]
+    blocks[block].visible[slot] += visible
+    blocks[block].utf16[slot] += utf16
+    blocks[block].totalVisible += visible
+    blocks[block].totalUTF16 += utf16
+    let rank = blockRank[block]
+    blockVisible.add(visible, at: rank)
+    blockUTF16.add(utf16, at: rank)
+  }
+
+  /// Places a new leaf with the given counts right after `leaf`; returns its id, the
+  /// next one (``leafCount`` before the call).
+  @discardableResult
+  mutating func insertLeaf(after leaf: Int, visible: Int, utf16: Int) -> Int {
+    let newLeaf = leafCount
+    let block = blockOfLeaf[leaf]
+    let slot = slotOfLeaf[leaf] + 1
+    blocks[block].leaves.insert(newLeaf, at: slot)
+    blocks[block].visible.insert(visible, at: slot)
+    blocks[block].utf16.insert(utf16, at: slot)
+    blocks[block].totalVisible += visible
+    blocks[block].totalUTF16 += utf16
+    blockOfLeaf.append(block)
+    slotOfLeaf.append(slot)
+    for position in slot + 1..<blocks[block].leaves.count {
+      slotOfLeaf[blocks[block].leaves[position]] = position
+    }
+    let rank = blockRank[block]
+    blockVisible.add(visible, at: rank)
+    blockUTF16.add(utf16, at: rank)
+    if blocks[block].leaves.count > Self.maxLeavesPerBlock { split(block) }
+    return newLeaf
+  }
+
+  /// Moves the second half of `block` to a new block right after it.
+  private mutating func split(_ block: Int) {
+    let half = blocks[block].leaves.count / 2
+    var moved = Block()
+    moved.leaves = Array(blocks[block].leaves[half...])
+    moved.visible = Array(blocks[block].visible[half...])
+    moved.utf16 = Array(blocks[block].utf16[half...])
+    moved.totalVisible = moved.visible.reduce(0, +)
+    moved.totalUTF16 = moved.utf16.reduce(0, +)
+    blocks[block].leaves.removeSubrange(half...)
+    blocks[block].visible.removeSubrange(half...)
+    blocks[block].utf16.removeSubrange(half...)
+    blocks[block].totalVisible -= moved.totalVisible
+    blocks[block].totalUTF16 -= moved.totalUTF16
+    let newBlock = blocks.count
+    for (slot, leaf) in moved.leaves.enumerated() {
+      blockOfLeaf[leaf] = newBlock
+      slotOfLeaf[leaf] = slot
+    }
+    blocks.append(moved)
+    let rank = blockRank[block] + 1
+    blockOrder.insert(newBlock, at: rank)
+    blockRank.append(0)
+    for position in rank..<blockOrder.count { blockRank[blockOrder[position]] = position }
+    blockVisible = FenwickTree(values: blockOrder.map { blocks[$0].totalVisible })
+    blockUTF16 = FenwickTree(values: blockOrder.map { blocks[$0].totalUTF16 })
+  }
+
+  /// Every leaf id in document order.
+  var documentOrder: DocumentOrder { DocumentOrder(order: self) }
+
+  /// The leaf ids in document order, without building an array.
+  struct DocumentOrder: Sequence {
+    fileprivate let order: LeafOrder
+
+    struct Iterator: IteratorProtocol {
+      fileprivate let order: LeafOrder
+      fileprivate var rank = 0
+      fileprivate var slot = 0
+
+      mutating func next() -> Int? {
+        while rank < order.blockOrder.count {
+          let leaves = order.blocks[order.blockOrder[rank]].leaves
+          if slot < leaves.count {
+            slot += 1
+            return leaves[slot - 1]
+          }
+          rank += 1
+          slot = 0
+        }
+        return nil
+      }
+    }
+
+    func makeIterator() -> Iterator { Iterator(order: order) }
+  }
+
+  /// Checks that every leaf `0..<leafCount` appears once, that the positions agree with
+  /// the blocks and that the counts and sums match `counts` (by leaf id); traps
+  /// otherwise.
+  func _checkInvariants(counts: (Int) -> (visible: Int, utf16: Int)) {
+    precondition(blockOfLeaf.count == slotOfLeaf.count, "leaf positions")
+    precondition(blockOrder.count == blocks.count && blockRank.count == blocks.count)
+    precondition(blockVisible.count == blocks.count && blockUTF16.count == blocks.count)
+    var seen = 0
+    var totalVisible = 0
+    var totalUTF16 = 0
+    for (rank, blockID) in blockOrder.enumerated() {
+      let block = blocks[blockID]
+      precondition(blockRank[blockID] == rank, "rank of block \(blockID)")
+      precondition(!block.leaves.isEmpty && block.leaves.count <= Self.maxLeavesPerBlock)
+      precondition(block.visible.count == block.leaves.count)
+      precondition(block.utf16.count == block.leaves.count)
+      precondition(blockVisible.prefix(rank) == totalVisible, "visible block sums")
+      precondition(blockUTF16.prefix(rank) == totalUTF16, "UTF-16 block sums")
+      for (slot, leaf) in block.leaves.enumerated() {
+        precondition(blockOfLeaf[leaf] == blockID && slotOfLeaf[leaf] == slot, "leaf slot")
+        let expected = counts(leaf)
+        precondition(
+          block.visible[slot] == expected.visible && block.utf16[slot] == expected.utf16,
+          "counts of leaf \(leaf)")
+        precondition(prefix(of: leaf) == (totalVisible, totalUTF16), "prefix of leaf \(leaf)")
+        totalVisible += expected.visible
+        totalUTF16 += expected.utf16
+        seen += 1
+      }
+      precondition(
+        block.totalVisible == block.visible.reduce(0, +)
+          && block.totalUTF16 == block.utf16.reduce(0, +), "block totals")
+    }
+    precondition(seen == leafCount, "every leaf once")
+  }
+}
