@@ -103,7 +103,7 @@ public struct ByteWriter: Sendable {
 
   /// Appends scalars as their UTF-8 byte count (unsigned LEB128), then their UTF-8 bytes:
   /// the same bytes as ``writeString(_:)`` of a string made of them.
-  mutating func writeScalarsAsUTF8(_ scalars: [Unicode.Scalar]) {
+  mutating func writeScalarsAsUTF8(_ scalars: ArraySlice<Unicode.Scalar>) {
     var length = 0
     for scalar in scalars { length += UTF8.width(scalar) }
     writeVarUInt(length)

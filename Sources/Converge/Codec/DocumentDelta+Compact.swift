@@ -97,7 +97,7 @@ extension DocumentDelta {
       counters.insert(first.counter...last)
       return true
     }
-    for insert in runs.inserts where !add(insert.id, UInt64(insert.scalars.count)) {
+    for insert in runs.inserts where !add(insert.id, UInt64(insert.content.count)) {
       return nil
     }
     for delete in runs.deletes where !add(delete.dot, delete.count) { return nil }
@@ -133,7 +133,7 @@ extension DocumentDelta {
   static func writeSingleRunTextEdit(_ edit: TextEdit, to writer: inout ByteWriter) -> Bool {
     let runs = edit.runs
     if runs.deletes.isEmpty, runs.inserts.count == 1, let insert = runs.inserts.first,
-      !insert.scalars.isEmpty
+      !insert.content.isEmpty
     {
       let replica = insert.id.replica
       let table = SmallReplicaTable(replica, insert.origin?.replica ?? replica)
@@ -145,7 +145,7 @@ extension DocumentDelta {
       writer.writeVarUInt(table.index(of: replica))
       writer.writeVarUInt(1)  // one run
       writer.writeVarUInt(counter - 1)
-      writer.writeVarUInt(insert.scalars.count)
+      writer.writeVarUInt(insert.content.count)
       writer.writeVarInt(Int64(bitPattern: insert.lamport &- counter))
       switch insert.origin {
       case nil:
@@ -157,7 +157,7 @@ extension DocumentDelta {
         writer.writeVarUInt(table.index(of: origin.replica))
         writer.writeVarUInt(origin.counter)
       }
-      writer.writeScalarsAsUTF8(insert.scalars)
+      writer.writeScalarsAsUTF8(insert.content)
       writer.writeVarUInt(0)  // no delete groups
       return true
     }

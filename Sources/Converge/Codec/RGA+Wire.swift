@@ -388,8 +388,8 @@ enum TextWire {
           if part.isContentDropped {
             for _ in range { UTF8.encode(placeholder) { content.append($0) } }
           } else {
-            let from = Int(range.lowerBound - lower)
-            for scalar in part.scalars[from..<from + range.count] {
+            let from = part.content.startIndex + Int(range.lowerBound - lower)
+            for scalar in part.content[from..<from + range.count] {
               UTF8.encode(scalar) { content.append($0) }
             }
           }
@@ -480,17 +480,8 @@ enum TextWire {
     _ content: (bytes: ArraySlice<UInt8>, offset: Int), to headers: [RunHeader],
     deleted: Targets
   ) throws -> [RGADelta.Insert] {
-    var scalars: [Unicode.Scalar] = []
-    scalars.reserveCapacity(content.bytes.count)
-    var decoder = UTF8()
-    var iterator = content.bytes.makeIterator()
-    decoding: while true {
-      switch decoder.decode(&iterator) {
-      case .scalarValue(let scalar): scalars.append(scalar)
-      case .emptyInput: break decoding
-      case .error: throw ConvergeDecodingError.invalidUTF8(offset: content.offset)
-      }
-    }
+    // One buffer for every run's scalars; the runs are slices of it.
+    let scalars = try decodeScalars(content.bytes, offset: content.offset).scalars
     let mismatch = ConvergeDecodingError.invalidValue(
       offset: content.offset, reason: "text content does not match its runs")
     var inserts: [RGADelta.Insert] = []
@@ -504,7 +495,7 @@ enum TextWire {
         inserts.append(
           RGADelta.Insert(
             id: header.id, lamport: header.lamport, origin: header.origin,
-            scalars: Array(scalars[position..<next])))
+            content: scalars[position..<next]))
         position = next
       }
       guard position == scalars.count else { throw mismatch }
@@ -528,7 +519,7 @@ enum TextWire {
         inserts.append(
           RGADelta.Insert(
             id: piece.id, lamport: piece.lamport, origin: piece.origin,
-            scalars: Array(scalars[position..<next])))
+            content: scalars[position..<next]))
         position = next
       }
     }

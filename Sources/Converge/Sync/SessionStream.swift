@@ -156,7 +156,7 @@ extension SessionStream {
   /// of it deleted by the same delta (such a delta travels embedded, as the
   /// self-contained form drops that content).
   static func isStreamable(_ runs: RGADelta) -> Bool {
-    for insert in runs.inserts where insert.isContentDropped || insert.scalars.isEmpty {
+    for insert in runs.inserts where insert.isContentDropped || insert.content.isEmpty {
       return false
     }
     for delete in runs.deletes where delete.count == 0 { return false }
@@ -213,7 +213,7 @@ extension SessionStream {
     var tag = RecordType.insert.rawValue
     let counterPredicted = insert.id.counter == nextCounter
     let lamportPredicted = insert.lamport == nextLamport
-    let single = insert.scalars.count == 1
+    let single = insert.content.count == 1
     let originMode: UInt8
     if let origin = insert.origin {
       if origin == lastInserted {
@@ -232,7 +232,7 @@ extension SessionStream {
     if single { tag |= 0x80 }
     body.writeUInt8(tag)
     if !counterPredicted { body.writeVarUInt(insert.id.counter) }
-    if !single { body.writeVarUInt(insert.scalars.count) }
+    if !single { body.writeVarUInt(insert.content.count) }
     if !lamportPredicted {
       body.writeVarInt(Int64(truncatingIfNeeded: insert.lamport &- nextLamport))
     }
@@ -245,8 +245,8 @@ extension SessionStream {
       default: break
       }
     }
-    for scalar in insert.scalars { UTF8.encode(scalar) { body.writeUInt8($0) } }
-    noteInsert(id: insert.id, lamport: insert.lamport, length: insert.scalars.count)
+    for scalar in insert.content { UTF8.encode(scalar) { body.writeUInt8($0) } }
+    noteInsert(id: insert.id, lamport: insert.lamport, length: insert.content.count)
   }
 
   private mutating func writeDelete(_ delete: RGADelta.Delete, to body: inout ByteWriter) {

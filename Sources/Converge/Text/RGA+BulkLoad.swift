@@ -510,7 +510,7 @@ private struct StateLoader {
       if owner != replica {
         if let replica {
           let slot = text.index.slotCreating(replica, default: ReplicaIndex())
-          text.index.values[slot].entries = entries
+          text.index.values[slot] = ReplicaIndex(entries: entries)
           entries.removeAll(keepingCapacity: true)
         }
         replica = owner
@@ -524,7 +524,7 @@ private struct StateLoader {
     }
     if let replica {
       let slot = text.index.slotCreating(replica, default: ReplicaIndex())
-      text.index.values[slot].entries = entries
+      text.index.values[slot] = ReplicaIndex(entries: entries)
     }
   }
 
@@ -543,14 +543,14 @@ private struct StateLoader {
         let content = scalars[piece.contentStart..<piece.contentStart + piece.length]
         text.pendingInserts.add(
           RGADelta.Insert(
-            id: slice.id, lamport: slice.lamport, origin: slice.origin, scalars: Array(content)))
+            id: slice.id, lamport: slice.lamport, origin: slice.origin, content: content))
       }
     }
   }
 
   /// Buffers the deleted counters `list` of `replica` that no integrated run holds.
   func bufferUnresolved(_ list: [Range<UInt64>], of replica: ReplicaID, into text: inout RGA) {
-    let entries = text.index[replica]?.entries ?? []
+    let entries = Array(text.index[replica]?.entries ?? ReplicaIndex().entries)
     var position = 0
     for target in list {
       var cursor = target.lowerBound

@@ -57,11 +57,10 @@ extension RGA {
     guard firstDot.counter > 0 else { return false }
     let (end, overflow) = firstDot.counter.addingReportingOverflow(UInt64(length))
     guard !overflow else { return false }
-    if let entries = index[firstDot.replica]?.entries, let last = entries.last,
-      last.upper > firstDot.counter
+    if let replicaIndex = index[firstDot.replica],
+      !replicaIndex.isDisjoint(from: firstDot.counter, end)
     {
-      let known = ReplicaIndex(entries: entries).missing(firstDot.counter, end)
-      guard known == [firstDot.counter..<end] else { return false }
+      return false
     }
     return !pendingInserts.overlaps(replica: firstDot.replica, firstDot.counter..<end)
   }

@@ -139,14 +139,16 @@ extension RGA: Equatable {
     precondition(count == totalVisible && utf16Count == totalUTF16, "total counts")
     for (replica, replicaIndex) in index {
       var indexed: UInt64 = 0
-      for (position, entry) in replicaIndex.entries.enumerated() {
+      replicaIndex._checkChunks()
+      var previous: ReplicaIndex.Entry?
+      for entry in replicaIndex.entries {
         precondition(entry.lower < entry.upper, "empty index entry")
-        if position > 0 {
-          let previous = replicaIndex.entries[position - 1]
+        if let previous {
           precondition(previous.upper <= entry.lower, "index entries overlap")
           precondition(
             previous.upper < entry.lower || previous.leaf != entry.leaf, "unjoined index")
         }
+        previous = entry
         indexed += entry.upper - entry.lower
       }
       precondition(indexed == covered[replica, default: 0], "index covers exactly the runs")

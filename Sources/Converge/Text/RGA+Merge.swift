@@ -172,6 +172,16 @@ extension RGA {
     guard isWellFormed(insert) else { return }
     let lower = insert.id.counter
     let upper = lower + UInt64(insert.length)
+    if pendingInserts.isEmpty, index[insert.id.replica]?.isDisjoint(from: lower, upper) ?? true {
+      // All new, nothing buffered (the common case): no ranges to compute.
+      maxLamport = Swift.max(maxLamport, insert.lamport + UInt64(insert.length - 1))
+      if let origin = insert.origin, !isIntegrated(origin) {
+        pendingInserts.add(insert)
+      } else {
+        integrateAndDrain(insert, changes: &changes)
+      }
+      return
+    }
     var lacking =
       index[insert.id.replica]?.missing(lower, upper) ?? [lower..<upper]
     if !pendingInserts.isEmpty {
@@ -250,7 +260,7 @@ extension RGA {
     } else {
       let (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
       let start = content.count
-      content.append(contentsOf: insert.scalars)
+      content.append(contentsOf: insert.content)
       let utf16 = utf16Length(start..<start + length)
       let run = Run(
         replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,

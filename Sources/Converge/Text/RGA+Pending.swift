@@ -77,9 +77,11 @@ struct PendingBuffer: Sendable, Sequence {
     return position < entries.count && entries[position].lower < range.upperBound
   }
 
-  /// Buffers `insert`, which has an origin and ids disjoint from every buffered one.
-  mutating func add(_ insert: RGADelta.Insert) {
-    guard let origin = insert.origin else { return }
+  /// Buffers `insert`, which has an origin and ids disjoint from every buffered one. It
+  /// keeps its own copy of its scalars, not the buffer of the message it came in.
+  mutating func add(_ received: RGADelta.Insert) {
+    guard let origin = received.origin else { return }
+    let insert = received.compacted
     let slot: Int
     if let reused = freeSlots.popLast() {
       slot = reused

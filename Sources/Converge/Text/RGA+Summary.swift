@@ -9,7 +9,7 @@ extension RGA {
   func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
     guard pendingInserts.isEmpty, unresolvedDeletes.isEmpty else { return true }
     for (replica, replicaIndex) in index {
-      if let last = replicaIndex.entries.last, last.upper - 1 > prefix[replica] { return true }
+      if let last = replicaIndex.last, last.upper - 1 > prefix[replica] { return true }
     }
     for (replica, log) in deleteLog {
       // Delete runs are sorted and disjoint (see `_checkInvariants`); the last one ends

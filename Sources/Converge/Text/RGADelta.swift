@@ -15,15 +15,22 @@ public struct RGADelta: Sendable, Equatable {
     public var id: Dot
     public var lamport: UInt64
     public var origin: Dot?
-    public var scalars: [Unicode.Scalar]
-    /// The length of a run without content (`scalars` empty), otherwise 0.
+    /// The run's scalars. Decoded runs share one buffer per message (``slice(from:length:)``
+    /// shares it too), so a message of many runs makes one allocation, not one per run.
+    var content: ArraySlice<Unicode.Scalar>
+    /// The length of a run without content (`content` empty), otherwise 0.
     var droppedLength = 0
 
     public init(id: Dot, lamport: UInt64, origin: Dot?, scalars: [Unicode.Scalar]) {
+      self.init(id: id, lamport: lamport, origin: origin, content: scalars[...])
+    }
+
+    /// A run whose scalars are `content` (possibly a slice of a shared buffer).
+    init(id: Dot, lamport: UInt64, origin: Dot?, content: ArraySlice<Unicode.Scalar>) {
       self.id = id
       self.lamport = lamport
       self.origin = origin
-      self.scalars = scalars
+      self.content = content
     }
 
     /// A run of `length` deleted scalars whose content was dropped.
@@ -31,15 +38,29 @@ public struct RGADelta: Sendable, Equatable {
       self.id = id
       self.lamport = lamport
       self.origin = origin
-      self.scalars = []
+      self.content = []
       self.droppedLength = length
     }
 
+    /// The run's scalars (empty when its content was dropped).
+    public var scalars: [Unicode.Scalar] {
+      get { Array(content) }
+      set { content = newValue[...] }
+    }
+
     /// The number of ids (scalars) in the run, with or without content.
-    public var length: Int { scalars.isEmpty ? droppedLength : scalars.count }
+    public var length: Int { content.isEmpty ? droppedLength : content.count }
 
     /// Whether the run travels without its content (only deleted scalars do).
-    public var isContentDropped: Bool { scalars.isEmpty && droppedLength > 0 }
+    public var isContentDropped: Bool { content.isEmpty && droppedLength > 0 }
+
+    /// The same run holding its own copy of its scalars, so that keeping it does not keep
+    /// a whole decoded message's buffer alive.
+    var compacted: Insert {
+      var copy = self
+      copy.content = Array(content)[...]
+      return copy
+    }
 
     /// The part of the run from `offset`, `length` scalars long.
     func slice(from offset: Int, length: Int) -> Insert {
@@ -51,9 +72,9 @@ public struct RGADelta: Sendable, Equatable {
       if isContentDropped {
         return Insert(id: id, lamport: lamport + step, origin: origin, droppedLength: length)
       }
+      let start = content.startIndex + offset
       return Insert(
-        id: id, lamport: lamport + step, origin: origin,
-        scalars: Array(scalars[offset..<offset + length]))
+        id: id, lamport: lamport + step, origin: origin, content: content[start..<start + length])
     }
 
     /// The same run without content.
@@ -66,7 +87,7 @@ public struct RGADelta: Sendable, Equatable {
       if isContentDropped {
         droppedLength += next.length
       } else {
-        scalars.append(contentsOf: next.scalars)
+        content.append(contentsOf: next.content)
       }
     }
 
@@ -257,7 +278,7 @@ public struct RGADelta: Sendable, Equatable {
 extension RGADelta.Insert: CustomStringConvertible {
   public var description: String {
     var text = String.UnicodeScalarView()
-    text.append(contentsOf: scalars)
+    text.append(contentsOf: content)
     let head = "+\(id)#\(lamport)<\(origin.map { "\($0)" } ?? "head")>"
     if isContentDropped { return head + "x\(length)" }
     return head + "\"\(String(text))\""
