@@ -13,7 +13,7 @@
 /// Fenwick search and a scan of one block.
 struct LeafOrder: Sendable {
   /// Leaves per block before the block splits in two.
-  static let maxLeavesPerBlock = 64
+  static let maxLeavesPerBlock = 32
 
   /// Consecutive leaves in document order and their counts.
   struct Block: Sendable {

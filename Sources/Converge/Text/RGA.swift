@@ -52,7 +52,7 @@
 ///
 /// Consecutive scalars typed by one replica live in one *run* (split on demand), so a
 /// typed word costs one node. Runs sit in leaves of at most 64 runs; the leaves, in
-/// document order, sit in blocks of at most 64 with their visible scalar and UTF-16
+/// document order, sit in blocks of at most 32 with their visible scalar and UTF-16
 /// counts, and Fenwick trees over the blocks' totals (``LeafOrder``), so a position is
 /// found in O(log n). A per-replica sorted index, in chunks of at most 128 entries
 /// (``ReplicaIndex``), maps id ranges to leaves, so an id is found in O(log n) as well.
@@ -62,7 +62,7 @@
 /// - local insert and delete: O(log n) plus O(k) for k scalars; splitting a full leaf
 ///   (once every 32 run insertions at most) places the new leaf in its block and moves
 ///   the index entries of the runs it takes, O(64 log n), and splitting a full block
-///   (once every 32 leaf splits at most) rebuilds the block sums in O(L / 64);
+///   (once every 16 leaf splits at most) rebuilds the block sums in O(L / 32);
 /// - remote insert: O(log n) plus the runs of concurrent siblings it must skip;
 /// - buffered items: indexed by the origin or target they wait for, so an arriving run
 ///   integrates exactly what waited for it, and p buffered items drain in O(p log p);

@@ -49,6 +49,10 @@ struct ReplicaIndex: Sendable {
   /// The first entry whose upper bound is above `counter`; `chunk == chunks.count` when
   /// there is none.
   private func position(endingAfter counter: UInt64) -> Position {
+    // Past the last entry (new ids, typed locally or arriving in order): no search.
+    guard let last = uppers.last, last > counter else {
+      return Position(chunk: uppers.count, slot: 0)
+    }
     var low = 0
     var high = uppers.count
     while low < high {
