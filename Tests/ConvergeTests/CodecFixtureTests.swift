@@ -37,6 +37,7 @@ import Testing
     ("document-delta-v1.bin", DocumentFixtureScenario.delta.encoded()),
     ("text-edit-delta-v1.bin", TextEditFixtureScenario.edit.encoded()),
     ("text-state-v1.bin", TextStateFixtureScenario.document.encoded()),
+    ("text-coded-v1.bin", CodedTextFixture.document.encoded()),
   ]
 
   private func load(_ name: String) throws -> [UInt8] {

@@ -12,6 +12,9 @@ import Testing
       Document().encoded(), DocumentDelta().encoded(),
       DocumentFixtureScenario.document.encoded(), DocumentFixtureScenario.delta.encoded(),
     ]
+    // Long texts, whose content is coded (FORMAT.md §8.3.1).
+    let longNote = CodedTextMessageTests.longNote(seed: seed)
+    messages += [longNote.state.encoded(), longNote.delta.encoded()]
     for _ in 0..<count {
       let network = DocumentNetwork(replicaCount: 3, rounds: 8, using: &random)
       messages.append(network.replicas[0].encodedState())
@@ -109,7 +112,9 @@ import Testing
     let valid = Self.oneRun()
     #expect(try DocumentDelta(decoding: valid).encoded() == valid)
     #expect(Self.reason(Self.oneRun(length: 0, content: [])) == "empty run")
-    #expect(Self.reason(Self.oneRun(content: [0xFF])) == "string at byte 38 is not valid UTF-8")
+    #expect(Self.reason(Self.oneRun(content: [0xFE])) == "string at byte 38 is not valid UTF-8")
+    // 0xFF starts coded content (FORMAT.md §8.3.1), here cut short.
+    #expect(Self.reason(Self.oneRun(content: [0xFF])) == "input ends too early (at byte 39)")
     // A UTF-16 surrogate is not a Unicode scalar.
     #expect(Self.reason(Self.oneRun(content: [0xED, 0xA0, 0x80])) != nil)
     #expect(

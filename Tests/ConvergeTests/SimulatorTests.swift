@@ -94,7 +94,7 @@ import Testing
     // mixed --loss 0.15 --duplicate 0.1 --reorder 0.3 --partitions 0.01 --offline 0.01
     // --anti-entropy 10` prints the same digest. Update it when a workload, the library's
     // semantics or the fingerprint change on purpose.
-    #expect(first.stateSHA256 == "e9abe08a9c97a9778811051a3f9f44651c90fb205c701322ad45c0595770a49f")
+    #expect(first.stateSHA256 == "d73c852c7997d81663ad6bd541d314223a2fa8fb2bf9a1fe8eb9c7631e5a9d3d")
     var other = configuration
     other.seed = 4_243
     #expect(Simulation(other).run().stateSHA256 != first.stateSHA256)

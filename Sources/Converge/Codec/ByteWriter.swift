@@ -101,11 +101,19 @@ public struct ByteWriter: Sendable {
     if copied == nil { writeLengthPrefixedBytes(value.utf8) }
   }
 
-  /// Appends scalars as their UTF-8 byte count (unsigned LEB128), then their UTF-8 bytes:
-  /// the same bytes as ``writeString(_:)`` of a string made of them.
-  mutating func writeScalarsAsUTF8(_ scalars: ArraySlice<Unicode.Scalar>) {
+  /// Appends scalars as a text's content field (`FORMAT.md` §8.3.1): their UTF-8 byte
+  /// count (unsigned LEB128) and UTF-8 bytes, as ``writeString(_:)`` of a string made of
+  /// them, unless the content is long enough to be coded.
+  mutating func writeTextContent(_ scalars: ArraySlice<Unicode.Scalar>) {
     var length = 0
     for scalar in scalars { length += UTF8.width(scalar) }
+    guard length < ContentCoding.minimumCodedLength else {
+      var content: [UInt8] = []
+      content.reserveCapacity(length)
+      for scalar in scalars { UTF8.encode(scalar) { content.append($0) } }
+      ContentCoding.write(content, to: &self)
+      return
+    }
     writeVarUInt(length)
     bytes.reserveCapacity(bytes.count + length)
     for scalar in scalars {

@@ -157,7 +157,7 @@ extension DocumentDelta {
         writer.writeVarUInt(table.index(of: origin.replica))
         writer.writeVarUInt(origin.counter)
       }
-      writer.writeScalarsAsUTF8(insert.content)
+      writer.writeTextContent(insert.content)
       writer.writeVarUInt(0)  // no delete groups
       return true
     }

@@ -13,7 +13,8 @@
 ///
 /// A run is one record however many scalars it holds, so a typed word costs a few bytes
 /// plus its UTF-8. The scalars of all insert runs follow as one UTF-8 blob, without the
-/// scalars the message's own delete runs remove: tombstones travel without content. A
+/// scalars the message's own delete runs remove (tombstones travel without content),
+/// coded when that is shorter (``ContentCoding``). A
 /// delete run's first dot is not written when it is the next counter of its replica
 /// that no insert run uses.
 extension RGADelta {
@@ -396,7 +397,7 @@ enum TextWire {
         }
       }
     }
-    writer.writeLengthPrefixedBytes(content)
+    ContentCoding.write(content, to: &writer)
   }
 
   /// A decoded insert run before its scalars are attached.
@@ -469,7 +470,7 @@ enum TextWire {
       }
     }
     let contentStart = reader.offset
-    let content = try reader.readLengthPrefixedBytes()
+    let content = try ContentCoding.decode(reader.readLengthPrefixedBytes(), offset: contentStart)
     return (headers, (content, contentStart))
   }
 

@@ -1,0 +1,391 @@
+/// The content of a text on the wire (`FORMAT.md` §8.3.1): its UTF-8 as is, or a
+/// canonical Huffman code of those bytes when that is smaller.
+///
+/// A note body's UTF-8 is most of a document state (about two thirds of the
+/// automerge-paper state), and prose has far fewer than eight bits of information per
+/// byte: coded, that content takes about 60% of its size. The code is a byte-wise
+/// (order-0) canonical Huffman code limited to 12 bits, so decoding is one table lookup
+/// per byte.
+///
+/// The form is canonical, like the rest of the format: content of at least
+/// ``minimumCodedLength`` bytes is coded exactly when the coded field is shorter than the
+/// UTF-8, the code lengths are a function of the byte frequencies
+/// (``codeLengths(frequencies:)``), and a decoder recomputes both and refuses any other
+/// choice. Raw UTF-8 never starts with `0xFF`, which marks the coded form.
+///
+/// - Complexity: O(n) for n content bytes, plus O(256 log 256) to build a code.
+enum ContentCoding {
+  /// The first byte of coded content (never the first byte of valid UTF-8).
+  static let marker: UInt8 = 0xFF
+  /// Shorter content is always raw: a code table would not pay for itself.
+  static let minimumCodedLength = 64
+  /// The longest code, so that a 4,096-entry table decodes any code with one lookup.
+  static let maximumCodeLength = 12
+
+  // MARK: Writing
+
+  /// Writes `content` (valid UTF-8) as a `bytes` field, coded when that is smaller.
+  static func write(_ content: [UInt8], to writer: inout ByteWriter) {
+    guard content.count >= minimumCodedLength else {
+      writer.writeLengthPrefixedBytes(content)
+      return
+    }
+    let frequencies = Self.frequencies(content[...])
+    let lengths = codeLengths(frequencies: frequencies)
+    guard
+      codedSize(count: content.count, frequencies: frequencies, lengths: lengths) < content.count
+    else {
+      writer.writeLengthPrefixedBytes(content)
+      return
+    }
+    var coded = ByteWriter(capacity: content.count)
+    coded.writeUInt8(marker)
+    coded.writeVarUInt(content.count)
+    writeTable(lengths, to: &coded)
+    let codes = canonicalCodes(lengths: lengths)
+    // Codes are written most significant bit first; `buffer`'s low `filled` bits are
+    // not yet written out.
+    var buffer: UInt64 = 0
+    var filled = 0
+    for byte in content {
+      let length = Int(lengths[Int(byte)])
+      buffer = buffer << UInt64(length) | UInt64(codes[Int(byte)])
+      filled += length
+      while filled >= 8 {
+        filled -= 8
+        coded.writeUInt8(UInt8(truncatingIfNeeded: buffer >> UInt64(filled)))
+      }
+    }
+    if filled > 0 { coded.writeUInt8(UInt8(truncatingIfNeeded: buffer << UInt64(8 - filled))) }
+    writer.writeLengthPrefixedBytes(coded.bytes)
+  }
+
+  /// The size of the coded field's content (marker, length, code table, bits).
+  static func codedSize(count: Int, frequencies: [Int], lengths: [UInt8]) -> Int {
+    var bits = 0
+    for symbol in 0..<256 { bits += frequencies[symbol] * Int(lengths[symbol]) }
+    var table = ByteWriter()
+    writeTable(lengths, to: &table)
+    return 1 + varUIntSize(count) + table.bytes.count + (bits + 7) / 8
+  }
+
+  /// Writes the code lengths of byte values `0 ..< s`, where `s - 1` is the last used
+  /// one: `s`, then one nibble per used value and short runs of nibbles for unused ones
+  /// (§8.3.1), so a table of 60 letters and signs takes about 40 bytes.
+  static func writeTable(_ lengths: [UInt8], to writer: inout ByteWriter) {
+    let symbolCount = (lengths.lastIndex { $0 > 0 } ?? -1) + 1
+    writer.writeVarUInt(symbolCount)
+    var nibbles: [UInt8] = []
+    var symbol = 0
+    while symbol < symbolCount {
+      guard lengths[symbol] == 0 else {
+        nibbles.append(lengths[symbol])
+        symbol += 1
+        continue
+      }
+      var unused = 0
+      while lengths[symbol + unused] == 0 { unused += 1 }
+      symbol += unused
+      while unused > 0 {
+        let run = Swift.min(unused, longestSkip)
+        if run > longestShortSkip {
+          let extra = UInt8(run - longestShortSkip - 1)
+          nibbles += [longSkipToken, extra >> 4, extra & 0x0F]
+        } else {
+          nibbles += [shortSkipToken, UInt8(run - 1)]
+        }
+        unused -= run
+      }
+    }
+    for pair in stride(from: 0, to: nibbles.count, by: 2) {
+      let low = pair + 1 < nibbles.count ? nibbles[pair + 1] : 0
+      writer.writeUInt8(nibbles[pair] << 4 | low)
+    }
+  }
+
+  /// Table tokens: a nibble 1...12 is the next value's code length; `0 k` skips k + 1
+  /// unused values, `13 h l` skips 17 + (h << 4 | l).
+  static let shortSkipToken: UInt8 = 0
+  static let longSkipToken: UInt8 = 13
+  static let longestShortSkip = 16
+  static let longestSkip = 16 + 256
+
+  private static func varUIntSize(_ value: Int) -> Int {
+    var size = 1
+    var rest = value >> 7
+    while rest > 0 {
+      size += 1
+      rest >>= 7
+    }
+    return size
+  }
+
+  // MARK: Reading
+
+  /// The UTF-8 of a content field read from a message: `field` itself when it is raw,
+  /// or its decoded bytes. `offset` is the field's offset in the message, for errors.
+  ///
+  /// - Throws: `invalidValue` for a code that is not canonical (lengths that are not
+  ///   those of the content's byte frequencies, coded content that is not shorter than
+  ///   its UTF-8 or shorter than ``minimumCodedLength``, raw content that the code would
+  ///   shorten), bits that decode to nothing, padding that is not zero, or a bit stream
+  ///   that does not end with the content; `countTooLarge` for a length the bits cannot
+  ///   hold; LEB128 errors and `truncated`. Memory stays within eight bytes per input
+  ///   byte.
+  static func decode(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
+    guard field.first == marker else {
+      // Raw: refused if the coded form would have been chosen.
+      if field.count >= minimumCodedLength {
+        let frequencies = Self.frequencies(field)
+        let lengths = codeLengths(frequencies: frequencies)
+        guard
+          codedSize(count: field.count, frequencies: frequencies, lengths: lengths)
+            >= field.count
+        else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: offset, reason: "raw text content that has a shorter coded form")
+        }
+      }
+      return field
+    }
+    var reader = ByteReader(
+      storage: field, range: field.startIndex + 1..<field.endIndex,
+      origin: field.startIndex - offset, maximumDepth: 0)
+    let countStart = reader.offset
+    let rawCount = try reader.readVarUInt()
+    let tableStart = reader.offset
+    let lengths = try readTable(from: &reader)
+    // Reader offsets count from the message; the field's indices from its storage.
+    let tableBytes = field[
+      (tableStart - offset + field.startIndex)..<(reader.offset - offset + field.startIndex)]
+    let bitsStart = reader.offset
+    let bits = try reader.readBytes(count: reader.remainingCount)
+    // Every byte takes at least one bit: this bounds the output by the input.
+    guard rawCount <= UInt64(bits.count) * 8 else {
+      throw ConvergeDecodingError.countTooLarge(offset: countStart)
+    }
+    let count = Int(rawCount)
+    guard count >= minimumCodedLength, field.count < count else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: countStart, reason: "coded text content that is not shorter than its UTF-8")
+    }
+    let table = try decodingTable(lengths: lengths, offset: tableStart)
+    let content = try decodeBits(bits, count: count, table: table, offset: bitsStart)
+    // The table must be the one the content's frequencies give, written the one way.
+    let expected = codeLengths(frequencies: frequencies(content[...]))
+    var rewritten = ByteWriter()
+    writeTable(expected, to: &rewritten)
+    guard expected == lengths, rewritten.bytes.elementsEqual(tableBytes) else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: tableStart, reason: "code table that is not the content's")
+    }
+    return content[...]
+  }
+
+  /// Reads a table written by ``writeTable(_:to:)``; the caller checks that it is the
+  /// canonical one.
+  private static func readTable(from reader: inout ByteReader) throws -> [UInt8] {
+    let start = reader.offset
+    let rawSymbolCount = try reader.readVarUInt()
+    guard rawSymbolCount >= 1, rawSymbolCount <= 256 else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: start, reason: "code table of more than 256 values")
+    }
+    let symbolCount = Int(rawSymbolCount)
+    var lengths = [UInt8](repeating: 0, count: 256)
+    var pending: UInt8?
+    func nextNibble() throws -> UInt8 {
+      if let nibble = pending {
+        pending = nil
+        return nibble
+      }
+      let byte = try reader.readUInt8()
+      pending = byte & 0x0F
+      return byte >> 4
+    }
+    var symbol = 0
+    while symbol < symbolCount {
+      let token = try nextNibble()
+      var skip = 0
+      switch token {
+      case shortSkipToken: skip = Int(try nextNibble()) + 1
+      case longSkipToken: skip = longestShortSkip + 1 + Int(try nextNibble() << 4 | nextNibble())
+      case 1...UInt8(maximumCodeLength):
+        lengths[symbol] = token
+        symbol += 1
+      default:
+        throw ConvergeDecodingError.invalidValue(
+          offset: reader.offset, reason: "bad code table token")
+      }
+      guard skip <= symbolCount - symbol else {
+        throw ConvergeDecodingError.invalidValue(
+          offset: reader.offset, reason: "code table runs past its values")
+      }
+      symbol += skip
+    }
+    return lengths
+  }
+
+  /// For every 12-bit prefix, the symbol whose code starts it and the code's length
+  /// (`symbol << 4 | length`); 0 where no code does.
+  private static func decodingTable(lengths: [UInt8], offset: Int) throws -> [UInt16] {
+    // Kraft's inequality: the codes must fit in the table.
+    var space = 0
+    for length in lengths where length > 0 {
+      guard Int(length) <= maximumCodeLength else {
+        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "code longer than 12 bits")
+      }
+      space += 1 << (maximumCodeLength - Int(length))
+    }
+    guard space <= 1 << maximumCodeLength else {
+      throw ConvergeDecodingError.invalidValue(offset: offset, reason: "oversubscribed code")
+    }
+    let codes = canonicalCodes(lengths: lengths)
+    var table = [UInt16](repeating: 0, count: 1 << maximumCodeLength)
+    for symbol in 0..<256 where lengths[symbol] > 0 {
+      let shift = maximumCodeLength - Int(lengths[symbol])
+      let first = Int(codes[symbol]) << shift
+      let entry = UInt16(symbol) << 4 | UInt16(lengths[symbol])
+      for index in first..<first + 1 << shift { table[index] = entry }
+    }
+    return table
+  }
+
+  private static func decodeBits(
+    _ bits: ArraySlice<UInt8>, count: Int, table: [UInt16], offset: Int
+  ) throws -> [UInt8] {
+    let invalid = ConvergeDecodingError.invalidValue(
+      offset: offset, reason: "text content bits that do not decode")
+    return try bits.withUnsafeBufferPointer { input in
+      try table.withUnsafeBufferPointer { table in
+        try [UInt8](unsafeUninitializedCapacity: count) { output, written in
+          // The next bits to decode, most significant first; `available` of them are real.
+          var buffer: UInt64 = 0
+          var available = 0
+          var position = 0
+          while written < count {
+            while available <= 56, position < input.count {
+              buffer |= UInt64(input[position]) << UInt64(56 - available)
+              available += 8
+              position += 1
+            }
+            let entry = table[Int(buffer >> UInt64(64 - maximumCodeLength))]
+            let length = Int(entry & 0x0F)
+            guard length > 0, length <= available else { throw invalid }
+            output[written] = UInt8(truncatingIfNeeded: entry >> 4)
+            written += 1
+            buffer <<= UInt64(length)
+            available -= length
+          }
+          // The bits end with the content, padded with zeros to a whole byte.
+          guard position == input.count, available < 8, buffer == 0 else { throw invalid }
+        }
+      }
+    }
+  }
+
+  // MARK: The code
+
+  /// How often each byte value occurs.
+  static func frequencies(_ bytes: ArraySlice<UInt8>) -> [Int] {
+    var counts = [Int](repeating: 0, count: 256)
+    counts.withUnsafeMutableBufferPointer { counts in
+      bytes.withUnsafeBufferPointer { bytes in
+        for byte in bytes { counts[Int(byte)] += 1 }
+      }
+    }
+    return counts
+  }
+
+  /// The code length of every byte value: those of a Huffman code of the frequencies,
+  /// limited to ``maximumCodeLength`` bits, and dealt out so that a more frequent byte
+  /// (the smaller byte value among equals) never has a longer code. A function of the
+  /// frequencies alone, which the decoder recomputes.
+  static func codeLengths(frequencies: [Int]) -> [UInt8] {
+    var lengths = [UInt8](repeating: 0, count: 256)
+    // Ascending by (frequency, byte value): the order the tree takes leaves in.
+    let leaves = (0..<256).filter { frequencies[$0] > 0 }.sorted {
+      (frequencies[$0], $0) < (frequencies[$1], $1)
+    }
+    guard leaves.count > 1 else {
+      if let only = leaves.first { lengths[only] = 1 }
+      return lengths
+    }
+    // Two queues: leaves in order, then the joined nodes in the order they are made,
+    // which is also ascending. Nodes 0..<n are leaves; each join appends a node.
+    let n = leaves.count
+    var weight = leaves.map { frequencies[$0] }
+    weight.reserveCapacity(2 * n - 1)
+    var parent = [Int](repeating: 0, count: 2 * n - 1)
+    var nextLeaf = 0
+    var nextJoined = n
+    func takeSmallest() -> Int {
+      if nextLeaf < n, nextJoined >= weight.count || weight[nextLeaf] <= weight[nextJoined] {
+        nextLeaf += 1
+        return nextLeaf - 1
+      }
+      nextJoined += 1
+      return nextJoined - 1
+    }
+    for _ in 1..<n {
+      let first = takeSmallest()
+      let second = takeSmallest()
+      parent[first] = weight.count
+      parent[second] = weight.count
+      weight.append(weight[first] + weight[second])
+    }
+    // A parent is made after its children: depths from the root (the last node) down.
+    var depth = [Int](repeating: 0, count: 2 * n - 1)
+    for node in stride(from: 2 * n - 3, through: 0, by: -1) {
+      depth[node] = depth[parent[node]] + 1
+    }
+    var countOfLength = [Int](repeating: 0, count: Swift.max(n, maximumCodeLength + 1))
+    for leaf in 0..<n { countOfLength[depth[leaf]] += 1 }
+    limitLengths(&countOfLength)
+    // Shortest codes to the most frequent bytes.
+    var length = 1
+    for leaf in leaves.reversed() {
+      while countOfLength[length] == 0 { length += 1 }
+      countOfLength[length] -= 1
+      lengths[leaf] = UInt8(length)
+    }
+    return lengths
+  }
+
+  /// Moves codes longer than ``maximumCodeLength`` up, keeping the code complete: two
+  /// leaves at the deepest level become one a level up, and a shallower leaf splits into
+  /// two to make room (the adjustment of JPEG, ITU T.81 Annex K.3).
+  private static func limitLengths(_ countOfLength: inout [Int]) {
+    var deepest = countOfLength.count - 1
+    while deepest > maximumCodeLength {
+      while countOfLength[deepest] > 0 {
+        var shallower = deepest - 2
+        while countOfLength[shallower] == 0 { shallower -= 1 }
+        countOfLength[deepest] -= 2
+        countOfLength[deepest - 1] += 1
+        countOfLength[shallower + 1] += 2
+        countOfLength[shallower] -= 1
+      }
+      deepest -= 1
+    }
+  }
+
+  /// The canonical code of each byte value: codes of one length are consecutive in
+  /// byte-value order, and shorter codes come first (as in DEFLATE).
+  static func canonicalCodes(lengths: [UInt8]) -> [UInt16] {
+    var countOfLength = [Int](repeating: 0, count: maximumCodeLength + 1)
+    for length in lengths where length > 0 { countOfLength[Int(length)] += 1 }
+    var next = [Int](repeating: 0, count: maximumCodeLength + 1)
+    var code = 0
+    for length in 1...maximumCodeLength {
+      code = (code + countOfLength[length - 1]) << 1
+      next[length] = code
+    }
+    var codes = [UInt16](repeating: 0, count: 256)
+    for symbol in 0..<256 where lengths[symbol] > 0 {
+      codes[symbol] = UInt16(truncatingIfNeeded: next[Int(lengths[symbol])])
+      next[Int(lengths[symbol])] += 1
+    }
+    return codes
+  }
+}
