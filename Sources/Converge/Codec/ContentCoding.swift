@@ -264,10 +264,24 @@ enum ContentCoding {
           var available = 0
           var position = 0
           while written < count {
-            while available <= 56, position < input.count {
-              buffer |= UInt64(input[position]) << UInt64(56 - available)
-              available += 8
-              position += 1
+            if available < maximumCodeLength {
+              if input.count - position >= 8 {
+                // Eight bytes at once, keeping the whole ones that fit.
+                let word = UInt64(
+                  bigEndian: UnsafeRawBufferPointer(input).loadUnaligned(
+                    fromByteOffset: position, as: UInt64.self))
+                let taken = (64 - available) >> 3
+                buffer |= word >> UInt64(available)
+                available += taken << 3
+                position += taken
+                if available < 64 { buffer &= ~(UInt64.max >> UInt64(available)) }
+              } else {
+                while available <= 56, position < input.count {
+                  buffer |= UInt64(input[position]) << UInt64(56 - available)
+                  available += 8
+                  position += 1
+                }
+              }
             }
             let entry = table[Int(buffer >> UInt64(64 - maximumCodeLength))]
             let length = Int(entry & 0x0F)
