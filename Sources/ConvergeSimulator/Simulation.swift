@@ -375,7 +375,8 @@ struct SimulationRun {
   }
 
   mutating func samplePending() {
-    let pending = replicas.filter { $0.document.hasPendingChanges }.count
+    // Counted in place: filtering would copy every replica that has pending text.
+    let pending = replicas.reduce(0) { $0 + ($1.document.hasPendingChanges ? 1 : 0) }
     statistics.maxReplicasWithPending = Swift.max(statistics.maxReplicasWithPending, pending)
   }
 
