@@ -144,4 +144,50 @@ import Testing
       }
     }
   }
+
+  /// A keystroke's changes keep their one entity unbuilt; they must read exactly as the
+  /// recorder's general path builds them, for every visibility before and after.
+  @Test func singleTextChangesReadAsTheGeneralRecorderBuildsThem() {
+    var random = SeededGenerator(seed: 0x5EC)
+    print("singleTextChangesReadAsTheGeneralRecorderBuildsThem seed 0x5EC")
+    let other = EntityKey(type: "note", id: "other")
+    for step in 0..<200 {
+      let wasVisible = Bool.random(using: &random)
+      let isVisible = Bool.random(using: &random)
+      let lower = Int.random(in: 0..<50, using: &random)
+      let change = TextChange(
+        kind: Bool.random(using: &random) ? .insert : .delete,
+        scalarRange: lower..<lower + Int.random(in: 1...3, using: &random),
+        utf16Range: lower..<lower + Int.random(in: 1...6, using: &random))
+      let field = Bool.random(using: &random) ? "body" : "title"
+      var fast = ChangeRecorder()
+      fast.noteLocalTextEdit(
+        of: Self.note, field: field, wasVisible: wasVisible, isVisible: isVisible,
+        change: change)
+      var general = ChangeRecorder()
+      general.noteChange(of: Self.note, wasVisible: wasVisible, isVisible: isVisible)
+      general.noteField(field, of: Self.note, text: change)
+      let document = Document()
+      let unbuilt = fast.finish(in: document)
+      let built = general.finish(in: document)
+      #expect(unbuilt == built, "step \(step)")
+      #expect(unbuilt.entities == built.entities, "step \(step)")
+      #expect(unbuilt.isEmpty == built.isEmpty, "step \(step)")
+      #expect(unbuilt[Self.note] == built[Self.note], "step \(step)")
+      #expect(unbuilt[other] == nil, "step \(step)")
+      #expect(unbuilt.created == built.created, "step \(step)")
+      #expect(unbuilt.deleted == built.deleted, "step \(step)")
+      #expect(unbuilt.updated == built.updated, "step \(step)")
+      var modified = unbuilt
+      modified.entities.append(contentsOf: built.entities)
+      #expect(modified.entities == built.entities + built.entities, "step \(step)")
+      // A second edit after the first goes through the general path for both.
+      let second = TextChange(kind: .insert, scalarRange: 0..<1, utf16Range: 0..<1)
+      fast.noteLocalTextEdit(
+        of: Self.note, field: "body", wasVisible: isVisible, isVisible: true, change: second)
+      general.noteChange(of: Self.note, wasVisible: isVisible, isVisible: true)
+      general.noteField("body", of: Self.note, text: second)
+      #expect(fast.finish(in: document) == general.finish(in: document), "step \(step)")
+    }
+  }
 }

@@ -74,14 +74,12 @@ struct EntityRecord: Sendable, Equatable {
   }
 
   /// Advances the entity's version to the local event `last` (the same as merging
-  /// `.add(last)` into its presence, without building a one-entry vector), noting its
-  /// visibility before and after the event in `recorder`.
-  mutating func noteLocalEvent(
-    _ last: Dot, recordingIn recorder: inout ChangeRecorder, key: EntityKey
-  ) {
+  /// `.add(last)` into its presence, without building a one-entry vector) and returns
+  /// its visibility before and after the event.
+  mutating func noteLocalEvent(_ last: Dot) -> (wasVisible: Bool, isVisible: Bool) {
     let wasVisible = isVisible
     presence.added[last.replica] = Swift.max(presence.added[last.replica], last.counter)
-    recorder.noteChange(of: key, wasVisible: wasVisible, isVisible: isVisible)
+    return (wasVisible, isVisible)
   }
 }
 

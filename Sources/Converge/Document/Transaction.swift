@@ -200,11 +200,13 @@ public struct Transaction: Sendable {
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
     let (textDelta, textChange) = edit(&text, first)
     document.entities.values[entity].fields.values[slot] = .text(consume text)
-    document.entities.values[entity].noteLocalEvent(last, recordingIn: &recorder, key: key)
+    let visibility = document.entities.values[entity].noteLocalEvent(last)
     let counters = first.counter...(first.counter + dotCount - 1)
     document.context.insert(replica: first.replica, counters: counters)
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
-    recorder.noteField(field, of: key, text: textChange)
+    recorder.noteLocalTextEdit(
+      of: key, field: field, wasVisible: visibility.wasVisible,
+      isVisible: visibility.isVisible, change: textChange)
   }
 
   /// Adds a local text edit's runs to the transaction's delta. Runs join the field's
