@@ -190,4 +190,24 @@ import Testing
       #expect(fast.finish(in: document) == general.finish(in: document), "step \(step)")
     }
   }
+
+  /// A frame's checksum covers its stream id and sequence number without their bytes.
+  @Test func prefixedChecksumEqualsTheChecksumOfTheConcatenation() {
+    var random = SeededGenerator(seed: 0xF4A)
+    print("prefixedChecksumEqualsTheChecksumOfTheConcatenation seed 0xF4A")
+    for length in 0..<70 {
+      let first = UInt64.random(in: 0 ... .max, using: &random)
+      let second = UInt64.random(in: 0 ... .max, using: &random)
+      let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
+      var whole = ByteWriter()
+      whole.writeUInt64(first)
+      whole.writeUInt64(second)
+      whole.writeBytes(bytes)
+      let expected = CRC32C.checksum(whole.bytes)
+      #expect(CRC32C.checksum(prefixedBy: first, second, bytes) == expected, "length \(length)")
+      #expect(
+        CRC32C.checksum(prefixedBy: first, second, bytes.lazy.map { $0 }) == expected,
+        "length \(length)")
+    }
+  }
 }
