@@ -72,6 +72,25 @@ import Testing
         #expect(stored.localTextEdit == nil)
         #expect(stored == delta, "seed \(seed)")
         #expect(stored.encoded() == delta.encoded(), "seed \(seed)")
+        // Its context too is kept as one range until read.
+        var storedContext = stored
+        storedContext.context = delta.context
+        #expect(storedContext.localEvents == nil)
+        #expect(storedContext == delta, "seed \(seed)")
+        #expect(storedContext.encoded() == delta.encoded(), "seed \(seed)")
+        #expect(storedContext.isEmpty == delta.isEmpty, "seed \(seed)")
+        #expect(storedContext.textEdit?.runs == delta.textEdit?.runs, "seed \(seed)")
+        var merged = DocumentDelta(
+          textEdit: RGADelta(), counters: 1...1,
+          last: Dot(replica: ReplicaID(rawValue: 9), counter: 1), field: "x", of: Self.note)
+        merged.merge(delta)
+        var mergedStored = storedContext
+        mergedStored.merge(
+          DocumentDelta(
+            textEdit: RGADelta(), counters: 1...1,
+            last: Dot(replica: ReplicaID(rawValue: 9), counter: 1), field: "x", of: Self.note))
+        #expect(merged == mergedStored, "seed \(seed)")
+        #expect(merged.context.contains(Dot(replica: ReplicaID(rawValue: 9), counter: 1)))
         #expect(stored.isEmpty == delta.isEmpty, "seed \(seed)")
         #expect(stored.latestTimestamp == delta.latestTimestamp, "seed \(seed)")
         let general = Self.generalTextEdit(of: stored)

@@ -240,8 +240,9 @@ public struct Transaction: Sendable {
   }
 
   /// Brings the text runs that ``addToDelta(_:last:field:of:)`` appended into normal form.
+  /// The delta is moved out, not copied: the transaction is done with it.
   mutating func finishDelta() -> DocumentDelta {
-    guard textRunsPending else { return delta }
+    guard textRunsPending else { return takeDelta() }
     textRunsPending = false
     for key in Array(delta.entities.keys) {
       guard var entity = delta.entities.removeValue(forKey: key) else { continue }
@@ -253,7 +254,13 @@ public struct Transaction: Sendable {
       }
       delta.entities[key] = entity
     }
-    return delta
+    return takeDelta()
+  }
+
+  private mutating func takeDelta() -> DocumentDelta {
+    var taken = DocumentDelta()
+    swap(&taken, &delta)
+    return taken
   }
 
   // MARK: Plumbing
