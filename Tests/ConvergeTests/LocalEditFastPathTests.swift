@@ -180,7 +180,7 @@ import Testing
         utf16Range: lower..<lower + Int.random(in: 1...6, using: &random))
       let field = Bool.random(using: &random) ? "body" : "title"
       var fast = ChangeRecorder()
-      fast.noteLocalTextEdit(
+      fast.noteSingleTextEdit(
         of: Self.note, field: field, wasVisible: wasVisible, isVisible: isVisible,
         change: change)
       var general = ChangeRecorder()
@@ -202,7 +202,7 @@ import Testing
       #expect(modified.entities == built.entities + built.entities, "step \(step)")
       // A second edit after the first goes through the general path for both.
       let second = TextChange(kind: .insert, scalarRange: 0..<1, utf16Range: 0..<1)
-      fast.noteLocalTextEdit(
+      fast.noteSingleTextEdit(
         of: Self.note, field: "body", wasVisible: isVisible, isVisible: true, change: second)
       general.noteChange(of: Self.note, wasVisible: isVisible, isVisible: true)
       general.noteField("body", of: Self.note, text: second)
@@ -227,6 +227,50 @@ import Testing
       #expect(
         CRC32C.checksum(prefixedBy: first, second, bytes.lazy.map { $0 }) == expected,
         "length \(length)")
+    }
+  }
+
+  /// A keystroke's delta, as made or as decoded, applies in place to an existing text;
+  /// the document and the changes must be those of the general apply of the same delta
+  /// in its built form, on a peer that has or lacks what the delta depends on.
+  @Test func textEditDeltasApplyAsTheGeneralPathDoes() throws {
+    for seed in UInt64(1)...20 {
+      print("textEditDeltasApplyAsTheGeneralPathDoes seed \(seed)")
+      var random = SeededGenerator(seed: seed, stream: 2)
+      var peer = Document()
+      var fastApplies = 0
+      var pending: [DocumentDelta] = []
+      Self.typeRandomly(seed: seed, edits: 150) { delta in
+        let bytes = delta.encoded()
+        guard let decoded = try? DocumentDelta(decoding: bytes) else {
+          Issue.record("seed \(seed): a delta did not decode")
+          return
+        }
+        // Runs may be joined on the wire, so the decoded delta is compared by its bytes.
+        #expect(decoded.encoded() == bytes, "seed \(seed)")
+        if delta.localEvents != nil, delta.localTextEdit != nil,
+          DocumentDelta.singleRunEvents(of: delta.localTextEdit?.runs ?? RGADelta()) != nil
+        {
+          #expect(decoded.localEvents != nil, "seed \(seed): a keystroke decoded built")
+        }
+        // Sometimes held back, so that later deltas wait for their origins.
+        pending.append(Int.random(in: 0..<3, using: &random) == 0 ? delta : decoded)
+        if Int.random(in: 0..<4, using: &random) == 0 { return }
+        for next in pending {
+          var built = next
+          built.entities = next.entities
+          built.context = next.context
+          var general = peer
+          let generalChanges = general.apply(built)
+          if next.localEvents != nil { fastApplies += 1 }
+          let changes = peer.apply(next)
+          #expect(peer == general, "seed \(seed)")
+          #expect(changes == generalChanges, "seed \(seed)")
+          #expect(changes.isEmpty == generalChanges.isEmpty, "seed \(seed)")
+        }
+        pending = []
+      }
+      #expect(fastApplies > 20, "seed \(seed): the in-place apply was hardly taken")
     }
   }
 }

@@ -210,6 +210,15 @@ extension DocumentDelta {
     let runsStart = reader.offset
     let runs = try RGADelta(from: &reader, replicas: &table)
     try table.checkAllReferenced(offset: reader.offset)
+    // One run with its content (a keystroke): its events are one range, and the delta
+    // takes the unbuilt form of a local edit's, equal to the one built below.
+    if runs.inserts.allSatisfy({ !$0.content.isEmpty }),
+      let (replica, range) = singleRunEvents(of: runs)
+    {
+      return DocumentDelta(
+        textEdit: runs, counters: range, last: Dot(replica: replica, counter: range.upperBound),
+        field: field, of: key)
+    }
     guard let (replica, counters) = events(of: runs) else {
       throw ConvergeDecodingError.invalidValue(
         offset: runsStart, reason: "text edit without runs, or with runs of several replicas")

@@ -113,9 +113,10 @@ struct ChangeRecorder {
     var texts: [(field: String, changes: [TextChange])] = []
   }
 
-  /// A local text edit noted while nothing else was: kept out of `entries` (and their
-  /// arrays) until another change is noted, so a keystroke allocates nothing here.
-  private struct LocalTextEdit {
+  /// A text edit noted while nothing else was (a keystroke, or a small remote delta
+  /// applied): kept out of `entries` (and their arrays) until another change is noted,
+  /// so it allocates nothing here.
+  private struct SingleTextEdit {
     var key: EntityKey
     var field: String
     var wasVisible: Bool
@@ -125,17 +126,17 @@ struct ChangeRecorder {
 
   private var entries: [Entry] = []
   private var positions: [EntityKey: Int] = [:]
-  private var localTextEdit: LocalTextEdit?
+  private var singleTextEdit: SingleTextEdit?
   private static let indexThreshold = 8
 
-  /// Notes a local edit of the text field `field` of `key`, the entity's visibility
+  /// Notes an edit of the text field `field` of `key`, the entity's visibility
   /// before and after it, and its one visible edit: the same as ``noteChange(of:wasVisible:isVisible:)``
   /// followed by ``noteField(_:of:text:)``.
-  mutating func noteLocalTextEdit(
+  mutating func noteSingleTextEdit(
     of key: EntityKey, field: String, wasVisible: Bool, isVisible: Bool, change: TextChange
   ) {
-    guard !entries.isEmpty || localTextEdit != nil else {
-      localTextEdit = LocalTextEdit(
+    guard !entries.isEmpty || singleTextEdit != nil else {
+      singleTextEdit = SingleTextEdit(
         key: key, field: field, wasVisible: wasVisible, isVisible: isVisible, change: change)
       return
     }
@@ -143,10 +144,10 @@ struct ChangeRecorder {
     noteField(field, of: key, text: change)
   }
 
-  /// Moves a noted ``LocalTextEdit`` into `entries`, before any other change is noted.
-  private mutating func materializeLocalTextEdit() {
-    guard let edit = localTextEdit else { return }
-    localTextEdit = nil
+  /// Moves a noted ``SingleTextEdit`` into `entries`, before any other change is noted.
+  private mutating func materializeSingleTextEdit() {
+    guard let edit = singleTextEdit else { return }
+    singleTextEdit = nil
     append(
       Entry(
         key: edit.key, wasVisible: edit.wasVisible, isVisible: edit.isVisible,
@@ -159,7 +160,7 @@ struct ChangeRecorder {
   }
 
   mutating func noteBefore(_ key: EntityKey, in document: Document) {
-    materializeLocalTextEdit()
+    materializeSingleTextEdit()
     if let index = position(of: key) {
       entries[index].isVisible = nil  // this change may alter what an earlier one knew
       return
@@ -169,7 +170,7 @@ struct ChangeRecorder {
 
   /// Notes the visibility of `key` before and after a change, when the caller knows both.
   mutating func noteChange(of key: EntityKey, wasVisible: Bool, isVisible: Bool) {
-    materializeLocalTextEdit()
+    materializeSingleTextEdit()
     if let index = position(of: key) {
       entries[index].isVisible = isVisible
       return
@@ -189,7 +190,7 @@ struct ChangeRecorder {
   }
 
   mutating func noteField(_ name: String, of key: EntityKey, changed: Bool, text: [TextChange]) {
-    materializeLocalTextEdit()
+    materializeSingleTextEdit()
     guard changed, let index = position(of: key) else { return }
     if !entries[index].fields.contains(name) { entries[index].fields.append(name) }
     guard !text.isEmpty else { return }
@@ -202,7 +203,7 @@ struct ChangeRecorder {
 
   /// Notes a changed text field of `key` and its one visible edit.
   mutating func noteField(_ name: String, of key: EntityKey, text change: TextChange) {
-    materializeLocalTextEdit()
+    materializeSingleTextEdit()
     guard let index = position(of: key) else { return }
     if !entries[index].fields.contains(name) { entries[index].fields.append(name) }
     if let slot = entries[index].texts.lastIndex(where: { $0.field == name }) {
@@ -213,7 +214,7 @@ struct ChangeRecorder {
   }
 
   func finish(in document: Document) -> DocumentChanges {
-    if let edit = localTextEdit {
+    if let edit = singleTextEdit {
       // What the loop below makes of the same entry, without building it.
       let kind: EntityChange.Kind
       switch (edit.wasVisible, edit.isVisible) {

@@ -204,7 +204,7 @@ public struct Transaction: Sendable {
     let counters = first.counter...(first.counter + dotCount - 1)
     document.context.insert(replica: first.replica, counters: counters)
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
-    recorder.noteLocalTextEdit(
+    recorder.noteSingleTextEdit(
       of: key, field: field, wasVisible: visibility.wasVisible,
       isVisible: visibility.isVisible, change: textChange)
   }
