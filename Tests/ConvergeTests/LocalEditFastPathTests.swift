@@ -273,4 +273,75 @@ import Testing
       #expect(fastApplies > 20, "seed \(seed): the in-place apply was hardly taken")
     }
   }
+
+  /// `normalize()` as it was before its shortcut for a single run of each kind.
+  static func generalNormalized(_ delta: RGADelta) -> RGADelta {
+    var result = delta
+    result.inserts.sort { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
+    var joinedInserts: [RGADelta.Insert] = []
+    for insert in result.inserts where insert.length > 0 {
+      if let last = joinedInserts.last {
+        if last == insert { continue }
+        if last.isContinued(by: insert) {
+          joinedInserts[joinedInserts.count - 1].append(insert)
+          continue
+        }
+      }
+      joinedInserts.append(insert)
+    }
+    result.inserts = joinedInserts
+    result.deletes.sort { ($0.dot, $0.target) < ($1.dot, $1.target) }
+    var joinedDeletes: [RGADelta.Delete] = []
+    for delete in result.deletes where delete.count > 0 {
+      if let last = joinedDeletes.last {
+        if last == delete { continue }
+        if let joined = last.joined(with: delete) {
+          joinedDeletes[joinedDeletes.count - 1] = joined
+          continue
+        }
+      }
+      joinedDeletes.append(delete)
+    }
+    result.deletes = joinedDeletes
+    return result
+  }
+
+  /// Runs with at most one of each kind, empty ones included, normalize as before.
+  @Test func normalizingSmallDeltasMatchesTheGeneralPath() {
+    var random = SeededGenerator(seed: 0x0A11)
+    print("normalizingSmallDeltasMatchesTheGeneralPath seed 0x0A11")
+    let replicas = [ReplicaID(rawValue: 1), ReplicaID(rawValue: 2)]
+    for step in 0..<500 {
+      var delta = RGADelta()
+      for _ in 0..<Int.random(in: 0...2, using: &random) {
+        let id = Dot(
+          replica: replicas.randomElement(using: &random) ?? replicas[0],
+          counter: UInt64.random(in: 1...6, using: &random))
+        let length = Int.random(in: 0...3, using: &random)
+        let lamport = UInt64.random(in: 1...6, using: &random)
+        let origin: Dot? = Bool.random(using: &random) ? nil : Dot(replica: replicas[0], counter: 1)
+        if Int.random(in: 0..<4, using: &random) == 0 {
+          delta.inserts.append(
+            RGADelta.Insert(id: id, lamport: lamport, origin: origin, droppedLength: length))
+        } else {
+          delta.inserts.append(
+            RGADelta.Insert(
+              id: id, lamport: lamport, origin: origin,
+              scalars: Array(repeating: "a", count: length)))
+        }
+      }
+      for _ in 0..<Int.random(in: 0...2, using: &random) {
+        delta.deletes.append(
+          RGADelta.Delete(
+            dot: Dot(replica: replicas[1], counter: UInt64.random(in: 1...6, using: &random)),
+            target: Dot(replica: replicas[0], counter: UInt64.random(in: 1...6, using: &random)),
+            count: UInt64.random(in: 0...2, using: &random), isDescending: false))
+      }
+      var normalized = delta
+      normalized.normalize()
+      let expected = Self.generalNormalized(delta)
+      #expect(normalized.inserts == expected.inserts, "step \(step)")
+      #expect(normalized.deletes == expected.deletes, "step \(step)")
+    }
+  }
 }
