@@ -8,6 +8,7 @@ enum BenchCommand {
     var path: String?
     var json = false
     var runs = 5
+    var only: String?
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       switch argument {
@@ -16,6 +17,12 @@ enum BenchCommand {
       case "--runs":
         guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return usage() }
         runs = value
+      case "--only":
+        // A profiler's mode: one untimed part of the bench, nothing printed.
+        guard let value = rest.popFirst(), ["deltas", "small"].contains(value) else {
+          return usage()
+        }
+        only = value
       default:
         guard path == nil, !argument.hasPrefix("-") else { return usage() }
         path = argument
@@ -27,6 +34,11 @@ enum BenchCommand {
       guard case .sequential(let trace) = try EditingTrace.load(path: path) else {
         FileHandleOutput.error("error: bench needs a sequential trace")
         return 1
+      }
+      if let only {
+        let succeeded =
+          only == "deltas" ? trace.profileReplayWithDeltas() : trace.profileSmallDeltas()
+        return succeeded ? 0 : 1
       }
       report = try trace.benchmark(name: URL(fileURLWithPath: path).lastPathComponent, runs: runs)
     } catch {
@@ -76,7 +88,8 @@ enum BenchCommand {
   }
 
   private static func usage() -> Int32 {
-    FileHandleOutput.error("usage: converge bench <trace.json[.gz]> [--json] [--runs N]")
+    FileHandleOutput.error(
+      "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only deltas|small]")
     return 2
   }
 

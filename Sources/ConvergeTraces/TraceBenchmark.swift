@@ -64,17 +64,9 @@ extension SequentialTrace {
     // 2. One transaction per edit, each delta encoded as it goes on the wire: a live push
     // of a sync session.
     var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
-    var session = SyncSession()
     var frames: [[UInt8]] = []
-    frames.reserveCapacity(patches.count)
-    var deltaBytes = 0
     let deltaStart = clock.now
-    for patch in patches {
-      let frame = session.pushEncoded(
-        replica.transact { Self.edit(patch, in: &$0) }, from: replica)
-      deltaBytes += frame.count
-      frames.append(frame)
-    }
+    let deltaBytes = replayWithDeltas(into: &replica, frames: &frames)
     let deltaTime = clock.now - deltaStart
     matches = matches && replica.document.text(of: Self.benchField, in: Self.benchKey) == endContent
     // Not timed: the frames must rebuild the document on a peer, and the self-contained
@@ -117,12 +109,7 @@ extension SequentialTrace {
       }
       smallDeltas.append(commit.delta.encoded())
     }
-    var smallTimes: [Double] = []
-    for bytes in smallDeltas {
-      let start = clock.now
-      _ = try replica.apply(encodedDelta: bytes)
-      smallTimes.append(milliseconds(clock.now - start) * 1000)
-    }
+    let smallTimes = try Self.applySmallDeltas(smallDeltas, to: &replica)
 
     return TraceBenchmarkReport(
       trace: name, edits: patches.count, typedCharacters: typed,
@@ -140,6 +127,69 @@ extension SequentialTrace {
       mergeConverged: converged,
       applySmallDeltaMicroseconds: median(smallTimes),
       matchesEndContent: matches)
+  }
+
+  /// The timed part of the per-edit measurement: one transaction per patch, each pushed
+  /// as a session frame into `frames`. Returns the frames' bytes. Kept apart so that a
+  /// profiler can count its instructions alone (`converge bench --only deltas`).
+  @inline(never)
+  public func replayWithDeltas(into replica: inout Replica, frames: inout [[UInt8]]) -> Int {
+    var session = SyncSession()
+    frames.reserveCapacity(patches.count)
+    var deltaBytes = 0
+    for patch in patches {
+      let frame = session.pushEncoded(
+        replica.transact { Self.edit(patch, in: &$0) }, from: replica)
+      deltaBytes += frame.count
+      frames.append(frame)
+    }
+    return deltaBytes
+  }
+
+  /// The timed part of the small-delta measurement: each delta decoded and applied on
+  /// its own, with its time in microseconds.
+  @inline(never)
+  public static func applySmallDeltas(_ deltas: [[UInt8]], to replica: inout Replica) throws
+    -> [Double]
+  {
+    let clock = ContinuousClock()
+    var times: [Double] = []
+    for bytes in deltas {
+      let start = clock.now
+      _ = try replica.apply(encodedDelta: bytes)
+      times.append(milliseconds(clock.now - start) * 1000)
+    }
+    return times
+  }
+
+  /// Runs only the per-edit replay with frames, untimed, for a profiler
+  /// (`converge bench TRACE --only deltas`). Returns whether it ended with the trace's
+  /// end content.
+  public func profileReplayWithDeltas() -> Bool {
+    var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    var frames: [[UInt8]] = []
+    _ = replayWithDeltas(into: &replica, frames: &frames)
+    return replica.document.text(of: Self.benchField, in: Self.benchKey) == endContent
+  }
+
+  /// Runs only the small-delta applies of the benchmark, for a profiler
+  /// (`converge bench TRACE --only small`), on the trace's end state built in one
+  /// transaction. Returns whether every delta applied.
+  public func profileSmallDeltas(repeating rounds: Int = 10) -> Bool {
+    var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    replica.transact { tx in
+      for patch in patches { Self.edit(patch, in: &tx) }
+    }
+    var sender = replica.forked(as: ReplicaID(rawValue: 2))
+    var smallDeltas: [[UInt8]] = []
+    for index in 0..<(200 * Swift.max(1, rounds)) {
+      let position = (index * 7919) % Swift.max(1, endContent.unicodeScalars.count)
+      let commit = sender.transact {
+        $0.insertText("x", at: position, in: Self.benchField, of: Self.benchKey)
+      }
+      smallDeltas.append(commit.delta.encoded())
+    }
+    return (try? Self.applySmallDeltas(smallDeltas, to: &replica)) != nil
   }
 
   /// Applies one patch as a transaction and returns its encoded delta.

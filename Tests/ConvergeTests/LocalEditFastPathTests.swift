@@ -72,6 +72,25 @@ import Testing
         #expect(stored.localTextEdit == nil)
         #expect(stored == delta, "seed \(seed)")
         #expect(stored.encoded() == delta.encoded(), "seed \(seed)")
+        // Its context too is kept as one range until read.
+        var storedContext = stored
+        storedContext.context = delta.context
+        #expect(storedContext.localEvents == nil)
+        #expect(storedContext == delta, "seed \(seed)")
+        #expect(storedContext.encoded() == delta.encoded(), "seed \(seed)")
+        #expect(storedContext.isEmpty == delta.isEmpty, "seed \(seed)")
+        #expect(storedContext.textEdit?.runs == delta.textEdit?.runs, "seed \(seed)")
+        var merged = DocumentDelta(
+          textEdit: RGADelta(), counters: 1...1,
+          last: Dot(replica: ReplicaID(rawValue: 9), counter: 1), field: "x", of: Self.note)
+        merged.merge(delta)
+        var mergedStored = storedContext
+        mergedStored.merge(
+          DocumentDelta(
+            textEdit: RGADelta(), counters: 1...1,
+            last: Dot(replica: ReplicaID(rawValue: 9), counter: 1), field: "x", of: Self.note))
+        #expect(merged == mergedStored, "seed \(seed)")
+        #expect(merged.context.contains(Dot(replica: ReplicaID(rawValue: 9), counter: 1)))
         #expect(stored.isEmpty == delta.isEmpty, "seed \(seed)")
         #expect(stored.latestTimestamp == delta.latestTimestamp, "seed \(seed)")
         let general = Self.generalTextEdit(of: stored)
@@ -142,6 +161,187 @@ import Testing
             == commit.changes.entities.map { $0.textChanges.keys.sorted() },
           "seed \(seed), step \(step)")
       }
+    }
+  }
+
+  /// A keystroke's changes keep their one entity unbuilt; they must read exactly as the
+  /// recorder's general path builds them, for every visibility before and after.
+  @Test func singleTextChangesReadAsTheGeneralRecorderBuildsThem() {
+    var random = SeededGenerator(seed: 0x5EC)
+    print("singleTextChangesReadAsTheGeneralRecorderBuildsThem seed 0x5EC")
+    let other = EntityKey(type: "note", id: "other")
+    for step in 0..<200 {
+      let wasVisible = Bool.random(using: &random)
+      let isVisible = Bool.random(using: &random)
+      let lower = Int.random(in: 0..<50, using: &random)
+      let change = TextChange(
+        kind: Bool.random(using: &random) ? .insert : .delete,
+        scalarRange: lower..<lower + Int.random(in: 1...3, using: &random),
+        utf16Range: lower..<lower + Int.random(in: 1...6, using: &random))
+      let field = Bool.random(using: &random) ? "body" : "title"
+      var fast = ChangeRecorder()
+      fast.noteSingleTextEdit(
+        of: Self.note, field: field, wasVisible: wasVisible, isVisible: isVisible,
+        change: change)
+      var general = ChangeRecorder()
+      general.noteChange(of: Self.note, wasVisible: wasVisible, isVisible: isVisible)
+      general.noteField(field, of: Self.note, text: change)
+      let document = Document()
+      let unbuilt = fast.finish(in: document)
+      let built = general.finish(in: document)
+      #expect(unbuilt == built, "step \(step)")
+      #expect(unbuilt.entities == built.entities, "step \(step)")
+      #expect(unbuilt.isEmpty == built.isEmpty, "step \(step)")
+      #expect(unbuilt[Self.note] == built[Self.note], "step \(step)")
+      #expect(unbuilt[other] == nil, "step \(step)")
+      #expect(unbuilt.created == built.created, "step \(step)")
+      #expect(unbuilt.deleted == built.deleted, "step \(step)")
+      #expect(unbuilt.updated == built.updated, "step \(step)")
+      var modified = unbuilt
+      modified.entities.append(contentsOf: built.entities)
+      #expect(modified.entities == built.entities + built.entities, "step \(step)")
+      // A second edit after the first goes through the general path for both.
+      let second = TextChange(kind: .insert, scalarRange: 0..<1, utf16Range: 0..<1)
+      fast.noteSingleTextEdit(
+        of: Self.note, field: "body", wasVisible: isVisible, isVisible: true, change: second)
+      general.noteChange(of: Self.note, wasVisible: isVisible, isVisible: true)
+      general.noteField("body", of: Self.note, text: second)
+      #expect(fast.finish(in: document) == general.finish(in: document), "step \(step)")
+    }
+  }
+
+  /// A frame's checksum covers its stream id and sequence number without their bytes.
+  @Test func prefixedChecksumEqualsTheChecksumOfTheConcatenation() {
+    var random = SeededGenerator(seed: 0xF4A)
+    print("prefixedChecksumEqualsTheChecksumOfTheConcatenation seed 0xF4A")
+    for length in 0..<70 {
+      let first = UInt64.random(in: 0 ... .max, using: &random)
+      let second = UInt64.random(in: 0 ... .max, using: &random)
+      let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
+      var whole = ByteWriter()
+      whole.writeUInt64(first)
+      whole.writeUInt64(second)
+      whole.writeBytes(bytes)
+      let expected = CRC32C.checksum(whole.bytes)
+      #expect(CRC32C.checksum(prefixedBy: first, second, bytes) == expected, "length \(length)")
+      #expect(
+        CRC32C.checksum(prefixedBy: first, second, bytes.lazy.map { $0 }) == expected,
+        "length \(length)")
+    }
+  }
+
+  /// A keystroke's delta, as made or as decoded, applies in place to an existing text;
+  /// the document and the changes must be those of the general apply of the same delta
+  /// in its built form, on a peer that has or lacks what the delta depends on.
+  @Test func textEditDeltasApplyAsTheGeneralPathDoes() throws {
+    for seed in UInt64(1)...20 {
+      print("textEditDeltasApplyAsTheGeneralPathDoes seed \(seed)")
+      var random = SeededGenerator(seed: seed, stream: 2)
+      var peer = Document()
+      var fastApplies = 0
+      var pending: [DocumentDelta] = []
+      Self.typeRandomly(seed: seed, edits: 150) { delta in
+        let bytes = delta.encoded()
+        guard let decoded = try? DocumentDelta(decoding: bytes) else {
+          Issue.record("seed \(seed): a delta did not decode")
+          return
+        }
+        // Runs may be joined on the wire, so the decoded delta is compared by its bytes.
+        #expect(decoded.encoded() == bytes, "seed \(seed)")
+        if delta.localEvents != nil, delta.localTextEdit != nil,
+          DocumentDelta.singleRunEvents(of: delta.localTextEdit?.runs ?? RGADelta()) != nil
+        {
+          #expect(decoded.localEvents != nil, "seed \(seed): a keystroke decoded built")
+        }
+        // Sometimes held back, so that later deltas wait for their origins.
+        pending.append(Int.random(in: 0..<3, using: &random) == 0 ? delta : decoded)
+        if Int.random(in: 0..<4, using: &random) == 0 { return }
+        for next in pending {
+          var built = next
+          built.entities = next.entities
+          built.context = next.context
+          var general = peer
+          let generalChanges = general.apply(built)
+          if next.localEvents != nil { fastApplies += 1 }
+          let changes = peer.apply(next)
+          #expect(peer == general, "seed \(seed)")
+          #expect(changes == generalChanges, "seed \(seed)")
+          #expect(changes.isEmpty == generalChanges.isEmpty, "seed \(seed)")
+        }
+        pending = []
+      }
+      #expect(fastApplies > 20, "seed \(seed): the in-place apply was hardly taken")
+    }
+  }
+
+  /// `normalize()` as it was before its shortcut for a single run of each kind.
+  static func generalNormalized(_ delta: RGADelta) -> RGADelta {
+    var result = delta
+    result.inserts.sort { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
+    var joinedInserts: [RGADelta.Insert] = []
+    for insert in result.inserts where insert.length > 0 {
+      if let last = joinedInserts.last {
+        if last == insert { continue }
+        if last.isContinued(by: insert) {
+          joinedInserts[joinedInserts.count - 1].append(insert)
+          continue
+        }
+      }
+      joinedInserts.append(insert)
+    }
+    result.inserts = joinedInserts
+    result.deletes.sort { ($0.dot, $0.target) < ($1.dot, $1.target) }
+    var joinedDeletes: [RGADelta.Delete] = []
+    for delete in result.deletes where delete.count > 0 {
+      if let last = joinedDeletes.last {
+        if last == delete { continue }
+        if let joined = last.joined(with: delete) {
+          joinedDeletes[joinedDeletes.count - 1] = joined
+          continue
+        }
+      }
+      joinedDeletes.append(delete)
+    }
+    result.deletes = joinedDeletes
+    return result
+  }
+
+  /// Runs with at most one of each kind, empty ones included, normalize as before.
+  @Test func normalizingSmallDeltasMatchesTheGeneralPath() {
+    var random = SeededGenerator(seed: 0x0A11)
+    print("normalizingSmallDeltasMatchesTheGeneralPath seed 0x0A11")
+    let replicas = [ReplicaID(rawValue: 1), ReplicaID(rawValue: 2)]
+    for step in 0..<500 {
+      var delta = RGADelta()
+      for _ in 0..<Int.random(in: 0...2, using: &random) {
+        let id = Dot(
+          replica: replicas.randomElement(using: &random) ?? replicas[0],
+          counter: UInt64.random(in: 1...6, using: &random))
+        let length = Int.random(in: 0...3, using: &random)
+        let lamport = UInt64.random(in: 1...6, using: &random)
+        let origin: Dot? = Bool.random(using: &random) ? nil : Dot(replica: replicas[0], counter: 1)
+        if Int.random(in: 0..<4, using: &random) == 0 {
+          delta.inserts.append(
+            RGADelta.Insert(id: id, lamport: lamport, origin: origin, droppedLength: length))
+        } else {
+          delta.inserts.append(
+            RGADelta.Insert(
+              id: id, lamport: lamport, origin: origin,
+              scalars: Array(repeating: "a", count: length)))
+        }
+      }
+      for _ in 0..<Int.random(in: 0...2, using: &random) {
+        delta.deletes.append(
+          RGADelta.Delete(
+            dot: Dot(replica: replicas[1], counter: UInt64.random(in: 1...6, using: &random)),
+            target: Dot(replica: replicas[0], counter: UInt64.random(in: 1...6, using: &random)),
+            count: UInt64.random(in: 0...2, using: &random), isDescending: false))
+      }
+      var normalized = delta
+      normalized.normalize()
+      let expected = Self.generalNormalized(delta)
+      #expect(normalized.inserts == expected.inserts, "step \(step)")
+      #expect(normalized.deletes == expected.deletes, "step \(step)")
     }
   }
 }

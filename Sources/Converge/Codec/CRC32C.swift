@@ -23,6 +23,33 @@ public enum CRC32C {
     }
   }
 
+  /// The checksum of two 64-bit integers (little-endian) followed by `bytes`, as
+  /// ``checksum(_:)`` of their concatenation, without building it: what a session
+  /// frame's checksum covers (its stream id and sequence number, which do not travel).
+  static func checksum<C: Collection>(prefixedBy first: UInt64, _ second: UInt64, _ bytes: C)
+    -> UInt32 where C.Element == UInt8
+  {
+    tables.withUnsafeBufferPointer { tables in
+      var crc: UInt32 = 0xFFFF_FFFF
+      func add(_ word: UInt64) {
+        var remaining = word
+        for _ in 0..<8 {
+          crc = tables[Int((crc ^ UInt32(truncatingIfNeeded: remaining)) & 0xFF)] ^ (crc >> 8)
+          remaining >>= 8
+        }
+      }
+      add(first)
+      add(second)
+      if let updated = bytes.withContiguousStorageIfAvailable({ update(crc, $0, tables) }) {
+        return updated ^ 0xFFFF_FFFF
+      }
+      for byte in bytes {
+        crc = tables[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+      }
+      return crc ^ 0xFFFF_FFFF
+    }
+  }
+
   /// Runs the CRC over contiguous bytes, eight at a time, then byte by byte. `tables`
   /// holds 8 × 256 entries and every index is masked to 8 bits plus a table offset, so
   /// the lookups stay in bounds.

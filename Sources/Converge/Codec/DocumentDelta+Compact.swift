@@ -26,6 +26,20 @@ extension DocumentDelta {
   /// presence only adds the latest dot of the runs, one text field with runs of one
   /// replica, and a context holding exactly the runs' dots.
   var textEdit: TextEdit? {
+    if let edit = localTextEdit, let events = localEvents {
+      // The same checks as below, against a context that is exactly `events`.
+      if let (replica, range) = Self.singleRunEvents(of: edit.runs) {
+        guard replica == events.replica, edit.last.replica == replica,
+          edit.last.counter == range.upperBound, range == events.counters
+        else { return nil }
+        return TextEdit(key: edit.key, field: edit.field, runs: edit.runs)
+      }
+      guard let (replica, counters) = Self.events(of: edit.runs), replica == events.replica,
+        edit.last.replica == replica, edit.last.counter == counters.maximum,
+        counters.isExactly(events.counters)
+      else { return nil }
+      return TextEdit(key: edit.key, field: edit.field, runs: edit.runs)
+    }
     guard let (contextReplica, contextCounters) = context.onlyEntry else { return nil }
     let key: EntityKey
     let field: String
@@ -196,6 +210,15 @@ extension DocumentDelta {
     let runsStart = reader.offset
     let runs = try RGADelta(from: &reader, replicas: &table)
     try table.checkAllReferenced(offset: reader.offset)
+    // One run with its content (a keystroke): its events are one range, and the delta
+    // takes the unbuilt form of a local edit's, equal to the one built below.
+    if runs.inserts.allSatisfy({ !$0.content.isEmpty }),
+      let (replica, range) = singleRunEvents(of: runs)
+    {
+      return DocumentDelta(
+        textEdit: runs, counters: range, last: Dot(replica: replica, counter: range.upperBound),
+        field: field, of: key)
+    }
     guard let (replica, counters) = events(of: runs) else {
       throw ConvergeDecodingError.invalidValue(
         offset: runsStart, reason: "text edit without runs, or with runs of several replicas")

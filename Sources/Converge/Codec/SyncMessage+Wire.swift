@@ -83,8 +83,9 @@ extension SyncSession {
   /// - Complexity: O(d) for a delta of d runs and scalars; a delta that is not one
   ///   replica's edit of one text field travels embedded, at the cost of its message.
   public mutating func pushEncoded(_ commit: Commit, from replica: Replica) -> [UInt8] {
-    let message = push(commit, from: replica)
-    return outgoing.encode(message.delta ?? DocumentDelta())
+    // As `push(_:from:)`, whose message carries `commit.delta`, without the message.
+    notePush(of: commit.delta, from: replica)
+    return outgoing.encode(commit.delta)
   }
 
   /// Decodes and integrates a message or frame from the peer. Bytes that do not decode

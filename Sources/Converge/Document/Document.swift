@@ -74,14 +74,12 @@ struct EntityRecord: Sendable, Equatable {
   }
 
   /// Advances the entity's version to the local event `last` (the same as merging
-  /// `.add(last)` into its presence, without building a one-entry vector), noting its
-  /// visibility before and after the event in `recorder`.
-  mutating func noteLocalEvent(
-    _ last: Dot, recordingIn recorder: inout ChangeRecorder, key: EntityKey
-  ) {
+  /// `.add(last)` into its presence, without building a one-entry vector) and returns
+  /// its visibility before and after the event.
+  mutating func noteLocalEvent(_ last: Dot) -> (wasVisible: Bool, isVisible: Bool) {
     let wasVisible = isVisible
     presence.added[last.replica] = Swift.max(presence.added[last.replica], last.counter)
-    recorder.noteChange(of: key, wasVisible: wasVisible, isVisible: isVisible)
+    return (wasVisible, isVisible)
   }
 }
 
@@ -204,6 +202,7 @@ extension Document {
 
   /// Applies `delta`, noting what changed in `recorder`.
   mutating func apply(_ delta: DocumentDelta, recording recorder: inout ChangeRecorder) {
+    if applyTextEdit(delta, recording: &recorder) { return }
     for (key, entityDelta) in delta.entities {
       recorder.noteBefore(key, in: self)
       // Taken out so that text storage is uniquely referenced and edited in place.
@@ -219,6 +218,39 @@ extension Document {
     #if CONVERGE_INTERNAL_CHECKS
       _checkInvariants()
     #endif
+  }
+
+  /// Applies a delta kept in the unbuilt form of one text edit (a keystroke, local or
+  /// decoded) to an existing text field in place, as the general loop of
+  /// ``apply(_:recording:)`` would, without building the delta's tables or taking the
+  /// entity out of the document. Returns `false`, having changed nothing, for any other
+  /// delta or when the entity or its text field does not exist yet.
+  private mutating func applyTextEdit(
+    _ delta: DocumentDelta, recording recorder: inout ChangeRecorder
+  ) -> Bool {
+    guard let edit = delta.localTextEdit, let events = delta.localEvents,
+      let entity = entities.index(forKey: edit.key),
+      let slot = entities.values[entity].fields.index(forKey: edit.field),
+      var text = entities.values[entity].takeText(at: slot)
+    else { return false }
+    // The general loop merges `.add(last)` into the presence, then integrates the runs.
+    let visibility = entities.values[entity].noteLocalEvent(edit.last)
+    let changes = text.apply(edit.runs)
+    entities.values[entity].fields.values[slot] = .text(consume text)
+    if changes.count == 1, let change = changes.first {
+      recorder.noteSingleTextEdit(
+        of: edit.key, field: edit.field, wasVisible: visibility.wasVisible,
+        isVisible: visibility.isVisible, change: change)
+    } else {
+      recorder.noteChange(
+        of: edit.key, wasVisible: visibility.wasVisible, isVisible: visibility.isVisible)
+      recorder.noteField(edit.field, of: edit.key, changed: !changes.isEmpty, text: changes)
+    }
+    context.insert(replica: events.replica, counters: events.counters)
+    #if CONVERGE_INTERNAL_CHECKS
+      _checkInvariants()
+    #endif
+    return true
   }
 
   /// Joins one field's delta into an entity record.

@@ -3,13 +3,62 @@
 /// Lists are sorted, so the same changes read the same on every device.
 public struct DocumentChanges: Sendable, Equatable {
   /// The changes, one per entity, sorted by key.
-  public internal(set) var entities: [EntityChange] = []
+  ///
+  /// The changes of a transaction's single text edit (a keystroke) keep their one entity
+  /// as a ``SingleTextChange`` and build the arrays and the table of an ``EntityChange``
+  /// only if something reads them.
+  public internal(set) var entities: [EntityChange] {
+    get {
+      guard let singleText else { return storedEntities }
+      return [singleText.entityChange]
+    }
+    set {
+      singleText = nil
+      storedEntities = newValue
+    }
+    _modify {
+      materializeEntities()
+      yield &storedEntities
+    }
+  }
+
+  private var storedEntities: [EntityChange] = []
+  /// When set, the only changed entity; `storedEntities` is then empty.
+  private var singleText: SingleTextChange?
+
+  /// One entity whose one text field had one visible edit.
+  struct SingleTextChange: Sendable {
+    var key: EntityKey
+    var kind: EntityChange.Kind
+    var field: String
+    var change: TextChange
+
+    var entityChange: EntityChange {
+      EntityChange(key: key, kind: kind, fields: [field], textChanges: [field: [change]])
+    }
+  }
 
   /// No changes.
   public init() {}
 
+  /// The changes of one entity's one text edit.
+  init(singleText: SingleTextChange) {
+    self.singleText = singleText
+  }
+
+  private mutating func materializeEntities() {
+    guard let singleText else { return }
+    self.singleText = nil
+    storedEntities = [singleText.entityChange]
+  }
+
+  /// Changes are equal when they list the same entity changes, however they store them.
+  public static func == (lhs: DocumentChanges, rhs: DocumentChanges) -> Bool {
+    lhs.entities == rhs.entities
+  }
+
   /// Whether nothing visible changed.
-  public var isEmpty: Bool { entities.isEmpty }
+  public var isEmpty: Bool { singleText == nil && storedEntities.isEmpty }
 
   /// The entities that became visible.
   public var created: [EntityKey] { entities.filter { $0.kind == .created }.map(\.key) }
@@ -22,7 +71,8 @@ public struct DocumentChanges: Sendable, Equatable {
   ///
   /// - Complexity: O(k) for k changed entities.
   public subscript(key: EntityKey) -> EntityChange? {
-    entities.first { $0.key == key }
+    if let singleText { return singleText.key == key ? singleText.entityChange : nil }
+    return storedEntities.first { $0.key == key }
   }
 }
 
@@ -63,9 +113,46 @@ struct ChangeRecorder {
     var texts: [(field: String, changes: [TextChange])] = []
   }
 
+  /// A text edit noted while nothing else was (a keystroke, or a small remote delta
+  /// applied): kept out of `entries` (and their arrays) until another change is noted,
+  /// so it allocates nothing here.
+  private struct SingleTextEdit {
+    var key: EntityKey
+    var field: String
+    var wasVisible: Bool
+    var isVisible: Bool
+    var change: TextChange
+  }
+
   private var entries: [Entry] = []
   private var positions: [EntityKey: Int] = [:]
+  private var singleTextEdit: SingleTextEdit?
   private static let indexThreshold = 8
+
+  /// Notes an edit of the text field `field` of `key`, the entity's visibility
+  /// before and after it, and its one visible edit: the same as ``noteChange(of:wasVisible:isVisible:)``
+  /// followed by ``noteField(_:of:text:)``.
+  mutating func noteSingleTextEdit(
+    of key: EntityKey, field: String, wasVisible: Bool, isVisible: Bool, change: TextChange
+  ) {
+    guard !entries.isEmpty || singleTextEdit != nil else {
+      singleTextEdit = SingleTextEdit(
+        key: key, field: field, wasVisible: wasVisible, isVisible: isVisible, change: change)
+      return
+    }
+    noteChange(of: key, wasVisible: wasVisible, isVisible: isVisible)
+    noteField(field, of: key, text: change)
+  }
+
+  /// Moves a noted ``SingleTextEdit`` into `entries`, before any other change is noted.
+  private mutating func materializeSingleTextEdit() {
+    guard let edit = singleTextEdit else { return }
+    singleTextEdit = nil
+    append(
+      Entry(
+        key: edit.key, wasVisible: edit.wasVisible, isVisible: edit.isVisible,
+        fields: [edit.field], texts: [(edit.field, [edit.change])]))
+  }
 
   private func position(of key: EntityKey) -> Int? {
     if entries.count > Self.indexThreshold { return positions[key] }
@@ -73,6 +160,7 @@ struct ChangeRecorder {
   }
 
   mutating func noteBefore(_ key: EntityKey, in document: Document) {
+    materializeSingleTextEdit()
     if let index = position(of: key) {
       entries[index].isVisible = nil  // this change may alter what an earlier one knew
       return
@@ -82,6 +170,7 @@ struct ChangeRecorder {
 
   /// Notes the visibility of `key` before and after a change, when the caller knows both.
   mutating func noteChange(of key: EntityKey, wasVisible: Bool, isVisible: Bool) {
+    materializeSingleTextEdit()
     if let index = position(of: key) {
       entries[index].isVisible = isVisible
       return
@@ -101,6 +190,7 @@ struct ChangeRecorder {
   }
 
   mutating func noteField(_ name: String, of key: EntityKey, changed: Bool, text: [TextChange]) {
+    materializeSingleTextEdit()
     guard changed, let index = position(of: key) else { return }
     if !entries[index].fields.contains(name) { entries[index].fields.append(name) }
     guard !text.isEmpty else { return }
@@ -113,6 +203,7 @@ struct ChangeRecorder {
 
   /// Notes a changed text field of `key` and its one visible edit.
   mutating func noteField(_ name: String, of key: EntityKey, text change: TextChange) {
+    materializeSingleTextEdit()
     guard let index = position(of: key) else { return }
     if !entries[index].fields.contains(name) { entries[index].fields.append(name) }
     if let slot = entries[index].texts.lastIndex(where: { $0.field == name }) {
@@ -123,6 +214,18 @@ struct ChangeRecorder {
   }
 
   func finish(in document: Document) -> DocumentChanges {
+    if let edit = singleTextEdit {
+      // What the loop below makes of the same entry, without building it.
+      let kind: EntityChange.Kind
+      switch (edit.wasVisible, edit.isVisible) {
+      case (false, true): kind = .created
+      case (true, false): kind = .deleted
+      case (true, true): kind = .updated
+      case (false, false): return DocumentChanges()
+      }
+      return DocumentChanges(
+        singleText: .init(key: edit.key, kind: kind, field: edit.field, change: edit.change))
+    }
     var changes = DocumentChanges()
     changes.entities.reserveCapacity(entries.count)
     for entry in entries {

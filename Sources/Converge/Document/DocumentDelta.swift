@@ -7,7 +7,28 @@
 /// one delta for a day of edits.
 public struct DocumentDelta: Sendable, Equatable {
   /// The events the delta accounts for, including removals (seen dots it does not hold).
-  public internal(set) var context: CausalContext
+  ///
+  /// The delta of a transaction's single text edit keeps its events as one range of one
+  /// replica (``localEvents``) and builds the context only if something reads it.
+  public internal(set) var context: CausalContext {
+    get {
+      guard let localEvents else { return storedContext }
+      return CausalContext(replica: localEvents.replica, counters: localEvents.counters)
+    }
+    set {
+      localEvents = nil
+      storedContext = newValue
+    }
+    _modify {
+      materializeContext()
+      yield &storedContext
+    }
+  }
+
+  private var storedContext: CausalContext
+  /// When set, the delta's context is exactly these counters of this replica, and
+  /// `storedContext` is empty.
+  private(set) var localEvents: (replica: ReplicaID, counters: ClosedRange<UInt64>)?
 
   /// The entities the delta touches and what it carries for each.
   ///
@@ -47,7 +68,7 @@ public struct DocumentDelta: Sendable, Equatable {
 
   /// The empty delta.
   public init() {
-    context = CausalContext()
+    storedContext = CausalContext()
     storedEntities = [:]
   }
 
@@ -57,9 +78,16 @@ public struct DocumentDelta: Sendable, Equatable {
     textEdit: RGADelta, counters: ClosedRange<UInt64>, last: Dot, field: String,
     of key: EntityKey
   ) {
-    context = CausalContext(replica: last.replica, counters: counters)
+    storedContext = CausalContext()
+    localEvents = (last.replica, counters)
     storedEntities = [:]
     localTextEdit = LocalTextEdit(key: key, field: field, runs: textEdit, last: last)
+  }
+
+  private mutating func materializeContext() {
+    guard let localEvents else { return }
+    self.localEvents = nil
+    storedContext = CausalContext(replica: localEvents.replica, counters: localEvents.counters)
   }
 
   private mutating func materializeEntities() {
@@ -76,7 +104,8 @@ public struct DocumentDelta: Sendable, Equatable {
 
   /// Whether the delta carries nothing.
   public var isEmpty: Bool {
-    context.isEmpty && localTextEdit == nil && storedEntities.isEmpty
+    localEvents == nil && storedContext.isEmpty && localTextEdit == nil
+      && storedEntities.isEmpty
   }
 
   /// The entities the delta touches, sorted.

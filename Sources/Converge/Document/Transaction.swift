@@ -200,11 +200,13 @@ public struct Transaction: Sendable {
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
     let (textDelta, textChange) = edit(&text, first)
     document.entities.values[entity].fields.values[slot] = .text(consume text)
-    document.entities.values[entity].noteLocalEvent(last, recordingIn: &recorder, key: key)
+    let visibility = document.entities.values[entity].noteLocalEvent(last)
     let counters = first.counter...(first.counter + dotCount - 1)
     document.context.insert(replica: first.replica, counters: counters)
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
-    recorder.noteField(field, of: key, text: textChange)
+    recorder.noteSingleTextEdit(
+      of: key, field: field, wasVisible: visibility.wasVisible,
+      isVisible: visibility.isVisible, change: textChange)
   }
 
   /// Adds a local text edit's runs to the transaction's delta. Runs join the field's
@@ -238,8 +240,9 @@ public struct Transaction: Sendable {
   }
 
   /// Brings the text runs that ``addToDelta(_:last:field:of:)`` appended into normal form.
+  /// The delta is moved out, not copied: the transaction is done with it.
   mutating func finishDelta() -> DocumentDelta {
-    guard textRunsPending else { return delta }
+    guard textRunsPending else { return takeDelta() }
     textRunsPending = false
     for key in Array(delta.entities.keys) {
       guard var entity = delta.entities.removeValue(forKey: key) else { continue }
@@ -251,7 +254,13 @@ public struct Transaction: Sendable {
       }
       delta.entities[key] = entity
     }
-    return delta
+    return takeDelta()
+  }
+
+  private mutating func takeDelta() -> DocumentDelta {
+    var taken = DocumentDelta()
+    swap(&taken, &delta)
+    return taken
   }
 
   // MARK: Plumbing

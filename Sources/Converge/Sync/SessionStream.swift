@@ -131,10 +131,7 @@ struct SessionStream: Sendable, Equatable {
 extension SessionStream {
   /// The frame that carries `delta` as the stream's next one.
   mutating func encode(_ delta: DocumentDelta) -> [UInt8] {
-    var writer = ByteWriter(capacity: 48)
-    // The checksum covers the sequence number, which does not travel.
-    writer.writeUInt64(streamID)
-    writer.writeUInt64(sequence)
+    var writer = ByteWriter(capacity: 32)
     writer.writeUInt8(Self.magic)
     writer.writeUInt8(Self.version | (isAtStart ? Self.startFlag : 0))
     if isAtStart { writer.writeUInt64(streamID) }
@@ -147,9 +144,10 @@ extension SessionStream {
       writer.writeLengthPrefixedBytes(delta.encoded())
     }
     writer.patchLength(at: lengthOffset)
-    writer.writeUInt32(CRC32C.checksum(writer.bytes))
+    // The checksum covers the stream id and the sequence number, which do not travel.
+    writer.writeUInt32(Self.checksum(writer.bytes, stream: streamID, sequence: sequence))
     sequence += 1
-    return Array(writer.bytes[16...])
+    return writer.bytes
   }
 
   /// Whether frames can carry the runs as records: every insert with its content, none
@@ -305,12 +303,9 @@ extension SessionStream {
 
   /// CRC-32C of the stream id and the sequence number (8 bytes each, little-endian)
   /// followed by the frame's bytes before the checksum.
-  static func checksum(_ frame: ArraySlice<UInt8>, stream: UInt64, sequence: UInt64) -> UInt32 {
-    var input = ByteWriter(capacity: frame.count + 16)
-    input.writeUInt64(stream)
-    input.writeUInt64(sequence)
-    input.writeBytes(frame)
-    return CRC32C.checksum(input.bytes)
+  static func checksum<C: Collection>(_ frame: C, stream: UInt64, sequence: UInt64) -> UInt32
+  where C.Element == UInt8 {
+    CRC32C.checksum(prefixedBy: stream, sequence, frame)
   }
 }
 

@@ -122,14 +122,18 @@ public struct SyncSession: Sendable {
   ///
   /// - Complexity: O(r + g) for r replicas and g gaps in the contexts.
   public mutating func push(_ commit: Commit, from replica: Replica) -> SyncMessage {
-    let delta = commit.delta
+    notePush(of: commit.delta, from: replica)
+    return SyncMessage(context: nil, delta: commit.delta)
+  }
+
+  /// Notes that `delta`, a transaction of `replica`, is being pushed to the peer.
+  mutating func notePush(of delta: DocumentDelta, from replica: Replica) {
     // If the peer knew everything we had before this transaction, it will know our
     // state once the push arrives, and no context-only message is needed.
     if let sent = contextSent, sent.union(delta.context) == replica.context {
       contextSent = replica.context
     }
     peerContext?.formUnion(delta.context)
-    return SyncMessage(context: nil, delta: delta)
   }
 
   /// Notes that the peer's stream cannot be followed any more: the next message is a

@@ -244,6 +244,13 @@ public struct RGADelta: Sendable, Equatable {
 
   /// Sorts the runs, drops exact duplicates and joins runs that continue each other.
   mutating func normalize() {
+    // At most one non-empty run of each kind (a keystroke) is in normal form already;
+    // returning early skips building the two arrays below.
+    if inserts.count <= 1, deletes.count <= 1, (inserts.first?.length ?? 1) > 0,
+      (deletes.first?.count ?? 1) > 0
+    {
+      return
+    }
     inserts.sort { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
     var joinedInserts: [Insert] = []
     joinedInserts.reserveCapacity(inserts.count)
