@@ -19,7 +19,7 @@ enum BenchCommand {
         runs = value
       case "--only":
         // A profiler's mode: one untimed part of the bench, nothing printed.
-        guard let value = rest.popFirst(), ["deltas", "small"].contains(value) else {
+        guard let value = rest.popFirst(), ["replay", "deltas", "small"].contains(value) else {
           return usage()
         }
         only = value
@@ -36,8 +36,12 @@ enum BenchCommand {
         return 1
       }
       if let only {
-        let succeeded =
-          only == "deltas" ? trace.profileReplayWithDeltas() : trace.profileSmallDeltas()
+        let succeeded: Bool
+        switch only {
+        case "replay": succeeded = trace.replayLocally().string == trace.endContent
+        case "deltas": succeeded = trace.profileReplayWithDeltas()
+        default: succeeded = trace.profileSmallDeltas()
+        }
         return succeeded ? 0 : 1
       }
       report = try trace.benchmark(name: URL(fileURLWithPath: path).lastPathComponent, runs: runs)
@@ -89,7 +93,7 @@ enum BenchCommand {
 
   private static func usage() -> Int32 {
     FileHandleOutput.error(
-      "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only deltas|small]")
+      "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|small]")
     return 2
   }
 

@@ -52,11 +52,8 @@ extension SequentialTrace {
     var replayTimes: [Double] = []
     var matches = true
     for _ in 0..<runs {
-      var text = Text(replica: ReplicaID(rawValue: 1))
       let start = clock.now
-      for patch in patches {
-        text.edit(at: patch.position, deleting: patch.deleted, inserting: patch.inserted)
-      }
+      let text = replayLocally()
       replayTimes.append(milliseconds(clock.now - start))
       matches = matches && text.string == endContent
     }
@@ -144,6 +141,15 @@ extension SequentialTrace {
       frames.append(frame)
     }
     return deltaBytes
+  }
+
+  /// The timed part of the local replay: every patch through a ``Text``.
+  public func replayLocally() -> Text {
+    var text = Text(replica: ReplicaID(rawValue: 1))
+    for patch in patches {
+      text.edit(at: patch.position, deleting: patch.deleted, inserting: patch.inserted)
+    }
+    return text
   }
 
   /// The timed part of the small-delta measurement: each delta decoded and applied on
