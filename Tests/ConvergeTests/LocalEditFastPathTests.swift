@@ -277,32 +277,7 @@ import Testing
   /// `normalize()` as it was before its shortcut for a single run of each kind.
   static func generalNormalized(_ delta: RGADelta) -> RGADelta {
     var result = delta
-    result.inserts.sort { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
-    var joinedInserts: [RGADelta.Insert] = []
-    for insert in result.inserts where insert.length > 0 {
-      if let last = joinedInserts.last {
-        if last == insert { continue }
-        if last.isContinued(by: insert) {
-          joinedInserts[joinedInserts.count - 1].append(insert)
-          continue
-        }
-      }
-      joinedInserts.append(insert)
-    }
-    result.inserts = joinedInserts
-    result.deletes.sort { ($0.dot, $0.target) < ($1.dot, $1.target) }
-    var joinedDeletes: [RGADelta.Delete] = []
-    for delete in result.deletes where delete.count > 0 {
-      if let last = joinedDeletes.last {
-        if last == delete { continue }
-        if let joined = last.joined(with: delete) {
-          joinedDeletes[joinedDeletes.count - 1] = joined
-          continue
-        }
-      }
-      joinedDeletes.append(delete)
-    }
-    result.deletes = joinedDeletes
+    result.normalizeInGeneral()
     return result
   }
 

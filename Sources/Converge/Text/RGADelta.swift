@@ -251,6 +251,12 @@ public struct RGADelta: Sendable, Equatable {
     {
       return
     }
+    normalizeInGeneral()
+  }
+
+  /// ``normalize()`` without its shortcut for a keystroke's runs (its tests compare the
+  /// two).
+  mutating func normalizeInGeneral() {
     inserts.sort { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
     var joinedInserts: [Insert] = []
     joinedInserts.reserveCapacity(inserts.count)
