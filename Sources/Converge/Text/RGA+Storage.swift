@@ -152,9 +152,33 @@ extension RGA {
     leafOrder.add(visible: -moved.visible, utf16: -moved.utf16, to: leaf)
     let newID = leafOrder.insertLeaf(after: leaf, visible: moved.visible, utf16: moved.utf16)
     leaves.append(moved)
+    // The moved runs' ids, joined where one run's counters continue another's of the
+    // same replica (the parts of a run split by inserts usually move together), so the
+    // index changes once per joined range instead of once per run.
+    var pending: [TargetRange] = []
     for run in moved.runs {
-      let slot = index.slotCreating(run.replica, default: ReplicaIndex())
-      index.values[slot].assign(run.counter, run.counter + UInt64(run.length), to: newID)
+      let upper = run.counter + UInt64(run.length)
+      if let position = pending.firstIndex(where: { $0.replica == run.replica }) {
+        if pending[position].upper == run.counter {
+          pending[position].upper = upper
+          continue
+        }
+        if pending[position].lower == upper {
+          pending[position].lower = run.counter
+          continue
+        }
+        assignToIndex(pending[position], leaf: newID)
+        pending[position] = TargetRange(replica: run.replica, lower: run.counter, upper: upper)
+      } else {
+        pending.append(TargetRange(replica: run.replica, lower: run.counter, upper: upper))
+      }
     }
+    for range in pending { assignToIndex(range, leaf: newID) }
+  }
+
+  /// Records in the index that the ids of `range` live in `leaf`.
+  private mutating func assignToIndex(_ range: TargetRange, leaf: Int) {
+    let slot = index.slotCreating(range.replica, default: ReplicaIndex())
+    index.values[slot].assign(range.lower, range.upper, to: leaf)
   }
 }
