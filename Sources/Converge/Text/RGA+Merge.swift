@@ -175,11 +175,7 @@ extension RGA {
     if pendingInserts.isEmpty, index[insert.id.replica]?.isDisjoint(from: lower, upper) ?? true {
       // All new, nothing buffered (the common case): no ranges to compute.
       maxLamport = Swift.max(maxLamport, insert.lamport + UInt64(insert.length - 1))
-      if let origin = insert.origin, !isIntegrated(origin) {
-        pendingInserts.add(insert)
-      } else {
-        integrateAndDrain(insert, changes: &changes)
-      }
+      integrateOrBuffer(insert, changes: &changes)
       return
     }
     var lacking =
@@ -190,26 +186,45 @@ extension RGA {
     for range in lacking {
       let piece = insert.slice(from: Int(range.lowerBound - lower), length: range.count)
       maxLamport = Swift.max(maxLamport, piece.lamport + UInt64(piece.length - 1))
-      if let origin = piece.origin, !isIntegrated(origin) {
-        pendingInserts.add(piece)
-      } else {
-        integrateAndDrain(piece, changes: &changes)
-      }
+      integrateOrBuffer(piece, changes: &changes)
     }
   }
 
-  /// Integrates `insert`, then every buffered insert that waited for it or for one of
-  /// the inserts this integrates in turn, each exactly once.
-  private mutating func integrateAndDrain(
+  /// Integrates `insert` (and what waited for it) if its origin is integrated, buffers it
+  /// otherwise; the origin is looked up once for both.
+  private mutating func integrateOrBuffer(
     _ insert: RGADelta.Insert, changes: inout [TextChange]
   ) {
-    guard integrate(insert, changes: &changes), !pendingInserts.isEmpty else { return }
+    var originLocation: ItemLocation?
+    if let origin = insert.origin {
+      guard let found = locate(origin) else {
+        pendingInserts.add(insert)
+        return
+      }
+      originLocation = found
+    }
+    integrateAndDrain(insert, originAt: originLocation, changes: &changes)
+  }
+
+  /// Integrates `insert`, whose origin is at `originLocation` (`nil`: the head), then
+  /// every buffered insert that waited for it or for one of the inserts this integrates
+  /// in turn, each exactly once.
+  private mutating func integrateAndDrain(
+    _ insert: RGADelta.Insert, originAt originLocation: ItemLocation?,
+    changes: inout [TextChange]
+  ) {
+    guard integrate(insert, originAt: originLocation, changes: &changes),
+      !pendingInserts.isEmpty
+    else { return }
     var work: [RGADelta.Insert] = pendingInserts.takeWaiting(
       replica: insert.id.replica, lower: insert.id.counter,
       upper: insert.id.counter + UInt64(insert.length)
     ).reversed()
     while let next = work.popLast() {
-      guard integrate(next, changes: &changes), !pendingInserts.isEmpty else { continue }
+      let originLocation = next.origin.flatMap { locate($0) }
+      guard integrate(next, originAt: originLocation, changes: &changes),
+        !pendingInserts.isEmpty
+      else { continue }
       let woken = pendingInserts.takeWaiting(
         replica: next.id.replica, lower: next.id.counter,
         upper: next.id.counter + UInt64(next.length))
@@ -217,15 +232,16 @@ extension RGA {
     }
   }
 
-  /// Places a run of new items whose origin is integrated (or the head); returns whether
-  /// it did (a run not younger than its origin is ignored).
+  /// Places a run of new items whose origin is integrated at `originLocation` (`nil`: the
+  /// head); returns whether it did (a run not younger than its origin is ignored).
   @discardableResult
-  private mutating func integrate(_ insert: RGADelta.Insert, changes: inout [TextChange])
-    -> Bool
-  {
+  private mutating func integrate(
+    _ insert: RGADelta.Insert, originAt originLocation: ItemLocation?,
+    changes: inout [TextChange]
+  ) -> Bool {
     var leaf = leafOrder.first
     var slot = 0
-    if let origin = insert.origin, let found = locate(origin) {
+    if let found = originLocation {
       let originRun = leaves[found.leaf].runs[found.run]
       // A child older than its parent would break the order's invariants: ignore it.
       guard originRun.lamport + UInt64(found.offset) < insert.lamport else { return false }
