@@ -241,6 +241,9 @@ extension RGA {
   ) -> Bool {
     var leaf = leafOrder.first
     var slot = 0
+    // The visible counts of runs `0..<slot` of `leaf`, kept as the scan moves.
+    var scalarsBefore = 0
+    var utf16Before = 0
     if let found = originLocation {
       let originRun = leaves[found.leaf].runs[found.run]
       // A child older than its parent would break the order's invariants: ignore it.
@@ -250,6 +253,9 @@ extension RGA {
       }
       leaf = found.leaf
       slot = found.run + 1
+      let head = leaves[leaf].runs[found.run]
+      scalarsBefore = found.scalarsBefore + head.visibleLength
+      utf16Before = found.utf16Before + head.visibleUTF16
     }
     // Skip the sibling subtrees that sort first: every item in them has a larger
     // (lamport, replica) than the new run, and the first smaller one ends the scan.
@@ -259,11 +265,15 @@ extension RGA {
       while slot < runs.count {
         let run = runs[slot]
         if (run.lamport, run.replica, run.counter) < key { break scan }
+        scalarsBefore += run.visibleLength
+        utf16Before += run.visibleUTF16
         slot += 1
       }
       guard let next = leafOrder.leaf(after: leaf) else { break }
       leaf = next
       slot = 0
+      scalarsBefore = 0
+      utf16Before = 0
     }
     let length = insert.length
     if insert.isContentDropped {
@@ -274,7 +284,9 @@ extension RGA {
         utf16: length, deleted: true)
       insertRun(run, leaf: leaf, at: slot)
     } else {
-      let (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
+      let (leafScalars, leafUTF16) = leafOrder.prefix(of: leaf)
+      let scalarOffset = leafScalars + scalarsBefore
+      let utf16Offset = leafUTF16 + utf16Before
       let start = content.count
       content.append(contentsOf: insert.content)
       let utf16 = utf16Length(start..<start + length)
@@ -323,7 +335,9 @@ extension RGA {
       let run = leaves[found.leaf].runs[found.run]
       let length = Int(Swift.min(target.upper - cursor, UInt64(run.length - found.offset)))
       if !run.deleted {
-        let (scalarOffset, utf16Offset) = visibleOffsets(leaf: found.leaf, run: found.run)
+        let (leafScalars, leafUTF16) = leafOrder.prefix(of: found.leaf)
+        let scalarOffset = leafScalars + found.scalarsBefore
+        let utf16Offset = leafUTF16 + found.utf16Before
         let before = run.contentStart + found.offset
         let start = scalarOffset + found.offset
         let startUTF16 = utf16Offset + utf16Length(run.contentStart..<before)
