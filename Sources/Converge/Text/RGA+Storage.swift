@@ -165,28 +165,27 @@ extension RGA {
     leafOrder.add(visible: -moved.visible, utf16: -moved.utf16, to: leaf)
     let newID = leafOrder.insertLeaf(after: leaf, visible: moved.visible, utf16: moved.utf16)
     leaves.append(moved)
-    // The moved runs' ids, joined where one run's counters continue another's of the
-    // same replica (the parts of a run split by inserts usually move together), so the
-    // index changes once per joined range instead of once per run.
-    var pending: [TargetRange] = []
+    // The moved runs' ids, sorted and joined where one range's counters continue
+    // another's of the same replica (the parts of a run split by inserts or deletes
+    // usually move together), so the index changes once per joined range, not per run.
+    var ranges: [TargetRange] = []
+    ranges.reserveCapacity(moved.runs.count)
     for run in moved.runs {
-      let upper = run.counter + UInt64(run.length)
-      if let position = pending.firstIndex(where: { $0.replica == run.replica }) {
-        if pending[position].upper == run.counter {
-          pending[position].upper = upper
-          continue
-        }
-        if pending[position].lower == upper {
-          pending[position].lower = run.counter
-          continue
-        }
-        assignToIndex(pending[position], leaf: newID)
-        pending[position] = TargetRange(replica: run.replica, lower: run.counter, upper: upper)
+      ranges.append(
+        TargetRange(
+          replica: run.replica, lower: run.counter, upper: run.counter + UInt64(run.length)))
+    }
+    ranges.sort { ($0.replica, $0.lower) < ($1.replica, $1.lower) }
+    guard var joined = ranges.first else { return }
+    for range in ranges.dropFirst() {
+      if range.replica == joined.replica && range.lower == joined.upper {
+        joined.upper = range.upper
       } else {
-        pending.append(TargetRange(replica: run.replica, lower: run.counter, upper: upper))
+        assignToIndex(joined, leaf: newID)
+        joined = range
       }
     }
-    for range in pending { assignToIndex(range, leaf: newID) }
+    assignToIndex(joined, leaf: newID)
   }
 
   /// Records in the index that the ids of `range` live in `leaf`.
