@@ -3,9 +3,9 @@
 /// left half in O(b + B / b) instead of renumbering every leaf.
 ///
 /// Two levels: leaf ids sit in *blocks* of at most ``maxLeavesPerBlock``, each with the
-/// counts of its leaves and their totals; the blocks sit in document order with
-/// Fenwick trees over their totals. A block that overflows splits in two, which rebuilds
-/// the two block-level trees in O(B) for B blocks, at most once every
+/// counts of its leaves and their totals; the blocks sit in document order with one
+/// Fenwick tree over both totals (``CountTree``). A block that overflows splits in two,
+/// which rebuilds the block-level tree in O(B) for B blocks, at most once every
 /// `maxLeavesPerBlock / 2` leaf insertions.
 ///
 /// Queries: the prefix counts before a leaf cost one Fenwick prefix over the blocks and a
