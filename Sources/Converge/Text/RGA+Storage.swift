@@ -168,21 +168,14 @@ extension RGA {
     // The moved runs' ids, sorted and joined where one range's counters continue
     // another's of the same replica (the parts of a run split by inserts or deletes
     // usually move together), so the index changes once per joined range, not per run.
-    // Grouped by replica first (a leaf holds few), so the sort only orders each group's
-    // counters, with no work spent on runs of different replicas interleaved.
-    var replicas: [ReplicaID] = []
-    for run in moved.runs where !replicas.contains(run.replica) { replicas.append(run.replica) }
     var ranges: [TargetRange] = []
     ranges.reserveCapacity(moved.runs.count)
-    for replica in replicas {
-      let start = ranges.count
-      for run in moved.runs where run.replica == replica {
-        ranges.append(
-          TargetRange(
-            replica: replica, lower: run.counter, upper: run.counter + UInt64(run.length)))
-      }
-      ranges[start...].sort { $0.lower < $1.lower }
+    for run in moved.runs {
+      ranges.append(
+        TargetRange(
+          replica: run.replica, lower: run.counter, upper: run.counter + UInt64(run.length)))
     }
+    ranges.sort { ($0.replica, $0.lower) < ($1.replica, $1.lower) }
     guard var joined = ranges.first else { return }
     for range in ranges.dropFirst() {
       if range.replica == joined.replica && range.lower == joined.upper {
