@@ -97,4 +97,41 @@ import Testing
       try Self.check(order, against: model)
     }
   }
+
+  /// The paired Fenwick tree over the blocks against plain sums, on seeded random counts
+  /// and updates (zero counts included, which a search must skip).
+  @Test func countTreeMatchesPlainSums() throws {
+    try forEachSeed(count: 40, base: 0xC0A7) { random in
+      let size = Int.random(in: 0..<40, using: &random)
+      var visible = (0..<size).map { _ in Int.random(in: 0..<4, using: &random) * 5 }
+      var utf16 = visible.map { $0 + Int.random(in: 0..<3, using: &random) }
+      var tree = CountTree(visible: visible, utf16: utf16)
+      for _ in 0..<20 {
+        if size > 0 {
+          let rank = Int.random(in: 0..<size, using: &random)
+          let addedVisible = Int.random(in: -visible[rank]...10, using: &random)
+          let addedUTF16 = Int.random(in: -utf16[rank]...10, using: &random)
+          visible[rank] += addedVisible
+          utf16[rank] += addedUTF16
+          tree.add(visible: addedVisible, utf16: addedUTF16, at: rank)
+        }
+        try ensure(tree.count == size, "count")
+        for rank in 0...size {
+          let expected = (visible[..<rank].reduce(0, +), utf16[..<rank].reduce(0, +))
+          try ensure(tree.prefix(rank) == expected, "prefix of \(rank)")
+        }
+        for (counts, isUTF16) in [(visible, false), (utf16, true)] {
+          let total = counts.reduce(0, +)
+          for offset in 0...total {
+            // The last rank whose prefix is at most `offset`.
+            var rank = 0
+            while rank < size, counts[..<(rank + 1)].reduce(0, +) <= offset { rank += 1 }
+            let expected = (rank, offset - counts[..<rank].reduce(0, +))
+            try ensure(
+              tree.search(offset, utf16: isUTF16) == expected, "search \(offset) \(isUTF16)")
+          }
+        }
+      }
+    }
+  }
 }

@@ -240,6 +240,9 @@ enum TextWire {
     /// Whether the message deletes nothing.
     var isEmpty: Bool { ranges.isEmpty }
 
+    /// The removed counters of `replica`, sorted and joined.
+    func ranges(of replica: ReplicaID) -> [Range<UInt64>] { ranges[replica] ?? [] }
+
     init(_ deletes: [RGADelta.Delete]) {
       var unsorted: [ReplicaID: [Range<UInt64>]] = [:]
       for delete in deletes where delete.isWellFormed {
@@ -406,6 +409,26 @@ enum TextWire {
     var lamport: UInt64
     var origin: Dot?
     var length: Int
+
+    /// The part of the run from `offset`, `length` ids long (within the run).
+    func piece(from offset: UInt64, length: Int) -> RunHeader {
+      guard offset > 0 else {
+        return RunHeader(id: id, lamport: lamport, origin: origin, length: length)
+      }
+      return RunHeader(
+        id: Dot(replica: id.replica, counter: id.counter + offset), lamport: lamport + offset,
+        origin: Dot(replica: id.replica, counter: id.counter + offset - 1), length: length)
+    }
+
+    /// The run with `content` as its scalars.
+    func withContent(_ content: ArraySlice<Unicode.Scalar>) -> RGADelta.Insert {
+      RGADelta.Insert(id: id, lamport: lamport, origin: origin, content: content)
+    }
+
+    /// The run without content (its scalars are deleted by the same message).
+    var withoutContent: RGADelta.Insert {
+      RGADelta.Insert(id: id, lamport: lamport, origin: origin, droppedLength: length)
+    }
   }
 
   /// The insert groups and the content bytes that follow them.
@@ -502,26 +525,44 @@ enum TextWire {
       guard position == scalars.count else { throw mismatch }
       return inserts
     }
+    // The headers of one replica ascend by counter (each group's gaps are unsigned), so
+    // one walk over that replica's deleted ranges cuts them all.
+    var replica: ReplicaID?
+    var targets: [Range<UInt64>] = []
+    var target = 0
     for header in headers {
-      let insert = RGADelta.Insert(
-        id: header.id, lamport: header.lamport, origin: header.origin,
-        droppedLength: header.length)
+      if header.id.replica != replica {
+        replica = header.id.replica
+        targets = deleted.ranges(of: header.id.replica)
+        target = 0
+      }
       let lower = header.id.counter
-      for (range, isDeleted) in deleted.pieces(
-        replica: header.id.replica, lower, lower + UInt64(header.length))
-      {
-        let piece = insert.slice(from: Int(range.lowerBound - lower), length: range.count)
-        if isDeleted {
-          inserts.append(piece)
-          continue
+      let upper = lower + UInt64(header.length)
+      while target < targets.count, targets[target].upperBound <= lower { target += 1 }
+      var cursor = lower
+      var next = target
+      while cursor < upper {
+        if next < targets.count, targets[next].lowerBound < upper {
+          let removed = targets[next]
+          if cursor < removed.lowerBound {
+            let piece = header.piece(from: cursor - lower, length: Int(removed.lowerBound - cursor))
+            guard piece.length <= scalars.count - position else { throw mismatch }
+            inserts.append(piece.withContent(scalars[position..<position + piece.length]))
+            position += piece.length
+            cursor = removed.lowerBound
+          }
+          let end = Swift.min(removed.upperBound, upper)
+          inserts.append(
+            header.piece(from: cursor - lower, length: Int(end - cursor)).withoutContent)
+          cursor = end
+          next += 1
+        } else {
+          let piece = header.piece(from: cursor - lower, length: Int(upper - cursor))
+          guard piece.length <= scalars.count - position else { throw mismatch }
+          inserts.append(piece.withContent(scalars[position..<position + piece.length]))
+          position += piece.length
+          cursor = upper
         }
-        guard range.count <= scalars.count - position else { throw mismatch }
-        let next = position + range.count
-        inserts.append(
-          RGADelta.Insert(
-            id: piece.id, lamport: piece.lamport, origin: piece.origin,
-            content: scalars[position..<next]))
-        position = next
       }
     }
     guard position == scalars.count else { throw mismatch }

@@ -3,9 +3,9 @@
 /// left half in O(b + B / b) instead of renumbering every leaf.
 ///
 /// Two levels: leaf ids sit in *blocks* of at most ``maxLeavesPerBlock``, each with the
-/// counts of its leaves and their totals; the blocks sit in document order with
-/// Fenwick trees over their totals. A block that overflows splits in two, which rebuilds
-/// the two block-level trees in O(B) for B blocks, at most once every
+/// counts of its leaves and their totals; the blocks sit in document order with one
+/// Fenwick tree over both totals (``CountTree``). A block that overflows splits in two,
+/// which rebuilds the block-level tree in O(B) for B blocks, at most once every
 /// `maxLeavesPerBlock / 2` leaf insertions.
 ///
 /// Queries: the prefix counts before a leaf cost one Fenwick prefix over the blocks and a
@@ -30,10 +30,8 @@ struct LeafOrder: Sendable {
   private var blockOrder: [Int]
   /// For each block id, its position in `blockOrder`.
   private var blockRank: [Int]
-  /// Visible scalars per block, by rank.
-  private var blockVisible: FenwickTree
-  /// UTF-16 code units per block, by rank.
-  private var blockUTF16: FenwickTree
+  /// Visible scalars and UTF-16 code units per block, by rank.
+  private var blockCounts: CountTree
   /// For each leaf id, the block holding it and its position there.
   private var blockOfLeaf: [Int]
   private var slotOfLeaf: [Int]
@@ -70,8 +68,7 @@ struct LeafOrder: Sendable {
     } while start < visible.count
     blockOrder = Array(blocks.indices)
     blockRank = Array(blocks.indices)
-    blockVisible = FenwickTree(values: blocks.map(\.totalVisible))
-    blockUTF16 = FenwickTree(values: blocks.map(\.totalUTF16))
+    blockCounts = CountTree(visible: blocks.map(\.totalVisible), utf16: blocks.map(\.totalUTF16))
   }
 
   /// The number of leaves.
@@ -93,8 +90,7 @@ struct LeafOrder: Sendable {
   func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
     let block = blockOfLeaf[leaf]
     let rank = blockRank[block]
-    var visible = blockVisible.prefix(rank)
-    var utf16 = blockUTF16.prefix(rank)
+    var (visible, utf16) = blockCounts.prefix(rank)
     let slot = slotOfLeaf[leaf]
     blocks[block].visible.withUnsafeBufferPointer { counts in
       for position in 0..<slot { visible &+= counts[position] }
@@ -108,14 +104,14 @@ struct LeafOrder: Sendable {
   /// The leaf whose visible scalars hold offset `offset` (leaves without visible scalars
   /// are skipped) and the offset inside it. `offset` must be below the total.
   func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
-    let (rank, remainder) = blockVisible.search(offset)
+    let (rank, remainder) = blockCounts.search(offset, utf16: false)
     return find(remainder, inBlockAt: rank, utf16: false)
   }
 
   /// The leaf whose UTF-16 code units hold offset `offset`, and the offset inside it.
   /// `offset` must be below the total.
   func leaf(containingUTF16 offset: Int) -> (leaf: Int, remainder: Int) {
-    let (rank, remainder) = blockUTF16.search(offset)
+    let (rank, remainder) = blockCounts.search(offset, utf16: true)
     return find(remainder, inBlockAt: rank, utf16: true)
   }
 
@@ -141,9 +137,7 @@ struct LeafOrder: Sendable {
     blocks[block].utf16[slot] += utf16
     blocks[block].totalVisible += visible
     blocks[block].totalUTF16 += utf16
-    let rank = blockRank[block]
-    blockVisible.add(visible, at: rank)
-    blockUTF16.add(utf16, at: rank)
+    blockCounts.add(visible: visible, utf16: utf16, at: blockRank[block])
   }
 
   /// Places a new leaf with the given counts right after `leaf`; returns its id, the
@@ -163,9 +157,7 @@ struct LeafOrder: Sendable {
     for position in slot + 1..<blocks[block].leaves.count {
       slotOfLeaf[blocks[block].leaves[position]] = position
     }
-    let rank = blockRank[block]
-    blockVisible.add(visible, at: rank)
-    blockUTF16.add(utf16, at: rank)
+    blockCounts.add(visible: visible, utf16: utf16, at: blockRank[block])
     if blocks[block].leaves.count > Self.maxLeavesPerBlock { split(block) }
     return newLeaf
   }
@@ -194,8 +186,9 @@ struct LeafOrder: Sendable {
     blockOrder.insert(newBlock, at: rank)
     blockRank.append(0)
     for position in rank..<blockOrder.count { blockRank[blockOrder[position]] = position }
-    blockVisible = FenwickTree(values: blockOrder.map { blocks[$0].totalVisible })
-    blockUTF16 = FenwickTree(values: blockOrder.map { blocks[$0].totalUTF16 })
+    blockCounts = CountTree(
+      visible: blockOrder.map { blocks[$0].totalVisible },
+      utf16: blockOrder.map { blocks[$0].totalUTF16 })
   }
 
   /// Every leaf id in document order.
@@ -233,7 +226,7 @@ struct LeafOrder: Sendable {
   func _checkInvariants(counts: (Int) -> (visible: Int, utf16: Int)) {
     precondition(blockOfLeaf.count == slotOfLeaf.count, "leaf positions")
     precondition(blockOrder.count == blocks.count && blockRank.count == blocks.count)
-    precondition(blockVisible.count == blocks.count && blockUTF16.count == blocks.count)
+    precondition(blockCounts.count == blocks.count)
     var seen = 0
     var totalVisible = 0
     var totalUTF16 = 0
@@ -243,8 +236,7 @@ struct LeafOrder: Sendable {
       precondition(!block.leaves.isEmpty && block.leaves.count <= Self.maxLeavesPerBlock)
       precondition(block.visible.count == block.leaves.count)
       precondition(block.utf16.count == block.leaves.count)
-      precondition(blockVisible.prefix(rank) == totalVisible, "visible block sums")
-      precondition(blockUTF16.prefix(rank) == totalUTF16, "UTF-16 block sums")
+      precondition(blockCounts.prefix(rank) == (totalVisible, totalUTF16), "block sums")
       for (slot, leaf) in block.leaves.enumerated() {
         precondition(blockOfLeaf[leaf] == blockID && slotOfLeaf[leaf] == slot, "leaf slot")
         let expected = counts(leaf)
@@ -261,5 +253,82 @@ struct LeafOrder: Sendable {
           && block.totalUTF16 == block.utf16.reduce(0, +), "block totals")
     }
     precondition(seen == leafCount, "every leaf once")
+  }
+}
+
+/// Prefix sums over a sequence of (visible scalars, UTF-16 code units) pairs: a Fenwick
+/// tree whose nodes hold both counts side by side, so that an update or a prefix walks
+/// the tree once for both.
+struct CountTree: Sendable {
+  /// One-based implicit tree: node `i` holds its visible sum at `2 * i` and its UTF-16
+  /// sum at `2 * i + 1`.
+  private var nodes: [Int]
+
+  /// Builds the tree over `visible` and `utf16` (of equal length) in O(count).
+  init(visible: [Int], utf16: [Int]) {
+    let size = Swift.min(visible.count, utf16.count)
+    nodes = [Int](repeating: 0, count: 2 * (size + 1))
+    for rank in 0..<size {
+      nodes[2 * rank + 2] = visible[rank]
+      nodes[2 * rank + 3] = utf16[rank]
+    }
+    var index = 1
+    while index <= size {
+      let parent = index + (index & -index)
+      if parent <= size {
+        nodes[2 * parent] += nodes[2 * index]
+        nodes[2 * parent + 1] += nodes[2 * index + 1]
+      }
+      index += 1
+    }
+  }
+
+  var count: Int { nodes.count / 2 - 1 }
+
+  mutating func add(visible: Int, utf16: Int, at rank: Int) {
+    let size = count
+    nodes.withUnsafeMutableBufferPointer { nodes in
+      var index = rank + 1
+      while index <= size {
+        nodes[2 * index] += visible
+        nodes[2 * index + 1] += utf16
+        index += index & -index
+      }
+    }
+  }
+
+  /// The sums of the pairs at ranks `0..<rank`.
+  func prefix(_ rank: Int) -> (visible: Int, utf16: Int) {
+    nodes.withUnsafeBufferPointer { nodes in
+      var visible = 0
+      var utf16 = 0
+      var index = Swift.min(rank, nodes.count / 2 - 1)
+      while index > 0 {
+        visible += nodes[2 * index]
+        utf16 += nodes[2 * index + 1]
+        index -= index & -index
+      }
+      return (visible, utf16)
+    }
+  }
+
+  /// The rank whose span of visible scalars (or UTF-16 code units) holds `offset`, and
+  /// the offset inside it. Returns `count` when `offset` is past the end.
+  func search(_ offset: Int, utf16: Bool) -> (rank: Int, remainder: Int) {
+    let size = count
+    let component = utf16 ? 1 : 0
+    var position = 0
+    var remainder = offset
+    var step = 1
+    while step * 2 <= size { step *= 2 }
+    while step > 0 {
+      let next = position + step
+      if next <= size, nodes[2 * next + component] <= remainder {
+        position = next
+        remainder -= nodes[2 * next + component]
+      }
+      step /= 2
+    }
+    return (position, remainder)
   }
 }

@@ -175,11 +175,7 @@ extension RGA {
     if pendingInserts.isEmpty, index[insert.id.replica]?.isDisjoint(from: lower, upper) ?? true {
       // All new, nothing buffered (the common case): no ranges to compute.
       maxLamport = Swift.max(maxLamport, insert.lamport + UInt64(insert.length - 1))
-      if let origin = insert.origin, !isIntegrated(origin) {
-        pendingInserts.add(insert)
-      } else {
-        integrateAndDrain(insert, changes: &changes)
-      }
+      integrateOrBuffer(insert, changes: &changes)
       return
     }
     var lacking =
@@ -190,26 +186,45 @@ extension RGA {
     for range in lacking {
       let piece = insert.slice(from: Int(range.lowerBound - lower), length: range.count)
       maxLamport = Swift.max(maxLamport, piece.lamport + UInt64(piece.length - 1))
-      if let origin = piece.origin, !isIntegrated(origin) {
-        pendingInserts.add(piece)
-      } else {
-        integrateAndDrain(piece, changes: &changes)
-      }
+      integrateOrBuffer(piece, changes: &changes)
     }
   }
 
-  /// Integrates `insert`, then every buffered insert that waited for it or for one of
-  /// the inserts this integrates in turn, each exactly once.
-  private mutating func integrateAndDrain(
+  /// Integrates `insert` (and what waited for it) if its origin is integrated, buffers it
+  /// otherwise; the origin is looked up once for both.
+  private mutating func integrateOrBuffer(
     _ insert: RGADelta.Insert, changes: inout [TextChange]
   ) {
-    guard integrate(insert, changes: &changes), !pendingInserts.isEmpty else { return }
+    var originLocation: ItemLocation?
+    if let origin = insert.origin {
+      guard let found = locate(origin) else {
+        pendingInserts.add(insert)
+        return
+      }
+      originLocation = found
+    }
+    integrateAndDrain(insert, originAt: originLocation, changes: &changes)
+  }
+
+  /// Integrates `insert`, whose origin is at `originLocation` (`nil`: the head), then
+  /// every buffered insert that waited for it or for one of the inserts this integrates
+  /// in turn, each exactly once.
+  private mutating func integrateAndDrain(
+    _ insert: RGADelta.Insert, originAt originLocation: ItemLocation?,
+    changes: inout [TextChange]
+  ) {
+    guard integrate(insert, originAt: originLocation, changes: &changes),
+      !pendingInserts.isEmpty
+    else { return }
     var work: [RGADelta.Insert] = pendingInserts.takeWaiting(
       replica: insert.id.replica, lower: insert.id.counter,
       upper: insert.id.counter + UInt64(insert.length)
     ).reversed()
     while let next = work.popLast() {
-      guard integrate(next, changes: &changes), !pendingInserts.isEmpty else { continue }
+      let originLocation = next.origin.flatMap { locate($0) }
+      guard integrate(next, originAt: originLocation, changes: &changes),
+        !pendingInserts.isEmpty
+      else { continue }
       let woken = pendingInserts.takeWaiting(
         replica: next.id.replica, lower: next.id.counter,
         upper: next.id.counter + UInt64(next.length))
@@ -217,15 +232,19 @@ extension RGA {
     }
   }
 
-  /// Places a run of new items whose origin is integrated (or the head); returns whether
-  /// it did (a run not younger than its origin is ignored).
+  /// Places a run of new items whose origin is integrated at `originLocation` (`nil`: the
+  /// head); returns whether it did (a run not younger than its origin is ignored).
   @discardableResult
-  private mutating func integrate(_ insert: RGADelta.Insert, changes: inout [TextChange])
-    -> Bool
-  {
+  private mutating func integrate(
+    _ insert: RGADelta.Insert, originAt originLocation: ItemLocation?,
+    changes: inout [TextChange]
+  ) -> Bool {
     var leaf = leafOrder.first
     var slot = 0
-    if let origin = insert.origin, let found = locate(origin) {
+    // The visible counts of runs `0..<slot` of `leaf`, kept as the scan moves.
+    var scalarsBefore = 0
+    var utf16Before = 0
+    if let found = originLocation {
       let originRun = leaves[found.leaf].runs[found.run]
       // A child older than its parent would break the order's invariants: ignore it.
       guard originRun.lamport + UInt64(found.offset) < insert.lamport else { return false }
@@ -234,6 +253,9 @@ extension RGA {
       }
       leaf = found.leaf
       slot = found.run + 1
+      let head = leaves[leaf].runs[found.run]
+      scalarsBefore = found.scalarsBefore + head.visibleLength
+      utf16Before = found.utf16Before + head.visibleUTF16
     }
     // Skip the sibling subtrees that sort first: every item in them has a larger
     // (lamport, replica) than the new run, and the first smaller one ends the scan.
@@ -243,11 +265,15 @@ extension RGA {
       while slot < runs.count {
         let run = runs[slot]
         if (run.lamport, run.replica, run.counter) < key { break scan }
+        scalarsBefore += run.visibleLength
+        utf16Before += run.visibleUTF16
         slot += 1
       }
       guard let next = leafOrder.leaf(after: leaf) else { break }
       leaf = next
       slot = 0
+      scalarsBefore = 0
+      utf16Before = 0
     }
     let length = insert.length
     if insert.isContentDropped {
@@ -258,7 +284,9 @@ extension RGA {
         utf16: length, deleted: true)
       insertRun(run, leaf: leaf, at: slot)
     } else {
-      let (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
+      let (leafScalars, leafUTF16) = leafOrder.prefix(of: leaf)
+      let scalarOffset = leafScalars + scalarsBefore
+      let utf16Offset = leafUTF16 + utf16Before
       let start = content.count
       content.append(contentsOf: insert.content)
       let utf16 = utf16Length(start..<start + length)
@@ -307,7 +335,9 @@ extension RGA {
       let run = leaves[found.leaf].runs[found.run]
       let length = Int(Swift.min(target.upper - cursor, UInt64(run.length - found.offset)))
       if !run.deleted {
-        let (scalarOffset, utf16Offset) = visibleOffsets(leaf: found.leaf, run: found.run)
+        let (leafScalars, leafUTF16) = leafOrder.prefix(of: found.leaf)
+        let scalarOffset = leafScalars + found.scalarsBefore
+        let utf16Offset = leafUTF16 + found.utf16Before
         let before = run.contentStart + found.offset
         let start = scalarOffset + found.offset
         let startUTF16 = utf16Offset + utf16Length(run.contentStart..<before)

@@ -4,6 +4,10 @@ extension RGA {
     var leaf: Int
     var run: Int
     var offset: Int
+    /// The visible scalars and UTF-16 code units of the runs before `run` in its leaf,
+    /// counted by ``locate(_:)`` on its way (0 from ``locateVisible(_:)``).
+    var scalarsBefore = 0
+    var utf16Before = 0
   }
 
   /// The item at visible position `position`, which must be below `count`.
@@ -19,13 +23,22 @@ extension RGA {
     return ItemLocation(leaf: leafID, run: Swift.max(0, runs.count - 1), offset: 0)
   }
 
-  /// The integrated item `dot`, if any.
+  /// The integrated item `dot`, if any, with the visible counts before its run in its
+  /// leaf (so that placing or deleting there needs no second scan of the leaf).
   func locate(_ dot: Dot) -> ItemLocation? {
     guard let leafID = index[dot.replica]?.leaf(containing: dot.counter) else { return nil }
     let runs = leaves[leafID].runs
-    for position in runs.indices where runs[position].contains(dot) {
-      return ItemLocation(
-        leaf: leafID, run: position, offset: Int(dot.counter - runs[position].counter))
+    var scalars = 0
+    var utf16 = 0
+    for position in runs.indices {
+      let run = runs[position]
+      if run.contains(dot) {
+        return ItemLocation(
+          leaf: leafID, run: position, offset: Int(dot.counter - run.counter),
+          scalarsBefore: scalars, utf16Before: utf16)
+      }
+      scalars &+= run.visibleLength
+      utf16 &+= run.visibleUTF16
     }
     return nil
   }
@@ -152,9 +165,32 @@ extension RGA {
     leafOrder.add(visible: -moved.visible, utf16: -moved.utf16, to: leaf)
     let newID = leafOrder.insertLeaf(after: leaf, visible: moved.visible, utf16: moved.utf16)
     leaves.append(moved)
+    // The moved runs' ids, sorted and joined where one range's counters continue
+    // another's of the same replica (the parts of a run split by inserts or deletes
+    // usually move together), so the index changes once per joined range, not per run.
+    var ranges: [TargetRange] = []
+    ranges.reserveCapacity(moved.runs.count)
     for run in moved.runs {
-      let slot = index.slotCreating(run.replica, default: ReplicaIndex())
-      index.values[slot].assign(run.counter, run.counter + UInt64(run.length), to: newID)
+      ranges.append(
+        TargetRange(
+          replica: run.replica, lower: run.counter, upper: run.counter + UInt64(run.length)))
     }
+    ranges.sort { ($0.replica, $0.lower) < ($1.replica, $1.lower) }
+    guard var joined = ranges.first else { return }
+    for range in ranges.dropFirst() {
+      if range.replica == joined.replica && range.lower == joined.upper {
+        joined.upper = range.upper
+      } else {
+        assignToIndex(joined, leaf: newID)
+        joined = range
+      }
+    }
+    assignToIndex(joined, leaf: newID)
+  }
+
+  /// Records in the index that the ids of `range` live in `leaf`.
+  private mutating func assignToIndex(_ range: TargetRange, leaf: Int) {
+    let slot = index.slotCreating(range.replica, default: ReplicaIndex())
+    index.values[slot].assign(range.lower, range.upper, to: leaf)
   }
 }
