@@ -97,16 +97,7 @@ extension SequentialTrace {
     }
 
     // 5. Applying small remote deltas to the full document.
-    var sender = replica.forked(as: ReplicaID(rawValue: 2))
-    var smallDeltas: [[UInt8]] = []
-    for index in 0..<200 {
-      let position = (index * 7919) % Swift.max(1, endContent.unicodeScalars.count)
-      let commit = sender.transact {
-        $0.insertText("x", at: position, in: Self.benchField, of: Self.benchKey)
-      }
-      smallDeltas.append(commit.delta.encoded())
-    }
-    let smallTimes = try Self.applySmallDeltas(smallDeltas, to: &replica)
+    let smallTimes = try Self.applySmallDeltas(smallDeltas(to: replica, count: 200), to: &replica)
 
     return TraceBenchmarkReport(
       trace: name, edits: patches.count, typedCharacters: typed,
@@ -186,16 +177,30 @@ extension SequentialTrace {
     replica.transact { tx in
       for patch in patches { Self.edit(patch, in: &tx) }
     }
+    let deltas = smallDeltas(to: replica, count: 200 * Swift.max(1, rounds))
+    return (try? Self.applySmallDeltas(deltas, to: &replica)) != nil
+  }
+
+  /// `count` encoded single-character edits that a fork of `replica` types at positions
+  /// spread over the document.
+  private func smallDeltas(to replica: Replica, count: Int) -> [[UInt8]] {
     var sender = replica.forked(as: ReplicaID(rawValue: 2))
-    var smallDeltas: [[UInt8]] = []
-    for index in 0..<(200 * Swift.max(1, rounds)) {
+    return (0..<count).map { index in
       let position = (index * 7919) % Swift.max(1, endContent.unicodeScalars.count)
-      let commit = sender.transact {
+      return sender.transact {
         $0.insertText("x", at: position, in: Self.benchField, of: Self.benchKey)
-      }
-      smallDeltas.append(commit.delta.encoded())
+      }.delta.encoded()
     }
-    return (try? Self.applySmallDeltas(smallDeltas, to: &replica)) != nil
+  }
+
+  /// The timed part of the merge measurement: each replica applies the other's delta.
+  /// Kept apart so that a profiler can count its instructions alone.
+  @inline(never)
+  static func exchange(
+    _ a: inout Replica, _ fromB: [UInt8], _ b: inout Replica, _ fromA: [UInt8]
+  ) throws {
+    _ = try a.apply(encodedDelta: fromB)
+    _ = try b.apply(encodedDelta: fromA)
   }
 
   /// Applies one patch as a transaction and returns its encoded delta.
@@ -241,8 +246,7 @@ extension SequentialTrace {
     let fromB = b.delta(since: fork).encoded()
     let clock = ContinuousClock()
     let start = clock.now
-    _ = try a.apply(encodedDelta: fromB)
-    _ = try b.apply(encodedDelta: fromA)
+    try Self.exchange(&a, fromB, &b, fromA)
     let elapsed = milliseconds(clock.now - start)
     let text = a.document.text(of: Self.benchField, in: Self.benchKey)
     let unmarked = String(

@@ -26,15 +26,7 @@ enum ContentCoding {
 
   /// Writes `content` (valid UTF-8) as a `bytes` field, coded when that is smaller.
   static func write(_ content: [UInt8], to writer: inout ByteWriter) {
-    guard content.count >= minimumCodedLength else {
-      writer.writeLengthPrefixedBytes(content)
-      return
-    }
-    let frequencies = Self.frequencies(content[...])
-    let lengths = codeLengths(frequencies: frequencies)
-    guard
-      codedSize(count: content.count, frequencies: frequencies, lengths: lengths) < content.count
-    else {
+    guard let lengths = codeLengthsIfShorter(content[...]) else {
       writer.writeLengthPrefixedBytes(content)
       return
     }
@@ -58,6 +50,17 @@ enum ContentCoding {
     }
     if filled > 0 { coded.writeUInt8(UInt8(truncatingIfNeeded: buffer << UInt64(8 - filled))) }
     writer.writeLengthPrefixedBytes(coded.bytes)
+  }
+
+  /// The code lengths of `bytes` when the coded form is the one to write (at least
+  /// ``minimumCodedLength`` bytes, and a coded field shorter than they are); nil when
+  /// they are written raw. Encoder and decoder both decide with it.
+  static func codeLengthsIfShorter(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+    guard bytes.count >= minimumCodedLength else { return nil }
+    let frequencies = Self.frequencies(bytes)
+    let lengths = codeLengths(frequencies: frequencies)
+    let size = codedSize(count: bytes.count, frequencies: frequencies, lengths: lengths)
+    return size < bytes.count ? lengths : nil
   }
 
   /// The size of the coded field's content (marker, length, code table, bits).
@@ -135,16 +138,9 @@ enum ContentCoding {
   static func decode(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
     guard field.first == marker else {
       // Raw: refused if the coded form would have been chosen.
-      if field.count >= minimumCodedLength {
-        let frequencies = Self.frequencies(field)
-        let lengths = codeLengths(frequencies: frequencies)
-        guard
-          codedSize(count: field.count, frequencies: frequencies, lengths: lengths)
-            >= field.count
-        else {
-          throw ConvergeDecodingError.invalidValue(
-            offset: offset, reason: "raw text content that has a shorter coded form")
-        }
+      guard codeLengthsIfShorter(field) == nil else {
+        throw ConvergeDecodingError.invalidValue(
+          offset: offset, reason: "raw text content that has a shorter coded form")
       }
       return field
     }
@@ -164,20 +160,19 @@ enum ContentCoding {
     guard rawCount <= UInt64(bits.count) * 8 else {
       throw ConvergeDecodingError.countTooLarge(offset: countStart)
     }
-    let count = Int(rawCount)
-    guard count >= minimumCodedLength, field.count < count else {
-      throw ConvergeDecodingError.invalidValue(
-        offset: countStart, reason: "coded text content that is not shorter than its UTF-8")
-    }
     let table = try decodingTable(lengths: lengths, offset: tableStart)
-    let content = try decodeBits(bits, count: count, table: table, offset: bitsStart)
-    // The table must be the one the content's frequencies give, written the one way.
-    let expected = codeLengths(frequencies: frequencies(content[...]))
+    let content = try decodeBits(bits, count: Int(rawCount), table: table, offset: bitsStart)
+    // The content must be coded (long enough, shorter coded), with the lengths its byte
+    // frequencies give, and the table written the one way.
+    guard let expected = codeLengthsIfShorter(content[...]), expected == lengths else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: tableStart, reason: "coded text content that is not the canonical form")
+    }
     var rewritten = ByteWriter()
     writeTable(expected, to: &rewritten)
-    guard expected == lengths, rewritten.bytes.elementsEqual(tableBytes) else {
+    guard rewritten.bytes.elementsEqual(tableBytes) else {
       throw ConvergeDecodingError.invalidValue(
-        offset: tableStart, reason: "code table that is not the content's")
+        offset: tableStart, reason: "code table that is not written canonically")
     }
     return content[...]
   }
