@@ -11,16 +11,7 @@
 public enum CRC32C {
   /// The checksum of `bytes`.
   public static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
-    tables.withUnsafeBufferPointer { tables in
-      if let crc = bytes.withContiguousStorageIfAvailable({ update(0xFFFF_FFFF, $0, tables) }) {
-        return crc ^ 0xFFFF_FFFF
-      }
-      var crc: UInt32 = 0xFFFF_FFFF
-      for byte in bytes {
-        crc = tables[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
-      }
-      return crc ^ 0xFFFF_FFFF
-    }
+    continuing(0xFFFF_FFFF, over: bytes) ^ 0xFFFF_FFFF
   }
 
   /// The checksum of two 64-bit integers (little-endian) followed by `bytes`, as
@@ -29,24 +20,27 @@ public enum CRC32C {
   static func checksum<C: Collection>(prefixedBy first: UInt64, _ second: UInt64, _ bytes: C)
     -> UInt32 where C.Element == UInt8
   {
+    let prefix = (first.littleEndian, second.littleEndian)
+    let crc = withUnsafeBytes(of: prefix) { raw in
+      tables.withUnsafeBufferPointer {
+        update(0xFFFF_FFFF, raw.assumingMemoryBound(to: UInt8.self), $0)
+      }
+    }
+    return continuing(crc, over: bytes) ^ 0xFFFF_FFFF
+  }
+
+  /// The running CRC `crc` continued over `bytes` (before the final XOR).
+  private static func continuing<C: Collection>(_ crc: UInt32, over bytes: C) -> UInt32
+  where C.Element == UInt8 {
     tables.withUnsafeBufferPointer { tables in
-      var crc: UInt32 = 0xFFFF_FFFF
-      func add(_ word: UInt64) {
-        var remaining = word
-        for _ in 0..<8 {
-          crc = tables[Int((crc ^ UInt32(truncatingIfNeeded: remaining)) & 0xFF)] ^ (crc >> 8)
-          remaining >>= 8
-        }
-      }
-      add(first)
-      add(second)
       if let updated = bytes.withContiguousStorageIfAvailable({ update(crc, $0, tables) }) {
-        return updated ^ 0xFFFF_FFFF
+        return updated
       }
+      var crc = crc
       for byte in bytes {
         crc = tables[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
       }
-      return crc ^ 0xFFFF_FFFF
+      return crc
     }
   }
 

@@ -216,13 +216,10 @@ struct ChangeRecorder {
   func finish(in document: Document) -> DocumentChanges {
     if let edit = singleTextEdit {
       // What the loop below makes of the same entry, without building it.
-      let kind: EntityChange.Kind
-      switch (edit.wasVisible, edit.isVisible) {
-      case (false, true): kind = .created
-      case (true, false): kind = .deleted
-      case (true, true): kind = .updated
-      case (false, false): return DocumentChanges()
-      }
+      guard
+        let kind = EntityChange.Kind(
+          wasVisible: edit.wasVisible, isVisible: edit.isVisible, fieldsChanged: true)
+      else { return DocumentChanges() }
       return DocumentChanges(
         singleText: .init(key: edit.key, kind: kind, field: edit.field, change: edit.change))
     }
@@ -232,15 +229,11 @@ struct ChangeRecorder {
       let isVisible = entry.isVisible ?? document.contains(entry.key)
       let changedFields =
         entry.fields.count > 1 ? entry.fields.sorted(by: fieldNameOrder) : entry.fields
-      let kind: EntityChange.Kind
-      switch (entry.wasVisible, isVisible) {
-      case (false, true): kind = .created
-      case (true, false): kind = .deleted
-      case (true, true):
-        guard !changedFields.isEmpty else { continue }
-        kind = .updated
-      case (false, false): continue
-      }
+      guard
+        let kind = EntityChange.Kind(
+          wasVisible: entry.wasVisible, isVisible: isVisible,
+          fieldsChanged: !changedFields.isEmpty)
+      else { continue }
       var texts: [String: [TextChange]]
       if entry.texts.count == 1, let (field, fieldChanges) = entry.texts.first {
         texts = [field: fieldChanges]  // sized once, the common case
@@ -253,5 +246,21 @@ struct ChangeRecorder {
     }
     if changes.entities.count > 1 { changes.entities.sort { $0.key < $1.key } }
     return changes
+  }
+}
+
+extension EntityChange.Kind {
+  /// The change of an entity visible before (`wasVisible`) and after (`isVisible`) a
+  /// transaction or merge; nil when it stayed invisible, or stayed visible with no field
+  /// changed.
+  init?(wasVisible: Bool, isVisible: Bool, fieldsChanged: Bool) {
+    switch (wasVisible, isVisible) {
+    case (false, true): self = .created
+    case (true, false): self = .deleted
+    case (true, true):
+      guard fieldsChanged else { return nil }
+      self = .updated
+    case (false, false): return nil
+    }
   }
 }
