@@ -411,7 +411,7 @@ private struct StateLoader {
         replica: header.id.replica, counter: counter, lamport: header.lamport + UInt64(cursor),
         origin: cursor == 0
           ? header.origin : Dot(replica: header.id.replica, counter: counter - 1),
-        contentStart: 0, hasContent: false, length: length, utf16: length, deleted: deleted)
+        hasContent: false, deleted: deleted, contentStart: 0, length: length, utf16: length)
       if !deleted {
         run.hasContent = true
         run.contentStart = piece.contentStart + (cursor - piece.offset)

@@ -86,7 +86,7 @@ extension RGA {
     let utf16 = utf16Length(contentStart..<contentStart + length)
     let run = Run(
       replica: firstDot.replica, counter: firstDot.counter, lamport: lamport, origin: origin,
-      contentStart: contentStart, length: length, utf16: utf16, deleted: false)
+      deleted: false, contentStart: contentStart, length: length, utf16: utf16)
     insertRun(run, leaf: leaf, at: slot)
     maxLamport = lamport + UInt64(length - 1)
     checkInvariantsIfEnabled()

@@ -280,8 +280,8 @@ extension RGA {
       // A tombstone without content: it only holds its ids, invisible from the start.
       let run = Run(
         replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
-        origin: insert.origin, contentStart: 0, hasContent: false, length: length,
-        utf16: length, deleted: true)
+        origin: insert.origin, hasContent: false, deleted: true, contentStart: 0, length: length,
+        utf16: length)
       insertRun(run, leaf: leaf, at: slot)
     } else {
       let (leafScalars, leafUTF16) = leafOrder.prefix(of: leaf)
@@ -292,7 +292,7 @@ extension RGA {
       let utf16 = utf16Length(start..<start + length)
       let run = Run(
         replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
-        origin: insert.origin, contentStart: start, length: length, utf16: utf16, deleted: false)
+        origin: insert.origin, deleted: false, contentStart: start, length: length, utf16: utf16)
       insertRun(run, leaf: leaf, at: slot)
       changes.append(
         TextChange(

@@ -101,28 +101,13 @@ public struct RGA: Sendable {
     var origin: Dot?
     /// Whether the run has content (a tombstone that arrived without its content,
     /// dropped by the sender, has none).
-    var hasContent: Bool
+    var hasContent = true
     var deleted: Bool
     /// Where the run's scalars start in `content`, if it has content.
     var contentStart: Int
     var length: Int
     /// UTF-16 code units of the run's scalars.
     var utf16: Int
-
-    init(
-      replica: ReplicaID, counter: UInt64, lamport: UInt64, origin: Dot?, contentStart: Int,
-      hasContent: Bool = true, length: Int, utf16: Int, deleted: Bool
-    ) {
-      self.replica = replica
-      self.counter = counter
-      self.lamport = lamport
-      self.origin = origin
-      self.hasContent = hasContent
-      self.deleted = deleted
-      self.contentStart = contentStart
-      self.length = length
-      self.utf16 = utf16
-    }
 
     var visibleLength: Int { deleted ? 0 : length }
     var visibleUTF16: Int { deleted ? 0 : utf16 }
