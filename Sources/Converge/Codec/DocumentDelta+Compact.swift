@@ -213,7 +213,7 @@ extension DocumentDelta {
     let key = try EntityKey(from: &reader)
     let field = try reader.readString()
     let runsStart = reader.offset
-    let runs = try RGADelta(from: &reader, replicas: &table)
+    let runs = try RGADelta(fromDelta: &reader, replicas: &table)
     try table.checkAllReferenced(offset: reader.offset)
     // One run with its content (a keystroke): its events are one range, and the delta
     // takes the unbuilt form of a local edit's, equal to the one built below.

@@ -157,6 +157,8 @@ extension SessionStream {
     for insert in runs.inserts where insert.isContentDropped || insert.content.isEmpty {
       return false
     }
+    // The decoder refuses runs that share a counter; the general form joins them.
+    if runs.hasRunsSharingCounters { return false }
     for delete in runs.deletes where delete.count == 0 { return false }
     guard !runs.deletes.isEmpty, !runs.inserts.isEmpty else { return true }
     for delete in runs.deletes {
@@ -458,6 +460,10 @@ extension SessionStream {
     var runs = RGADelta()
     runs.inserts = inserts
     runs.deletes = deletes
+    guard !runs.hasRunsSharingCounters else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: reader.offset, reason: "runs that share a counter")
+    }
     guard let (replica, counters) = DocumentDelta.events(of: runs) else {
       throw ConvergeDecodingError.invalidValue(offset: reader.offset, reason: "frame without runs")
     }
