@@ -13,6 +13,8 @@ import Testing
   private let author = ReplicaID(rawValue: 0xA1)
   private let note = EntityKey(type: "note", id: "n1")
 
+  private func dot(_ counter: UInt64) -> Dot { Dot(replica: author, counter: counter) }
+
   /// A delta of `runs` whose context is exactly their dots and whose presence adds the
   /// latest: the text edit form.
   private func textEdit(_ runs: RGADelta, counters: ClosedRange<UInt64>) -> DocumentDelta {
@@ -42,6 +44,19 @@ import Testing
     let decoded = try DocumentDelta(decoding: bytes)
     #expect(decoded.context == delta.context)
     #expect(decoded.encoded() == bytes)
+  }
+
+  /// The shape of `converge simulate --seed 100212 … --frames` ("1 messages did not decode
+  /// with the transport"): a handshake's answer held a typed run whose tail had lost its
+  /// content (tombstones whose deletes the peer already knew).
+  @Test func aRunWhoseTailLostItsContentTakesTheTextEditForm() throws {
+    let typed = RGADelta.Insert(
+      id: dot(2), lamport: 2, origin: dot(1), scalars: Array("at".unicodeScalars))
+    let tail = RGADelta.Insert(id: dot(4), lamport: 4, origin: dot(3), droppedLength: 3)
+    let delta = textEdit(RGADelta(inserts: [typed, tail], deletes: []), counters: 2...6)
+    let bytes = delta.encoded()
+    #expect(bytes[5] == MessageKind.textEditDelta.rawValue)
+    #expect(try DocumentDelta(decoding: bytes).context == delta.context)
   }
 
   /// One transaction types "ab" and deletes the "b": the wire leaves out the deleted
