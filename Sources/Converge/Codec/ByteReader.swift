@@ -280,6 +280,17 @@ public struct ByteReader: Sendable {
     guard isAtEnd else { throw ConvergeDecodingError.trailingBytes(offset: offset) }
   }
 
+  /// A decoded length or count as an `Int`, or `countTooLarge` at `offset`. A value that
+  /// passed every 64-bit range check can still exceed `Int.max` on a 32-bit platform
+  /// (watchOS), where `Int(_:)` would trap: every conversion of a decoded value that is
+  /// not bounded by the input's size goes through here.
+  public static func checkedInt(_ value: UInt64, at offset: Int) throws -> Int {
+    guard let result = Int(exactly: value) else {
+      throw ConvergeDecodingError.countTooLarge(offset: offset)
+    }
+    return result
+  }
+
   /// `a + b`, or `integerOverflow` at `offset` when the sum exceeds 64 bits.
   public static func checkedAdd(_ a: UInt64, _ b: UInt64, at offset: Int) throws -> UInt64 {
     let (sum, overflow) = a.addingReportingOverflow(b)

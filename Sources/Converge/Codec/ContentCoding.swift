@@ -161,7 +161,8 @@ enum ContentCoding {
       throw ConvergeDecodingError.countTooLarge(offset: countStart)
     }
     let table = try decodingTable(lengths: lengths, offset: tableStart)
-    let content = try decodeBits(bits, count: Int(rawCount), table: table, offset: bitsStart)
+    let count = try ByteReader.checkedInt(rawCount, at: countStart)
+    let content = try decodeBits(bits, count: count, table: table, offset: bitsStart)
     // The content must be coded (long enough, shorter coded), with the lengths its byte
     // frequencies give, and the table written the one way.
     guard let expected = codeLengthsIfShorter(content[...]), expected == lengths else {

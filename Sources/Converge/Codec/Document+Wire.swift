@@ -69,6 +69,12 @@ extension Document {
       try EntityRecord(from: &reader, replicas: &table)
     }
     try table.checkAllReferenced(offset: reader.offset)
+    for record in document.entities.values {
+      for case .register(let register) in record.fields.values {
+        try FieldWire.checkRegister(
+          register, presence: record.presence, context: document.context, offset: reader.offset)
+      }
+    }
     return document
   }
 }
@@ -178,6 +184,24 @@ enum FieldWire {
     return LWWRegister(value: value, stamp: .init(timestamp: timestamp, dot: dot))
   }
 
+  /// Throws unless the register's write is an event of `context` and no newer than its
+  /// entity's version: true of every state and every delta a replica makes, and what
+  /// keeps a peer that missed the message able to get the write from a handshake (a
+  /// write outside every context is never re-sent).
+  static func checkRegister(
+    _ register: LWWRegister<FieldValue>, presence: Presence, context: CausalContext, offset: Int
+  ) throws {
+    guard let dot = register.stamp?.dot else { return }
+    guard context.contains(dot) else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: offset, reason: "register write that is not in the message's context")
+    }
+    guard dot.counter <= presence.added[dot.replica] else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: offset, reason: "register write newer than its entity's version")
+    }
+  }
+
   /// Writes the tag and payload of a set: elements sorted by ``FieldValue``'s order.
   static func write(
     _ elements: [FieldValue: Presence], to writer: inout ByteWriter, replicas table: ReplicaTable
@@ -206,6 +230,10 @@ enum FieldWire {
           offset: start, reason: "set elements not strictly increasing")
       }
       let presence = try Presence(from: &reader, replicas: &table)
+      // Every element a replica holds, or a delta carries, was added somewhere.
+      guard !presence.added.isEmpty else {
+        throw ConvergeDecodingError.invalidValue(offset: start, reason: "set element never added")
+      }
       guard elements.updateValue(presence, forKey: element) == nil else {
         throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate set element")
       }

@@ -98,6 +98,11 @@ extension DocumentDelta {
 
   /// The replica that made every run of `runs` and the counters of their dots, or `nil`
   /// if the runs are empty, name several replicas, or run past the counter space.
+  ///
+  /// An insert run counts its ids (``RGADelta/Insert/length``), never its content: a
+  /// tombstone run without content (``RGADelta/Insert/isContentDropped``) has the same
+  /// dots, and the wire gives it placeholder content, so encoder and decoder must count
+  /// both alike to make the same choice of form.
   static func events(of runs: RGADelta) -> (replica: ReplicaID, counters: CounterRanges)? {
     var replica: ReplicaID?
     var counters = CounterRanges()
@@ -111,7 +116,7 @@ extension DocumentDelta {
       counters.insert(first.counter...last)
       return true
     }
-    for insert in runs.inserts where !add(insert.id, UInt64(insert.content.count)) {
+    for insert in runs.inserts where !add(insert.id, UInt64(insert.length)) {
       return nil
     }
     for delete in runs.deletes where !add(delete.dot, delete.count) { return nil }
@@ -208,7 +213,7 @@ extension DocumentDelta {
     let key = try EntityKey(from: &reader)
     let field = try reader.readString()
     let runsStart = reader.offset
-    let runs = try RGADelta(from: &reader, replicas: &table)
+    let runs = try RGADelta(fromDelta: &reader, replicas: &table)
     try table.checkAllReferenced(offset: reader.offset)
     // One run with its content (a keystroke): its events are one range, and the delta
     // takes the unbuilt form of a local edit's, equal to the one built below.

@@ -77,6 +77,12 @@ extension DocumentDelta {
       try EntityDelta(from: &reader, replicas: &table)
     }
     try table.checkAllReferenced(offset: reader.offset)
+    for entity in delta.entities.values {
+      for case .register(let register) in entity.fields.values {
+        try FieldWire.checkRegister(
+          register, presence: entity.presence, context: delta.context, offset: reader.offset)
+      }
+    }
     // A delta with the compact form has no other encoding.
     guard delta.textEdit == nil else {
       throw ConvergeDecodingError.invalidValue(
@@ -120,9 +126,22 @@ extension EntityDelta {
       case .register: .register(try FieldWire.readRegister(from: &reader, replicas: &table))
       case .emptyRegister: .register(LWWRegister())
       case .set: .set(try FieldWire.readSet(from: &reader, replicas: &table))
-      case .text: .text(try RGADelta(from: &reader, replicas: &table))
+      case .text: .text(try RGADelta(fromDelta: &reader, replicas: &table))
       }
     }
     self.init(presence: presence, fields: fields)
+  }
+}
+
+extension RGADelta {
+  /// Reads the runs of a delta: as ``init(from:replicas:)``, and refusing runs that share
+  /// a counter (``hasRunsSharingCounters``), which a state may hold from separate
+  /// messages but no single delta does.
+  init(fromDelta reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    let start = reader.offset
+    try self.init(from: &reader, replicas: &table)
+    guard !hasRunsSharingCounters else {
+      throw ConvergeDecodingError.invalidValue(offset: start, reason: "runs that share a counter")
+    }
   }
 }

@@ -465,7 +465,7 @@ enum TextWire {
           throw ConvergeDecodingError.invalidValue(
             offset: lengthStart, reason: "Lamport number out of range")
         }
-        let length = Int(rawLength)
+        let length = try ByteReader.checkedInt(rawLength, at: lengthStart)
         let end = try ByteReader.checkedAdd(counter, rawLength, at: lengthStart)
         let lamportStart = reader.offset
         let lamport = (predictedLamport ?? counter) &+ UInt64(bitPattern: try reader.readVarInt())

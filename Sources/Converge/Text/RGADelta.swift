@@ -242,6 +242,35 @@ public struct RGADelta: Sendable, Equatable {
     return result
   }
 
+  /// Whether two runs claim one counter of a replica. An insert's ids and a delete's dots
+  /// are each an event of their own: runs of a joined delta may overlap only as pieces of
+  /// one run, which the wire form writes once. Decoders of deltas refuse any overlap: one
+  /// dot naming two events would let replicas that saw different ones diverge, as a
+  /// handshake never re-sends a dot the peer already has.
+  ///
+  /// - Complexity: O(d log d) for d runs; O(1) for a keystroke's one run.
+  var hasRunsSharingCounters: Bool {
+    guard inserts.count + deletes.count > 1 else { return false }
+    var ranges: [(replica: ReplicaID, lower: UInt64, upper: UInt64)] = []
+    ranges.reserveCapacity(inserts.count + deletes.count)
+    for insert in inserts {
+      let (upper, overflow) = insert.id.counter.addingReportingOverflow(UInt64(insert.length))
+      ranges.append((insert.id.replica, insert.id.counter, overflow ? .max : upper))
+    }
+    for delete in deletes {
+      let (upper, overflow) = delete.dot.counter.addingReportingOverflow(delete.count)
+      ranges.append((delete.dot.replica, delete.dot.counter, overflow ? .max : upper))
+    }
+    ranges.sort { ($0.replica, $0.lower) < ($1.replica, $1.lower) }
+    for index in 1..<ranges.count
+    where ranges[index].replica == ranges[index - 1].replica
+      && ranges[index].lower < ranges[index - 1].upper
+    {
+      return true
+    }
+    return false
+  }
+
   /// Sorts the runs, drops exact duplicates and joins runs that continue each other.
   mutating func normalize() {
     // At most one non-empty run of each kind (a keystroke) is in normal form already;
