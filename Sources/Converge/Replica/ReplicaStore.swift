@@ -14,8 +14,11 @@
   ///   send(session.pushEncoded(commit, from: store.replica))  // and transport
   /// }
   /// Task { for await change in store.changes() { refreshList(change) } }
-  /// store.transact { $0.create(Note(title: "Groceries")) }
+  /// store.transact { $0.create(Note(title: "Groceries")) }  // later, on a tap
   /// ```
+  ///
+  /// A stream reports the changes made after it is created: the task above creates it
+  /// when it first runs.
   @MainActor
   @Observable
   public final class ReplicaStore {

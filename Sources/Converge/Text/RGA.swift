@@ -29,7 +29,8 @@
 /// ## Example
 ///
 /// ```swift
-/// let a = ReplicaID(rawValue: 1), b = ReplicaID(rawValue: 2)
+/// let a = ReplicaID(rawValue: 1)
+/// let b = ReplicaID(rawValue: 2)
 /// var left = RGA()
 /// let base = left.insert("ac".unicodeScalars, at: 0, firstDot: Dot(replica: a, counter: 1))
 /// var right = RGA()
