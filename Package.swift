@@ -1,9 +1,12 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// Converge is licensed under the Apache License 2.0 (see LICENSE). The editing traces in
+// Tests/Traces are CC BY 4.0 (see Tests/Traces/LICENSE.md); they are test data only and
+// belong to no target.
+//
 // The root package has no package dependencies: the core embeds in any app without
-// pulling anything in. Fuzz/ and Benchmarks/ are separate packages that depend on this
-// one by path.
+// pulling anything in. Sibling packages such as Fuzz/ depend on this one by path.
 let package = Package(
   name: "Converge",
   platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],

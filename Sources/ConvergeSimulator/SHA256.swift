@@ -4,7 +4,7 @@
 /// two runs in different processes can be compared by one short string.
 ///
 /// ```swift
-/// SHA256.hexDigest(of: Array("abc".utf8))
+/// let digest = SHA256.hexDigest(of: Array("abc".utf8))
 /// // "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 /// ```
 ///

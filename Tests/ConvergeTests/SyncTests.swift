@@ -136,8 +136,11 @@ import Testing
     laptop.transact {
       $0.insert(.string("tag"), into: "tags", of: EntityKey(type: "note", id: "note-4"))
     }
+    // 300 notes in common; then, a month apart, the phone edits two, the laptop one.
     let toLaptop = phone.delta(since: laptop.context)
     let toPhone = laptop.delta(since: phone.context)
+    // toLaptop.keys: the two notes; toLaptop.context.eventCount == 2
+    // toPhone.keys: the one note; toPhone.context.eventCount == 1
     #expect(toLaptop.keys.map(\.id) == ["note-1", "note-2"])
     #expect(toPhone.keys.map(\.id) == ["note-4"])
     #expect(toLaptop.context.eventCount == 2 && toPhone.context.eventCount == 1)

@@ -3,14 +3,14 @@ import ConvergeTraces
 import Foundation
 import Testing
 
-/// Replays the real editing traces in `<repo>/../shared/traces` through a `Text`.
+/// Replays the real editing traces in `Tests/Traces` (CC BY 4.0, see its README) through a
+/// `Text`.
 ///
 /// Timings are not asserted here; the release benchmark is `converge replay`.
 @Suite struct TraceReplayTests {
   static var tracesFolder: URL {
     URL(fileURLWithPath: #filePath)  // <repo>/Tests/ConvergeTests/TraceReplayTests.swift
-      .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent().appendingPathComponent("shared/traces")
+      .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Traces")
   }
 
   static func load(_ name: String) throws -> (patches: [TracePatch], end: String) {
@@ -26,7 +26,7 @@ import Testing
 
   struct TraceMissing: Error, CustomStringConvertible {
     var path: String
-    var description: String { "trace not found at \(path): the shared traces folder is missing" }
+    var description: String { "trace not found at \(path): Tests/Traces is incomplete" }
   }
 
   @Test(arguments: ["automerge-paper.json.gz", "seph-blog1.json.gz"])

@@ -17,14 +17,18 @@
 /// Two replicas write the same field concurrently; both end with the later write:
 ///
 /// ```swift
-/// let phone = ReplicaID(rawValue: 1), laptop = ReplicaID(rawValue: 2)
-/// var onPhone = LWWRegister<String>(), onLaptop = LWWRegister<String>()
+/// let phone = ReplicaID(rawValue: 1)
+/// let laptop = ReplicaID(rawValue: 2)
+/// var onPhone = LWWRegister<String>()
+/// var onLaptop = LWWRegister<String>()
 /// let fromPhone = onPhone.set(
-///   "Buy milk", stamp: .init(timestamp: Timestamp(wallMilliseconds: 1_000),
-///                            dot: Dot(replica: phone, counter: 1)))
+///   "Buy milk",
+///   stamp: .init(
+///     timestamp: Timestamp(wallMilliseconds: 1_000), dot: Dot(replica: phone, counter: 1)))
 /// let fromLaptop = onLaptop.set(
-///   "Buy oat milk", stamp: .init(timestamp: Timestamp(wallMilliseconds: 1_005),
-///                                dot: Dot(replica: laptop, counter: 1)))
+///   "Buy oat milk",
+///   stamp: .init(
+///     timestamp: Timestamp(wallMilliseconds: 1_005), dot: Dot(replica: laptop, counter: 1)))
 /// onPhone.merge(fromLaptop)
 /// onLaptop.merge(fromPhone)
 /// // onPhone == onLaptop, and both hold "Buy oat milk" (the greater timestamp).

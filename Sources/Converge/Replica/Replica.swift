@@ -8,12 +8,13 @@
 /// ```swift
 /// let note = EntityKey(type: "note", id: "groceries")
 /// var phone = Replica()
+/// var laptop = Replica()
 /// let commit = phone.transact { tx in
 ///   tx.create(note)
-///   tx.setValue("Groceries", for: "title", of: note)
+///   tx.setValue(.string("Groceries"), for: "title", of: note)
 /// }
-/// send(commit.delta)          // to the laptop, a server, a shared folder…
-/// laptop.apply(commit.delta)  // on the other device
+/// // Send commit.delta to the laptop by any means: a session, a server, a shared folder.
+/// laptop.apply(commit.delta)
 /// ```
 ///
 /// A replica is a value: copying it forks it. Give a fork its own id with

@@ -13,9 +13,13 @@
   ///   save(commit.delta)  // the app's own persistence
   ///   send(session.pushEncoded(commit, from: store.replica))  // and transport
   /// }
-  /// Task { for await change in store.changes() { refreshList(change) } }
+  /// let changes = store.changes()  // subscribed now: no later change is missed
+  /// Task { for await change in changes { refreshList(change) } }
   /// store.transact { $0.create(Note(title: "Groceries")) }
   /// ```
+  ///
+  /// A stream reports the changes made after it is created, so create it before the task
+  /// that reads it: a task starts later, and would miss what happens in between.
   @MainActor
   @Observable
   public final class ReplicaStore {

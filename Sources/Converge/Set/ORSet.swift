@@ -18,7 +18,8 @@
 /// Two replicas edit a note's tags while offline:
 ///
 /// ```swift
-/// let phone = ReplicaID(rawValue: 1), laptop = ReplicaID(rawValue: 2)
+/// let phone = ReplicaID(rawValue: 1)
+/// let laptop = ReplicaID(rawValue: 2)
 /// var onPhone = ORSet<String>()
 /// let added = onPhone.insert("work", replica: phone) ?? ORSet()
 /// var onLaptop = onPhone            // both devices start with {"work"}

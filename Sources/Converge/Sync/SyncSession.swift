@@ -5,7 +5,8 @@
 /// arrives to ``receive(_:into:)``, and stop when neither side has anything to say.
 ///
 /// ```swift
-/// var phoneSession = SyncSession(), laptopSession = SyncSession()
+/// var phoneSession = SyncSession()
+/// var laptopSession = SyncSession()
 /// while true {
 ///   let a = phoneSession.makeMessage(for: phone)
 ///   if let a { laptopSession.receive(a, into: &laptop) }

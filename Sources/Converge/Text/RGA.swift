@@ -16,9 +16,9 @@
 ///
 /// Deleting a scalar leaves a tombstone, so later inserts can still name it as their
 /// origin. A tombstone's content does not count: `==` ignores it, the wire form does not
-/// carry it, and a tombstone that arrived without it holds none. Every deleted scalar gets its own delete dot, which makes
-/// ``delta(since:)`` exact: a peer receives the deletes it lacks, never the whole
-/// delete history.
+/// carry it, and a tombstone that arrived without it holds none. Every deleted scalar gets
+/// its own delete dot, which makes ``delta(since:)`` exact: a peer receives the deletes it
+/// lacks, never the whole delete history.
 ///
 /// Remote deltas may arrive in any order, duplicated or split: ``apply(_:)`` integrates
 /// what it can and buffers inserts whose origin and deletes whose target are not there
@@ -29,7 +29,8 @@
 /// ## Example
 ///
 /// ```swift
-/// let a = ReplicaID(rawValue: 1), b = ReplicaID(rawValue: 2)
+/// let a = ReplicaID(rawValue: 1)
+/// let b = ReplicaID(rawValue: 2)
 /// var left = RGA()
 /// let base = left.insert("ac".unicodeScalars, at: 0, firstDot: Dot(replica: a, counter: 1))
 /// var right = RGA()
@@ -71,16 +72,8 @@
 ///   and s scalars of content; the runs' tree is walked once and the storage filled
 ///   directly (`RGA+BulkLoad.swift`), nothing is integrated one run at a time.
 ///
-/// Measured on the project's 2-core machine, release build, one replica
-/// (`swift run -c release converge replay /work/shared/traces/automerge-paper.json.gz`):
-/// the 259,778 edits of automerge-paper replay in about 35 ms with about 3.4 MB of
-/// peak memory growth; seph-blog1's 137,993 edits in about 25 ms. With
-/// `converge bench` (release, `--runs 1`, a loaded machine) its document state encodes
-/// to 155,639 bytes (tombstones without content; 240,257 when they kept it), loads in
-/// about 1.9 to 2.4 ms (`--runs 20`; 16 to 19 ms when its runs were integrated one by
-/// one), two offline halves merge in about 15 ms (about 50 ms while a leaf split
-/// renumbered every leaf and rebuilt the sums over all of them) and one small remote
-/// delta applies in about 3.5 µs.
+/// Measured figures (replaying `Tests/Traces/automerge-paper.json.gz`, state size, load,
+/// merge) are in the README's "Performance" section, with the commands that produce them.
 public struct RGA: Sendable {
   /// Runs per leaf before the leaf splits in two.
   static let maxRunsPerLeaf = 64

@@ -1,0 +1,193 @@
+import ConvergeSimulator
+import ConvergeTestSupport
+import Testing
+
+@testable import Converge
+
+// The code samples of the doc comments in `Sources`, verbatim, kept compiling and
+// passing. Edit a doc comment and its test together: `DocumentationSampleCoverageTests`
+// fails when a sample is missing here (or in another test file).
+
+@Suite struct DocCommentExampleTests {
+  @Test func replica() {
+    let note = EntityKey(type: "note", id: "groceries")
+    var phone = Replica()
+    var laptop = Replica()
+    let commit = phone.transact { tx in
+      tx.create(note)
+      tx.setValue(.string("Groceries"), for: "title", of: note)
+    }
+    // Send commit.delta to the laptop by any means: a session, a server, a shared folder.
+    laptop.apply(commit.delta)
+
+    #expect(laptop.document.value(of: "title", in: note) == .string("Groceries"))
+  }
+
+  @Test func replicaPersistence() throws {
+    var replica = Replica()
+    var peer = Replica()
+    let note = EntityKey(type: "note", id: "n1")
+    let received = peer.transact { $0.insertText("milk", at: 0, in: "body", of: note) }
+      .delta.encoded()
+    replica.transact { $0.setValue(.string("Groceries"), for: "title", of: note) }
+
+    let saved = replica.encodedState()  // write it to disk
+    var restored = try Replica(restoring: saved)  // next launch: same document, new id
+    try restored.apply(encodedDelta: received)  // all or nothing
+
+    #expect(restored.id != replica.id)
+    #expect(restored.document.text(of: "body", in: note) == "milk")
+    #expect(restored.document.value(of: "title", in: note) == .string("Groceries"))
+  }
+
+  @Test func syncSession() {
+    var phone = Replica()
+    var laptop = Replica()
+    phone.create(Note(title: "Groceries"), id: "groceries")
+
+    var phoneSession = SyncSession()
+    var laptopSession = SyncSession()
+    while true {
+      let a = phoneSession.makeMessage(for: phone)
+      if let a { laptopSession.receive(a, into: &laptop) }
+      let b = laptopSession.makeMessage(for: laptop)
+      if let b { phoneSession.receive(b, into: &phone) }
+      if a == nil && b == nil { break }
+    }
+
+    #expect(phone.document == laptop.document)
+  }
+
+  #if canImport(Observation)
+    @MainActor
+    @Test func replicaStore() async throws {
+      var saved: [DocumentDelta] = []
+      var sent: [[UInt8]] = []
+      var listed: [DocumentChanges] = []
+      func save(_ delta: DocumentDelta) { saved.append(delta) }
+      func send(_ frame: [UInt8]) { sent.append(frame) }
+      func refreshList(_ changes: DocumentChanges) { listed.append(changes) }
+      var session = SyncSession()
+
+      let store = ReplicaStore(replica: Replica())  // on the main actor
+      store.onCommit = { commit in
+        save(commit.delta)  // the app's own persistence
+        send(session.pushEncoded(commit, from: store.replica))  // and transport
+      }
+      let changes = store.changes()  // subscribed now: no later change is missed
+      Task { for await change in changes { refreshList(change) } }
+      store.transact { $0.create(Note(title: "Groceries")) }
+
+      #expect(saved.count == 1 && sent.count == 1)
+      var laptop = Replica()
+      var laptopSession = SyncSession()
+      try laptopSession.receive(encoded: sent[0], into: &laptop)
+      #expect(laptop.document == store.replica.document)
+      // The very first change reaches the task, which runs once the main actor yields.
+      for _ in 0..<1_000 where listed.isEmpty { await Task.yield() }
+      #expect(listed.map(\.created.count) == [1])
+    }
+  #endif
+
+  @Test func simulation() {
+    let report = Simulation(SimulationConfiguration(seed: 7, replicas: 5, operations: 2_000))
+      .run()
+    print(report.text)  // verdict, messages, bytes, time
+    if !report.converged { print(Shrinker().shrink(report.configuration).summary) }
+
+    #expect(report.converged)
+  }
+
+  @Test func sha256() {
+    let digest = SHA256.hexDigest(of: Array("abc".utf8))
+    // "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+    #expect(digest == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+  }
+
+  @Test func document() {
+    let list = EntityKey(type: "list", id: "groceries")
+    var phone = Replica()
+    var laptop = Replica()
+    let created = phone.transact { tx in
+      tx.create(list)
+      tx.setValue(.string("Groceries"), for: "title", of: list)
+    }
+    laptop.apply(created.delta)
+    let onLaptop = laptop.transact { tx in tx.insert(.string("pinned"), into: "tags", of: list) }
+    let onPhone = phone.transact { tx in tx.setValue(.string("Shopping"), for: "title", of: list) }
+    phone.apply(onLaptop.delta)
+    laptop.apply(onPhone.delta)
+    // Both: title "Shopping", tags ["pinned"].
+
+    #expect(phone.document.value(of: "title", in: list) == .string("Shopping"))
+    #expect(phone.document.elements(of: "tags", in: list) == [.string("pinned")])
+    #expect(phone.document == laptop.document)
+  }
+
+  @Test func entityModel() throws {
+    var replica = Replica()
+
+    struct Note: EntityModel {
+      static let entityType = "note"
+      var title = ""
+      var body = ""
+      var tags: Set<String> = []
+      var pinned = false
+
+      static let schema = EntitySchema<Note>(
+        .register("title", \.title),
+        .text("body", \.body),
+        .set("tags", \.tags),
+        .register("pinned", \.pinned))
+    }
+
+    let (id, created) = replica.create(Note(title: "Groceries"))
+    let edited = try replica.update(Note.self, id: id) { $0.tags.insert("home") }
+    // Send created.delta and edited.delta to the other devices.
+
+    var other = Replica()
+    other.apply(created.delta.merging(edited.delta))
+    #expect(other.get(Note.self, id: id)?.tags == ["home"])
+  }
+
+  @Test func fieldValueConvertible() throws {
+    enum Status: String, FieldValueConvertible { case todo, doing, done }
+
+    #expect(Status.doing.fieldValue == .string("doing"))
+    #expect(Status(fieldValue: .string("done")) == .done)
+  }
+
+  @Test func documentWire() throws {
+    var replica = Replica()
+    replica.transact {
+      $0.setValue(.string("Groceries"), for: "title", of: EntityKey(type: "note", id: "n1"))
+    }
+
+    let bytes = replica.document.encoded()  // save it, send it
+    let restored = try Document(decoding: bytes)
+    // restored == replica.document, and restored.encoded() == bytes
+
+    #expect(restored == replica.document && restored.encoded() == bytes)
+  }
+
+  @Test func documentDeltaWire() throws {
+    var replica = Replica()
+    var peer = Replica()
+    let note = EntityKey(type: "note", id: "n1")
+
+    let commit = replica.transact { tx in tx.insertText("a", at: 0, in: "body", of: note) }
+    let bytes = commit.delta.encoded()  // a few dozen bytes
+    try peer.apply(encodedDelta: bytes)
+
+    #expect(peer.document == replica.document && bytes.count < 100)
+  }
+
+  @Test func messageSummary() throws {
+    let bytes = Replica().encodedState()
+
+    print(try MessageSummary(decoding: bytes).text)
+    // kind: documentState (3), 379 bytes
+    // replicas: 2 …
+  }
+}
