@@ -59,7 +59,8 @@ public final class DocumentStore {
   public let recovery: StoreRecovery
   /// Called after each sync with the deltas it made durable, in commit order.
   public var onDurable: (([[UInt8]]) -> Void)?
-  /// The last durability failure of a sync a commit triggered, cleared by the next success.
+  /// The last durability failure of a sync a commit triggered (or of removing superseded
+  /// files after a compaction), cleared by the next successful sync.
   public private(set) var lastError: StoreError?
   /// Commits made durable since opening: a monotonic sequence an app can wait on.
   public private(set) var durableCommits = 0
@@ -145,6 +146,8 @@ public final class DocumentStore {
     }
     for (_, context) in acknowledged { acknowledgedUnion.formUnion(context) }
     rebuildPending()
+    // A long log makes every open replay it: fold it into a snapshot now.
+    if logBytes > configuration.compactionLogBytes { try compact() }
   }
 
   /// Runs a local transaction, appends its delta to the log and syncs if the group
@@ -265,8 +268,9 @@ public final class DocumentStore {
     buffer.removeAll(keepingCapacity: true)
     needsFreshGeneration = false
     markDurable()
-    // Superseded files: a failure leaves them for the next compaction or open to remove.
-    try? removeSuperseded()
+    // Superseded files: a failure leaves them for the next compaction or open to remove,
+    // and is reported without failing the compaction, which is durable already.
+    do { try Self.attempt { try removeSuperseded() } } catch { lastError = error }
   }
 
   /// Flushes, marks the shutdown clean and closes the store; later calls throw

@@ -23,12 +23,23 @@ final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   private var nextIdentity: UInt64 = 1
   private var counts: [Operation: Int] = [:]
   private var failures: [Operation: Int] = [:]
+  private var anyCount = 0
+  private var anyFailure = Int.max
 
   /// Makes the `index`-th call (0-based, counted from now) of `operation` fail.
   func fail(_ operation: Operation, at index: Int) {
     lock.withLock {
       counts[operation] = 0
       failures[operation] = index
+    }
+  }
+
+  /// Makes the `index`-th write, sync or rename (0-based, from now) fail, and every
+  /// operation after it too: a process that died there.
+  func failAnyOperation(at index: Int) {
+    lock.withLock {
+      anyCount = 0
+      anyFailure = index
     }
   }
 
@@ -54,6 +65,7 @@ final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
         file.durable = file.data
       }
       failures = [:]
+      anyFailure = .max
     }
   }
 
@@ -84,6 +96,10 @@ final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   }
 
   private func count(_ operation: Operation, _ path: String) throws {
+    anyCount += 1
+    if anyCount > anyFailure {
+      throw StoreFileError(operation: "\(operation)", path: path, code: 0)
+    }
     let index = counts[operation, default: 0]
     counts[operation] = index + 1
     if failures[operation] == index {
@@ -155,7 +171,12 @@ final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
     }
   }
 
-  func remove(_ path: String) throws { _ = lock.withLock { entries.removeValue(forKey: path) } }
+  func remove(_ path: String) throws {
+    try lock.withLock {
+      if anyCount >= anyFailure { throw StoreFileError(operation: "unlink", path: path, code: 0) }
+      entries.removeValue(forKey: path)
+    }
+  }
 
   func truncate(_ path: String, to length: Int) throws {
     lock.withLock {
