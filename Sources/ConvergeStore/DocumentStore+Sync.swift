@@ -48,7 +48,7 @@ extension DocumentStore {
     guard merged != acknowledged[peer] else { return }
     acknowledged[peer] = merged
     acknowledgedUnion.formUnion(context)
-    pendingDots = pendingDots.filter { !acknowledgedUnion.includes($0.value) }
+    pendingDots = pendingDots.filter { !isAcknowledged($0.value) }
     let path = directory + "/" + Self.acknowledgementsName
     let bytes = Self.encodeAcknowledgements(acknowledged)
     try Self.attempt {
@@ -72,14 +72,32 @@ extension DocumentStore {
   /// The entities with unacknowledged edits, sorted.
   public var pendingEntities: [EntityKey] { pendingDots.keys.sorted() }
 
+  /// Whether some acknowledged context holds every counter up to `latest` of each id: a
+  /// conservative test (a peer with a gap keeps the entity pending a little longer).
+  func isAcknowledged(_ latest: [ReplicaID: UInt64]) -> Bool {
+    latest.allSatisfy { replica, counter in
+      acknowledgedUnion.counters(of: replica).contiguousPrefix >= counter
+    }
+  }
+
+  /// Records the entities of a local commit as pending.
+  ///
+  /// - Complexity: O(k) for the k entities the commit touched; no context is copied.
+  func markPending(_ delta: DocumentDelta) {
+    let id = replica.id
+    let latest = delta.context.counters(of: id).maximum
+    guard latest > 0 else { return }
+    for key in delta.keys { pendingDots[key, default: [:]][id] = latest }
+  }
+
   /// Pending entities at open: those the document's delta since every acknowledgement
-  /// holds, each with that delta's dots.
+  /// holds, each with the latest unacknowledged counter of each id in that delta.
   func rebuildPending() {
     let unacknowledged = replica.delta(since: acknowledgedUnion)
+    var latest: [ReplicaID: UInt64] = [:]
+    for (replica, counters) in unacknowledged.context.entries { latest[replica] = counters.maximum }
     pendingDots = [:]
-    for key in unacknowledged.keys {
-      pendingDots[key] = unacknowledged.context
-    }
+    for key in unacknowledged.keys { pendingDots[key] = latest }
   }
 
   static func encodeAcknowledgements(_ acknowledged: [String: CausalContext]) -> [UInt8] {

@@ -31,12 +31,17 @@ import Converge
 ///
 /// **Isolation.** A store is a reference to files and is not `Sendable`: one isolation
 /// domain owns it (the main actor, or an app's own actor), as it would own a file handle.
+/// A background sync touches only the bytes handed to it and the files; its result is
+/// collected (and ``onDurable`` called) in the owner's domain, on its next call.
 /// Two stores must not open one directory at the same time.
 public final class DocumentStore {
   /// How a store syncs, compacts and tells time.
   public struct Configuration: Sendable {
     /// The longest a commit waits for its sync while typing continues.
     public var syncInterval: Duration = .milliseconds(200)
+    /// Whether a due sync runs on a background queue, so that typing never waits for
+    /// `fsync`; ``flush()``, ``compact()`` and ``close()`` still wait for it.
+    public var syncInBackground = true
     /// The log size beyond which a commit compacts (writes a snapshot and a fresh log).
     public var compactionLogBytes = 8 << 20
     /// The files; tests inject failures and power cuts here.
@@ -61,7 +66,7 @@ public final class DocumentStore {
   public var onDurable: (([[UInt8]]) -> Void)?
   /// The last durability failure of a sync a commit triggered (or of removing superseded
   /// files after a compaction), cleared by the next successful sync.
-  public private(set) var lastError: StoreError?
+  public internal(set) var lastError: StoreError?
   /// Commits made durable since opening: a monotonic sequence an app can wait on.
   public private(set) var durableCommits = 0
   /// Commits appended since opening (durable or not).
@@ -86,10 +91,14 @@ public final class DocumentStore {
   /// Set after a failed write or sync: the log may end in a torn record, so the next sync
   /// starts a new generation.
   var needsFreshGeneration = false
+  /// The sync running in the background, if any, and the deltas it makes durable.
+  let backgroundSync = BackgroundSync()
+  var inFlight: [[UInt8]]?
   var isClosed = false
   var acknowledged: [String: CausalContext]
-  /// Each entity's local dots that no acknowledged context holds yet.
-  var pendingDots: [EntityKey: CausalContext] = [:]
+  /// Each pending entity's latest local counter per replica id (normally one): it stays
+  /// pending until an acknowledged context holds every counter of that id up to it.
+  var pendingDots: [EntityKey: [ReplicaID: UInt64]] = [:]
   var acknowledgedUnion = CausalContext()
 
   /// Opens (or creates) the store in `directory`, recovering what the last run left.
@@ -175,13 +184,12 @@ public final class DocumentStore {
   }
 
   private func append(_ delta: DocumentDelta, local: Bool) {
+    collectBackgroundSync()
     let bytes = delta.encoded()
     RecordFrame.append(bytes, to: &buffer)
     unsynced.append(bytes)
     committed += 1
-    if local {
-      for key in delta.keys { pendingDots[key, default: CausalContext()].formUnion(delta.context) }
-    }
+    if local { markPending(delta) }
     if logBytes + buffer.count > configuration.compactionLogBytes {
       do { try compact() } catch { lastError = error }
     } else {
@@ -189,18 +197,25 @@ public final class DocumentStore {
     }
   }
 
-  /// Syncs the buffered commits if the oldest has waited a sync interval.
+  /// Syncs the buffered commits if the oldest has waited a sync interval: in the
+  /// background (``Configuration/syncInBackground``) or before returning.
   public func syncIfDue() throws(StoreError) {
+    collectBackgroundSync()
     guard !unsynced.isEmpty, configuration.now() - lastSync >= configuration.syncInterval else {
       return
     }
-    try flush()
+    if configuration.syncInBackground && !needsFreshGeneration {
+      startBackgroundSync()
+    } else {
+      try flush()
+    }
   }
 
   /// Writes and syncs every buffered commit now: call it when the app goes to the
   /// background or before it needs a delta durable.
   public func flush() throws(StoreError) {
     guard !isClosed else { throw .closed }
+    finishBackgroundSync()
     guard !unsynced.isEmpty || needsFreshGeneration else { return }
     if needsFreshGeneration { return try compact() }
     let log = directory + "/" + Self.logName(generation)
@@ -216,16 +231,16 @@ public final class DocumentStore {
     }
     logBytes += buffer.count
     buffer.removeAll(keepingCapacity: true)
-    markDurable()
+    markDurable(unsynced)
+    unsynced.removeAll(keepingCapacity: true)
   }
 
-  private func markDurable() {
+  /// Acknowledges `deltas`: they are durable now.
+  func markDurable(_ deltas: [[UInt8]]) {
     lastSync = configuration.now()
     syncCount += 1
     lastError = nil
-    guard !unsynced.isEmpty else { return }
-    let deltas = unsynced
-    unsynced.removeAll(keepingCapacity: true)
+    guard !deltas.isEmpty else { return }
     durableCommits += deltas.count
     if let onDurable { onDurable(deltas) } else { durableOutbox.append(contentsOf: deltas) }
   }
@@ -245,6 +260,7 @@ public final class DocumentStore {
   /// newest whole snapshot, replaying every log of its generation or later.
   public func compact() throws(StoreError) {
     guard !isClosed else { throw .closed }
+    finishBackgroundSync()
     let next = generation + 1
     let snapshot = RecordFrame.framed(replica.document.encoded())
     let path = directory + "/" + Self.snapshotName(next)
@@ -267,7 +283,8 @@ public final class DocumentStore {
     snapshotBytes = snapshot.count
     buffer.removeAll(keepingCapacity: true)
     needsFreshGeneration = false
-    markDurable()
+    markDurable(unsynced)
+    unsynced.removeAll(keepingCapacity: true)
     // Superseded files: a failure leaves them for the next compaction or open to remove,
     // and is reported without failing the compaction, which is durable already.
     do { try Self.attempt { try removeSuperseded() } } catch { lastError = error }

@@ -4,8 +4,8 @@ import Converge
 ///
 /// ```text
 /// offset  size  field
-/// 0       4     payload length, little-endian
-/// 4       4     CRC-32C of the length's 4 bytes and the payload, little-endian
+/// 0       4     CRC-32C of the next 4 + n bytes (length and payload), little-endian
+/// 4       4     payload length, little-endian
 /// 8       n     payload (an encoded Converge message, or the identity record)
 /// ```
 ///
@@ -26,13 +26,15 @@ enum RecordFrame {
   }
 
   /// Appends `payload`, framed, to `bytes`.
+  ///
+  /// The checksum covers bytes that sit together in `bytes`, so framing allocates nothing.
   static func append(_ payload: [UInt8], to bytes: inout [UInt8]) {
-    let length = UInt32(truncatingIfNeeded: payload.count)
-    let lengthBytes = littleEndian(length)
-    let checksum = CRC32C.checksum(lengthBytes + payload)
-    bytes.append(contentsOf: lengthBytes)
-    bytes.append(contentsOf: littleEndian(checksum))
+    let start = bytes.count
+    appendLittleEndian(0, to: &bytes)
+    appendLittleEndian(UInt32(truncatingIfNeeded: payload.count), to: &bytes)
     bytes.append(contentsOf: payload)
+    let checksum = CRC32C.checksum(bytes[(start + 4)...])
+    for index in 0..<4 { bytes[start + index] = UInt8(truncatingIfNeeded: checksum >> (index * 8)) }
   }
 
   /// The whole records at the start of `bytes` and the length of the valid prefix they
@@ -44,19 +46,20 @@ enum RecordFrame {
     var records: [ArraySlice<UInt8>] = []
     var offset = 0
     while bytes.count - offset >= headerSize {
-      let length = Int(readUInt32(bytes, at: offset))
-      let checksum = readUInt32(bytes, at: offset + 4)
+      let checksum = readUInt32(bytes, at: offset)
+      let length = Int(readUInt32(bytes, at: offset + 4))
       guard length <= maximumPayload, length <= bytes.count - offset - headerSize else { break }
-      let payload = bytes[(offset + headerSize)..<(offset + headerSize + length)]
-      guard CRC32C.checksum(bytes[offset..<(offset + 4)] + payload) == checksum else { break }
+      let end = offset + headerSize + length
+      guard CRC32C.checksum(bytes[(offset + 4)..<end]) == checksum else { break }
+      let payload = bytes[(offset + headerSize)..<end]
       records.append(payload)
       offset += headerSize + length
     }
     return (records, offset)
   }
 
-  private static func littleEndian(_ value: UInt32) -> [UInt8] {
-    [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24)]
+  private static func appendLittleEndian(_ value: UInt32, to bytes: inout [UInt8]) {
+    for index in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: value >> (index * 8))) }
   }
 
   private static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {

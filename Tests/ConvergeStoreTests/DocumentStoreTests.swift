@@ -20,6 +20,9 @@ func configuration(_ fileSystem: MemoryFileSystem, _ clock: ManualClock = Manual
   configuration.fileSystem = fileSystem
   configuration.now = { clock.now }
   configuration.wallClock = .fixed(0)
+  // Syncs on the caller's thread, so the tests see each one as it happens; the torture
+  // command and the real-kill test run the background path.
+  configuration.syncInBackground = false
   return configuration
 }
 
