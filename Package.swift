@@ -14,6 +14,7 @@ let package = Package(
     .library(name: "Converge", targets: ["Converge"]),
     .library(name: "ConvergeTestSupport", targets: ["ConvergeTestSupport"]),
     .library(name: "ConvergeSimulator", targets: ["ConvergeSimulator"]),
+    .library(name: "ConvergeStore", targets: ["ConvergeStore"]),
     .executable(name: "converge", targets: ["ConvergeCommand"]),
   ],
   targets: [
@@ -25,9 +26,14 @@ let package = Package(
     .target(name: "ConvergeTraces", dependencies: ["Converge"]),
     // Replicas over a simulated hostile network, checked for convergence.
     .target(name: "ConvergeSimulator", dependencies: ["Converge", "ConvergeTestSupport"]),
+    // A durable local store: snapshots and an append-only log per document (Foundation and
+    // the C library only).
+    .target(name: "ConvergeStore", dependencies: ["Converge"]),
     .executableTarget(
       name: "ConvergeCommand",
-      dependencies: ["Converge", "ConvergeTraces", "ConvergeTestSupport", "ConvergeSimulator"]),
+      dependencies: [
+        "Converge", "ConvergeTraces", "ConvergeTestSupport", "ConvergeSimulator", "ConvergeStore",
+      ]),
     // Examples: programs shaped like the apps Converge is for, smoke-tested by ExampleTests.
     .target(name: "ExampleModels", dependencies: ["Converge"], path: "Examples/ExampleModels"),
     .executableTarget(
@@ -36,7 +42,8 @@ let package = Package(
     .executableTarget(
       name: "TaskBoard", dependencies: ["Converge", "ExampleModels"], path: "Examples/TaskBoard"),
     .executableTarget(
-      name: "AppStore", dependencies: ["Converge", "ExampleModels"], path: "Examples/AppStore"),
+      name: "AppStore", dependencies: ["Converge", "ConvergeStore", "ExampleModels"],
+      path: "Examples/AppStore"),
     .executableTarget(
       name: "LiveTyping", dependencies: ["Converge"], path: "Examples/LiveTyping"),
     .testTarget(
@@ -46,6 +53,8 @@ let package = Package(
       exclude: ["FailCases"],
       // Golden wire-format files that every later version must still decode.
       resources: [.copy("Fixtures")]),
+    .testTarget(
+      name: "ConvergeStoreTests", dependencies: ["Converge", "ConvergeStore", "ConvergeCommand"]),
     .testTarget(
       name: "ExampleTests",
       dependencies: ["NotesTwoDevices", "TaskBoard", "AppStore", "LiveTyping"],

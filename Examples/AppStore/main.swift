@@ -2,6 +2,7 @@
 // transaction, publish changes to the UI, and receive deltas from other devices.
 // `ReplicaStore` is the observable, main-actor replica SwiftUI views read from.
 import Converge
+import ConvergeStore
 import ExampleModels
 import Foundation
 
@@ -68,4 +69,30 @@ func run() async throws {
   if !kept { exit(1) }
 }
 
+/// The same app with `DocumentStore`: each commit appends its delta to a log instead of
+/// rewriting the whole state, deltas leave the device only once durable, and the device
+/// keeps its replica id across launches.
+func runWithDurableStore() throws {
+  let directory = folder.appendingPathComponent("notes-store").path
+  let first = try DocumentStore(directory: directory)
+  var sent: [[UInt8]] = []
+  first.onDurable = { sent += $0 }  // a real app sends these to its peers or relay
+  first.transact { $0.create(Note(title: "Groceries", body: "milk"), id: "groceries") }
+  first.transact { $0.create(Note(title: "Ideas"), id: "ideas") }
+  print("store: \(first.pendingCount) notes pending, \(sent.count) deltas sent before the sync")
+  try first.flush()
+  print("store: \(sent.count) durable deltas sent after the sync")
+  try first.recordAcknowledgement(first.replica.context, from: "relay")
+  try first.close()
+  let second = try DocumentStore(directory: directory)
+  let sameID = second.replica.id == first.replica.id && second.recovery.identityChange == nil
+  print(
+    "store: relaunched with \(second.replica.all(Note.self).count) notes, pending \(second.pendingCount)"
+  )
+  print(sameID ? "store kept the replica id" : "STORE TOOK A NEW ID")
+  try second.close()
+  if !sameID || second.replica.document != first.replica.document { exit(1) }
+}
+
 try await run()
+try runWithDurableStore()

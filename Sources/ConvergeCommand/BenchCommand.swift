@@ -9,6 +9,7 @@ enum BenchCommand {
     var json = false
     var runs = 5
     var only: String?
+    var storeDirectory: String?
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       switch argument {
@@ -17,6 +18,10 @@ enum BenchCommand {
       case "--runs":
         guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return usage() }
         runs = value
+      case "--store":
+        // The trace typed through a durable store in this directory (see StoreBench).
+        guard let value = rest.popFirst() else { return usage() }
+        storeDirectory = value
       case "--only":
         // A profiler's mode: one untimed part of the bench, nothing printed.
         guard let value = rest.popFirst(), ["replay", "deltas", "small"].contains(value) else {
@@ -34,6 +39,9 @@ enum BenchCommand {
       guard case .sequential(let trace) = try EditingTrace.load(path: path) else {
         FileHandleOutput.error("error: bench needs a sequential trace")
         return 1
+      }
+      if let storeDirectory {
+        return try StoreBench.run(trace, directory: storeDirectory, runs: runs, json: json)
       }
       if let only {
         let succeeded: Bool
@@ -93,7 +101,8 @@ enum BenchCommand {
 
   private static func usage() -> Int32 {
     FileHandleOutput.error(
-      "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|small]")
+      "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|small]"
+        + " [--store DIR]")
     return 2
   }
 

@@ -19,6 +19,8 @@ let usage = """
         measure the design's performance table on a sequential trace (use -c release)
     fuzz [--seconds N] [--workers N] [--seed S]
         check every merge law and replica-script property on random seeds
+    torture <dir> [--seconds N] [--kills N] [--seed S] [--json]
+        kill writers of a durable store at random moments; check nothing acknowledged is lost
   """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -38,6 +40,10 @@ case "bench":
   exit(BenchCommand.run(arguments))
 case "fuzz":
   exit(FuzzCommand.run(arguments))
+case "torture":
+  exit(TortureCommand.run(arguments))
+case "torture-child":
+  exit(TortureCommand.child(arguments))
 case "help", "--help", "-h":
   print(usage)
 default:

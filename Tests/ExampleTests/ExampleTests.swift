@@ -67,5 +67,8 @@ import Testing
     #expect(output.contains("ui: created [], updated [\"ideas\"]"), "\(output)")
     #expect(output.contains("ideas: Ideas — a CRDT notes app"), "\(output)")
     #expect(output.contains("state survived the restart"), "\(output)")
+    #expect(output.contains("store: 2 durable deltas sent after the sync"), "\(output)")
+    #expect(output.contains("store: relaunched with 2 notes, pending 0"), "\(output)")
+    #expect(output.contains("store kept the replica id"), "\(output)")
   }
 }

@@ -1,0 +1,79 @@
+import Converge
+import ConvergeStore
+import ConvergeTraces
+import Foundation
+
+/// `converge bench TRACE --store DIR`: the trace typed through a ``DocumentStore`` (one
+/// commit per edit, group commit every 200 ms, real `fsync`s in DIR) against the same
+/// commits without it (each delta encoded as the store would encode it).
+enum StoreBench {
+  static func run(_ trace: SequentialTrace, directory: String, runs: Int, json: Bool) throws
+    -> Int32
+  {
+    let clock = ContinuousClock()
+    let edits = Double(max(1, trace.patches.count))
+    var without: [Double] = []
+    var through: [Double] = []
+    var syncs = 0
+    var syncsPerInterval = 0.0
+    var logBytes = 0
+    var reopenedEqual = true
+    for run in 0..<max(1, runs) {
+      var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+      var bytes = 0
+      let start = clock.now
+      for patch in trace.patches {
+        bytes &+= replica.transact { SequentialTrace.edit(patch, in: &$0) }.delta.encoded().count
+      }
+      without.append(seconds(clock.now - start))
+      logBytes = bytes
+
+      let folder = directory + "/bench-\(run)"
+      try? FileManager.default.removeItem(atPath: folder)
+      var configuration = DocumentStore.Configuration()
+      configuration.wallClock = .fixed(0)
+      configuration.freshID = { ReplicaID(rawValue: 1) }
+      let store = try DocumentStore(directory: folder, configuration: configuration)
+      // As an app would: durable deltas go to the network (here, nowhere) at once.
+      store.onDurable = { _ in }
+      let storeStart = clock.now
+      for patch in trace.patches { store.transact { SequentialTrace.edit(patch, in: &$0) } }
+      try store.flush()
+      let elapsed = seconds(clock.now - storeStart)
+      through.append(elapsed)
+      syncs = store.syncCount
+      // Syncs per 200 ms of typing: the typing here is far faster than a person's.
+      syncsPerInterval = Double(syncs) / max(1, elapsed / 0.2)
+      try store.close()
+      let reopened = try DocumentStore(directory: folder, configuration: configuration)
+      reopenedEqual = reopenedEqual && reopened.replica.document == replica.document
+      try reopened.close()
+      try? FileManager.default.removeItem(atPath: folder)
+    }
+    let base = (without.min() ?? 0) / edits * 1e6
+    let stored = (through.min() ?? 0) / edits * 1e6
+    let rows: [(String, String, String)] = [
+      ("edits", "edits", "\(trace.patches.count)"),
+      ("without_store_us_per_edit", "commit + encode, no store", String(format: "%.3f", base)),
+      ("store_us_per_edit", "commit through the store", String(format: "%.3f", stored)),
+      ("overhead_percent", "store overhead (%)", String(format: "%.1f", (stored / base - 1) * 100)),
+      ("syncs", "fsyncs (log syncs + compactions)", "\(syncs)"),
+      ("syncs_per_200ms", "fsyncs per 200 ms of typing", String(format: "%.2f", syncsPerInterval)),
+      (
+        "log_bytes_per_edit", "log payload bytes per edit",
+        String(format: "%.1f", Double(logBytes) / edits)
+      ),
+      ("reopened_equal", "reopened store equals the replica", "\(reopenedEqual)"),
+    ]
+    if json {
+      print("{" + rows.map { "\"\($0.0)\": \($0.2)" }.joined(separator: ", ") + "}")
+    } else {
+      for row in rows { print(row.1.padding(toLength: 40, withPad: " ", startingAt: 0) + row.2) }
+    }
+    return reopenedEqual ? 0 : 1
+  }
+
+  private static func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+  }
+}

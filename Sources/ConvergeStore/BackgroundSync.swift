@@ -1,0 +1,71 @@
+import Converge
+import Foundation
+
+/// One log write and `fsync` at a time on a serial queue, with its result kept until the
+/// store's owner collects it.
+///
+/// `@unchecked Sendable`: `result` is only read and written under `lock`; everything else
+/// is immutable.
+final class BackgroundSync: @unchecked Sendable {
+  private let queue = DispatchQueue(label: "ConvergeStore.sync")
+  private let lock = NSLock()
+  private var result: Result<Int, StoreError>?
+
+  /// Appends `bytes` to `path` and syncs it, in the background.
+  func start(_ bytes: [UInt8], to path: String, in fileSystem: any StoreFileSystem) {
+    queue.async {
+      let outcome = Result { () throws(StoreError) -> Int in
+        try DocumentStore.attempt {
+          try fileSystem.append(bytes, to: path)
+          try fileSystem.sync(path)
+        }
+        return bytes.count
+      }
+      self.lock.withLock { self.result = outcome }
+    }
+  }
+
+  /// The finished sync's result, if one finished since the last call.
+  func take() -> Result<Int, StoreError>? {
+    lock.withLock {
+      defer { result = nil }
+      return result
+    }
+  }
+
+  /// Waits for the running sync, if any.
+  func wait() { queue.sync {} }
+}
+
+extension DocumentStore {
+  func startBackgroundSync() {
+    guard inFlight == nil else { return }
+    let log = directory + "/" + Self.logName(generation)
+    backgroundSync.start(buffer, to: log, in: fileSystem)
+    inFlight = unsynced
+    buffer.removeAll(keepingCapacity: true)
+    unsynced.removeAll(keepingCapacity: true)
+  }
+
+  /// Acknowledges what a finished background sync made durable; after a failure, its
+  /// deltas wait again and the next sync starts a fresh generation (the log may be torn).
+  func collectBackgroundSync() {
+    guard let deltas = inFlight, let result = backgroundSync.take() else { return }
+    inFlight = nil
+    switch result {
+    case .success(let count):
+      logBytes += count
+      markDurable(deltas)
+    case .failure(let error):
+      unsynced = deltas + unsynced
+      needsFreshGeneration = true
+      lastError = error
+    }
+  }
+
+  func finishBackgroundSync() {
+    guard inFlight != nil else { return }
+    backgroundSync.wait()
+    collectBackgroundSync()
+  }
+}

@@ -1,0 +1,93 @@
+import Converge
+
+extension DocumentStore {
+  /// What the files of a directory hold after repair.
+  struct Loaded {
+    var document = Document()
+    var generation: UInt64 = 0
+    var logBytes = 0
+    var snapshotBytes = 0
+    var identity: StoreIdentity?
+    var identityFileExisted = false
+    var acknowledged: [String: CausalContext] = [:]
+    var acknowledgementsReset = false
+  }
+
+  /// Reads the directory: removes temporary files, loads the newest whole snapshot,
+  /// replays the logs of its generation and later (cutting damaged tails), and reads the
+  /// identity and acknowledgements.
+  ///
+  /// - Complexity: O(n) in the bytes of the snapshot and logs read.
+  static func recover(
+    _ directory: String, _ fileSystem: any StoreFileSystem, _ report: inout StoreRecovery
+  ) throws(StoreError) -> Loaded {
+    var loaded = Loaded()
+    try attempt {
+      try fileSystem.createDirectory(directory)
+      let names = try fileSystem.contents(ofDirectory: directory)
+      for name in names where name.hasSuffix(".tmp") {
+        try fileSystem.remove(directory + "/" + name)
+      }
+      var snapshots: [UInt64] = []
+      var logs: [UInt64] = []
+      for name in names {
+        guard let (kind, generation) = parse(name) else { continue }
+        if kind == "snapshot" { snapshots.append(generation) } else { logs.append(generation) }
+      }
+
+      for generation in snapshots.sorted(by: >) {
+        let name = snapshotName(generation)
+        let bytes = try fileSystem.read(directory + "/" + name) ?? []
+        let (records, validLength) = RecordFrame.records(in: bytes)
+        if records.count == 1, validLength == bytes.count, let payload = records.first,
+          let document = try? Document(decoding: payload)
+        {
+          loaded.document = document
+          loaded.generation = generation
+          loaded.snapshotBytes = bytes.count
+          report.snapshotGeneration = generation
+          break
+        }
+        report.damagedSnapshots.append(name)
+      }
+
+      for generation in logs.sorted() where generation >= loaded.generation {
+        let name = logName(generation)
+        let path = directory + "/" + name
+        let bytes = try fileSystem.read(path) ?? []
+        let (records, validLength) = RecordFrame.records(in: bytes)
+        var kept = 0
+        for record in records {
+          // A record whose frame is whole but whose message does not decode is damage
+          // too: the log is cut before it.
+          guard let delta = try? DocumentDelta(decoding: record) else { break }
+          loaded.document.apply(delta)
+          kept = record.endIndex
+          report.replayedRecords += 1
+        }
+        if records.count == 0 || kept == records.last?.endIndex { kept = validLength }
+        if kept < bytes.count {
+          try fileSystem.truncate(path, to: kept)
+          try fileSystem.sync(path)
+          report.cutTails.append(
+            StoreRecovery.CutTail(file: name, keptBytes: kept, droppedBytes: bytes.count - kept))
+        }
+        loaded.generation = Swift.max(loaded.generation, generation)
+        loaded.logBytes = kept
+      }
+
+      if let bytes = try fileSystem.read(directory + "/identity") {
+        loaded.identityFileExisted = true
+        loaded.identity = StoreIdentity(decoding: bytes)
+      }
+      if let bytes = try fileSystem.read(directory + "/" + acknowledgementsName) {
+        if let acknowledged = decodeAcknowledgements(bytes) {
+          loaded.acknowledged = acknowledged
+        } else {
+          loaded.acknowledgementsReset = true
+        }
+      }
+    }
+    return loaded
+  }
+}

@@ -1,0 +1,125 @@
+import Converge
+
+/// Sync status without a queue: the store keeps what each peer (or relay) acknowledged,
+/// and everything else follows from the document.
+///
+/// The outbox for a peer is the delta since its acknowledged context; an entity is pending
+/// while it holds local dots that no acknowledged context includes. Nothing is queued, so
+/// nothing can be dropped from a queue or sent twice by one: a delta is idempotent.
+extension DocumentStore {
+  static let acknowledgementsName = "acknowledged"
+
+  /// What `peer` has acknowledged (empty if it never did).
+  public func acknowledgedContext(of peer: String) -> CausalContext {
+    acknowledged[peer] ?? CausalContext()
+  }
+
+  /// The durable delta `peer` lacks: flushes buffered commits first, so the outbox never
+  /// holds an edit the device could lose.
+  ///
+  /// - Complexity: the sync's cost plus O(e + d) for e entities and d dots in the result.
+  public func outbox(for peer: String) throws(StoreError) -> DocumentDelta {
+    try flush()
+    return replica.delta(since: acknowledgedContext(of: peer))
+  }
+
+  /// Records that `peer` holds every event of `context` (for example
+  /// ``SyncSession``'s peer context after a handshake, or a relay's acknowledgement), and
+  /// persists it.
+  ///
+  /// If `context` holds dots of this store's replica id beyond what the store holds (a
+  /// restored backup that kept its inode numbers, or another copy of this directory), the
+  /// store takes a fresh replica id at once, so no dot is issued twice.
+  ///
+  /// - Complexity: O(r + g) for r replicas and g gaps, plus O(p) for p pending entities.
+  public func recordAcknowledgement(_ context: CausalContext, from peer: String)
+    throws(StoreError)
+  {
+    guard !isClosed else { throw .closed }
+    let held = replica.context.counters(of: replica.id).maximum
+    if (context.counters(of: replica.id).maximum) > held {
+      try flush()
+      replica = replica.forked(as: configuration.freshID())
+      try writeIdentity(cleanShutdown: false)
+      identityChanges.append(.peerHoldsLaterDots)
+    }
+    var merged = acknowledged[peer] ?? CausalContext()
+    merged.formUnion(context)
+    guard merged != acknowledged[peer] else { return }
+    acknowledged[peer] = merged
+    acknowledgedUnion.formUnion(context)
+    pendingDots = pendingDots.filter { !isAcknowledged($0.value) }
+    let path = directory + "/" + Self.acknowledgementsName
+    let bytes = Self.encodeAcknowledgements(acknowledged)
+    try Self.attempt {
+      try fileSystem.write(bytes, to: path + ".tmp")
+      try fileSystem.sync(path + ".tmp")
+      try fileSystem.rename(path + ".tmp", to: path)
+      try fileSystem.syncDirectory(directory)
+    }
+  }
+
+  /// The number of entities with edits no peer has acknowledged: a badge.
+  ///
+  /// - Complexity: O(1).
+  public var pendingCount: Int { pendingDots.count }
+
+  /// Whether `key` has edits no peer has acknowledged.
+  ///
+  /// - Complexity: O(1) on average.
+  public func isPending(_ key: EntityKey) -> Bool { pendingDots[key] != nil }
+
+  /// The entities with unacknowledged edits, sorted.
+  public var pendingEntities: [EntityKey] { pendingDots.keys.sorted() }
+
+  /// Whether some acknowledged context holds every counter up to `latest` of each id: a
+  /// conservative test (a peer with a gap keeps the entity pending a little longer).
+  func isAcknowledged(_ latest: [ReplicaID: UInt64]) -> Bool {
+    latest.allSatisfy { replica, counter in
+      acknowledgedUnion.counters(of: replica).contiguousPrefix >= counter
+    }
+  }
+
+  /// Records the entities of a local commit as pending.
+  ///
+  /// - Complexity: O(k) for the k entities the commit touched; no context is copied.
+  func markPending(_ delta: DocumentDelta) {
+    let id = replica.id
+    let latest = delta.context.counters(of: id).maximum
+    guard latest > 0 else { return }
+    for key in delta.keys { pendingDots[key, default: [:]][id] = latest }
+  }
+
+  /// Pending entities at open: those the document's delta since every acknowledgement
+  /// holds, each with the latest unacknowledged counter of each id in that delta.
+  func rebuildPending() {
+    let unacknowledged = replica.delta(since: acknowledgedUnion)
+    var latest: [ReplicaID: UInt64] = [:]
+    for (replica, counters) in unacknowledged.context.entries { latest[replica] = counters.maximum }
+    pendingDots = [:]
+    for key in unacknowledged.keys { pendingDots[key] = latest }
+  }
+
+  static func encodeAcknowledgements(_ acknowledged: [String: CausalContext]) -> [UInt8] {
+    var bytes: [UInt8] = []
+    for (peer, context) in acknowledged.sorted(by: { $0.key < $1.key }) {
+      RecordFrame.append(Array(peer.utf8), to: &bytes)
+      RecordFrame.append(context.encoded(), to: &bytes)
+    }
+    return bytes
+  }
+
+  /// The acknowledged contexts in `bytes`, or `nil` if any part is damaged.
+  static func decodeAcknowledgements(_ bytes: [UInt8]) -> [String: CausalContext]? {
+    let (records, validLength) = RecordFrame.records(in: bytes)
+    guard validLength == bytes.count, records.count % 2 == 0 else { return nil }
+    var acknowledged: [String: CausalContext] = [:]
+    var index = 0
+    while index < records.count {
+      guard let context = try? CausalContext(decoding: records[index + 1]) else { return nil }
+      acknowledged[String(decoding: records[index], as: UTF8.self)] = context
+      index += 2
+    }
+    return acknowledged
+  }
+}

@@ -1,0 +1,364 @@
+import Converge
+
+/// A replica kept durably in a directory: every acknowledged edit survives a crash, a save
+/// costs the edit (an append to a log), and the device keeps one replica id across
+/// launches without ever reusing a dot.
+///
+/// The directory holds an `identity` record, at most one `snapshot-G` (the encoded
+/// document of generation G, framed) and the `log-G` files of the deltas since, each a
+/// sequence of framed ``DocumentDelta`` messages (see ``RecordFrame``). Opening recovers
+/// the newest whole snapshot and replays every log of its generation or later; a torn or
+/// damaged tail is cut at its last whole record and reported in ``recovery``.
+///
+/// ```swift
+/// let store = try DocumentStore(directory: notesFolder)
+/// store.onDurable = { deltas in relay.send(deltas) }  // write-ahead: only durable deltas
+/// store.transact { $0.setValue("Groceries", for: "title", of: note) }
+/// try store.flush()  // when the app goes to the background
+/// try store.close()
+/// ```
+///
+/// **Group commit.** ``transact(_:)`` appends its delta to a buffer; the buffer is written
+/// and synced (`fsync`) at most once per ``Configuration/syncInterval`` of typing (checked
+/// on each commit and by ``syncIfDue()``, which an app calls from a timer) and at once by
+/// ``flush()``. A delta reaches ``onDurable``, ``takeDurableDeltas()`` or ``outbox(for:)``
+/// only after that sync, so a peer never holds an edit the device could lose.
+///
+/// **Failures.** A failed write or sync throws a ``StoreError`` from ``flush()`` (or sets
+/// ``lastError`` when a commit triggered the sync). Nothing unsynced is acknowledged; the
+/// next sync writes a fresh snapshot of the whole replica in a new generation rather than
+/// appending after a record that may be torn, so a failure never blocks later saves.
+///
+/// **Isolation.** A store is a reference to files and is not `Sendable`: one isolation
+/// domain owns it (the main actor, or an app's own actor), as it would own a file handle.
+/// A background sync touches only the bytes handed to it and the files; its result is
+/// collected (and ``onDurable`` called) in the owner's domain, on its next call.
+/// Two stores must not open one directory at the same time.
+public final class DocumentStore {
+  /// How a store syncs, compacts and tells time.
+  public struct Configuration: Sendable {
+    /// The longest a commit waits for its sync while typing continues.
+    public var syncInterval: Duration = .milliseconds(200)
+    /// Whether a due sync runs on a background queue, so that typing never waits for
+    /// `fsync`; ``flush()``, ``compact()`` and ``close()`` still wait for it.
+    public var syncInBackground = true
+    /// The log size beyond which a commit compacts (writes a snapshot and a fresh log).
+    public var compactionLogBytes = 8 << 20
+    /// The files; tests inject failures and power cuts here.
+    public var fileSystem: any StoreFileSystem = POSIXFileSystem()
+    /// A monotonic clock for group commit; tests pass a manual one.
+    public var now: @Sendable () -> Duration = { processStart.duration(to: .now) }
+    /// The replica's wall clock.
+    public var wallClock: WallClock = .system
+    /// Where fresh replica ids come from; simulations pass a seeded source.
+    public var freshID: @Sendable () -> ReplicaID = { .random() }
+
+    public init() {}
+  }
+
+  /// The replica; change it only through the store so that every edit is logged.
+  public internal(set) var replica: Replica
+  /// The store's directory.
+  public let directory: String
+  /// What opening found and repaired.
+  public let recovery: StoreRecovery
+  /// Called after each sync with the deltas it made durable, in commit order.
+  public var onDurable: (([[UInt8]]) -> Void)?
+  /// The last durability failure of a sync a commit triggered (or of removing superseded
+  /// files after a compaction), cleared by the next successful sync.
+  public internal(set) var lastError: StoreError?
+  /// Commits made durable since opening: a monotonic sequence an app can wait on.
+  public private(set) var durableCommits = 0
+  /// Commits appended since opening (durable or not).
+  public private(set) var committed = 0
+  /// Syncs (`fsync` of the log, or compactions) since opening.
+  public private(set) var syncCount = 0
+  /// Every fresh replica id this store took since opening, and why (the one taken at open
+  /// is also in ``recovery``).
+  public internal(set) var identityChanges: [IdentityChange] = []
+
+  let configuration: Configuration
+  var fileSystem: any StoreFileSystem { configuration.fileSystem }
+  var generation: UInt64
+  var logBytes = 0
+  var snapshotBytes = 0
+  /// Framed records not yet written.
+  var buffer: [UInt8] = []
+  /// Encoded deltas appended to `buffer` or written, not yet synced.
+  var unsynced: [[UInt8]] = []
+  var durableOutbox: [[UInt8]] = []
+  var lastSync: Duration
+  /// Set after a failed write or sync: the log may end in a torn record, so the next sync
+  /// starts a new generation.
+  var needsFreshGeneration = false
+  /// The sync running in the background, if any, and the deltas it makes durable.
+  let backgroundSync = BackgroundSync()
+  var inFlight: [[UInt8]]?
+  var isClosed = false
+  var acknowledged: [String: CausalContext]
+  /// Each pending entity's latest local counter per replica id (normally one): it stays
+  /// pending until an acknowledged context holds every counter of that id up to it.
+  var pendingDots: [EntityKey: [ReplicaID: UInt64]] = [:]
+  var acknowledgedUnion = CausalContext()
+
+  /// Opens (or creates) the store in `directory`, recovering what the last run left.
+  ///
+  /// - Throws: a ``StoreError`` if the directory cannot be read or the identity record
+  ///   cannot be written. Damaged data is cut and reported in ``recovery``, never thrown.
+  public init(directory: String, configuration: Configuration = Configuration()) throws(StoreError)
+  {
+    self.directory = directory
+    self.configuration = configuration
+    var report = StoreRecovery()
+    let fileSystem = configuration.fileSystem
+    let loaded = try Self.recover(directory, fileSystem, &report)
+    generation = loaded.generation
+    logBytes = loaded.logBytes
+    snapshotBytes = loaded.snapshotBytes
+    acknowledged = loaded.acknowledged
+    report.acknowledgementsReset = loaded.acknowledgementsReset
+
+    // Identity: keep the stored id only when the store can prove every counter it issued.
+    let document = loaded.document
+    let stored = loaded.identity
+    var change: IdentityChange?
+    if let stored {
+      let fingerprint = try Self.attempt { try fileSystem.fileIdentity(directory + "/identity") }
+      let held = document.context.counters(of: stored.replica).maximum
+      report.previousRunClosedCleanly = stored.cleanShutdown
+      if fingerprint != stored.fingerprint {
+        change = .copiedOrRestored
+      } else if !stored.cleanShutdown && !report.cutTails.isEmpty {
+        change = .uncleanShutdownUnproven
+      } else if stored.provenCounter > held {
+        change = .counterNotHeld
+      }
+    } else {
+      change =
+        loaded.identityFileExisted || !document.context.isEmpty
+        ? .identityUnreadable : .firstLaunch
+    }
+    let id = change == nil ? stored?.replica ?? configuration.freshID() : configuration.freshID()
+    report.identityChange = change
+    identityChanges = change.map { [$0] } ?? []
+    recovery = report
+    replica = Replica(document: document, id: id, wallClock: configuration.wallClock)
+    lastSync = configuration.now()
+    try writeIdentity(cleanShutdown: false)
+    try Self.attempt {
+      let log = Self.logName(generation)
+      if try fileSystem.read(directory + "/" + log) == nil {
+        try fileSystem.write([], to: directory + "/" + log)
+        try fileSystem.sync(directory + "/" + log)
+        try fileSystem.syncDirectory(directory)
+      }
+    }
+    for (_, context) in acknowledged { acknowledgedUnion.formUnion(context) }
+    rebuildPending()
+    // A long log makes every open replay it: fold it into a snapshot now.
+    if logBytes > configuration.compactionLogBytes { try compact() }
+  }
+
+  /// Runs a local transaction, appends its delta to the log and syncs if the group
+  /// commit interval has passed.
+  ///
+  /// The returned commit's delta is not yet durable: send deltas from ``onDurable`` or
+  /// ``outbox(for:)`` instead.
+  ///
+  /// - Complexity: the transaction's cost plus O(d) to encode and frame its delta.
+  @discardableResult
+  public func transact(_ body: (inout Transaction) -> Void) -> Commit {
+    let commit = replica.transact(body)
+    if !commit.delta.isEmpty {
+      append(commit.delta, local: true)
+    }
+    return commit
+  }
+
+  /// Integrates a delta from another device and logs it (group-committed like an edit).
+  @discardableResult
+  public func apply(_ delta: DocumentDelta) -> DocumentChanges {
+    let changes = replica.apply(delta)
+    if !delta.isEmpty { append(delta, local: false) }
+    return changes
+  }
+
+  private func append(_ delta: DocumentDelta, local: Bool) {
+    collectBackgroundSync()
+    let bytes = delta.encoded()
+    RecordFrame.append(bytes, to: &buffer)
+    unsynced.append(bytes)
+    committed += 1
+    if local { markPending(delta) }
+    if logBytes + buffer.count > configuration.compactionLogBytes {
+      do { try compact() } catch { lastError = error }
+    } else {
+      do { try syncIfDue() } catch { lastError = error }
+    }
+  }
+
+  /// Syncs the buffered commits if the oldest has waited a sync interval: in the
+  /// background (``Configuration/syncInBackground``) or before returning.
+  public func syncIfDue() throws(StoreError) {
+    collectBackgroundSync()
+    guard !unsynced.isEmpty, configuration.now() - lastSync >= configuration.syncInterval else {
+      return
+    }
+    if configuration.syncInBackground && !needsFreshGeneration {
+      startBackgroundSync()
+    } else {
+      try flush()
+    }
+  }
+
+  /// Writes and syncs every buffered commit now: call it when the app goes to the
+  /// background or before it needs a delta durable.
+  public func flush() throws(StoreError) {
+    guard !isClosed else { throw .closed }
+    finishBackgroundSync()
+    guard !unsynced.isEmpty || needsFreshGeneration else { return }
+    if needsFreshGeneration { return try compact() }
+    let log = directory + "/" + Self.logName(generation)
+    do {
+      try Self.attempt {
+        try fileSystem.append(buffer, to: log)
+        try fileSystem.sync(log)
+      }
+    } catch {
+      needsFreshGeneration = true
+      lastError = error
+      throw error
+    }
+    logBytes += buffer.count
+    buffer.removeAll(keepingCapacity: true)
+    markDurable(unsynced)
+    unsynced.removeAll(keepingCapacity: true)
+  }
+
+  /// Acknowledges `deltas`: they are durable now.
+  func markDurable(_ deltas: [[UInt8]]) {
+    lastSync = configuration.now()
+    syncCount += 1
+    lastError = nil
+    guard !deltas.isEmpty else { return }
+    durableCommits += deltas.count
+    if let onDurable { onDurable(deltas) } else { durableOutbox.append(contentsOf: deltas) }
+  }
+
+  /// The encoded deltas made durable since the last call (when ``onDurable`` is unset).
+  public func takeDurableDeltas() -> [[UInt8]] {
+    defer { durableOutbox.removeAll() }
+    return durableOutbox
+  }
+
+  /// Writes the whole replica as a new snapshot and starts a new log, then removes the
+  /// files it supersedes.
+  ///
+  /// Each step is crash-safe: the snapshot is written to a temporary file, synced and
+  /// renamed into place, the new empty log is synced, and the directory is synced, all
+  /// before anything older is removed. Opening ignores temporary files and prefers the
+  /// newest whole snapshot, replaying every log of its generation or later.
+  public func compact() throws(StoreError) {
+    guard !isClosed else { throw .closed }
+    finishBackgroundSync()
+    let next = generation + 1
+    let snapshot = RecordFrame.framed(replica.document.encoded())
+    let path = directory + "/" + Self.snapshotName(next)
+    do {
+      try Self.attempt {
+        try fileSystem.write(snapshot, to: path + ".tmp")
+        try fileSystem.sync(path + ".tmp")
+        try fileSystem.rename(path + ".tmp", to: path)
+        try fileSystem.write([], to: directory + "/" + Self.logName(next))
+        try fileSystem.sync(directory + "/" + Self.logName(next))
+        try fileSystem.syncDirectory(directory)
+      }
+    } catch {
+      needsFreshGeneration = true
+      lastError = error
+      throw error
+    }
+    generation = next
+    logBytes = 0
+    snapshotBytes = snapshot.count
+    buffer.removeAll(keepingCapacity: true)
+    needsFreshGeneration = false
+    markDurable(unsynced)
+    unsynced.removeAll(keepingCapacity: true)
+    // Superseded files: a failure leaves them for the next compaction or open to remove,
+    // and is reported without failing the compaction, which is durable already.
+    do { try Self.attempt { try removeSuperseded() } } catch { lastError = error }
+  }
+
+  /// Flushes, marks the shutdown clean and closes the store; later calls throw
+  /// ``StoreError/closed``.
+  public func close() throws(StoreError) {
+    guard !isClosed else { return }
+    try flush()
+    try writeIdentity(cleanShutdown: true)
+    isClosed = true
+  }
+
+  // MARK: - Files
+
+  static func snapshotName(_ generation: UInt64) -> String { "snapshot-" + hex(generation) }
+  static func logName(_ generation: UInt64) -> String { "log-" + hex(generation) }
+
+  static func hex(_ value: UInt64) -> String {
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - digits.count) + digits
+  }
+
+  /// Runs `body`, turning any file error into a ``StoreError``.
+  static func attempt<Result>(_ body: () throws -> Result) throws(StoreError) -> Result {
+    do {
+      return try body()
+    } catch let error as StoreFileError {
+      throw .fileSystem(error)
+    } catch {
+      throw .fileSystem(StoreFileError(operation: "\(error)", path: "", code: 0))
+    }
+  }
+
+  /// Writes the identity record: a temporary file whose own inode becomes the
+  /// fingerprint, synced, renamed into place, then the directory synced.
+  func writeIdentity(cleanShutdown: Bool) throws(StoreError) {
+    let temporary = directory + "/identity.tmp"
+    let counter = replica.context.counters(of: replica.id).maximum
+    try Self.attempt {
+      try fileSystem.write([], to: temporary)
+      let fingerprint = try fileSystem.fileIdentity(temporary) ?? 0
+      let identity = StoreIdentity(
+        replica: replica.id, provenCounter: counter, cleanShutdown: cleanShutdown,
+        fingerprint: fingerprint)
+      try fileSystem.write(identity.encoded, to: temporary)
+      try fileSystem.sync(temporary)
+      try fileSystem.rename(temporary, to: directory + "/identity")
+      try fileSystem.syncDirectory(directory)
+    }
+  }
+
+  private func removeSuperseded() throws {
+    for name in try fileSystem.contents(ofDirectory: directory) {
+      guard let (_, fileGeneration) = Self.parse(name), fileGeneration < generation else {
+        continue
+      }
+      try fileSystem.remove(directory + "/" + name)
+    }
+    try fileSystem.syncDirectory(directory)
+  }
+
+  /// The kind and generation a file name encodes, or `nil` for other files.
+  static func parse(_ name: String) -> (kind: Substring, generation: UInt64)? {
+    guard let dash = name.firstIndex(of: "-") else { return nil }
+    let kind = name[..<dash]
+    let digits = name[name.index(after: dash)...]
+    guard kind == "snapshot" || kind == "log", digits.count == 16,
+      let generation = UInt64(digits, radix: 16)
+    else { return nil }
+    return (kind, generation)
+  }
+}
+
+/// The origin of the default group-commit clock.
+private let processStart = ContinuousClock.now

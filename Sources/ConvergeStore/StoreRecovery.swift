@@ -1,0 +1,38 @@
+import Converge
+
+/// What opening a store found and repaired.
+public struct StoreRecovery: Equatable, Sendable {
+  /// A log that ended in a torn or damaged record, cut back to its last whole record.
+  public struct CutTail: Equatable, Sendable {
+    /// The log file's name.
+    public var file: String
+    /// The bytes kept: every whole record.
+    public var keptBytes: Int
+    /// The bytes dropped after them.
+    public var droppedBytes: Int
+  }
+
+  /// Whether the previous run closed the store (``DocumentStore/close()``).
+  public var previousRunClosedCleanly = true
+  /// The generation of the snapshot recovery started from (0: none).
+  public var snapshotGeneration: UInt64 = 0
+  /// Snapshots that failed their checksum or did not decode, newest first.
+  public var damagedSnapshots: [String] = []
+  /// Logs whose damaged tail was cut.
+  public var cutTails: [CutTail] = []
+  /// Log records replayed on top of the snapshot.
+  public var replayedRecords = 0
+  /// Why the store took a fresh replica id, or `nil` if it continued the stored one.
+  public var identityChange: IdentityChange?
+  /// Whether the acknowledged contexts were damaged and reset (everything is resent).
+  public var acknowledgementsReset = false
+}
+
+/// A store operation that failed. The replica in memory keeps every edit; what was not
+/// made durable is not acknowledged and is written again by the next sync.
+public enum StoreError: Error, Equatable, Sendable {
+  /// A file operation failed.
+  case fileSystem(StoreFileError)
+  /// The store was closed.
+  case closed
+}

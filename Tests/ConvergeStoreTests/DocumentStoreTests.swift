@@ -1,0 +1,162 @@
+import Converge
+import Foundation
+import Testing
+
+@testable import ConvergeStore
+
+/// A manual clock for group commit.
+final class ManualClock: @unchecked Sendable {
+  // `@unchecked`: tests drive it from one task.
+  var now: Duration = .zero
+}
+
+let directory = "/store"
+let note = EntityKey(type: "note", id: "body")
+
+func configuration(_ fileSystem: MemoryFileSystem, _ clock: ManualClock = ManualClock())
+  -> DocumentStore.Configuration
+{
+  var configuration = DocumentStore.Configuration()
+  configuration.fileSystem = fileSystem
+  configuration.now = { clock.now }
+  configuration.wallClock = .fixed(0)
+  // Syncs on the caller's thread, so the tests see each one as it happens; the torture
+  // command and the real-kill test run the background path.
+  configuration.syncInBackground = false
+  return configuration
+}
+
+/// Types `text` into the note, one commit per character.
+func type(_ text: String, into store: DocumentStore) {
+  for scalar in text.unicodeScalars {
+    let length = store.replica.document.text(of: "body", in: note).unicodeScalars.count
+    store.transact { $0.insertText(String(scalar), at: length, in: "body", of: note) }
+  }
+}
+
+@Suite struct DocumentStoreTests {
+  @Test func reopeningKeepsTheDocumentAndTheReplicaID() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    #expect(store.recovery.identityChange == .firstLaunch)
+    type("hello", into: store)
+    try store.compact()
+    type(" world", into: store)
+    try store.close()
+    let reopened = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem))
+    #expect(reopened.replica.document == store.replica.document)
+    #expect(reopened.replica.id == store.replica.id)
+    #expect(reopened.recovery.identityChange == nil)
+    #expect(reopened.recovery.previousRunClosedCleanly)
+    #expect(reopened.recovery.snapshotGeneration == 1)
+    #expect(reopened.recovery.replayedRecords == 6)
+  }
+
+  @Test func groupCommitSyncsOncePerIntervalAndReportsOnlyDurableDeltas() throws {
+    let fileSystem = MemoryFileSystem()
+    let clock = ManualClock()
+    let store = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem, clock))
+    var durable: [[UInt8]] = []
+    store.onDurable = { durable += $0 }
+    fileSystem.resetCounts()
+    for step in 1...50 {
+      clock.now += .milliseconds(10)
+      type("x", into: store)
+      // A sync happens only when 200 ms passed since the last one.
+      #expect(store.syncCount == step / 20, "step \(step)")
+      #expect(durable.count == store.durableCommits)
+    }
+    #expect(fileSystem.calls(.sync) == 2)
+    #expect(store.durableCommits == 40)
+    try store.flush()
+    #expect(durable.count == 50)
+    let rebuilt = try durable.reduce(into: Replica()) { try $0.apply(encodedDelta: $1) }
+    #expect(rebuilt.document == store.replica.document)
+  }
+
+  @Test func aPowerCutKeepsEverySyncedCommitAndTheReplicaID() throws {
+    let fileSystem = MemoryFileSystem()
+    let clock = ManualClock()
+    let store = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem, clock))
+    type("durable", into: store)
+    try store.flush()
+    let synced = store.replica.document
+    type(" lost", into: store)
+    fileSystem.crash()
+    let reopened = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem, clock))
+    #expect(reopened.replica.document == synced)
+    #expect(!reopened.recovery.previousRunClosedCleanly)
+    // The unsynced dots never left the device, so reissuing them is safe.
+    #expect(reopened.recovery.identityChange == nil)
+    #expect(reopened.replica.id == store.replica.id)
+  }
+
+  @Test func aTornTailAfterAnUncleanShutdownTakesAFreshID() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("abc", into: store)
+    try store.flush()
+    type("def", into: store)
+    try fileSystem.append(store.buffer, to: directory + "/" + DocumentStore.logName(0))
+    fileSystem.crash { $0 - 3 }
+    let reopened = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem))
+    #expect(reopened.recovery.cutTails.count == 1)
+    #expect(reopened.recovery.identityChange == .uncleanShutdownUnproven)
+    #expect(reopened.replica.id != store.replica.id)
+    #expect(reopened.replica.document.text(of: "body", in: note) == "abcde")
+  }
+
+  @Test func aCopiedDirectoryTakesAFreshID() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("abc", into: store)
+    try store.close()
+    fileSystem.copyDirectory(directory, to: "/copy")
+    let copy = try DocumentStore(directory: "/copy", configuration: configuration(fileSystem))
+    #expect(copy.recovery.identityChange == .copiedOrRestored)
+    #expect(copy.replica.id != store.replica.id)
+    #expect(copy.replica.document == store.replica.document)
+  }
+
+  @Test func aPeerHoldingLaterDotsOfThisIDForcesAFreshID() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("abc", into: store)
+    let id = store.replica.id
+    var beyond = store.replica.context
+    beyond.insert(Dot(replica: id, counter: 10))
+    try store.recordAcknowledgement(beyond, from: "relay")
+    #expect(store.replica.id != id)
+    #expect(store.identityChanges.last == .peerHoldsLaterDots)
+    type("d", into: store)
+    #expect(store.replica.context.counters(of: id).maximum == 3)
+  }
+
+  @Test func pendingEntitiesFollowAcknowledgements() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    let other = EntityKey(type: "note", id: "other")
+    type("abc", into: store)
+    store.transact { $0.setValue(.string("Title"), for: "title", of: other) }
+    #expect(store.pendingCount == 2)
+    let outbox = try store.outbox(for: "relay")
+    var relay = Replica()
+    relay.apply(outbox)
+    #expect(relay.document == store.replica.document)
+    try store.recordAcknowledgement(relay.context, from: "relay")
+    #expect(store.pendingCount == 0)
+    store.transact { $0.setValue(.string("New"), for: "title", of: other) }
+    #expect(store.isPending(other) && !store.isPending(note))
+    #expect(try store.outbox(for: "relay").keys == [other])
+    try store.close()
+    let reopened = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem))
+    #expect(reopened.pendingEntities == [other])
+    #expect(reopened.acknowledgedContext(of: "relay") == relay.context)
+  }
+}
