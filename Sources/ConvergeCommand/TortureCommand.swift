@@ -97,7 +97,7 @@ enum TortureCommand {
     try base.close()
     let deadline = Date().addingTimeInterval(seconds)
     while totals.kills < kills && Date() < deadline {
-      FileManager.default.createFile(atPath: report.path, contents: nil)
+      _ = FileManager.default.createFile(atPath: report.path, contents: nil)
       let output = try FileHandle(forWritingTo: report)
       let child = Process()
       child.executableURL = executable
