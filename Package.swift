@@ -48,7 +48,9 @@ let package = Package(
       name: "LiveTyping", dependencies: ["Converge"], path: "Examples/LiveTyping"),
     .testTarget(
       name: "ConvergeTests",
-      dependencies: ["Converge", "ConvergeTestSupport", "ConvergeTraces", "ConvergeSimulator"],
+      dependencies: [
+        "Converge", "ConvergeTestSupport", "ConvergeTraces", "ConvergeSimulator", "ConvergeStore",
+      ],
       // Inputs the fuzzers found failing, replayed as tests (not bundled resources).
       exclude: ["FailCases"],
       // Golden wire-format files that every later version must still decode.

@@ -11,11 +11,11 @@ import Converge
 /// damaged tail is cut at its last whole record and reported in ``recovery``.
 ///
 /// ```swift
-/// let store = try DocumentStore(directory: notesFolder)
-/// store.onDurable = { deltas in relay.send(deltas) }  // write-ahead: only durable deltas
-/// store.transact { $0.setValue("Groceries", for: "title", of: note) }
+/// let store = try DocumentStore(directory: notesFolder.path)
+/// store.onDurable = { deltas in relay.send(deltas) }  // only durable deltas leave the device
+/// store.transact { $0.setValue(.string("Groceries"), for: "title", of: note) }
 /// try store.flush()  // when the app goes to the background
-/// try store.close()
+/// try store.close()  // marks a clean shutdown
 /// ```
 ///
 /// **Group commit.** ``transact(_:)`` appends its delta to a buffer; the buffer is written
