@@ -35,7 +35,6 @@ public struct ShrinkResult: Sendable {
 /// schedule and the network draw from separate streams of the seed, so shrinking one
 /// dimension leaves the others' choices as they were and failures tend to survive it.
 public struct Shrinker: Sendable {
-  public let transport: SimulationTransport
   public let hooks: SimulationHooks
   /// The most simulations one shrink runs.
   public let maximumRuns: Int
@@ -43,10 +42,9 @@ public struct Shrinker: Sendable {
   public let timeLimit: Duration
 
   public init(
-    transport: SimulationTransport = .standard, hooks: SimulationHooks = SimulationHooks(),
+    hooks: SimulationHooks = SimulationHooks(),
     maximumRuns: Int = 300, timeLimit: Duration = .seconds(300)
   ) {
-    self.transport = transport
     self.hooks = hooks
     self.maximumRuns = maximumRuns
     self.timeLimit = timeLimit
@@ -56,7 +54,7 @@ public struct Shrinker: Sendable {
   public func shrink(_ failing: SimulationConfiguration) -> ShrinkResult {
     var state = ShrinkState(shrinker: self)
     guard let firstReport = state.failingReport(failing) else {
-      let report = Simulation(failing, transport: transport, hooks: hooks).run()
+      let report = Simulation(failing, hooks: hooks).run()
       return ShrinkResult(original: failing, shrunk: failing, report: report, runs: state.runs + 1)
     }
     var best = failing
@@ -95,7 +93,7 @@ private struct ShrinkState {
     guard !exhausted, !tried.contains(configuration) else { return nil }
     tried.append(configuration)
     runs += 1
-    let report = Simulation(configuration, transport: shrinker.transport, hooks: shrinker.hooks)
+    let report = Simulation(configuration, hooks: shrinker.hooks)
       .run()
     return report.converged ? nil : report
   }

@@ -79,6 +79,21 @@ public struct SyncSession: Sendable {
     self = SyncSession(streamSeed: streamSeed)
   }
 
+  /// Forgets what the peer was believed to have, so the next message opens a handshake,
+  /// but keeps both streams of live pushes: an anti-entropy timer on a connection that
+  /// still works, where ``reset()`` would also restart the stream the peer follows.
+  public mutating func restartHandshake() {
+    peerContext = nil
+    contextSent = nil
+    answerOwed = true
+  }
+
+  /// Whether the session owes the peer a message now: an answer to a handshake whose
+  /// contexts differ, a handshake opened by ``restartHandshake()``, or a request for a
+  /// new stream after a refused frame. A channel that is not polled sends what
+  /// ``makeMessage(for:)`` returns as soon as this becomes true.
+  public var owesMessage: Bool { answerOwed }
+
   /// The next value of a SplitMix64 sequence: distinct for 2^64 calls.
   private static func nextStreamID(_ state: inout UInt64) -> UInt64 {
     state &+= 0x9E37_79B9_7F4A_7C15
