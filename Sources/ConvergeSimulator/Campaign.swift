@@ -110,7 +110,12 @@ public struct CampaignReport: Sendable {
       ("failures", "\(failures)"),
     ]
     if let failure { fields.append(("failure", jsonString(failure.configuration.command))) }
-    if let shrunk { fields.append(("shrunk_replay", jsonString(shrunk.shrunk.command))) }
+    if let shrunk {
+      fields.append(("shrunk_replay", jsonString(shrunk.shrunk.command)))
+      if !shrunk.shrunk.cuts.isEmpty {
+        fields.append(("shrunk_schedule", jsonString(shrunk.schedule)))
+      }
+    }
     return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
   }
 }

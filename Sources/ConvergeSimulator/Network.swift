@@ -46,6 +46,10 @@ struct Network: Sendable {
   private var random: SimulationRandom
   private let faults: NetworkFaults
   private let messageLimit: Int?
+  /// Sends made so far, duplicates not counted: the numbering of ``droppedSends``.
+  private var sends = 0
+  /// Sends lost whatever the faults draw (``ScheduleCuts/droppedMessages``).
+  var droppedSends: Set<Int> = []
   /// Each replica's partition group; replicas talk only within their group.
   private(set) var groups: [Int]
   private var partitionEnds: UInt64 = 0
@@ -81,9 +85,11 @@ struct Network: Sendable {
   /// Sends a message at `now`, subject to loss, duplication, latency and reordering.
   mutating func send(_ message: Message, at now: UInt64) {
     if let messageLimit, statistics.sent >= messageLimit { return }
+    let index = sends
+    sends += 1
     statistics.sent += 1
     statistics.bytes += message.bytes.count
-    let lost = random.chance(faults.loss)
+    let lost = random.chance(faults.loss) || droppedSends.contains(index)
     let duplicated = random.chance(faults.duplicate)
     guard !lost else {
       statistics.lost += 1

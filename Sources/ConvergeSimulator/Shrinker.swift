@@ -13,12 +13,20 @@ public struct ShrinkResult: Sendable {
 
   /// The seed, the shrunk sizes and the command that replays the failure.
   public var summary: String {
-    [
+    let kept = shrunk.operations - shrunk.cuts.skippedOperations.count
+    let dropped = shrunk.cuts.droppedMessages.count
+    return [
       "seed \(shrunk.seed): shrunk from \(original.replicas) replicas × \(original.operations) "
-        + "operations to \(shrunk.replicas) × \(shrunk.operations) in \(runs) runs",
-      "replay: " + shrunk.command,
+        + "operations to \(shrunk.replicas) × \(kept) operations"
+        + (dropped > 0 ? " and \(dropped) dropped sends" : "") + " in \(runs) runs",
+      shrunk.cuts.isEmpty
+        ? "replay: " + shrunk.command
+        : "replay: converge simulate --replay FILE, FILE holding this schedule:\n" + schedule,
     ].joined(separator: "\n")
   }
+
+  /// The shrunk run as a ``SimulationSchedule`` file's text.
+  public var schedule: String { SimulationSchedule.text(of: shrunk) }
 }
 
 /// Reduces a failing simulation to the fewest replicas, operations and deliveries that
@@ -28,7 +36,9 @@ public struct ShrinkResult: Sendable {
 /// 2. replicas: the smallest count from 2 up that still fails;
 /// 3. faults: each of loss, duplication, reordering, partitions and offline devices set
 ///    to zero if it still fails; then live pushes off, then mid-run anti-entropy off;
-/// 4. deliveries: the smallest message limit that still fails, by halving.
+/// 4. deliveries: the smallest message limit that still fails, by halving;
+/// 5. the schedule: delta debugging over the operations, then the sends, that remain
+///    (``ScheduleCuts``), until removing any one of them makes the failure disappear.
 ///
 /// The passes repeat while one of them makes progress, within ``maximumRuns`` runs and
 /// ``timeLimit``. Every replica's workload, the
@@ -43,7 +53,7 @@ public struct Shrinker: Sendable {
 
   public init(
     hooks: SimulationHooks = SimulationHooks(),
-    maximumRuns: Int = 300, timeLimit: Duration = .seconds(300)
+    maximumRuns: Int = 1_000, timeLimit: Duration = .seconds(300)
   ) {
     self.hooks = hooks
     self.maximumRuns = maximumRuns
@@ -72,11 +82,13 @@ public struct Shrinker: Sendable {
         if state.exhausted { break }
       }
     }
-    return ShrinkResult(original: failing, shrunk: best, report: bestReport, runs: state.runs)
+    bestReport = state.minimizeSchedule(bestReport)
+    return ShrinkResult(
+      original: failing, shrunk: bestReport.configuration, report: bestReport, runs: state.runs)
   }
 }
 
-private struct ShrinkState {
+struct ShrinkState {
   let shrinker: Shrinker
   let deadline: ContinuousClock.Instant
   var runs = 0

@@ -85,6 +85,16 @@ public struct Simulation: Sendable {
     let clock = ContinuousClock()
     let start = clock.now
     var run = SimulationRun(self)
+    if !configuration.cuts.skippedOperations.isEmpty {
+      // Kept operations make the edits they made in the uncut run: each takes its
+      // author's workload (random stream and memory) as it was at that step there.
+      var uncut = configuration
+      uncut.cuts.skippedOperations = []
+      var recording = SimulationRun(Simulation(uncut, hooks: hooks))
+      recording.workloadsByStep = []
+      recording.runOperations(progress: nil)
+      run.workloadsByStep = recording.workloadsByStep
+    }
     run.runOperations(progress: progress)
     run.finish()
     var verdict = PhaseTimings.measure(&run.statistics.timings, \.oracle) {
@@ -111,6 +121,7 @@ public struct Simulation: Sendable {
 struct RunStatistics: Sendable {
   var operations = 0
   var emptyOperations = 0
+  var skippedOperations = 0
   var handshakes = 0
   var finalHandshakes = 0
   var finalRounds = 0
@@ -162,6 +173,9 @@ struct SimulationRun {
   let clock = VirtualClock()
   var replicas: [Replica] = []
   var workloads: [Workload] = []
+  /// The author's workload before each step: recorded when empty, else taken at each
+  /// step (see ``ScheduleCuts``); `nil` when neither.
+  var workloadsByStep: [Workload]?
   var network: Network
   var schedule: SimulationRandom
   var statistics = RunStatistics()
@@ -190,6 +204,7 @@ struct SimulationRun {
     network = Network(
       replicas: count, faults: configuration.faults, messageLimit: configuration.messageLimit,
       random: SimulationRandom(seed: seed, stream: Stream.network.rawValue))
+    network.droppedSends = configuration.cuts.droppedMessages
     var setup = SimulationRandom(seed: seed, stream: Stream.setup.rawValue)
     var origin = Replica(id: .random(using: &setup), wallClock: clock.addDevice(skew: 0))
     var originUser = Workload(
@@ -239,18 +254,18 @@ struct SimulationRun {
         clock.setSkew(Self.skew(using: &schedule), of: device + 1)
       }
       let author = Int.random(in: 0..<replicas.count, using: &schedule)
-      let commit = PhaseTimings.measure(&statistics.timings, \.transact) {
-        workloads[author].perform(on: &replicas[author])
-      }
-      statistics.operations += 1
-      if commit.delta.isEmpty {
-        statistics.emptyOperations += 1
-      } else if configuration.livePush, replicas.count > 1 {
-        if network.isOnline(author, at: now) {
-          push(commit, from: author)
-        } else {
-          network.statistics.heldOffline += 1
+      if configuration.cuts.skippedOperations.contains(step) {
+        // Skipped by a schedule shrinker: time, the author's draw and the timer stay.
+        statistics.skippedOperations += 1
+      } else {
+        if let recorded = workloadsByStep {
+          if recorded.count > step {
+            workloads[author] = recorded[step]
+          } else {
+            workloadsByStep?.append(workloads[author])
+          }
         }
+        perform(by: author)
       }
       let interval = configuration.antiEntropyInterval
       if interval > 0, step % interval == interval - 1, replicas.count > 1 {
@@ -265,6 +280,23 @@ struct SimulationRun {
           SimulationProgress(
             operations: step + 1, total: total, messages: network.statistics.sent,
             inFlight: network.inFlight))
+      }
+    }
+  }
+
+  /// One transaction of `author`'s workload, pushed to every peer if it is online.
+  mutating func perform(by author: Int) {
+    let commit = PhaseTimings.measure(&statistics.timings, \.transact) {
+      workloads[author].perform(on: &replicas[author])
+    }
+    statistics.operations += 1
+    if commit.delta.isEmpty {
+      statistics.emptyOperations += 1
+    } else if configuration.livePush, replicas.count > 1 {
+      if network.isOnline(author, at: now) {
+        push(commit, from: author)
+      } else {
+        network.statistics.heldOffline += 1
       }
     }
   }

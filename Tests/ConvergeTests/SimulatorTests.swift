@@ -127,7 +127,7 @@ import Testing
   /// A merge that silently ignores, on every replica but the first, any delta that would
   /// set a task's status to "blocked": the oracle must catch it and the shrinker must reduce
   /// the run.
-  @Test func brokenMergeIsCaughtAndShrunk() {
+  @Test func brokenMergeIsCaughtAndShrunk() throws {
     let hooks = SimulationHooks { receiver, delta, document in
       guard receiver != 0 else { return true }
       var after = document
@@ -144,12 +144,14 @@ import Testing
     let result = Shrinker(hooks: hooks, maximumRuns: 120).shrink(original)
     #expect(!result.report.converged)
     #expect(result.shrunk.operations < original.operations)
-    // Seed 12 shrinks to 3 replicas × 37 operations with every fault off.
+    // Seed 12 shrinks to 2 replicas × 2 operations with every fault off.
     #expect(result.shrunk.replicas < original.replicas)
+    #expect(result.report.operations <= 5, "\(result.summary)")
     #expect(result.shrunk.faults.loss == 0 && result.shrunk.faults.partitions == 0)
-    #expect(result.summary.contains("converge simulate --seed 12 "))
-    // The shrunk command replays the failure.
-    #expect(!Simulation(result.shrunk, hooks: hooks).run().converged)
+    #expect(result.summary.contains("converge-schedule 1\nseed 12\n"))
+    // The shrunk schedule replays the failure.
+    let replayed = try SimulationSchedule.configuration(parsing: result.schedule)
+    #expect(!Simulation(replayed, hooks: hooks).run().converged)
   }
 
   /// Every message is bytes from a `SyncSession`, counted on the wire; a message that
