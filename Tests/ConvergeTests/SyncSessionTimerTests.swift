@@ -101,4 +101,38 @@ import Testing
     try sessionB.receive(encoded: sessionA.pushEncoded(next, from: a), into: &b)
     #expect(a.document == b.document)
   }
+
+  /// A handshake ends after the answer to an opening is answered, even when a replica
+  /// keeps receiving a third peer's edits meanwhile (they travel by their own pushes):
+  /// before, two sessions answered each other for as long as edits kept coming.
+  @Test func aHandshakeEndsWhileAThirdPeerKeepsEditing() throws {
+    var (a, b) = Self.pair()
+    var c = a.forked(as: ReplicaID(rawValue: 3))
+    var (sessionA, sessionB) = (SyncSession(streamSeed: 6), SyncSession(streamSeed: 7))
+    let key = EntityKey(type: "note", id: "n")
+    var exchanged = 0
+    var message = sessionA.makeMessage(for: a)
+    var toB = true
+    while let next = message, exchanged < 10 {
+      exchanged += 1
+      // C types a character and pushes it to both: it reaches the message's receiver
+      // just before the message, and the sender just after the answer leaves.
+      let commit = c.transact { tx in tx.insertText("c", at: 0, in: "body", of: key) }
+      if toB {
+        b.apply(commit.delta)
+        sessionB.receive(next, into: &b)
+        message = sessionB.owesMessage ? sessionB.makeMessage(for: b) : nil
+        a.apply(commit.delta)
+      } else {
+        a.apply(commit.delta)
+        sessionA.receive(next, into: &a)
+        message = sessionA.owesMessage ? sessionA.makeMessage(for: a) : nil
+        b.apply(commit.delta)
+      }
+      toB.toggle()
+    }
+    // Opening, answer, and the answer's answer: then quiet.
+    #expect(exchanged <= 3, "\(exchanged) messages")
+    #expect(a.document == b.document)
+  }
 }
