@@ -18,10 +18,19 @@ enum SimulateCommand {
                              [--anti-entropy N] [--no-live-push] [--frames]
                              [--message-limit N]
                              [--no-shrink] [--json]
+           converge simulate --campaign SECONDS [--seed S] [--json]
+           converge simulate --replay FILE [--no-shrink] [--json]
       With no options: 5 replicas, 5,000 operations of the mixed workload, seed 1, over a
       lossy, duplicating, reordering network with partitions and offline devices.
       Rates are probabilities: per message (loss, duplicate, reorder) or per operation
       (partitions, offline). --anti-entropy N: a handshake every N operations (0: none).
+      --campaign SECONDS: random configurations drawn from the seed (2-16 replicas, every
+      workload, faults 0-0.5, frames and live pushes on and off, anti-entropy 0-200) until
+      the time is up; stops at the first failure and prints it shrunk.
+      A failure is shrunk to few replicas, operations and deliveries; when operations or
+      sends were cut, the reproduction is written to converge-schedule-SEED.txt, which
+      --replay FILE runs again exactly (format: SimulationSchedule, version 1).
+      On a terminal, long runs show a progress line on standard error.
       Exit status 0 when every replica converged, 1 when not, 2 on a usage error.
     """
 
@@ -30,6 +39,10 @@ enum SimulateCommand {
       seed: 1, replicas: 5, operations: 5_000, workload: .mixed, faults: .hostile)
     var json = false
     var shrink = true
+    /// Seconds of campaign, if one was asked for.
+    var campaign: Int?
+    /// A schedule file to replay instead of the configuration's options.
+    var replay: String?
   }
 
   static func parse(_ arguments: [String]) -> Options? {
@@ -49,6 +62,12 @@ enum SimulateCommand {
       case "--no-shrink": options.shrink = false
       case "--no-live-push": options.configuration.livePush = false
       case "--frames": options.configuration.framedPushes = true
+      case "--replay":
+        guard let path = rest.popFirst() else { return nil }
+        options.replay = path
+      case "--campaign":
+        guard let value = count(rest.popFirst(), minimum: 1) else { return nil }
+        options.campaign = value
       case "--replicas":
         guard let value = count(rest.popFirst(), minimum: 1) else { return nil }
         options.configuration.replicas = value
@@ -92,31 +111,38 @@ enum SimulateCommand {
   }
 
   static func run(_ arguments: [String]) -> Int32 {
-    guard let options = parse(arguments) else {
+    guard var options = parse(arguments) else {
       write(usage + "\n", to: .standardError)
       return 2
     }
-    let live = !options.json && isatty(1) == 1
-    let simulation = Simulation(options.configuration)
-    let report = simulation.run { progress in
-      guard live else { return }
-      let percent = progress.total == 0 ? 100 : progress.operations * 100 / progress.total
-      write(
-        "\r\(percent)% \(progress.operations)/\(progress.total) operations, "
-          + "\(progress.messages) messages sent, \(progress.inFlight) in flight\u{1B}[K",
-        to: .standardOutput)
+    if let seconds = options.campaign { return runCampaign(seconds: seconds, options: options) }
+    if let path = options.replay {
+      do {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        options.configuration = try SimulationSchedule.configuration(parsing: text)
+      } catch {
+        write("converge simulate: cannot replay \(path): \(error)\n", to: .standardError)
+        return 2
+      }
     }
-    if live { write("\r\u{1B}[K", to: .standardOutput) }
+    let line = ProgressLine(enabled: !options.json)
+    let report = Simulation(options.configuration).run { progress in
+      line.update(
+        "\(progress.operations)/\(progress.total) operations, \(progress.messages) messages",
+        operations: progress.operations)
+    }
+    line.clear()
     var shrunk: ShrinkResult?
     if !report.converged, options.shrink {
       if !options.json { write("did not converge; shrinking…\n", to: .standardError) }
       shrunk = Shrinker().shrink(options.configuration)
     }
+    let replay = shrunk.map(replayCommand)
     if options.json {
       var json = report.json
       if let shrunk {
         json.removeLast()
-        json += ",\"shrunk_replay\":\"\(shrunk.shrunk.command)\"}"
+        json += ",\"shrunk_replay\":\"\(replay ?? shrunk.shrunk.command)\"}"
       }
       write(json + "\n", to: .standardOutput)
     } else {
@@ -128,9 +154,37 @@ enum SimulateCommand {
         for failure in shrunk.report.verdict.failures.prefix(3) {
           write("  - " + failure + "\n", to: .standardOutput)
         }
+        if let replay { write(replay + "\n", to: .standardOutput) }
       }
     }
     return report.converged ? 0 : 1
+  }
+
+  static func runCampaign(seconds: Int, options: Options) -> Int32 {
+    let line = ProgressLine(enabled: !options.json)
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    let report = Campaign(seed: options.configuration.seed).run(
+      shouldStop: { _ in ContinuousClock.now >= deadline },
+      progress: { report in
+        line.update(
+          "\(report.runs) runs, \(report.operations) operations", operations: report.operations)
+      })
+    line.clear()
+    write((options.json ? report.json : report.text) + "\n", to: .standardOutput)
+    return report.failures == 0 ? 0 : 1
+  }
+
+  /// The command that replays `shrunk`: its options, or `--replay` of a schedule file
+  /// written to the current directory when operations or sends were cut.
+  static func replayCommand(_ shrunk: ShrinkResult) -> String {
+    guard !shrunk.shrunk.cuts.isEmpty else { return shrunk.shrunk.command }
+    let path = "converge-schedule-\(shrunk.shrunk.seed).txt"
+    do {
+      try shrunk.schedule.write(toFile: path, atomically: true, encoding: .utf8)
+      return "converge simulate --replay \(path)"
+    } catch {
+      return "(could not write \(path): \(error); the schedule is printed above)"
+    }
   }
 
   private static func write(_ text: String, to handle: FileHandle) {

@@ -6,8 +6,9 @@ import Converge
 ///
 /// Every string is length-prefixed so that no content can imitate the dump's structure,
 /// and numbers are written exactly (doubles and dates by bit pattern). Nothing depends on
-/// hash order, so the dump is the same in every process. ``SimulationTransport/passthrough``
-/// names states by it, independently of the binary codec.
+/// hash order, so the dump is the same in every process. The ``Oracle`` names states by
+/// their encoded bytes and shows where two states differ by this dump, which does not
+/// depend on the binary codec.
 public enum DocumentFingerprint {
   /// The dump as UTF-8 bytes.
   public static func bytes(of document: Document) -> [UInt8] {

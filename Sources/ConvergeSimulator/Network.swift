@@ -1,50 +1,22 @@
 import Converge
 
-/// A message between two replicas.
+/// A message between two replicas: bytes made by the sender's session.
 struct Message: Sendable {
-  enum Payload: Sendable {
-    /// A transaction's delta, pushed live.
-    case push(WireDelta)
-    /// A transaction's delta, pushed live as the next frame of the sender's stream to
-    /// this receiver.
-    case frame([UInt8])
-    /// Anti-entropy, first step: the sender's context; the receiver answers.
-    /// With framed pushes, `newStream` asks the receiver to restart its stream to the
-    /// sender, which refused one of its frames.
-    case syncRequest(CausalContext, newStream: Bool)
-    /// Anti-entropy, second step: what the requester lacks, and the answerer's context
-    /// so that the requester sends back what the answerer lacks.
-    case syncReply(WireDelta, CausalContext)
-    /// Anti-entropy, last step: what the answerer lacked.
-    case syncFinish(WireDelta)
+  /// What the bytes are, for the run's statistics (the receiving session tells them
+  /// apart by itself).
+  enum Kind: Sendable {
+    /// A handshake message (``SyncSession/makeMessage(for:)``).
+    case handshake
+    /// A transaction's delta, pushed live as a self-contained message.
+    case push
+    /// A transaction's delta, pushed live as the next frame of the sender's stream.
+    case frame
   }
 
   var from: Int
   var to: Int
-  var payload: Payload
-}
-
-/// A delta as it travels: encoded bytes when the transport has a codec, else the value.
-struct WireDelta: Sendable {
-  var value: DocumentDelta?
-  var bytes: [UInt8]?
-
-  init(_ delta: DocumentDelta, transport: SimulationTransport) {
-    if let bytes = transport.encode(delta) {
-      self.bytes = bytes
-    } else {
-      self.value = delta
-    }
-  }
-
-  /// The delta at the receiver, or `nil` if its bytes do not decode.
-  func open(with transport: SimulationTransport) -> DocumentDelta? {
-    if let value { return value }
-    return bytes.flatMap(transport.decode)
-  }
-
-  /// Bytes on the wire, if known.
-  var size: Int? { bytes?.count }
+  var kind: Kind
+  var bytes: [UInt8]
 }
 
 /// Counters of what the network did.
@@ -59,11 +31,8 @@ public struct NetworkStatistics: Sendable, Equatable {
   public var cut = 0
   /// Messages delivered to a replica.
   public var delivered = 0
-  /// Bytes of the messages sent whose size is known (see ``bytesComplete``).
+  /// Bytes of the messages sent.
   public var bytes = 0
-  /// Whether every message's size was known: `false` while deltas pass through as
-  /// values (no codec plugged in), when ``bytes`` counts only the causal contexts.
-  public var bytesComplete = true
   /// The most messages in flight at once.
   public var maxInFlight = 0
   /// Live pushes a device did not send because it was offline.
@@ -77,6 +46,10 @@ struct Network: Sendable {
   private var random: SimulationRandom
   private let faults: NetworkFaults
   private let messageLimit: Int?
+  /// Sends made so far, duplicates not counted: the numbering of ``droppedSends``.
+  private var sends = 0
+  /// Sends lost whatever the faults draw (``ScheduleCuts/droppedMessages``).
+  var droppedSends: Set<Int> = []
   /// Each replica's partition group; replicas talk only within their group.
   private(set) var groups: [Int]
   private var partitionEnds: UInt64 = 0
@@ -110,11 +83,13 @@ struct Network: Sendable {
   }
 
   /// Sends a message at `now`, subject to loss, duplication, latency and reordering.
-  mutating func send(_ message: Message, size: Int?, at now: UInt64) {
+  mutating func send(_ message: Message, at now: UInt64) {
     if let messageLimit, statistics.sent >= messageLimit { return }
+    let index = sends
+    sends += 1
     statistics.sent += 1
-    if let size { statistics.bytes += size } else { statistics.bytesComplete = false }
-    let lost = random.chance(faults.loss)
+    statistics.bytes += message.bytes.count
+    let lost = random.chance(faults.loss) || droppedSends.contains(index)
     let duplicated = random.chance(faults.duplicate)
     guard !lost else {
       statistics.lost += 1

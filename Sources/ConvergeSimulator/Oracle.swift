@@ -23,13 +23,13 @@ public struct OracleVerdict: Sendable {
 /// (`==`, which also compares what is not visible, such as tombstones and deleted
 /// entities), and its visible content read through the typed facade is the same.
 public enum Oracle {
-  public static func check(_ replicas: [Replica], transport: SimulationTransport) -> OracleVerdict {
+  public static func check(_ replicas: [Replica]) -> OracleVerdict {
     var failures: [String] = []
     var digests: [String] = []
     guard let first = replicas.first else {
       return OracleVerdict(failures: [], stateDigests: [], entityCount: 0, textLength: 0)
     }
-    let reference = transport.stateFingerprint(first.document)
+    let reference = first.document.encoded()
     let referenceNotes = first.all(SimulatedNote.self)
     let referenceTasks = first.all(SimulatedTask.self)
     for (index, replica) in replicas.enumerated() {
@@ -38,13 +38,16 @@ public enum Oracle {
       if document.hasPendingChanges {
         failures.append("replica \(index) (\(replica.id)) still has pending changes")
       }
-      let fingerprint = index == 0 ? reference : transport.stateFingerprint(document)
+      let fingerprint = index == 0 ? reference : document.encoded()
       digests.append(SHA256.hexDigest(of: fingerprint))
       guard index > 0 else { continue }
       if fingerprint != reference {
         failures.append(
           "replica \(index) (\(replica.id)) fingerprint \(digests[index].prefix(16)) differs "
-            + "from replica 0's \(digests[0].prefix(16))" + firstDifference(reference, fingerprint))
+            + "from replica 0's \(digests[0].prefix(16))"
+            + firstDifference(
+              DocumentFingerprint.bytes(of: first.document), DocumentFingerprint.bytes(of: document)
+            ))
       }
       if document != first.document {
         failures.append("replica \(index) (\(replica.id)) document != replica 0's document")

@@ -13,12 +13,20 @@ public struct ShrinkResult: Sendable {
 
   /// The seed, the shrunk sizes and the command that replays the failure.
   public var summary: String {
-    [
+    let kept = shrunk.operations - shrunk.cuts.skippedOperations.count
+    let dropped = shrunk.cuts.droppedMessages.count
+    return [
       "seed \(shrunk.seed): shrunk from \(original.replicas) replicas × \(original.operations) "
-        + "operations to \(shrunk.replicas) × \(shrunk.operations) in \(runs) runs",
-      "replay: " + shrunk.command,
+        + "operations to \(shrunk.replicas) × \(kept) operations"
+        + (dropped > 0 ? " and \(dropped) dropped sends" : "") + " in \(runs) runs",
+      shrunk.cuts.isEmpty
+        ? "replay: " + shrunk.command
+        : "replay: converge simulate --replay FILE, FILE holding this schedule:\n" + schedule,
     ].joined(separator: "\n")
   }
+
+  /// The shrunk run as a ``SimulationSchedule`` file's text.
+  public var schedule: String { SimulationSchedule.text(of: shrunk) }
 }
 
 /// Reduces a failing simulation to the fewest replicas, operations and deliveries that
@@ -28,14 +36,15 @@ public struct ShrinkResult: Sendable {
 /// 2. replicas: the smallest count from 2 up that still fails;
 /// 3. faults: each of loss, duplication, reordering, partitions and offline devices set
 ///    to zero if it still fails; then live pushes off, then mid-run anti-entropy off;
-/// 4. deliveries: the smallest message limit that still fails, by halving.
+/// 4. deliveries: the smallest message limit that still fails, by halving;
+/// 5. the schedule: delta debugging over the operations, then the sends, that remain
+///    (``ScheduleCuts``), until removing any one of them makes the failure disappear.
 ///
 /// The passes repeat while one of them makes progress, within ``maximumRuns`` runs and
 /// ``timeLimit``. Every replica's workload, the
 /// schedule and the network draw from separate streams of the seed, so shrinking one
 /// dimension leaves the others' choices as they were and failures tend to survive it.
 public struct Shrinker: Sendable {
-  public let transport: SimulationTransport
   public let hooks: SimulationHooks
   /// The most simulations one shrink runs.
   public let maximumRuns: Int
@@ -43,10 +52,9 @@ public struct Shrinker: Sendable {
   public let timeLimit: Duration
 
   public init(
-    transport: SimulationTransport = .standard, hooks: SimulationHooks = SimulationHooks(),
-    maximumRuns: Int = 300, timeLimit: Duration = .seconds(300)
+    hooks: SimulationHooks = SimulationHooks(),
+    maximumRuns: Int = 1_000, timeLimit: Duration = .seconds(300)
   ) {
-    self.transport = transport
     self.hooks = hooks
     self.maximumRuns = maximumRuns
     self.timeLimit = timeLimit
@@ -56,7 +64,7 @@ public struct Shrinker: Sendable {
   public func shrink(_ failing: SimulationConfiguration) -> ShrinkResult {
     var state = ShrinkState(shrinker: self)
     guard let firstReport = state.failingReport(failing) else {
-      let report = Simulation(failing, transport: transport, hooks: hooks).run()
+      let report = Simulation(failing, hooks: hooks).run()
       return ShrinkResult(original: failing, shrunk: failing, report: report, runs: state.runs + 1)
     }
     var best = failing
@@ -74,11 +82,13 @@ public struct Shrinker: Sendable {
         if state.exhausted { break }
       }
     }
-    return ShrinkResult(original: failing, shrunk: best, report: bestReport, runs: state.runs)
+    bestReport = state.minimizeSchedule(bestReport)
+    return ShrinkResult(
+      original: failing, shrunk: bestReport.configuration, report: bestReport, runs: state.runs)
   }
 }
 
-private struct ShrinkState {
+struct ShrinkState {
   let shrinker: Shrinker
   let deadline: ContinuousClock.Instant
   var runs = 0
@@ -95,7 +105,7 @@ private struct ShrinkState {
     guard !exhausted, !tried.contains(configuration) else { return nil }
     tried.append(configuration)
     runs += 1
-    let report = Simulation(configuration, transport: shrinker.transport, hooks: shrinker.hooks)
+    let report = Simulation(configuration, hooks: shrinker.hooks)
       .run()
     return report.converged ? nil : report
   }

@@ -8,12 +8,17 @@ public struct SimulationHooks: Sendable {
   /// and the shrinker reduces it. (A delta is not a document of its own: to see its
   /// effect, apply it to a copy of `document`.)
   public var applyFilter: ApplyFilter?
+  /// Rewrites the bytes of every message as it arrives, as a damaged channel or a codec
+  /// bug would: tests use it to show that a message that does not decode fails the run.
+  public var damage: Damage?
 
   public typealias ApplyFilter =
     @Sendable (_ receiver: Int, _ delta: DocumentDelta, _ document: Document) -> Bool
+  public typealias Damage = @Sendable (_ bytes: [UInt8]) -> [UInt8]
 
-  public init(applyFilter: ApplyFilter? = nil) {
+  public init(applyFilter: ApplyFilter? = nil, damage: Damage? = nil) {
     self.applyFilter = applyFilter
+    self.damage = damage
   }
 }
 
@@ -46,29 +51,31 @@ public struct SimulationProgress: Sendable {
 /// if !report.converged { print(Shrinker().shrink(report.configuration).summary) }
 /// ```
 ///
-/// The run, step by step:
+/// Replicas talk only through ``SyncSession``, the type an app uses: one session per
+/// ordered pair of replicas, every message encoded to bytes by the session and decoded
+/// by the peer's, so the simulator proves the path apps run. The run, step by step:
 /// 1. An origin replica creates a few entities; every replica is forked from it under a
 ///    fresh id drawn from the seed.
 /// 2. Each operation advances virtual time, delivers the messages that are due, maybe
 ///    starts a partition or takes a device offline, and has one replica make one
-///    transaction from its ``Workload``. Its delta is pushed to every peer (an offline
-///    device holds it back). Every ``SimulationConfiguration/antiEntropyInterval``
-///    operations two replicas start a handshake: each sends its context and gets back
-///    exactly what it lacks.
+///    transaction from its ``Workload``. Its delta is pushed to every peer through the
+///    pair's session (``SyncSession/push(_:from:)``, or a frame of
+///    ``SyncSession/pushEncoded(_:from:)``); an offline device holds it back. Every
+///    ``SimulationConfiguration/antiEntropyInterval`` operations a replica restarts the
+///    handshake with a peer (``SyncSession/restartHandshake()``). Whenever a session
+///    owes its peer a message (``SyncSession/owesMessage``: an answer, or a request for
+///    a new stream after a refused frame), it sends ``SyncSession/makeMessage(for:)``.
 /// 3. At the end every partition heals and every device comes online; messages still in
-///    flight are delivered, then handshake rounds run until a round changes nothing.
+///    flight are delivered, then replica 0 runs handshake rounds with every peer over a
+///    reliable channel until a round changes nothing.
 /// 4. The ``Oracle`` compares every replica's state with the first's.
 public struct Simulation: Sendable {
   public let configuration: SimulationConfiguration
-  public let transport: SimulationTransport
   public let hooks: SimulationHooks
 
-  public init(
-    _ configuration: SimulationConfiguration, transport: SimulationTransport = .standard,
-    hooks: SimulationHooks = SimulationHooks()
-  ) {
+  public init(_ configuration: SimulationConfiguration, hooks: SimulationHooks = SimulationHooks())
+  {
     self.configuration = configuration
-    self.transport = transport
     self.hooks = hooks
   }
 
@@ -78,14 +85,28 @@ public struct Simulation: Sendable {
     let clock = ContinuousClock()
     let start = clock.now
     var run = SimulationRun(self)
+    if !configuration.cuts.skippedOperations.isEmpty {
+      // Kept operations make the edits they made in the uncut run: each takes its
+      // author's workload (random stream and memory) as it was at that step there.
+      var uncut = configuration
+      uncut.cuts.skippedOperations = []
+      var recording = SimulationRun(Simulation(uncut, hooks: hooks))
+      recording.workloadsByStep = []
+      recording.runOperations(progress: nil)
+      run.workloadsByStep = recording.workloadsByStep
+    }
     run.runOperations(progress: progress)
     run.finish()
     var verdict = PhaseTimings.measure(&run.statistics.timings, \.oracle) {
-      Oracle.check(run.replicas, transport: transport)
+      Oracle.check(run.replicas)
     }
     if run.statistics.undecodable > 0 {
       verdict.failures.append(
-        "\(run.statistics.undecodable) messages did not decode with the transport")
+        "\(run.statistics.undecodable) messages did not decode at the receiving session")
+    }
+    verdict.failures += run.statistics.unquietPairs.map { pair in
+      "sessions of replicas \(pair.0) and \(pair.1) still had messages to send after "
+        + "\(SimulationRun.finalExchangeLimit) exchanges on a reliable channel"
     }
     let elapsed = clock.now - start
     let seconds =
@@ -100,15 +121,20 @@ public struct Simulation: Sendable {
 struct RunStatistics: Sendable {
   var operations = 0
   var emptyOperations = 0
+  var skippedOperations = 0
   var handshakes = 0
   var finalHandshakes = 0
   var finalRounds = 0
   var finalBytes = 0
+  /// Bytes of live pushes (messages or frames) sent during the run.
+  var liveBytes = 0
   var undecodable = 0
   var refusedFrames = 0
   var filtered = 0
   var maxReplicasWithPending = 0
   var virtualMilliseconds: UInt64 = 0
+  /// Pairs whose sessions did not fall quiet in the final phase.
+  var unquietPairs: [(Int, Int)] = []
   var timings = PhaseTimings()
 }
 
@@ -118,9 +144,9 @@ public struct PhaseTimings: Sendable, Equatable {
   public var transact: Double = 0
   /// `Replica.apply` of received deltas.
   public var apply: Double = 0
-  /// `Replica.delta(since:)` answering handshakes.
+  /// `SyncSession.makeMessage(for:)`, whose `Replica.delta(since:)` answers handshakes.
   public var deltaSince: Double = 0
-  /// The transport's encoding and decoding.
+  /// The sessions' encoding and decoding of messages and frames.
   public var transport: Double = 0
   /// The oracle's checks and fingerprints.
   public var oracle: Double = 0
@@ -143,20 +169,21 @@ public struct PhaseTimings: Sendable, Equatable {
 /// The mutable state of one run.
 struct SimulationRun {
   let configuration: SimulationConfiguration
-  let transport: SimulationTransport
   let hooks: SimulationHooks
   let clock = VirtualClock()
   var replicas: [Replica] = []
   var workloads: [Workload] = []
+  /// The author's workload before each step: recorded when empty, else taken at each
+  /// step (see ``ScheduleCuts``); `nil` when neither.
+  var workloadsByStep: [Workload]?
   var network: Network
   var schedule: SimulationRandom
   var statistics = RunStatistics()
-  /// With framed pushes, `sessions[a][b]` is replica a's session with replica b, and
-  /// what a knows of b's stream to it.
+  /// `sessions[a][b]` is replica a's session with replica b.
   var sessions: [[SyncSession]] = []
-  var newStreamRequested: [[Bool]] = []
-  var refusalsSinceRequest: [[Int]] = []
-  static let refusalsBeforeRepeat = 8
+  /// How many messages the two sessions of a pair may exchange in the final phase
+  /// before the run fails for chatter: a handshake takes at most four.
+  static let finalExchangeLimit = 16
 
   /// Independent random streams of the seed, one per concern.
   enum Stream: UInt64 {
@@ -170,7 +197,6 @@ struct SimulationRun {
 
   init(_ simulation: Simulation) {
     configuration = simulation.configuration
-    transport = simulation.transport
     hooks = simulation.hooks
     let seed = configuration.seed
     let count = configuration.replicas
@@ -178,6 +204,7 @@ struct SimulationRun {
     network = Network(
       replicas: count, faults: configuration.faults, messageLimit: configuration.messageLimit,
       random: SimulationRandom(seed: seed, stream: Stream.network.rawValue))
+    network.droppedSends = configuration.cuts.droppedMessages
     var setup = SimulationRandom(seed: seed, stream: Stream.setup.rawValue)
     var origin = Replica(id: .random(using: &setup), wallClock: clock.addDevice(skew: 0))
     var originUser = Workload(
@@ -193,13 +220,9 @@ struct SimulationRun {
           kind: configuration.workload,
           random: SimulationRandom(seed: seed, stream: Stream.workloads.rawValue + UInt64(index))))
     }
-    if configuration.framedPushes {
-      var streams = SimulationRandom(seed: seed, stream: Stream.sessions.rawValue)
-      sessions = (0..<count).map { _ in
-        (0..<count).map { _ in SyncSession(streamSeed: streams.next()) }
-      }
-      newStreamRequested = Array(repeating: Array(repeating: false, count: count), count: count)
-      refusalsSinceRequest = Array(repeating: Array(repeating: 0, count: count), count: count)
+    var streams = SimulationRandom(seed: seed, stream: Stream.sessions.rawValue)
+    sessions = (0..<count).map { _ in
+      (0..<count).map { _ in SyncSession(streamSeed: streams.next()) }
     }
   }
 
@@ -231,30 +254,18 @@ struct SimulationRun {
         clock.setSkew(Self.skew(using: &schedule), of: device + 1)
       }
       let author = Int.random(in: 0..<replicas.count, using: &schedule)
-      let commit = PhaseTimings.measure(&statistics.timings, \.transact) {
-        workloads[author].perform(on: &replicas[author])
-      }
-      statistics.operations += 1
-      if commit.delta.isEmpty {
-        statistics.emptyOperations += 1
-      } else if configuration.livePush, replicas.count > 1 {
-        if network.isOnline(author, at: now), configuration.framedPushes {
-          for peer in replicas.indices where peer != author {
-            let frame = PhaseTimings.measure(&statistics.timings, \.transport) {
-              sessions[author][peer].pushEncoded(commit, from: replicas[author])
-            }
-            network.send(
-              Message(from: author, to: peer, payload: .frame(frame)), size: frame.count, at: now)
+      if configuration.cuts.skippedOperations.contains(step) {
+        // Skipped by a schedule shrinker: time, the author's draw and the timer stay.
+        statistics.skippedOperations += 1
+      } else {
+        if let recorded = workloadsByStep {
+          if recorded.count > step {
+            workloads[author] = recorded[step]
+          } else {
+            workloadsByStep?.append(workloads[author])
           }
-        } else if network.isOnline(author, at: now) {
-          let wire = wrap(commit.delta)
-          for peer in replicas.indices where peer != author {
-            network.send(
-              Message(from: author, to: peer, payload: .push(wire)), size: wire.size, at: now)
-          }
-        } else {
-          network.statistics.heldOffline += 1
         }
+        perform(by: author)
       }
       let interval = configuration.antiEntropyInterval
       if interval > 0, step % interval == interval - 1, replicas.count > 1 {
@@ -273,104 +284,20 @@ struct SimulationRun {
     }
   }
 
-  mutating func startHandshake(from a: Int, to b: Int, newStream: Bool = false) {
-    guard network.canTalk(a, b, at: now) else { return }
-    statistics.handshakes += 1
-    let context = replicas[a].context
-    network.send(
-      Message(from: a, to: b, payload: .syncRequest(context, newStream: newStream)),
-      size: context.encoded().count + 1, at: now)
-  }
-
-  /// Delivers every message due by now.
-  mutating func deliverDue() {
-    while let message = network.nextDelivery(upTo: now) { receive(message) }
-  }
-
-  mutating func receive(_ message: Message) {
-    let receiver = message.to
-    switch message.payload {
-    case .push(let wire):
-      integrate(wire, into: receiver)
-    case .frame(let bytes):
-      receiveFrame(bytes, from: message.from, at: receiver)
-    case .syncRequest(let context, let newStream):
-      // The requester refused one of our frames: our next push starts a new stream.
-      if newStream { sessions[receiver][message.from].restartOutgoingStream() }
-      let reply = wrap(answer(receiver, since: context))
-      let own = replicas[receiver].context
-      network.send(
-        Message(from: receiver, to: message.from, payload: .syncReply(reply, own)),
-        size: reply.size.map { $0 + own.encoded().count }, at: now)
-    case .syncReply(let wire, let context):
-      integrate(wire, into: receiver)
-      let finish = wrap(answer(receiver, since: context))
-      network.send(
-        Message(from: receiver, to: message.from, payload: .syncFinish(finish)),
-        size: finish.size, at: now)
-    case .syncFinish(let wire):
-      integrate(wire, into: receiver)
+  /// One transaction of `author`'s workload, pushed to every peer if it is online.
+  mutating func perform(by author: Int) {
+    let commit = PhaseTimings.measure(&statistics.timings, \.transact) {
+      workloads[author].perform(on: &replicas[author])
     }
-  }
-
-  /// A frame of `sender`'s stream to `receiver`: applied if it continues the stream,
-  /// otherwise refused, and the receiver asks the sender for a handshake, whose answer
-  /// carries what the refused frames held.
-  mutating func receiveFrame(_ bytes: [UInt8], from sender: Int, at receiver: Int) {
-    let decoded = PhaseTimings.measure(&statistics.timings, \.transport) {
-      try? sessions[receiver][sender].decode(bytes[...])
-    }
-    guard let decoded else {
-      statistics.refusedFrames += 1
-      // As `SyncSession` does: ask for a new stream once, and again only after more
-      // refusals (frames of the old stream still on their way are refused too).
-      refusalsSinceRequest[receiver][sender] += 1
-      if !newStreamRequested[receiver][sender]
-        || refusalsSinceRequest[receiver][sender] > SimulationRun.refusalsBeforeRepeat
-      {
-        newStreamRequested[receiver][sender] = true
-        refusalsSinceRequest[receiver][sender] = 0
-        startHandshake(from: receiver, to: sender, newStream: true)
+    statistics.operations += 1
+    if commit.delta.isEmpty {
+      statistics.emptyOperations += 1
+    } else if configuration.livePush, replicas.count > 1 {
+      if network.isOnline(author, at: now) {
+        push(commit, from: author)
+      } else {
+        network.statistics.heldOffline += 1
       }
-      return
-    }
-    newStreamRequested[receiver][sender] = false
-    refusalsSinceRequest[receiver][sender] = 0
-    if let delta = decoded.delta { apply(delta, to: receiver) }
-  }
-
-  mutating func integrate(_ wire: WireDelta, into receiver: Int) {
-    let opened = PhaseTimings.measure(&statistics.timings, \.transport) {
-      wire.open(with: transport)
-    }
-    guard let delta = opened else {
-      statistics.undecodable += 1
-      return
-    }
-    apply(delta, to: receiver)
-  }
-
-  mutating func apply(_ delta: DocumentDelta, to receiver: Int) {
-    if let filter = hooks.applyFilter, !filter(receiver, delta, replicas[receiver].document) {
-      statistics.filtered += 1
-      return
-    }
-    PhaseTimings.measure(&statistics.timings, \.apply) {
-      _ = replicas[receiver].apply(delta)
-    }
-  }
-
-  /// What replica `index` sends a peer that knows `context`.
-  mutating func answer(_ index: Int, since context: CausalContext) -> DocumentDelta {
-    PhaseTimings.measure(&statistics.timings, \.deltaSince) {
-      replicas[index].delta(since: context)
-    }
-  }
-
-  /// A delta made ready for the wire by the transport.
-  mutating func wrap(_ delta: DocumentDelta) -> WireDelta {
-    PhaseTimings.measure(&statistics.timings, \.transport) {
-      WireDelta(delta, transport: transport)
     }
   }
 
@@ -378,43 +305,5 @@ struct SimulationRun {
     // Counted in place: filtering would copy every replica that has pending text.
     let pending = replicas.reduce(0) { $0 + ($1.document.hasPendingChanges ? 1 : 0) }
     statistics.maxReplicasWithPending = Swift.max(statistics.maxReplicasWithPending, pending)
-  }
-
-  // MARK: The end
-
-  /// Heals the network, delivers what is in flight, and runs handshake rounds through
-  /// the transport until a whole round changes no replica's context.
-  mutating func finish() {
-    network.healAll()
-    while let time = network.nextDeliveryTime {
-      clock.now = Swift.max(now, time)
-      deliverDue()
-    }
-    samplePending()
-    statistics.virtualMilliseconds = now
-    guard replicas.count > 1 else { return }
-    // Replica 0 gathers everything, then hands it back: two rounds suffice on a correct
-    // library; more run until nothing changes, to show quiescence rather than assume it.
-    for _ in 0..<(4 + replicas.count) {
-      statistics.finalRounds += 1
-      var changed = false
-      for peer in 1..<replicas.count {
-        changed = finalHandshake(0, peer) || changed
-      }
-      if !changed { break }
-    }
-  }
-
-  /// A reliable, immediate handshake through the transport; whether anything changed.
-  mutating func finalHandshake(_ a: Int, _ b: Int) -> Bool {
-    statistics.finalHandshakes += 1
-    let before = (replicas[a].context, replicas[b].context)
-    let toA = wrap(answer(b, since: replicas[a].context))
-    statistics.finalBytes += replicas[a].context.encoded().count + (toA.size ?? 0)
-    integrate(toA, into: a)
-    let toB = wrap(answer(a, since: replicas[b].context))
-    statistics.finalBytes += replicas[b].context.encoded().count + (toB.size ?? 0)
-    integrate(toB, into: b)
-    return replicas[a].context != before.0 || replicas[b].context != before.1
   }
 }

@@ -73,11 +73,15 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// If set, only the first this many messages are sent during the run; the rest are
   /// dropped (a knob for shrinking a failure to few deliveries).
   public var messageLimit: Int?
+  /// Operations and sends a schedule shrinker removed (see ``ScheduleCuts``); a
+  /// configuration with cuts replays from its ``SimulationSchedule`` file, not its
+  /// ``command``.
+  public var cuts = ScheduleCuts()
 
   public init(
     seed: UInt64 = 1, replicas: Int = 5, operations: Int = 2_000, workload: WorkloadKind = .mixed,
     faults: NetworkFaults = .hostile, livePush: Bool = true, framedPushes: Bool = false,
-    antiEntropyInterval: Int = 25, messageLimit: Int? = nil
+    antiEntropyInterval: Int = 25, messageLimit: Int? = nil, cuts: ScheduleCuts = ScheduleCuts()
   ) {
     self.seed = seed
     self.replicas = Swift.max(1, replicas)
@@ -88,6 +92,7 @@ public struct SimulationConfiguration: Sendable, Equatable {
     self.framedPushes = framedPushes
     self.antiEntropyInterval = Swift.max(0, antiEntropyInterval)
     self.messageLimit = messageLimit
+    self.cuts = cuts
   }
 
   /// The `converge simulate` arguments that replay this configuration.

@@ -34,7 +34,7 @@ public struct SimulationReport: Sendable {
   public var finalRounds: Int { statistics.finalRounds }
   /// The most replicas that held pending (causally early) text at a sample.
   public var maxReplicasWithPendingChanges: Int { statistics.maxReplicasWithPending }
-  /// Messages whose bytes the transport could not decode.
+  /// Messages (not frames) that the receiving session could not decode.
   public var undecodableMessages: Int { statistics.undecodable }
   /// With framed pushes: frames refused because the network lost, repeated or reordered
   /// the frames of their stream (each one starts a repairing handshake).
@@ -45,8 +45,9 @@ public struct SimulationReport: Sendable {
   public var timings: PhaseTimings { statistics.timings }
   /// Virtual time the run covered, in seconds.
   public var virtualSeconds: Double { Double(statistics.virtualMilliseconds) / 1000 }
-  /// Bytes counted on the wire, the final phase included (see
-  /// ``NetworkStatistics/bytesComplete``).
+  /// Bytes of the live pushes (self-contained messages or frames) sent during the run.
+  public var liveBytes: Int { statistics.liveBytes }
+  /// Bytes on the wire, the final phase included.
   public var bytes: Int { network.bytes + statistics.finalBytes }
   /// The SHA-256 of the first replica's state fingerprint: equal for equal runs.
   public var stateSHA256: String { verdict.stateDigests.first ?? SHA256.hexDigest(of: []) }
@@ -63,7 +64,7 @@ public struct SimulationReport: Sendable {
         + "\(network.duplicated) duplicated, \(network.cut) cut by partitions or offline devices",
       "  anti-entropy: \(handshakes) handshakes during the run; \(finalHandshakes) in \(finalRounds) final rounds"
         + (c.framedPushes ? "; \(refusedFrames) frames refused out of sequence" : ""),
-      "  bytes on the wire: " + bytesDescription,
+      "  bytes on the wire: \(bytes) (every message as its session encoded it), \(liveBytes) of live pushes",
       "  largest buffer: \(network.maxInFlight) messages in flight; "
         + "\(maxReplicasWithPendingChanges) replicas holding pending text at once",
       "  state: \(verdict.entityCount) entities, \(verdict.textLength) characters of text, sha256 \(stateSHA256)",
@@ -84,14 +85,6 @@ public struct SimulationReport: Sendable {
     return lines.joined(separator: "\n")
   }
 
-  private var bytesDescription: String {
-    if network.bytesComplete {
-      return "\(bytes) (every message encoded by the transport)"
-    }
-    return "\(bytes) counted: causal contexts only; deltas pass through as values "
-      + "until a codec is plugged into the transport"
-  }
-
   /// One JSON object.
   public var json: String {
     let fields: [(String, String)] = [
@@ -109,7 +102,7 @@ public struct SimulationReport: Sendable {
       ("final_handshakes", "\(finalHandshakes)"),
       ("refused_frames", "\(refusedFrames)"),
       ("bytes", "\(bytes)"),
-      ("bytes_complete", network.bytesComplete ? "true" : "false"),
+      ("live_bytes", "\(liveBytes)"),
       ("max_in_flight", "\(network.maxInFlight)"),
       ("max_replicas_with_pending", "\(maxReplicasWithPendingChanges)"),
       ("entities", "\(verdict.entityCount)"),

@@ -48,6 +48,8 @@ public struct SyncSession: Sendable {
   private var contextSent: CausalContext?
   /// Whether the peer asked for an answer we have not sent yet.
   private var answerOwed = true
+  /// Whether we opened a handshake and the peer's answer has not arrived yet.
+  private var awaitingAnswer = false
   /// Where the ids of our streams come from: each stream takes the next value.
   private var streamSeed: UInt64
   /// Our live pushes to the peer, as a stream of frames (see ``pushEncoded(_:from:)``).
@@ -80,6 +82,22 @@ public struct SyncSession: Sendable {
     self = SyncSession(streamSeed: streamSeed)
   }
 
+  /// Forgets what the peer was believed to have, so the next message opens a handshake,
+  /// but keeps both streams of live pushes: an anti-entropy timer on a connection that
+  /// still works, where ``reset()`` would also restart the stream the peer follows.
+  public mutating func restartHandshake() {
+    peerContext = nil
+    contextSent = nil
+    answerOwed = true
+    awaitingAnswer = false
+  }
+
+  /// Whether the session owes the peer a message now: an answer to a handshake whose
+  /// contexts differ, a handshake opened by ``restartHandshake()``, or a request for a
+  /// new stream after a refused frame. A channel that is not polled sends what
+  /// ``makeMessage(for:)`` returns as soon as this becomes true.
+  public var owesMessage: Bool { answerOwed }
+
   /// The next value of a SplitMix64 sequence: distinct for 2^64 calls.
   private static func nextStreamID(_ state: inout UInt64) -> UInt64 {
     state &+= 0x9E37_79B9_7F4A_7C15
@@ -98,6 +116,7 @@ public struct SyncSession: Sendable {
       // The peer has not spoken: open with our context and no data.
       guard contextSent != replica.context || answerOwed else { return nil }
       answerOwed = false
+      awaitingAnswer = true
       contextSent = replica.context
       defer { newStreamWanted = false }
       return SyncMessage(
@@ -189,10 +208,18 @@ public struct SyncSession: Sendable {
       return changes
     }
     peerContext = stated
-    // Answer while the two sides' knowledge differs in either direction: the peer lacks
-    // something of ours, or we lack something the peer must send once it knows our
-    // context. Equal contexts need no answer, so two synced peers fall quiet.
-    answerOwed = !stated.includes(replica.context) || !replica.context.includes(stated)
+    // An opening, a request for a new stream, or the answer to our own opening is
+    // answered while the two sides' knowledge differs in either direction. An answer
+    // that carried a delta is answered only while we still lack something it stated
+    // (the peer believed we had it: it was lost). Otherwise two sessions whose replicas
+    // keep receiving edits from other peers would answer each other forever; those
+    // edits come by their own pushes and the next handshake. Equal contexts need no
+    // answer, so two synced peers fall quiet.
+    let lacking = !replica.context.includes(stated)
+    let differs = lacking || !stated.includes(replica.context)
+    let opens = message.delta == nil || message.requestsNewStream || awaitingAnswer
+    answerOwed = opens ? differs : lacking
+    awaitingAnswer = false
     return changes
   }
 }

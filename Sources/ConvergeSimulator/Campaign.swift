@@ -1,0 +1,121 @@
+import Converge
+
+/// Many simulations with random configurations, drawn from one seed, until a time or run
+/// budget is spent or one fails; a failure comes back shrunk, ready to replay.
+///
+/// A single run proves one configuration; a campaign covers the space an app meets:
+/// 2–16 replicas, every workload, loss, duplication and reordering from 0 to 0.5,
+/// partitions, offline devices, frames on and off, live pushes on and off, anti-entropy
+/// intervals from 0 to 200. The n-th configuration depends only on the campaign's seed
+/// and n, so a campaign replays with its seed (`converge simulate --campaign S --seed N`).
+public struct Campaign: Sendable {
+  /// The seed every configuration is drawn from.
+  public var seed: UInt64
+  /// The most operations one run makes (runs draw from 100 up to this).
+  public var maximumOperations: Int
+  public var hooks: SimulationHooks
+  /// How the first failure is shrunk.
+  public var shrinker: Shrinker
+
+  public init(
+    seed: UInt64, maximumOperations: Int = 3_000, hooks: SimulationHooks = .init(),
+    shrinkRuns: Int = 300
+  ) {
+    self.seed = seed
+    self.maximumOperations = Swift.max(100, maximumOperations)
+    self.hooks = hooks
+    shrinker = Shrinker(hooks: hooks, maximumRuns: shrinkRuns)
+  }
+
+  /// The `index`-th configuration of the campaign.
+  public func configuration(_ index: Int) -> SimulationConfiguration {
+    var random = SimulationRandom(seed: seed, stream: 0xCA_0000 + UInt64(index))
+    func rate(_ upper: Double) -> Double {
+      // Hundredths (of a thousandth for the per-operation rates) read well in a command.
+      (Double.random(in: 0...upper, using: &random) * 100).rounded() / 100
+    }
+    let livePush = Int.random(in: 0..<4, using: &random) > 0
+    return SimulationConfiguration(
+      seed: random.next(), replicas: Int.random(in: 2...16, using: &random),
+      operations: Int.random(in: 100...maximumOperations, using: &random),
+      workload: WorkloadKind.allCases.randomElement(using: &random) ?? .mixed,
+      faults: NetworkFaults(
+        loss: rate(0.5), duplicate: rate(0.5), reorder: rate(0.5),
+        partitions: rate(0.5) / 100, offline: rate(0.5) / 100),
+      livePush: livePush, framedPushes: livePush && Bool.random(using: &random),
+      antiEntropyInterval: Int.random(in: 0...200, using: &random))
+  }
+
+  /// Runs configurations in order until `shouldStop` (asked before each run) says so or
+  /// one fails, which is then shrunk. `progress` is called after every run.
+  public func run(
+    shouldStop: (CampaignReport) -> Bool,
+    progress: ((CampaignReport) -> Void)? = nil
+  ) -> CampaignReport {
+    var report = CampaignReport(seed: seed)
+    while !shouldStop(report) {
+      let configuration = configuration(report.runs)
+      let result = Simulation(configuration, hooks: hooks).run()
+      report.runs += 1
+      report.operations += result.operations
+      progress?(report)
+      guard result.converged else {
+        report.failure = result
+        report.shrunk = shrinker.shrink(configuration)
+        break
+      }
+    }
+    return report
+  }
+}
+
+/// What a campaign did, and its first failure if it found one.
+public struct CampaignReport: Sendable {
+  /// The campaign's seed.
+  public var seed: UInt64
+  /// Simulations run.
+  public var runs = 0
+  /// Operations made over every run.
+  public var operations = 0
+  /// The failing run, if one failed (the campaign stops there).
+  public var failure: SimulationReport?
+  /// The failure, shrunk.
+  public var shrunk: ShrinkResult?
+
+  public init(seed: UInt64) {
+    self.seed = seed
+  }
+
+  /// Failures found: 0 or 1, as the campaign stops at the first.
+  public var failures: Int { failure == nil ? 0 : 1 }
+
+  /// A readable summary.
+  public var text: String {
+    var lines = [
+      "converge simulate --campaign: seed \(seed), \(runs) runs, \(operations) operations, "
+        + "\(failures) failures"
+    ]
+    if let failure {
+      lines.append("first failure: " + failure.configuration.command)
+      lines += failure.verdict.failures.prefix(3).map { "  - " + $0 }
+    }
+    if let shrunk { lines.append(shrunk.summary) }
+    return lines.joined(separator: "\n")
+  }
+
+  /// One JSON object.
+  public var json: String {
+    var fields = [
+      ("seed", "\(seed)"), ("runs", "\(runs)"), ("operations", "\(operations)"),
+      ("failures", "\(failures)"),
+    ]
+    if let failure { fields.append(("failure", jsonString(failure.configuration.command))) }
+    if let shrunk {
+      fields.append(("shrunk_replay", jsonString(shrunk.shrunk.command)))
+      if !shrunk.shrunk.cuts.isEmpty {
+        fields.append(("shrunk_schedule", jsonString(shrunk.schedule)))
+      }
+    }
+    return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+  }
+}

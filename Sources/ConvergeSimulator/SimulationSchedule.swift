@@ -1,0 +1,162 @@
+/// What a schedule shrinker removed from a seeded run: operations whose transaction is
+/// not made, and sends the network loses.
+///
+/// A run stays a function of its configuration: a skipped operation still advances
+/// virtual time and draws its author from the schedule stream, so every other
+/// operation keeps its step, its author and its time; only the skipped author's later
+/// edits change, as its workload draws less. A dropped send is lost whatever the
+/// network would have done, counted in the order sends happen.
+public struct ScheduleCuts: Sendable, Equatable {
+  /// Steps (0-based) whose operation is skipped.
+  public var skippedOperations: Set<Int>
+  /// Sends (0-based, in the order the run makes them) that the network loses.
+  public var droppedMessages: Set<Int>
+
+  public init(skippedOperations: Set<Int> = [], droppedMessages: Set<Int> = []) {
+    self.skippedOperations = skippedOperations
+    self.droppedMessages = droppedMessages
+  }
+
+  /// Whether nothing is cut: the configuration's command replays the run by itself.
+  public var isEmpty: Bool { skippedOperations.isEmpty && droppedMessages.isEmpty }
+}
+
+/// A run written down for `converge simulate --replay FILE`: the configuration and its
+/// cuts, as lines of `key value`.
+///
+/// ```text
+/// converge-schedule 1
+/// seed 12
+/// replicas 3
+/// operations 40
+/// workload tasks
+/// loss 0.0
+/// duplicate 0.0
+/// reorder 0.0
+/// partitions 0.0
+/// offline 0.0
+/// anti-entropy 25
+/// live-push true
+/// frames false
+/// message-limit none
+/// operations-kept 3,17-19,39
+/// messages-dropped none
+/// ```
+///
+/// The first line names the format and its version; a reader refuses other versions.
+/// Lists are comma-separated steps or `first-last` ranges, `all` or `none`. Operations
+/// are listed as those kept, since a shrunk schedule keeps few of many.
+public enum SimulationSchedule {
+  /// The format's current version.
+  public static let version = 1
+
+  /// The text of `configuration`'s schedule.
+  public static func text(of configuration: SimulationConfiguration) -> String {
+    let c = configuration
+    let skipped = c.cuts.skippedOperations
+    let kept = skipped.isEmpty ? nil : (0..<c.operations).filter { !skipped.contains($0) }
+    let lines = [
+      "converge-schedule \(version)",
+      "seed \(c.seed)", "replicas \(c.replicas)", "operations \(c.operations)",
+      "workload \(c.workload.rawValue)",
+      "loss \(c.faults.loss)", "duplicate \(c.faults.duplicate)",
+      "reorder \(c.faults.reorder)", "partitions \(c.faults.partitions)",
+      "offline \(c.faults.offline)", "anti-entropy \(c.antiEntropyInterval)",
+      "live-push \(c.livePush)", "frames \(c.framedPushes)",
+      "message-limit \(c.messageLimit.map(String.init) ?? "none")",
+      "operations-kept " + (kept.map(listText) ?? "all"),
+      "messages-dropped " + listText(c.cuts.droppedMessages.sorted()),
+    ]
+    return lines.joined(separator: "\n") + "\n"
+  }
+
+  /// Reads a schedule written by ``text(of:)``.
+  ///
+  /// - Throws: ``ScheduleError`` naming the first line that is not understood.
+  public static func configuration(parsing text: String) throws -> SimulationConfiguration {
+    var fields: [String: String] = [:]
+    var lines = text.split(separator: "\n", omittingEmptySubsequences: true).makeIterator()
+    guard let header = lines.next(), header == "converge-schedule \(version)" else {
+      throw ScheduleError(line: 1, reason: "expected \"converge-schedule \(version)\"")
+    }
+    var number = 1
+    while let line = lines.next() {
+      number += 1
+      let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+      guard parts.count == 2, fields[parts[0]] == nil else {
+        throw ScheduleError(line: number, reason: "expected one \"key value\" per key")
+      }
+      fields[parts[0]] = parts[1]
+    }
+    func field<T>(_ key: String, _ read: (String) -> T?) throws -> T {
+      guard let text = fields[key], let value = read(text) else {
+        throw ScheduleError(line: nil, reason: "missing or invalid \"\(key)\"")
+      }
+      return value
+    }
+    let rate: (String) -> Double? = { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } }
+    let count: (String) -> Int? = { Int($0).flatMap { $0 >= 0 ? $0 : nil } }
+    var configuration = SimulationConfiguration(
+      seed: try field("seed") { UInt64($0) },
+      replicas: try field("replicas") { Int($0).flatMap { $0 >= 1 ? $0 : nil } },
+      operations: try field("operations", count),
+      workload: try field("workload") { WorkloadKind(rawValue: $0) },
+      faults: NetworkFaults(
+        loss: try field("loss", rate), duplicate: try field("duplicate", rate),
+        reorder: try field("reorder", rate), partitions: try field("partitions", rate),
+        offline: try field("offline", rate)),
+      livePush: try field("live-push") { Bool($0) },
+      framedPushes: try field("frames") { Bool($0) },
+      antiEntropyInterval: try field("anti-entropy", count),
+      messageLimit: try field("message-limit") { text -> Int?? in
+        text == "none" ? .some(nil) : count(text).map { .some($0) }
+      })
+    let operations = configuration.operations
+    let kept = try field("operations-kept") { text -> Set<Int>? in
+      text == "all" ? Set(0..<operations) : list(text).map(Set.init)
+    }
+    configuration.cuts.skippedOperations = Set((0..<operations).filter { !kept.contains($0) })
+    configuration.cuts.droppedMessages = Set(try field("messages-dropped", list))
+    return configuration
+  }
+
+  /// `[1, 2, 3, 7]` as `1-3,7`; `none` when empty.
+  static func listText(_ sorted: [Int]) -> String {
+    var parts: [String] = []
+    var index = sorted.startIndex
+    while index < sorted.endIndex {
+      var end = index
+      while end + 1 < sorted.endIndex, sorted[end + 1] == sorted[end] + 1 { end += 1 }
+      parts.append(end == index ? "\(sorted[index])" : "\(sorted[index])-\(sorted[end])")
+      index = end + 1
+    }
+    return parts.isEmpty ? "none" : parts.joined(separator: ",")
+  }
+
+  /// The steps of a list written by ``listText(_:)``, or `nil` if it is not one. Ranges
+  /// are bounded by the list's length, so a hostile file cannot ask for a huge set.
+  static func list(_ text: String) -> [Int]? {
+    guard text != "none" else { return [] }
+    var result: [Int] = []
+    for part in text.split(separator: ",") {
+      let bounds = part.split(separator: "-", maxSplits: 1).compactMap { Int($0) }
+      guard bounds.count == part.split(separator: "-").count, let first = bounds.first,
+        first >= 0, let last = bounds.last, last >= first, last - first < 10_000_000,
+        result.count + (last - first) < 10_000_000
+      else { return nil }
+      result += first...last
+    }
+    return result
+  }
+}
+
+/// A schedule file that `converge simulate --replay` cannot read.
+public struct ScheduleError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// The 1-based line at fault, if one is.
+  public var line: Int?
+  public var reason: String
+
+  public var description: String {
+    (line.map { "schedule line \($0): " } ?? "schedule: ") + reason
+  }
+}
