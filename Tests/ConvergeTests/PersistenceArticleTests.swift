@@ -3,8 +3,8 @@ import ConvergeStore
 import Foundation
 import Testing
 
-/// The samples of the Persistence article and of `DocumentStore`'s doc comment, compiled
-/// and run against a real directory.
+/// The store's sample, shown by the README, the Persistence article and `DocumentStore`'s
+/// doc comment, compiled and run against a real directory.
 @Suite struct PersistenceArticleTests {
   /// Stands in for an app's connection to a relay.
   final class RelayConnection {
@@ -12,7 +12,7 @@ import Testing
     func send(_ deltas: [[UInt8]]) { sent += deltas }
   }
 
-  @Test func theOverviewSample() throws {
+  @Test func theStoreSample() throws {
     let notesFolder = FileManager.default.temporaryDirectory
       .appendingPathComponent("converge-persistence-\(UInt64.random(in: 0 ... .max))")
     defer { try? FileManager.default.removeItem(at: notesFolder) }
