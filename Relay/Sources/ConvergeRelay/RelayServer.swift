@@ -126,6 +126,25 @@ public struct RelayServer: Sendable {
       }
     }
     let idleTimeout = configuration.idleTimeout
+    // Expiry and idleness, outside the group so that ending it never cancels the writer
+    // before its close frame is out.
+    let watchdog = Task {
+      // Expiry and idleness, for sockets that live longer than their token.
+      while !Task.isCancelled {
+        let untilExpiry = grant.expiry.timeIntervalSinceNow
+        if untilExpiry <= 0 {
+          state.close(.tokenExpired)
+        } else if ContinuousClock.now - state.lastHeard >= idleTimeout {
+          state.close(.idleTimeout)
+        }
+        if state.reason != nil {
+          continuation.finish()
+          return
+        }
+        let nap = min(.seconds(min(untilExpiry, 1)) + .milliseconds(1), idleTimeout / 4)
+        try? await Task.sleep(for: nap)
+      }
+    }
     await withTaskGroup(of: Void.self) { group in
       group.addTask {
         // The only writer, so pushes, answers and acknowledgements keep their order.
@@ -138,23 +157,6 @@ public struct RelayServer: Sendable {
         }
         if let reason = state.reason {
           try? await outbound.close(reason.webSocketCode, reason: reason.description)
-        }
-      }
-      group.addTask {
-        // Expiry and idleness, for sockets that live longer than their token.
-        while !Task.isCancelled {
-          let untilExpiry = grant.expiry.timeIntervalSinceNow
-          if untilExpiry <= 0 {
-            state.close(.tokenExpired)
-          } else if ContinuousClock.now - state.lastHeard >= idleTimeout {
-            state.close(.idleTimeout)
-          }
-          if state.reason != nil {
-            continuation.finish()
-            return
-          }
-          let nap = min(.seconds(min(untilExpiry, 1)) + .milliseconds(1), idleTimeout / 4)
-          try? await Task.sleep(for: nap)
         }
       }
       var limiter = RateLimiter(perSecond: configuration.messagesPerSecond)
@@ -181,9 +183,9 @@ public struct RelayServer: Sendable {
         // The library closes oversized or broken streams itself.
       }
       continuation.finish()
-      await group.next()
-      group.cancelAll()
+      await group.waitForAll()
     }
+    watchdog.cancel()
     await hub.unsubscribe(peerID)
   }
 

@@ -63,7 +63,7 @@ struct RelayProcess {
   func url(space: String) -> String { "ws://127.0.0.1:\(port)/v1/spaces/\(space)/sync" }
 }
 
-@Suite struct ProcessTests {
+@Suite(.timeLimit(.minutes(1))) struct ProcessTests {
   @Test func anAcknowledgedDeltaSurvivesSIGKILL() async throws {
     let data = temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: data) }

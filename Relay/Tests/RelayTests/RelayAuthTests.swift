@@ -4,7 +4,7 @@ import RelayWire
 import Testing
 
 /// Every refusal closes the socket with its own typed reason and commits nothing.
-@Suite struct RelayAuthTests {
+@Suite(.timeLimit(.minutes(1))) struct RelayAuthTests {
   @Test func refusalsCloseWithTheirReason() async throws {
     let relay = try await LiveRelay.start()
     let (_, delta) = edit(1, note: "a", title: "A")

@@ -4,7 +4,7 @@ import ConvergeRelayClient
 import RelayWire
 import Testing
 
-@Suite struct RelayClientTests {
+@Suite(.timeLimit(.minutes(1))) struct RelayClientTests {
   @Test func twoDevicesConvergeThroughTheRelay() async throws {
     let relay = try await LiveRelay.start()
     let phoneID = ReplicaID(rawValue: 0xA1)

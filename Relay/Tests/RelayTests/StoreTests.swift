@@ -2,7 +2,7 @@ import Converge
 import ConvergeRelay
 import Testing
 
-@Suite struct SQLiteStoreTests {
+@Suite(.timeLimit(.minutes(1))) struct SQLiteStoreTests {
   @Test func appendsAreGapFreeAndReadBack() async throws {
     let directory = temporaryDirectory()
     let store = try await SQLiteRelayStore.open(path: directory + "/s.sqlite")
