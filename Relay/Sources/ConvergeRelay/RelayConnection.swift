@@ -1,0 +1,114 @@
+import Converge
+import RelayWire
+import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// What one socket's tasks (reader, writer, watchdog) share: why it is closing and when
+/// it last heard from the client.
+final class ConnectionState: Sendable {
+  private let storage: Mutex<(reason: RelayCloseReason?, lastHeard: ContinuousClock.Instant)>
+
+  init() {
+    storage = Mutex((nil, .now))
+  }
+
+  /// The first reason given wins.
+  func close(_ reason: RelayCloseReason) {
+    storage.withLock { if $0.reason == nil { $0.reason = reason } }
+  }
+
+  var reason: RelayCloseReason? { storage.withLock { $0.reason } }
+
+  func heard() {
+    storage.withLock { $0.lastHeard = .now }
+  }
+
+  var lastHeard: ContinuousClock.Instant { storage.withLock { $0.lastHeard } }
+}
+
+/// A token bucket: `rate` messages per second, bursts of up to `rate`.
+struct RateLimiter {
+  let rate: Double
+  private var tokens: Double
+  private var last: ContinuousClock.Instant
+
+  init(perSecond rate: Int) {
+    self.rate = Double(max(1, rate))
+    tokens = self.rate
+    last = .now
+  }
+
+  mutating func allow(at now: ContinuousClock.Instant = .now) -> Bool {
+    let elapsed = now - last
+    last = now
+    let seconds =
+      Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+    tokens = min(rate, tokens + seconds * rate)
+    guard tokens >= 1 else { return false }
+    tokens -= 1
+    return true
+  }
+}
+
+/// The relay's side of one device's sync conversation in a space, whatever carries it.
+///
+/// Every message is decoded completely (``SyncSession/decode(_:)``) and checked against
+/// the token before anything is committed; a delta is acknowledged only after the store
+/// made it durable, and a handshake is answered from the replica as the store has it.
+struct RelayPeer {
+  let id = UInt64.random(in: 1 ... .max)
+  let grant: RelayGrant
+  let hub: SpaceHub
+  var session = SyncSession()
+
+  /// Handles one binary message and returns the messages to send back, or why the
+  /// connection must close. Nothing is committed when a reason is returned, except
+  /// for `serverError`, which the store raised.
+  mutating func handle(_ bytes: ArraySlice<UInt8>) async -> Result<[[UInt8]], RelayCloseReason> {
+    if RelayAcknowledgement.isRelayEnvelope(bytes) { return .failure(.malformedMessage) }
+    let message: SyncMessage
+    do {
+      message = try session.decode(bytes)
+    } catch ConvergeDecodingError.frameOutOfSequence {
+      // A lost or stale frame: the session owes a handshake asking for a new stream.
+      return .success(await answer())
+    } catch {
+      return .failure(.malformedMessage)
+    }
+    var replies: [[UInt8]] = []
+    if let delta = message.delta, !delta.isEmpty {
+      if let refusal = grant.refusal(toPush: delta, known: await hub.replica.context) {
+        return .failure(refusal)
+      }
+      do {
+        let durable = try await hub.commit(delta, from: id)
+        replies.append(RelayAcknowledgement(durable: durable).encoded())
+      } catch {
+        return .failure(.serverError)
+      }
+    }
+    guard let stated = message.context else { return .success(replies) }
+    do {
+      // Answer from what the store has now, which another process may have extended.
+      try await hub.refresh()
+    } catch {
+      return .failure(.serverError)
+    }
+    var replica = await hub.replica
+    session.receive(
+      SyncMessage(context: stated, delta: nil, requestsNewStream: message.requestsNewStream),
+      into: &replica)
+    return .success(replies + (await answer()))
+  }
+
+  /// The session's next message, if it owes one.
+  private mutating func answer() async -> [[UInt8]] {
+    let replica = await hub.replica
+    return session.makeEncodedMessage(for: replica).map { [$0] } ?? []
+  }
+}

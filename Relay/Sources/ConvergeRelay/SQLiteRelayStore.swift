@@ -1,0 +1,121 @@
+import NIOCore
+import SQLiteNIO
+
+/// The embedded ``RelayStore``: one SQLite file in write-ahead-log mode with
+/// `synchronous=FULL`, so an append is on disk before it returns.
+///
+/// Every operation is a single SQL statement, hence atomic on its own and consistent when
+/// several processes share the file: an append computes its position from the space's
+/// head inside the insert (a trigger advances the head in the same statement), a read
+/// sees one snapshot of the database, and compaction writes the snapshot before it
+/// deletes the rows it covers, so a reader always finds either the rows or a snapshot.
+public actor SQLiteRelayStore: RelayStore {
+  private let connection: SQLiteConnection
+
+  private init(connection: SQLiteConnection) {
+    self.connection = connection
+  }
+
+  /// Opens (creating if needed) the database at `path`.
+  public static func open(path: String) async throws -> SQLiteRelayStore {
+    let connection = try await SQLiteConnection.open(storage: .file(path: path))
+    do {
+      for statement in schema { _ = try await connection.query(statement) }
+    } catch {
+      try? await connection.close()
+      throw error
+    }
+    return SQLiteRelayStore(connection: connection)
+  }
+
+  private static let schema = [
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=FULL",
+    "PRAGMA busy_timeout=10000",
+    """
+    CREATE TABLE IF NOT EXISTS heads(space TEXT PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS log(
+      space TEXT NOT NULL, position INTEGER NOT NULL, delta BLOB NOT NULL,
+      PRIMARY KEY(space, position)) WITHOUT ROWID
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS snapshots(
+      space TEXT PRIMARY KEY, through INTEGER NOT NULL, state BLOB NOT NULL)
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS log_advances_head AFTER INSERT ON log BEGIN
+      INSERT INTO heads(space, head) VALUES (NEW.space, NEW.position)
+      ON CONFLICT(space) DO UPDATE SET head = excluded.head;
+    END
+    """,
+  ]
+
+  /// Closes the database.
+  public func close() async throws {
+    try await connection.close()
+  }
+
+  public func append(space: String, delta: [UInt8]) async throws -> UInt64 {
+    let rows = try await connection.query(
+      """
+      INSERT INTO log(space, position, delta)
+      VALUES (?1, COALESCE((SELECT head FROM heads WHERE space = ?1), 0) + 1, ?2)
+      RETURNING position
+      """, [.text(space), .blob(ByteBuffer(bytes: delta))])
+    guard let value = rows.first?.column("position")?.integer, value > 0 else {
+      throw RelayStoreError.unexpectedRow("append returned no position")
+    }
+    return UInt64(value)
+  }
+
+  public func read(space: String, after position: UInt64) async throws -> SpaceLog {
+    let after = Int64(clamping: position)
+    let rows = try await connection.query(
+      """
+      SELECT 0 AS kind, through AS position, state AS bytes FROM snapshots
+        WHERE space = ?1 AND through > ?2
+      UNION ALL
+      SELECT 1, position, delta FROM log WHERE space = ?1 AND position > ?2
+      ORDER BY kind, position
+      """, [.text(space), .integer(Int(after))])
+    var log = SpaceLog(snapshot: nil, entries: [])
+    var expected = position + 1
+    for row in rows {
+      guard let kind = row.column("kind")?.integer, let at = row.column("position")?.integer,
+        at > 0, let buffer = row.column("bytes")?.blob
+      else { throw RelayStoreError.unexpectedRow("read") }
+      let bytes = [UInt8](buffer: buffer)
+      let rowPosition = UInt64(at)
+      if kind == 0 {
+        log.snapshot = (rowPosition, bytes)
+        expected = rowPosition + 1
+        continue
+      }
+      // Rows the snapshot covers are still there until compaction deletes them.
+      guard rowPosition >= expected else { continue }
+      guard rowPosition == expected else {
+        throw RelayStoreError.gap(space: space, expected: expected, found: rowPosition)
+      }
+      log.entries.append((rowPosition, bytes))
+      expected += 1
+    }
+    return log
+  }
+
+  public func compact(space: String, state: [UInt8], through position: UInt64) async throws {
+    let through = Int(Int64(clamping: position))
+    _ = try await connection.query(
+      """
+      INSERT INTO snapshots(space, through, state) VALUES (?1, ?2, ?3)
+      ON CONFLICT(space) DO UPDATE SET through = excluded.through, state = excluded.state
+      WHERE excluded.through > snapshots.through
+      """, [.text(space), .integer(through), .blob(ByteBuffer(bytes: state))])
+    _ = try await connection.query(
+      """
+      DELETE FROM log WHERE space = ?1
+        AND position <= (SELECT through FROM snapshots WHERE space = ?1)
+      """, [.text(space)])
+  }
+}

@@ -1,0 +1,146 @@
+import Converge
+import RelayWire
+
+/// One space as this relay process serves it: a cache of the space's replica, rebuilt
+/// from the store and refreshed from it, and the sockets to fan new deltas out to.
+///
+/// Nothing here is the source of truth. The replica only ever changes by applying what
+/// ``RelayStore/read(space:after:)`` returns, in position order, so it is the store's
+/// state at ``appliedPosition``; another process appending to the same space is picked
+/// up at the next refresh. Commits are grouped: deltas that arrive while an append is in
+/// flight are merged into one log entry, written with the next append (one fsync for
+/// many keystrokes), and each sender is acknowledged after that append returns.
+actor SpaceHub {
+  let space: String
+  private let store: any RelayStore
+  private let compactionInterval: UInt64
+  /// The store's state at ``appliedPosition``.
+  private(set) var replica: Replica
+  private(set) var appliedPosition: UInt64 = 0
+  private var snapshotPosition: UInt64 = 0
+  private var subscribers: [UInt64: Subscriber] = [:]
+  private var waiting: [PendingCommit] = []
+  private var isFlushing = false
+
+  /// A socket's queue of outgoing messages.
+  struct Subscriber {
+    var send: @Sendable ([UInt8]) -> Bool
+  }
+
+  private struct PendingCommit {
+    var delta: DocumentDelta
+    var sender: UInt64?
+    var continuation: CheckedContinuation<CausalContext, any Error>
+  }
+
+  init(space: String, store: any RelayStore, compactionInterval: UInt64) {
+    self.space = space
+    self.store = store
+    self.compactionInterval = max(1, compactionInterval)
+    self.replica = Replica()
+  }
+
+  /// Registers a socket; `send` returns `false` when its queue is full.
+  func subscribe(_ id: UInt64, send: @escaping @Sendable ([UInt8]) -> Bool) {
+    subscribers[id] = Subscriber(send: send)
+  }
+
+  func unsubscribe(_ id: UInt64) {
+    subscribers[id] = nil
+  }
+
+  /// Brings the cache up to the store's latest state and fans what was new out to the
+  /// subscribers (except `excluded`, whose own deltas they are).
+  ///
+  /// - Throws: the store's errors, or a `ConvergeDecodingError` for stored bytes that do
+  ///   not decode; the cache is then left at the last entry that did.
+  func refresh(excluding excluded: Set<UInt64> = []) async throws {
+    let log = try await store.read(space: space, after: appliedPosition)
+    // Another refresh may have run while this one read: skip what it applied.
+    if let snapshot = log.snapshot, snapshot.through > appliedPosition {
+      // Behind a compaction: what the snapshot has and the cache lacks is applied and
+      // fanned out as one delta.
+      let restored = try Replica(restoring: snapshot.state)
+      let missing = restored.delta(since: replica.context)
+      replica.apply(missing)
+      appliedPosition = snapshot.through
+      snapshotPosition = max(snapshotPosition, snapshot.through)
+      if !missing.isEmpty { broadcast(missing.encoded(), excluding: []) }
+    }
+    for entry in log.entries where entry.position > appliedPosition {
+      replica.apply(try DocumentDelta(decoding: entry.delta))
+      appliedPosition = entry.position
+      broadcast(entry.delta, excluding: excluded)
+    }
+  }
+
+  /// Commits a validated delta and returns the space's context once it is durable.
+  func commit(_ delta: DocumentDelta, from sender: UInt64?) async throws -> CausalContext {
+    try await withCheckedThrowingContinuation { continuation in
+      waiting.append(PendingCommit(delta: delta, sender: sender, continuation: continuation))
+      if !isFlushing {
+        isFlushing = true
+        Task { await self.flush() }
+      }
+    }
+  }
+
+  /// Appends the waiting deltas, merged, until none is left.
+  private func flush() async {
+    while !waiting.isEmpty {
+      let batch = waiting
+      waiting.removeAll()
+      var merged = DocumentDelta()
+      for pending in batch { merged.merge(pending.delta) }
+      let senders = Set(batch.compactMap(\.sender))
+      do {
+        _ = try await store.append(space: space, delta: merged.encoded())
+        try await refresh(excluding: senders.count == 1 ? senders : [])
+        for pending in batch { pending.continuation.resume(returning: replica.context) }
+      } catch {
+        for pending in batch { pending.continuation.resume(throwing: error) }
+      }
+      await compactIfDue()
+    }
+    isFlushing = false
+  }
+
+  /// Replaces the log by a snapshot every ``compactionInterval`` entries. A failure only
+  /// postpones it: the log still holds everything.
+  private func compactIfDue() async {
+    guard appliedPosition - snapshotPosition >= compactionInterval else { return }
+    let through = appliedPosition
+    do {
+      try await store.compact(space: space, state: replica.encodedState(), through: through)
+      snapshotPosition = through
+    } catch {
+      return
+    }
+  }
+
+  private func broadcast(_ bytes: [UInt8], excluding excluded: Set<UInt64>) {
+    for (id, subscriber) in subscribers where !excluded.contains(id) {
+      if !subscriber.send(bytes) { subscribers[id] = nil }
+    }
+  }
+}
+
+/// The spaces this process serves, each built on first use from the store.
+actor SpaceDirectory {
+  private let store: any RelayStore
+  private let compactionInterval: UInt64
+  private var hubs: [String: SpaceHub] = [:]
+
+  init(store: any RelayStore, compactionInterval: UInt64) {
+    self.store = store
+    self.compactionInterval = compactionInterval
+  }
+
+  /// The space's hub, refreshed from the store.
+  func hub(for space: String) async throws -> SpaceHub {
+    if let hub = hubs[space] { return hub }
+    let hub = SpaceHub(space: space, store: store, compactionInterval: compactionInterval)
+    hubs[space] = hub
+    return hub
+  }
+}

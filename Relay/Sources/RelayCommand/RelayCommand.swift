@@ -1,0 +1,122 @@
+import ArgumentParser
+import Converge
+import ConvergeRelay
+import Foundation
+import Hummingbird
+import Logging
+
+@main
+struct ConvergeRelayCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "converge-relay",
+    abstract: "A sync relay for Converge replicas.",
+    subcommands: [Serve.self, MintToken.self, Bench.self])
+}
+
+/// The HS256 secret: the flag, else `CONVERGE_RELAY_SECRET`, else the data directory's
+/// `relay.secret`, created with a random value on first use so `serve` needs no setup.
+struct SecretOptions: ParsableArguments {
+  @Option(help: "The HS256 secret tokens are signed with (or CONVERGE_RELAY_SECRET).")
+  var secret: String?
+
+  func resolve(dataDirectory: String?, create: Bool) throws -> String {
+    if let secret { return secret }
+    if let secret = ProcessInfo.processInfo.environment["CONVERGE_RELAY_SECRET"], !secret.isEmpty {
+      return secret
+    }
+    guard let dataDirectory else {
+      throw ValidationError("give --secret, CONVERGE_RELAY_SECRET or --data")
+    }
+    let path = dataDirectory + "/relay.secret"
+    if let saved = try? String(contentsOfFile: path, encoding: .utf8), !saved.isEmpty {
+      return saved.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    guard create else { throw ValidationError("no secret in \(path)") }
+    var generator = SystemRandomNumberGenerator()
+    // 64 hex digits: four 16-digit values (each at least 2^60, so none is shorter).
+    let fresh = (0..<4).map { _ in
+      String(UInt64.random(in: 1 << 60 ... .max, using: &generator), radix: 16)
+    }.joined()
+    guard
+      FileManager.default.createFile(
+        atPath: path, contents: Data(fresh.utf8), attributes: [.posixPermissions: 0o600])
+    else { throw ValidationError("cannot write \(path)") }
+    return fresh
+  }
+}
+
+struct Serve: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(abstract: "Run the relay.")
+
+  @Option(help: "Directory for the database (created if missing).")
+  var data: String
+  @Option(help: "Port to listen on (0: any free port).")
+  var port = 7780
+  @Option(help: "Interface to bind.")
+  var host = "127.0.0.1"
+  @Option(help: "Largest message a client may send, in bytes.")
+  var maxMessageSize = 1 << 20
+  @Option(help: "Messages per second a connection may send.")
+  var rate = 2_000
+  @Option(help: "Seconds a socket may stay silent.")
+  var idleTimeout = 300
+  @OptionGroup var secret: SecretOptions
+
+  func run() async throws {
+    try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+    let store = try await SQLiteRelayStore.open(path: data + "/relay.sqlite")
+    let authority = try await RelayTokenAuthority(
+      secret: try secret.resolve(dataDirectory: data, create: true))
+    var configuration = RelayConfiguration()
+    configuration.host = host
+    configuration.port = port
+    configuration.maxMessageSize = maxMessageSize
+    configuration.messagesPerSecond = rate
+    configuration.idleTimeout = .seconds(idleTimeout)
+    var logger = Logger(label: "converge-relay")
+    logger.logLevel = .warning
+    let host = self.host
+    let app = RelayServer(store: store, authority: authority, configuration: configuration)
+      .makeApplication(logger: logger) { port in
+        // Tests and scripts read the port from this line.
+        FileHandle.standardOutput.write(Data("converge-relay listening on \(host):\(port)\n".utf8))
+      }
+    try await app.runService()
+  }
+}
+
+struct MintToken: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "token", abstract: "Mint a token for development.")
+
+  @Option(help: "The space the token is for.")
+  var space: String
+  @Option(help: "read or write.")
+  var scope = "write"
+  @Option(help: "Seconds until it expires.")
+  var expiresIn = 3_600
+  @Option(parsing: .upToNextOption, help: "Replica ids (16 hex digits) the device may write.")
+  var replica: [String] = []
+  @Option(help: "Data directory whose relay.secret to use.")
+  var data: String?
+  @OptionGroup var secret: SecretOptions
+
+  func run() async throws {
+    guard let scope = RelayTokenClaims.Scope(rawValue: scope) else {
+      throw ValidationError("scope is read or write")
+    }
+    let replicas = try replica.map { text in
+      guard text.count == 16, let value = UInt64(text, radix: 16) else {
+        throw ValidationError("\(text) is not 16 hex digits")
+      }
+      return ReplicaID(rawValue: value)
+    }
+    let authority = try await RelayTokenAuthority(
+      secret: try secret.resolve(dataDirectory: data, create: false))
+    print(
+      try await authority.sign(
+        RelayTokenClaims(
+          space: space, scope: scope, expiry: Date(timeIntervalSinceNow: Double(expiresIn)),
+          replicas: replicas)))
+  }
+}

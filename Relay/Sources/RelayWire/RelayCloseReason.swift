@@ -1,0 +1,58 @@
+/// Why the relay closed a socket, as the WebSocket close code it sends.
+///
+/// A client must tell a refusal it cannot fix by retrying (a token for another space, an
+/// expired token, a read token that pushes, a delta naming a replica the token does not
+/// grant) from a limit it can wait out, so every reason has its own code: the standard
+/// codes where one fits (1008 policy violation for a malformed message, 1009 for a
+/// message too large) and private codes (4000–4999) for the rest.
+public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStringConvertible {
+  /// A message that is not a valid Converge message (a `ConvergeDecodingError`).
+  case malformedMessage = 1008
+  /// A message larger than the relay's limit.
+  case messageTooLarge = 1009
+  /// The relay failed (its store, for instance); retry later.
+  case serverError = 1011
+  /// No token, or one that does not verify.
+  case unauthorized = 4001
+  /// A token for another space.
+  case wrongSpace = 4002
+  /// The token has expired (checked at the upgrade and again while the socket lives).
+  case tokenExpired = 4003
+  /// A read token that pushed a delta.
+  case readOnlyToken = 4004
+  /// A delta carrying dots of a replica the token does not grant.
+  case replicaNotGranted = 4005
+  /// More messages per second than the relay allows one connection.
+  case rateLimited = 4006
+  /// No message for longer than the relay's idle timeout.
+  case idleTimeout = 4007
+  /// The client read its pushes too slowly and its queue overflowed.
+  case slowConsumer = 4008
+
+  /// Whether reconnecting with the same token can succeed.
+  public var isRetryable: Bool {
+    switch self {
+    case .serverError, .rateLimited, .idleTimeout, .slowConsumer, .messageTooLarge: true
+    case .malformedMessage, .unauthorized, .wrongSpace, .tokenExpired, .readOnlyToken,
+      .replicaNotGranted:
+      false
+    }
+  }
+
+  /// The short reason text sent in the close frame.
+  public var description: String {
+    switch self {
+    case .malformedMessage: "malformed message"
+    case .messageTooLarge: "message too large"
+    case .serverError: "relay error"
+    case .unauthorized: "unauthorized"
+    case .wrongSpace: "token for another space"
+    case .tokenExpired: "token expired"
+    case .readOnlyToken: "read-only token"
+    case .replicaNotGranted: "replica not granted"
+    case .rateLimited: "rate limited"
+    case .idleTimeout: "idle timeout"
+    case .slowConsumer: "slow consumer"
+    }
+  }
+}

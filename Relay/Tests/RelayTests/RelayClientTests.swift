@@ -1,0 +1,107 @@
+import Converge
+import ConvergeRelay
+import ConvergeRelayClient
+import RelayWire
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct RelayClientTests {
+  @Test func twoDevicesConvergeThroughTheRelay() async throws {
+    let relay = try await LiveRelay.start()
+    let phoneID = ReplicaID(rawValue: 0xA1)
+    let laptopID = ReplicaID(rawValue: 0xB2)
+    let phone = try await RelayClient(
+      url: relay.url(space: "notes"),
+      token: try await relay.token(space: "notes", replicas: [phoneID]),
+      store: InMemoryRelayClientStore(replica: Replica(id: phoneID)))
+    // The laptop edits offline before it first connects: its handshake sends the outbox.
+    var laptopReplica = Replica(id: laptopID)
+    let draft = EntityKey(type: "note", id: "draft")
+    laptopReplica.transact { tx in
+      tx.create(draft)
+      tx.insertText("offline", at: 0, in: "body", of: draft)
+    }
+    let laptop = try await RelayClient(
+      url: relay.url(space: "notes"),
+      token: try await relay.token(space: "notes", replicas: [laptopID]),
+      store: InMemoryRelayClientStore(replica: laptopReplica))
+    let phoneTask = Task { await phone.run() }
+    let laptopTask = Task { await laptop.run() }
+
+    let groceries = EntityKey(type: "note", id: "groceries")
+    try await phone.transact { tx in tx.create(groceries) }
+    for (offset, word) in ["milk", " eggs", " bread"].enumerated() {
+      try await phone.transact { tx in
+        tx.insertText(word, at: offset == 0 ? 0 : .max, in: "body", of: groceries)
+      }
+      try await laptop.transact { tx in
+        tx.insertText("!", at: 0, in: "body", of: draft)
+      }
+    }
+    let converged = await eventually {
+      let a = await phone.replica.document
+      let b = await laptop.replica.document
+      return a == b && a.contains(groceries) && a.contains(draft)
+        && a.text(of: "body", in: draft) == "!!!offline"
+    }
+    #expect(converged)
+    #expect(await phone.replica.document.text(of: "body", in: groceries) == "milk eggs bread")
+    let acknowledged = await eventually {
+      let phoneDone = await phone.pending.isEmpty
+      let laptopDone = await laptop.pending.isEmpty
+      return phoneDone && laptopDone
+    }
+    #expect(acknowledged)
+    phoneTask.cancel()
+    laptopTask.cancel()
+    await relay.stop()
+  }
+
+  @Test func aRefusedClientStopsAndReportsWhy() async throws {
+    let relay = try await LiveRelay.start()
+    let client = try await RelayClient(
+      url: relay.url(space: "notes"),
+      token: try await relay.token(space: "elsewhere", replicas: []),
+      store: InMemoryRelayClientStore())
+    let run = Task { await client.run() }
+    var statuses: [RelayClientStatus] = []
+    for await status in client.statuses { statuses.append(status) }
+    await run.value
+    #expect(statuses.last == .refused(.wrongSpace))
+    await relay.stop()
+  }
+
+  @Test func theRelayRebuildsASpaceFromSnapshotAndLog() async throws {
+    let relay = try await LiveRelay.start { $0.compactionInterval = 3 }
+    let id = ReplicaID(rawValue: 7)
+    let token = try await relay.token(space: "s", replicas: [id])
+    var replica = Replica(id: id)
+    let key = EntityKey(type: "note", id: "n")
+    var pushes: [[UInt8]] = []
+    for index in 0..<8 {
+      let commit = replica.transact { tx in
+        if index == 0 { tx.create(key) }
+        tx.insertText("\(index)", at: .max, in: "body", of: key)
+      }
+      pushes.append(commit.delta.encoded())
+    }
+    let pushed = try await exchange(
+      url: relay.url(space: "s"), token: token, messages: pushes,
+      until: { $0.count >= 8 })
+    #expect(pushed.acknowledgements.last?.durable == replica.context)
+    let log = try await relay.store.read(space: "s", after: 0)
+    #expect(log.snapshot != nil)
+    // A second relay on the same database (as a second process would be) rebuilds the
+    // space from snapshot and log and answers a fresh device's handshake exactly.
+    let second = try await LiveRelay.start(sharing: relay)
+    let reader = try await second.token(space: "s", scope: .read, replicas: [])
+    let hello = SyncMessage(context: CausalContext(), delta: nil).encoded()
+    let answer = try await exchange(
+      url: second.url(space: "s"), token: reader, messages: [hello], until: { !$0.isEmpty })
+    var fresh = Replica()
+    var session = SyncSession()
+    for bytes in answer.received { try session.receive(encoded: bytes, into: &fresh) }
+    #expect(fresh.document == replica.document)
+    await second.stop()
+    await relay.stop()
+  }
+}

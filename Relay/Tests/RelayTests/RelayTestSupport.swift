@@ -1,0 +1,155 @@
+import Converge
+import ConvergeRelay
+import ConvergeRelayClient
+import Foundation
+import HTTPTypes
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import RelayWire
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// A relay running in this process on a free loopback port, over SQLite in a temporary
+/// directory.
+struct LiveRelay {
+  static let secret = "relay-test-secret-at-least-32-bytes-long"
+  let port: Int
+  let store: SQLiteRelayStore
+  let directory: String
+  let authority: RelayTokenAuthority
+  private let ownsDirectory: Bool
+  private let group: ServiceGroup
+  private let task: Task<Void, any Error>
+
+  /// Starts a relay; with `sharing`, a second relay on the same database file, as a
+  /// second process would be.
+  static func start(
+    sharing other: LiveRelay? = nil, _ configure: (inout RelayConfiguration) -> Void = { _ in }
+  ) async throws -> LiveRelay {
+    let directory = other?.directory ?? temporaryDirectory()
+    let store = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
+    let authority = try await RelayTokenAuthority(secret: secret)
+    var configuration = RelayConfiguration()
+    configuration.port = 0
+    configure(&configuration)
+    var logger = Logger(label: "relay-test")
+    logger.logLevel = .error
+    let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+    let app = RelayServer(store: store, authority: authority, configuration: configuration)
+      .makeApplication(logger: logger) { port in portContinuation.yield(port) }
+    let group = ServiceGroup(
+      configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+    let task = Task { try await group.run() }
+    var iterator = ports.makeAsyncIterator()
+    guard let port = await iterator.next(), port > 0 else {
+      throw RelayTestError("the relay did not report a port")
+    }
+    return LiveRelay(
+      port: port, store: store, directory: directory, authority: authority,
+      ownsDirectory: other == nil, group: group, task: task)
+  }
+
+  func stop() async {
+    await group.triggerGracefulShutdown()
+    _ = try? await task.value
+    try? await store.close()
+    if ownsDirectory { try? FileManager.default.removeItem(atPath: directory) }
+  }
+
+  func url(space: String) -> String { "ws://127.0.0.1:\(port)/v1/spaces/\(space)/sync" }
+
+  func token(
+    space: String, scope: RelayTokenClaims.Scope = .write, replicas: [ReplicaID],
+    expiresIn seconds: Double = 600
+  ) async throws -> String {
+    try await authority.sign(
+      RelayTokenClaims(
+        space: space, scope: scope, expiry: Date(timeIntervalSinceNow: seconds),
+        replicas: replicas))
+  }
+}
+
+struct RelayTestError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+func temporaryDirectory() -> String {
+  let path =
+    FileManager.default.temporaryDirectory.path + "/converge-relay-\(UInt64.random(in: 0 ... .max))"
+  try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  return path
+}
+
+/// What a raw socket saw: the messages the relay sent and how it closed.
+struct Exchange {
+  var received: [[UInt8]]
+  var close: WebSocketCloseFrame?
+
+  var closeReason: RelayCloseReason? {
+    close.flatMap(RelayCloseReason.init(closeFrame:))
+  }
+
+  var acknowledgements: [RelayAcknowledgement] {
+    received.compactMap { try? RelayAcknowledgement(decoding: $0[...]) }
+  }
+}
+
+/// Opens a socket, sends `messages` in order (pausing `gap` between them), and reads until
+/// the relay closes or, when `until` says the exchange is complete, closes it normally.
+func exchange(
+  url: String, token: String?, messages: [[UInt8]], gap: Duration = .zero,
+  until done: @escaping @Sendable ([[UInt8]]) -> Bool = { _ in false }
+) async throws -> Exchange {
+  let received = Mutex<[[UInt8]]>([])
+  var headers = HTTPFields()
+  if let token { headers[.authorization] = "Bearer \(token)" }
+  var logger = Logger(label: "relay-test-client")
+  logger.logLevel = .error
+  let close = try await WebSocketClient.connect(
+    url: url, configuration: .init(maxFrameSize: 1 << 22, additionalHeaders: headers),
+    logger: logger
+  ) { inbound, outbound, _ in
+    for message in messages {
+      try await outbound.write(.binary(ByteBuffer(bytes: message)))
+      if gap > .zero { try await Task.sleep(for: gap) }
+    }
+    for try await message in inbound.messages(maxSize: 1 << 22) {
+      guard case .binary(let buffer) = message else { continue }
+      let all = received.withLock { list in
+        list.append([UInt8](buffer: buffer))
+        return list
+      }
+      if done(all) {
+        try await outbound.close(.normalClosure, reason: nil)
+        break
+      }
+    }
+  }
+  return Exchange(received: received.withLock { $0 }, close: close)
+}
+
+/// A replica with a fixed id, and one transaction's delta on it.
+func edit(_ id: UInt64, note: String, title: String) -> (Replica, DocumentDelta) {
+  var replica = Replica(id: ReplicaID(rawValue: id))
+  let key = EntityKey(type: "note", id: note)
+  let commit = replica.transact { tx in
+    tx.create(key)
+    tx.setValue(.string(title), for: "title", of: key)
+  }
+  return (replica, commit.delta)
+}
+
+/// Waits up to `limit` for `condition`, polling; a bound, not a performance assertion.
+func eventually(
+  within limit: Duration = .seconds(30), _ condition: () async -> Bool
+) async -> Bool {
+  let deadline = ContinuousClock.now + limit
+  while ContinuousClock.now < deadline {
+    if await condition() { return true }
+    try? await Task.sleep(for: .milliseconds(20))
+  }
+  return await condition()
+}
