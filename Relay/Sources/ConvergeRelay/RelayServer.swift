@@ -90,6 +90,11 @@ public struct RelayServer: Sendable {
 
   // MARK: WebSocket
 
+  /// Serves one socket. The relay speaks only after the client has sent its first
+  /// message: a close frame or push written in the same moment as the upgrade response
+  /// can reach a client before its WebSocket pipeline is in place, and the client then
+  /// never sees it (seen with the swift-websocket client: its socket stayed in
+  /// CLOSE-WAIT). Every client opens with a handshake, so this costs no round trip.
   func serve(
     space: String, token: String?, inbound: WebSocketInboundStream,
     outbound: WebSocketOutboundWriter
@@ -97,7 +102,7 @@ public struct RelayServer: Sendable {
     let grant: RelayGrant
     switch await authority.authorize(token, space: space) {
     case .failure(let reason):
-      try? await outbound.close(reason.webSocketCode, reason: reason.description)
+      await refuse(reason, inbound: inbound, outbound: outbound)
       return
     case .success(let granted): grant = granted
     }
@@ -106,7 +111,7 @@ public struct RelayServer: Sendable {
       hub = try await spaces.hub(for: space)
       try await hub.refresh()
     } catch {
-      try? await outbound.close(RelayCloseReason.serverError.webSocketCode, reason: "store")
+      await refuse(.serverError, inbound: inbound, outbound: outbound)
       return
     }
     var peer = RelayPeer(grant: grant, hub: hub)
@@ -145,24 +150,30 @@ public struct RelayServer: Sendable {
         try? await Task.sleep(for: nap)
       }
     }
-    await withTaskGroup(of: Void.self) { group in
-      group.addTask {
-        // The only writer, so pushes, answers and acknowledgements keep their order.
-        for await bytes in queue {
-          do {
-            try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
-          } catch {
-            break
-          }
-        }
-        if let reason = state.reason {
-          try? await outbound.close(reason.webSocketCode, reason: reason.description)
+    // The only writer, so pushes, answers and acknowledgements keep their order. It
+    // starts once the client has spoken (see above); until then the queue holds pushes.
+    let writer: @Sendable () async -> Void = {
+      for await bytes in queue {
+        do {
+          try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
+        } catch {
+          break
         }
       }
+      if let reason = state.reason {
+        try? await outbound.close(reason.webSocketCode, reason: reason.description)
+      }
+    }
+    await withTaskGroup(of: Void.self) { group in
+      var writing = false
       var limiter = RateLimiter(perSecond: configuration.messagesPerSecond)
       do {
         for try await message in inbound.messages(maxSize: configuration.maxMessageSize) {
           state.heard()
+          if !writing {
+            writing = true
+            group.addTask(operation: writer)
+          }
           guard limiter.allow() else {
             state.close(.rateLimited)
             break
@@ -183,10 +194,31 @@ public struct RelayServer: Sendable {
         // The library closes oversized or broken streams itself.
       }
       continuation.finish()
+      if !writing { group.addTask(operation: writer) }
       await group.waitForAll()
     }
     watchdog.cancel()
     await hub.unsubscribe(peerID)
+  }
+
+  /// Closes a socket the relay will not serve, with `reason`, once the client has sent
+  /// its first message or `idleTimeout` has passed, whichever comes first.
+  private func refuse(
+    _ reason: RelayCloseReason, inbound: WebSocketInboundStream,
+    outbound: WebSocketOutboundWriter
+  ) async {
+    let maxSize = configuration.maxMessageSize
+    let grace = configuration.idleTimeout
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask {
+        var messages = inbound.messages(maxSize: maxSize).makeAsyncIterator()
+        _ = try? await messages.next()
+      }
+      group.addTask { try? await Task.sleep(for: grace) }
+      await group.next()
+      group.cancelAll()
+    }
+    try? await outbound.close(reason.webSocketCode, reason: reason.description)
   }
 
   // MARK: HTTP

@@ -5,25 +5,30 @@ import Testing
 
 /// Every refusal closes the socket with its own typed reason and commits nothing.
 @Suite(.timeLimit(.minutes(1))) struct RelayAuthTests {
+  /// The opening every client sends first; the relay answers refusals after it.
+  let hello = SyncMessage(context: CausalContext(), delta: nil).encoded()
+
   @Test func refusalsCloseWithTheirReason() async throws {
     let relay = try await LiveRelay.start()
     let (_, delta) = edit(1, note: "a", title: "A")
     let push = delta.encoded()
     let granted = ReplicaID(rawValue: 1)
 
-    let missing = try await exchange(url: relay.url(space: "s"), token: nil, messages: [])
+    let missing = try await exchange(url: relay.url(space: "s"), token: nil, messages: [hello])
     #expect(missing.closeReason == .unauthorized)
 
     let forged = try await exchange(
-      url: relay.url(space: "s"), token: "e30.e30.c2ln", messages: [])
+      url: relay.url(space: "s"), token: "e30.e30.c2ln", messages: [hello])
     #expect(forged.closeReason == .unauthorized)
 
     let otherSpace = try await relay.token(space: "other", replicas: [granted])
-    let wrong = try await exchange(url: relay.url(space: "s"), token: otherSpace, messages: [])
+    let wrong = try await exchange(
+      url: relay.url(space: "s"), token: otherSpace, messages: [hello])
     #expect(wrong.closeReason == .wrongSpace)
 
     let expiredToken = try await relay.token(space: "s", replicas: [granted], expiresIn: -10)
-    let expired = try await exchange(url: relay.url(space: "s"), token: expiredToken, messages: [])
+    let expired = try await exchange(
+      url: relay.url(space: "s"), token: expiredToken, messages: [hello])
     #expect(expired.closeReason == .tokenExpired)
 
     let readToken = try await relay.token(space: "s", scope: .read, replicas: [granted])
@@ -43,9 +48,17 @@ import Testing
   @Test func expiryIsCheckedWhileTheSocketLives() async throws {
     let relay = try await LiveRelay.start()
     let token = try await relay.token(space: "s", replicas: [], expiresIn: 1.5)
-    // A reader that never sends: the relay closes it when the token expires.
-    let result = try await exchange(url: relay.url(space: "s"), token: token, messages: [])
+    // A reader that sends nothing after its opening: the relay closes it when the token
+    // expires.
+    let result = try await exchange(url: relay.url(space: "s"), token: token, messages: [hello])
     #expect(result.closeReason == .tokenExpired)
+    await relay.stop()
+  }
+
+  @Test func aRefusedSocketThatNeverSpeaksIsClosedAfterTheIdleTimeout() async throws {
+    let relay = try await LiveRelay.start { $0.idleTimeout = .seconds(1) }
+    let result = try await exchange(url: relay.url(space: "s"), token: nil, messages: [])
+    #expect(result.closeReason == .unauthorized)
     await relay.stop()
   }
 
@@ -56,8 +69,6 @@ import Testing
       configuration.maxMessageSize = 4096
     }
     let token = try await relay.token(space: "s", replicas: [ReplicaID(rawValue: 1)])
-    let hello = SyncMessage(context: CausalContext(), delta: nil).encoded()
-
     let flood = try await exchange(
       url: relay.url(space: "s"), token: token, messages: Array(repeating: hello, count: 20))
     #expect(flood.closeReason == .rateLimited)
