@@ -11,6 +11,7 @@ let package = Package(
     .library(name: "ConvergeRelay", targets: ["ConvergeRelay"]),
     .library(name: "ConvergeRelayClient", targets: ["ConvergeRelayClient"]),
     .executable(name: "converge-relay", targets: ["RelayCommand"]),
+    .executable(name: "relay-example", targets: ["RelayExample"]),
   ],
   dependencies: [
     .package(name: "Converge", path: ".."),
@@ -54,6 +55,13 @@ let package = Package(
         .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "Histogram", package: "hdrhistogram-swift"),
+      ]),
+    .executableTarget(
+      name: "RelayExample",
+      dependencies: [
+        "ConvergeRelay", "ConvergeRelayClient",
+        .product(name: "Converge", package: "Converge"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]),
     .testTarget(
       name: "RelayTests",

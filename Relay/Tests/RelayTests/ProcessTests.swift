@@ -19,10 +19,15 @@ struct RelayProcess {
   /// `CONVERGE_RELAY_EXECUTABLE`.
   static var executable: String {
     if let path = ProcessInfo.processInfo.environment["CONVERGE_RELAY_EXECUTABLE"] { return path }
+    return built("converge-relay")
+  }
+
+  /// An executable product built beside this test bundle.
+  static func built(_ name: String) -> String {
     var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     // On Darwin the test runner sits inside the .xctest bundle.
     while directory.path.contains(".xctest") { directory.deleteLastPathComponent() }
-    return directory.appendingPathComponent("converge-relay").path
+    return directory.appendingPathComponent(name).path
   }
 
   static func start(data: String) throws -> RelayProcess {
@@ -100,5 +105,21 @@ struct RelayProcess {
     var session = SyncSession()
     for bytes in answer.received { try session.receive(encoded: bytes, into: &restored) }
     #expect(restored.document == replica.document)
+  }
+
+  @Test func theExampleSyncsTwoDevicesThroughARelay() throws {
+    let path = RelayProcess.built("relay-example")
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+      throw RelayTestError("\(path) is missing: run `swift build --build-tests` first")
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0, "\(printed)")
+    #expect(printed.contains("both devices agree"))
   }
 }
