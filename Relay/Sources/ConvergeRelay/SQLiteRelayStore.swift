@@ -71,7 +71,10 @@ public actor SQLiteRelayStore: RelayStore {
   }
 
   public func read(space: String, after position: UInt64) async throws -> SpaceLog {
-    let after = Int64(clamping: position)
+    // Positions are SQLite integers, so none lies past Int64.max (the readiness probe
+    // asks for what follows UInt64.max).
+    guard position < UInt64(Int64.max) else { return SpaceLog(snapshot: nil, entries: []) }
+    let after = Int64(position)
     let rows = try await connection.query(
       """
       SELECT 0 AS kind, through AS position, state AS bytes FROM snapshots

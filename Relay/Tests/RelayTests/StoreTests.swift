@@ -17,6 +17,10 @@ import Testing
     #expect(log.entries.map(\.position) == [3, 4, 5])
     #expect(log.entries.map(\.delta) == [[2], [3], [4]])
     #expect(try await store.read(space: "b", after: 0).entries.map(\.position) == [1])
+    // Past the last position SQLite can hold there is nothing (and no overflow).
+    for position in [UInt64(Int64.max) - 1, UInt64(Int64.max), .max] {
+      #expect(try await store.read(space: "a", after: position).entries.isEmpty)
+    }
     try await store.close()
   }
 
