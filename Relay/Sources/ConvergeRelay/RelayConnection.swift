@@ -64,6 +64,8 @@ struct RelayPeer {
   let id = UInt64.random(in: 1 ... .max)
   let grant: RelayGrant
   let hub: SpaceHub
+  /// Receives the space's context once a live push is durable, or the store's error.
+  let acknowledge: @Sendable (Result<CausalContext, any Error>) -> Void
   var session = SyncSession()
 
   /// Handles one binary message and returns the messages to send back, or why the
@@ -85,6 +87,14 @@ struct RelayPeer {
       if let refusal = grant.refusal(toPush: delta, known: await hub.replica.context) {
         return .failure(refusal)
       }
+      if message.context == nil {
+        // A live push: the next message is read while it commits, and `acknowledge`
+        // queues its acknowledgement once it is durable.
+        let queued = await hub.submit(delta, from: id, then: acknowledge)
+        return queued ? .success([]) : .failure(.serverError)
+      }
+      // A handshake that carries a delta is answered after the delta is durable, so the
+      // answer's context includes it and the device does not send it again.
       do {
         let durable = try await hub.commit(delta, from: id)
         replies.append(RelayAcknowledgement(durable: durable).encoded())

@@ -114,10 +114,21 @@ public struct RelayServer: Sendable {
       await refuse(.serverError, inbound: inbound, outbound: outbound)
       return
     }
-    var peer = RelayPeer(grant: grant, hub: hub)
     let state = ConnectionState()
     let (queue, continuation) = AsyncStream<[UInt8]>.makeStream(
       bufferingPolicy: .bufferingOldest(configuration.queueLimit))
+    var peer = RelayPeer(grant: grant, hub: hub) { result in
+      switch result {
+      case .success(let durable):
+        if case .dropped = continuation.yield(RelayAcknowledgement(durable: durable).encoded()) {
+          state.close(.slowConsumer)
+          continuation.finish()
+        }
+      case .failure:
+        state.close(.serverError)
+        continuation.finish()
+      }
+    }
     let peerID = peer.id
     await hub.subscribe(peerID) { bytes in
       switch continuation.yield(bytes) {

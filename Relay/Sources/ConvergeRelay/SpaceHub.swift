@@ -9,7 +9,9 @@ import RelayWire
 /// state at ``appliedPosition``; another process appending to the same space is picked
 /// up at the next refresh. Commits are grouped: deltas that arrive while an append is in
 /// flight are merged into one log entry, written with the next append (one fsync for
-/// many keystrokes), and each sender is acknowledged after that append returns.
+/// many keystrokes), and each sender is acknowledged after that append returns. A
+/// socket does not wait for its push to be durable before it reads the next one, so
+/// one device's keystrokes share group commits too.
 actor SpaceHub {
   let space: String
   private let store: any RelayStore
@@ -30,8 +32,12 @@ actor SpaceHub {
   private struct PendingCommit {
     var delta: DocumentDelta
     var sender: UInt64?
-    var continuation: CheckedContinuation<CausalContext, any Error>
+    var done: @Sendable (Result<CausalContext, any Error>) -> Void
   }
+
+  /// Deltas that may wait for one space's next append before submitting more fails:
+  /// a store that stalls costs bounded memory.
+  static let waitingLimit = 65_536
 
   init(space: String, store: any RelayStore, compactionInterval: UInt64) {
     self.space = space
@@ -74,14 +80,27 @@ actor SpaceHub {
     }
   }
 
+  /// Queues a validated delta for the next group commit; `done` receives the space's
+  /// context once the delta is durable, or the store's error. Returns `false`, queuing
+  /// nothing, when ``waitingLimit`` deltas already wait.
+  func submit(
+    _ delta: DocumentDelta, from sender: UInt64?,
+    then done: @escaping @Sendable (Result<CausalContext, any Error>) -> Void
+  ) -> Bool {
+    guard waiting.count < Self.waitingLimit else { return false }
+    waiting.append(PendingCommit(delta: delta, sender: sender, done: done))
+    if !isFlushing {
+      isFlushing = true
+      Task { await self.flush() }
+    }
+    return true
+  }
+
   /// Commits a validated delta and returns the space's context once it is durable.
   func commit(_ delta: DocumentDelta, from sender: UInt64?) async throws -> CausalContext {
     try await withCheckedThrowingContinuation { continuation in
-      waiting.append(PendingCommit(delta: delta, sender: sender, continuation: continuation))
-      if !isFlushing {
-        isFlushing = true
-        Task { await self.flush() }
-      }
+      let queued = submit(delta, from: sender) { continuation.resume(with: $0) }
+      if !queued { continuation.resume(throwing: SpaceHubOverloaded()) }
     }
   }
 
@@ -93,12 +112,22 @@ actor SpaceHub {
       var merged = DocumentDelta()
       for pending in batch { merged.merge(pending.delta) }
       let senders = Set(batch.compactMap(\.sender))
+      let excluded = senders.count == 1 ? senders : []
       do {
-        _ = try await store.append(space: space, delta: merged.encoded())
-        try await refresh(excluding: senders.count == 1 ? senders : [])
-        for pending in batch { pending.continuation.resume(returning: replica.context) }
+        let encoded = merged.encoded()
+        let position = try await store.append(space: space, delta: encoded)
+        if position == appliedPosition + 1 {
+          // Nothing else was appended meanwhile: the cache takes what was written
+          // without reading it back.
+          replica.apply(merged)
+          appliedPosition = position
+          broadcast(encoded, excluding: excluded)
+        } else if position > appliedPosition {
+          try await refresh(excluding: excluded)
+        }
+        for pending in batch { pending.done(.success(replica.context)) }
       } catch {
-        for pending in batch { pending.continuation.resume(throwing: error) }
+        for pending in batch { pending.done(.failure(error)) }
       }
       await compactIfDue()
     }
@@ -124,6 +153,9 @@ actor SpaceHub {
     }
   }
 }
+
+/// More deltas wait for a space's next append than ``SpaceHub/waitingLimit``.
+struct SpaceHubOverloaded: Error {}
 
 /// The spaces this process serves, each built on first use from the store.
 actor SpaceDirectory {

@@ -71,8 +71,17 @@ final class BenchMetrics: Sendable {
     devices: [BenchDevice], connected: Int, seconds: Int, base: String,
     authority: RelayTokenAuthority, logger: Logger
   ) async -> BenchReport {
-    // Let every space settle: one more handshake per device pulls anything missed.
-    for device in devices { await device.settle(base: base, logger: logger) }
+    // Let every space settle: one more handshake per device pulls anything missed. Each
+    // is bounded, so a relay that never answers ends the bench (as not converged)
+    // instead of hanging it.
+    for device in devices {
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask { await device.settle(base: base, logger: logger) }
+        group.addTask { try? await Task.sleep(for: .seconds(10)) }
+        await group.next()
+        group.cancelAll()
+      }
+    }
     var converged = true
     var lost: UInt64 = 0
     let spaces = Dictionary(grouping: devices, by: \.space)
