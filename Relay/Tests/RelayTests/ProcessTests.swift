@@ -122,4 +122,20 @@ struct RelayProcess {
     #expect(process.terminationStatus == 0, "\(printed)")
     #expect(printed.contains("both devices agree"))
   }
+
+  @Test func aShortBenchConvergesAndLosesNothing() throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: RelayProcess.executable)
+    process.arguments = ["bench", "--clients", "6", "--seconds", "1", "--json"]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let printed = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    let report = try JSONSerialization.jsonObject(with: printed) as? [String: Any]
+    #expect(report?["converged"] as? Bool == true, "\(String(decoding: printed, as: UTF8.self))")
+    #expect(report?["lostAcknowledged"] as? Int == 0)
+    #expect(report?["connected"] as? Int == 6)
+  }
 }
