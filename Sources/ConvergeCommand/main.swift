@@ -19,6 +19,8 @@ let usage = """
         measure the design's performance table on a sequential trace (use -c release)
     fuzz [--seconds N] [--workers N] [--seed S]
         check every merge law and replica-script property on random seeds
+    passages [--cases N] [--seed S]
+        count concurrent typing at one spot that merges interleaved (exit 1 if any)
     torture <dir> [--seconds N] [--kills N] [--seed S] [--json]
         kill writers of a durable store at random moments; check nothing acknowledged is lost
   """
@@ -40,6 +42,8 @@ case "bench":
   exit(BenchCommand.run(arguments))
 case "fuzz":
   exit(FuzzCommand.run(arguments))
+case "passages":
+  exit(PassagesCommand.run(arguments))
 case "torture":
   exit(TortureCommand.run(arguments))
 case "torture-child":
