@@ -85,9 +85,9 @@ extension DocumentStore {
   /// - Complexity: O(k) for the k entities the commit touched; no context is copied.
   func markPending(_ delta: DocumentDelta) {
     let id = replica.id
-    let latest = delta.context.counters(of: id).maximum
+    let latest = delta.latestCounter(of: id)
     guard latest > 0 else { return }
-    for key in delta.keys { pendingDots[key, default: [:]][id] = latest }
+    delta.forEachKey { pendingDots[$0, default: [:]][id] = latest }
   }
 
   /// Pending entities at open: those the document's delta since every acknowledgement
