@@ -192,21 +192,22 @@ public final class DocumentStore {
     unsyncedBytes += RecordFrame.headerSize + bytes.count
     committed += 1
     if local { markPending(delta) }
-    if logBytes + unsyncedBytes > configuration.compactionLogBytes {
-      do { try compact() } catch { lastError = error }
-    } else {
-      do { try syncIfDue() } catch { lastError = error }
-    }
+    do { try syncIfDue() } catch { lastError = error }
   }
 
   /// Syncs the buffered commits if the oldest has waited a sync interval: in the
   /// background (``Configuration/syncInBackground``) or before returning.
+  ///
+  /// A log grown past ``Configuration/compactionLogBytes`` is compacted instead of synced,
+  /// so compaction also waits for the interval: typing never syncs more often.
   public func syncIfDue() throws(StoreError) {
     collectBackgroundSync()
     guard !unsynced.isEmpty, configuration.now() - lastSync >= configuration.syncInterval else {
       return
     }
-    if configuration.syncInBackground && !needsFreshGeneration {
+    if logBytes + unsyncedBytes > configuration.compactionLogBytes {
+      try compact()
+    } else if configuration.syncInBackground && !needsFreshGeneration {
       startBackgroundSync()
     } else {
       try flush()
