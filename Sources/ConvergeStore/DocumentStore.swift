@@ -185,7 +185,7 @@ public final class DocumentStore {
     return changes
   }
 
-  private func append(_ delta: DocumentDelta, local: Bool) {
+  func append(_ delta: DocumentDelta, local: Bool) {
     collectBackgroundSync()
     let bytes = delta.encoded()
     unsynced.append(bytes)
