@@ -11,10 +11,11 @@ final class BackgroundSync: @unchecked Sendable {
   private let lock = NSLock()
   private var result: Result<Int, StoreError>?
 
-  /// Appends `bytes` to `path` and syncs it, in the background.
-  func start(_ bytes: [UInt8], to path: String, in fileSystem: any StoreFileSystem) {
+  /// Frames `records`, appends them to `path` and syncs it, in the background.
+  func start(_ records: [[UInt8]], to path: String, in fileSystem: any StoreFileSystem) {
     queue.async {
       let outcome = Result { () throws(StoreError) -> Int in
+        let bytes = RecordFrame.framed(records)
         try DocumentStore.attempt {
           try fileSystem.append(bytes, to: path)
           try fileSystem.sync(path)
@@ -41,10 +42,10 @@ extension DocumentStore {
   func startBackgroundSync() {
     guard inFlight == nil else { return }
     let log = directory + "/" + Self.logName(generation)
-    backgroundSync.start(buffer, to: log, in: fileSystem)
+    backgroundSync.start(unsynced, to: log, in: fileSystem)
     inFlight = unsynced
-    buffer.removeAll(keepingCapacity: true)
-    unsynced.removeAll(keepingCapacity: true)
+    unsynced = []
+    unsyncedBytes = 0
   }
 
   /// Acknowledges what a finished background sync made durable; after a failure, its
@@ -58,6 +59,7 @@ extension DocumentStore {
       markDurable(deltas)
     case .failure(let error):
       unsynced = deltas + unsynced
+      unsyncedBytes = unsynced.reduce(0) { $0 + RecordFrame.headerSize + $1.count }
       needsFreshGeneration = true
       lastError = error
     }

@@ -59,6 +59,35 @@ extension DocumentStore {
     }
   }
 
+  /// The next message of a sync session with `peer`'s device, made only from durable
+  /// edits: buffered commits are flushed first (write-ahead).
+  ///
+  /// - Complexity: the sync's cost plus ``SyncSession/makeMessage(for:)``'s.
+  public func makeMessage(for session: inout SyncSession) throws(StoreError) -> SyncMessage? {
+    try flush()
+    return session.makeMessage(for: replica)
+  }
+
+  /// Integrates a sync message from `peer`, logs its delta like an edit and records the
+  /// context the peer states as acknowledged, so an app never calls
+  /// ``recordAcknowledgement(_:from:)`` by hand for a session.
+  ///
+  /// Only a stated context counts: a live push (no context) proves nothing about what the
+  /// peer holds of ours, and the session's optimistic guess is never recorded.
+  ///
+  /// - Throws: a ``StoreError`` if the acknowledgement cannot be persisted; the delta is
+  ///   integrated and logged all the same.
+  @discardableResult
+  public func receive(_ message: SyncMessage, through session: inout SyncSession, from peer: String)
+    throws(StoreError) -> DocumentChanges
+  {
+    guard !isClosed else { throw .closed }
+    let changes = session.receive(message, into: &replica)
+    if let delta = message.delta, !delta.isEmpty { append(delta, local: false) }
+    if let stated = message.context { try recordAcknowledgement(stated, from: peer) }
+    return changes
+  }
+
   /// The number of entities with edits no peer has acknowledged: a badge.
   ///
   /// - Complexity: O(1).
@@ -85,9 +114,9 @@ extension DocumentStore {
   /// - Complexity: O(k) for the k entities the commit touched; no context is copied.
   func markPending(_ delta: DocumentDelta) {
     let id = replica.id
-    let latest = delta.context.counters(of: id).maximum
+    let latest = delta.latestCounter(of: id)
     guard latest > 0 else { return }
-    for key in delta.keys { pendingDots[key, default: [:]][id] = latest }
+    delta.forEachKey { pendingDots[$0, default: [:]][id] = latest }
   }
 
   /// Pending entities at open: those the document's delta since every acknowledgement

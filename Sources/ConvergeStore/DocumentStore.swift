@@ -18,7 +18,7 @@ import Converge
 /// try store.close()  // marks a clean shutdown
 /// ```
 ///
-/// **Group commit.** ``transact(_:)`` appends its delta to a buffer; the buffer is written
+/// **Group commit.** ``transact(_:)`` keeps its encoded delta in memory; they are framed, written
 /// and synced (`fsync`) at most once per ``Configuration/syncInterval`` of typing (checked
 /// on each commit and by ``syncIfDue()``, which an app calls from a timer) and at once by
 /// ``flush()``. A delta reaches ``onDurable``, ``takeDurableDeltas()`` or ``outbox(for:)``
@@ -82,10 +82,12 @@ public final class DocumentStore {
   var generation: UInt64
   var logBytes = 0
   var snapshotBytes = 0
-  /// Framed records not yet written.
-  var buffer: [UInt8] = []
-  /// Encoded deltas appended to `buffer` or written, not yet synced.
+  /// Encoded deltas not yet handed to a sync, in commit order. They are framed only when
+  /// a sync writes them (on the sync's queue when it runs in the background), so a commit
+  /// neither copies nor checksums its delta a second time.
   var unsynced: [[UInt8]] = []
+  /// The framed size of `unsynced`: what the log grows by when they are written.
+  var unsyncedBytes = 0
   var durableOutbox: [[UInt8]] = []
   var lastSync: Duration
   /// Set after a failed write or sync: the log may end in a torn record, so the next sync
@@ -183,28 +185,29 @@ public final class DocumentStore {
     return changes
   }
 
-  private func append(_ delta: DocumentDelta, local: Bool) {
+  func append(_ delta: DocumentDelta, local: Bool) {
     collectBackgroundSync()
     let bytes = delta.encoded()
-    RecordFrame.append(bytes, to: &buffer)
     unsynced.append(bytes)
+    unsyncedBytes += RecordFrame.headerSize + bytes.count
     committed += 1
     if local { markPending(delta) }
-    if logBytes + buffer.count > configuration.compactionLogBytes {
-      do { try compact() } catch { lastError = error }
-    } else {
-      do { try syncIfDue() } catch { lastError = error }
-    }
+    do { try syncIfDue() } catch { lastError = error }
   }
 
   /// Syncs the buffered commits if the oldest has waited a sync interval: in the
   /// background (``Configuration/syncInBackground``) or before returning.
+  ///
+  /// A log grown past ``Configuration/compactionLogBytes`` is compacted instead of synced,
+  /// so compaction also waits for the interval: typing never syncs more often.
   public func syncIfDue() throws(StoreError) {
     collectBackgroundSync()
     guard !unsynced.isEmpty, configuration.now() - lastSync >= configuration.syncInterval else {
       return
     }
-    if configuration.syncInBackground && !needsFreshGeneration {
+    if logBytes + unsyncedBytes > configuration.compactionLogBytes {
+      try compact()
+    } else if configuration.syncInBackground && !needsFreshGeneration {
       startBackgroundSync()
     } else {
       try flush()
@@ -219,9 +222,10 @@ public final class DocumentStore {
     guard !unsynced.isEmpty || needsFreshGeneration else { return }
     if needsFreshGeneration { return try compact() }
     let log = directory + "/" + Self.logName(generation)
+    let records = RecordFrame.framed(unsynced)
     do {
       try Self.attempt {
-        try fileSystem.append(buffer, to: log)
+        try fileSystem.append(records, to: log)
         try fileSystem.sync(log)
       }
     } catch {
@@ -229,10 +233,10 @@ public final class DocumentStore {
       lastError = error
       throw error
     }
-    logBytes += buffer.count
-    buffer.removeAll(keepingCapacity: true)
+    logBytes += records.count
     markDurable(unsynced)
     unsynced.removeAll(keepingCapacity: true)
+    unsyncedBytes = 0
   }
 
   /// Acknowledges `deltas`: they are durable now.
@@ -281,10 +285,10 @@ public final class DocumentStore {
     generation = next
     logBytes = 0
     snapshotBytes = snapshot.count
-    buffer.removeAll(keepingCapacity: true)
     needsFreshGeneration = false
     markDurable(unsynced)
     unsynced.removeAll(keepingCapacity: true)
+    unsyncedBytes = 0
     // Superseded files: a failure leaves them for the next compaction or open to remove,
     // and is reported without failing the compaction, which is durable already.
     do { try Self.attempt { try removeSuperseded() } } catch { lastError = error }

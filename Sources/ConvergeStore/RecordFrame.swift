@@ -25,6 +25,14 @@ enum RecordFrame {
     return bytes
   }
 
+  /// `payloads`, each framed, one after another: a group commit's log records.
+  static func framed(_ payloads: [[UInt8]]) -> [UInt8] {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(payloads.reduce(0) { $0 + headerSize + $1.count })
+    for payload in payloads { append(payload, to: &bytes) }
+    return bytes
+  }
+
   /// Appends `payload`, framed, to `bytes`.
   ///
   /// The checksum covers bytes that sit together in `bytes`, so framing allocates nothing.

@@ -101,7 +101,8 @@ func type(_ text: String, into store: DocumentStore) {
     type("abc", into: store)
     try store.flush()
     type("def", into: store)
-    try fileSystem.append(store.buffer, to: directory + "/" + DocumentStore.logName(0))
+    try fileSystem.append(
+      RecordFrame.framed(store.unsynced), to: directory + "/" + DocumentStore.logName(0))
     fileSystem.crash { $0 - 3 }
     let reopened = try DocumentStore(
       directory: directory, configuration: configuration(fileSystem))

@@ -111,7 +111,31 @@ public struct DocumentDelta: Sendable, Equatable {
   /// The entities the delta touches, sorted.
   ///
   /// - Complexity: O(k log k) for k entities in the delta.
-  public var keys: [EntityKey] { entities.keys.sorted() }
+  public var keys: [EntityKey] {
+    if let edit = localTextEdit { return [edit.key] }
+    return storedEntities.keys.sorted()
+  }
+
+  /// Calls `body` with each entity the delta touches, in no particular order, without
+  /// building the hash table a keystroke's delta leaves unbuilt: a store marks them pending
+  /// on every commit.
+  ///
+  /// - Complexity: O(k) for k entities in the delta.
+  public func forEachKey(_ body: (EntityKey) -> Void) {
+    if let edit = localTextEdit { return body(edit.key) }
+    for key in storedEntities.keys { body(key) }
+  }
+
+  /// The latest counter of `replica` the delta accounts for (0 if none), without building
+  /// the context a keystroke's delta leaves unbuilt.
+  ///
+  /// - Complexity: O(1).
+  public func latestCounter(of replica: ReplicaID) -> UInt64 {
+    if let localEvents {
+      return localEvents.replica == replica ? localEvents.counters.upperBound : 0
+    }
+    return storedContext.counters(of: replica).maximum
+  }
 
   /// The latest register timestamp in the delta, for the receiving replica's clock.
   var latestTimestamp: Timestamp? {

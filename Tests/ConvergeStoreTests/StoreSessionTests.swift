@@ -1,0 +1,66 @@
+import Converge
+import Testing
+
+@testable import ConvergeStore
+
+/// A store driving a ``SyncSession`` records what the peer states it holds, so the
+/// pending badge clears without the app recording acknowledgements itself.
+@Suite struct StoreSessionTests {
+  /// Runs sessions between `store` and the plain replica `peer` until neither speaks.
+  func synchronize(
+    _ store: DocumentStore, _ storeSession: inout SyncSession, _ peer: inout Replica,
+    _ peerSession: inout SyncSession
+  ) throws {
+    for _ in 0..<10 {
+      let outgoing = try store.makeMessage(for: &storeSession)
+      if let outgoing { peerSession.receive(outgoing, into: &peer) }
+      let incoming = peerSession.makeMessage(for: peer)
+      if let incoming { try store.receive(incoming, through: &storeSession, from: "laptop") }
+      if outgoing == nil && incoming == nil { return }
+    }
+    Issue.record("the sessions did not go quiet")
+  }
+
+  @Test func aHandshakeAcknowledgesAndClearsThePendingBadge() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("hello", into: store)
+    #expect(store.pendingCount == 1)
+    #expect(store.isPending(note))
+
+    var peer = Replica(id: ReplicaID(rawValue: 99), wallClock: .fixed(0))
+    var storeSession = SyncSession()
+    var peerSession = SyncSession()
+    try synchronize(store, &storeSession, &peer, &peerSession)
+
+    #expect(peer.document.text(of: "body", in: note) == "hello")
+    #expect(store.pendingCount == 0)
+    #expect(!store.isPending(note))
+    #expect(store.acknowledgedContext(of: "laptop") == peer.context)
+    // The outbox is the same mechanism: nothing is left for the peer.
+    #expect(try store.outbox(for: "laptop").isEmpty)
+
+    // The acknowledgement is durable, and the peer's edit was logged like an edit.
+    peer.transact { $0.insertText("!", at: 5, in: "body", of: note) }
+    try synchronize(store, &storeSession, &peer, &peerSession)
+    try store.close()
+    let reopened = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem))
+    #expect(reopened.replica.document.text(of: "body", in: note) == "hello!")
+    #expect(reopened.pendingCount == 0)
+  }
+
+  @Test func aLivePushIsNotAnAcknowledgement() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("a", into: store)
+    var peer = Replica(id: ReplicaID(rawValue: 99), wallClock: .fixed(0))
+    var storeSession = SyncSession()
+    let commit = peer.transact { $0.insertText("b", at: 0, in: "title", of: note) }
+    var peerSession = SyncSession()
+    try store.receive(peerSession.push(commit, from: peer), through: &storeSession, from: "laptop")
+    #expect(store.replica.document.text(of: "title", in: note) == "b")
+    #expect(store.acknowledgedContext(of: "laptop").isEmpty)
+    #expect(store.pendingCount == 1)
+  }
+}
