@@ -94,6 +94,9 @@ public actor RelayClient {
     (changes, changesContinuation) = AsyncStream<DocumentChanges>.makeStream()
   }
 
+  /// The latest status ``statuses`` reported.
+  public var status: RelayClientStatus { lastStatus ?? .offline }
+
   /// What the relay has not acknowledged yet.
   public var pending: DocumentDelta { replica.delta(since: acknowledged) }
 

@@ -105,4 +105,44 @@ import Testing
     await second.stop()
     await relay.stop()
   }
+
+  @Test func devicesOnTwoRelaysSharingAStoreSeeEachOtherLive() async throws {
+    let first = try await LiveRelay.start { $0.storePollInterval = .milliseconds(50) }
+    let second = try await LiveRelay.start(sharing: first) {
+      $0.storePollInterval = .milliseconds(50)
+    }
+    let phoneID = ReplicaID(rawValue: 0xA1)
+    let laptopID = ReplicaID(rawValue: 0xB2)
+    let phone = try await RelayClient(
+      url: first.url(space: "notes"),
+      token: try await first.token(space: "notes", replicas: [phoneID]),
+      store: InMemoryRelayClientStore(replica: Replica(id: phoneID)))
+    let laptop = try await RelayClient(
+      url: second.url(space: "notes"),
+      token: try await second.token(space: "notes", replicas: [laptopID]),
+      store: InMemoryRelayClientStore(replica: Replica(id: laptopID)))
+    let tasks = [Task { await phone.run() }, Task { await laptop.run() }]
+    // Both handshakes done before anything is typed: what follows arrives as live pushes
+    // relayed from the other process through the store.
+    #expect(
+      await eventually {
+        let phoneStatus = await phone.status
+        let laptopStatus = await laptop.status
+        return phoneStatus == .upToDate && laptopStatus == .upToDate
+      })
+    let key = EntityKey(type: "note", id: "shared")
+    try await phone.transact { tx in
+      tx.create(key)
+      tx.insertText("from the phone", at: 0, in: "body", of: key)
+    }
+    #expect(await eventually { await laptop.replica.document.contains(key) })
+    try await laptop.transact { tx in tx.insertText("laptop: ", at: 0, in: "body", of: key) }
+    #expect(
+      await eventually {
+        await phone.replica.document.text(of: "body", in: key) == "laptop: from the phone"
+      })
+    for task in tasks { task.cancel() }
+    await second.stop()
+    await first.stop()
+  }
 }
