@@ -59,9 +59,7 @@ let package = Package(
     .executableTarget(
       name: "RelayExample",
       dependencies: [
-        "ConvergeRelay", "ConvergeRelayClient",
-        .product(name: "Converge", package: "Converge"),
-        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        "ConvergeRelay", "ConvergeRelayClient", .product(name: "Converge", package: "Converge"),
       ]),
     .testTarget(
       name: "RelayTests",
