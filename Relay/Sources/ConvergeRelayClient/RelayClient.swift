@@ -104,7 +104,15 @@ public actor RelayClient {
   /// the next handshake otherwise).
   @discardableResult
   public func transact(_ body: (inout Transaction) -> Void) async throws -> Commit {
-    let commit = replica.transact(body)
+    try await edit { $0.transact(body) }
+  }
+
+  /// Runs `edit`, which makes exactly one transaction on the replica and returns it (a
+  /// workload, an import written against `Replica`), then saves and pushes it as
+  /// ``transact(_:)`` does.
+  @discardableResult
+  public func edit(_ edit: (inout Replica) -> Commit) async throws -> Commit {
+    let commit = edit(&replica)
     try await store.save(replica)
     if let outgoing, handshakeAnswered, !commit.delta.isEmpty {
       outgoing.yield(session.pushEncoded(commit, from: replica))
