@@ -40,10 +40,24 @@ public struct LocalRelay: Sendable {
   /// The WebSocket address of `space`.
   public func url(space: String) -> String { "\(base)/v1/spaces/\(space)/sync" }
 
-  /// Shuts the server down gracefully (open sockets are closed) and waits for it.
-  public func stop() async {
+  /// Shuts the server down gracefully (open sockets are sent a close frame) and waits for
+  /// it; after `grace`, the server task is cancelled instead. A graceful shutdown waits
+  /// for every connection, and one caught mid-upgrade can keep it waiting for good.
+  public func stop(grace: Duration = .seconds(2)) async {
     await group.triggerGracefulShutdown()
-    _ = try? await task.value
+    let task = self.task
+    await withTaskGroup(of: Bool.self) { waiting in
+      waiting.addTask {
+        _ = try? await task.value
+        return true
+      }
+      waiting.addTask {
+        try? await Task.sleep(for: grace)
+        return false
+      }
+      if await waiting.next() == false { task.cancel() }
+      await waiting.waitForAll()
+    }
   }
 }
 

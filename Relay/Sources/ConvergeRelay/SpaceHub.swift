@@ -75,11 +75,13 @@ actor SpaceHub {
   }
 
   /// Brings the cache up to the store's latest state and fans what was new out to the
-  /// subscribers (except `excluded`, whose own deltas they are).
+  /// subscribers. `own` names this process's entry, if the read may include one, and the
+  /// sockets whose deltas it holds: they are skipped for that entry alone, never for
+  /// entries other processes appended.
   ///
   /// - Throws: the store's errors, or a `ConvergeDecodingError` for stored bytes that do
   ///   not decode; the cache is then left at the last entry that did.
-  func refresh(excluding excluded: Set<UInt64> = []) async throws {
+  func refresh(own: (position: UInt64, senders: Set<UInt64>)? = nil) async throws {
     let log = try await store.read(space: space, after: appliedPosition)
     // Another refresh may have run while this one read: skip what it applied.
     if let snapshot = log.snapshot, snapshot.through > appliedPosition {
@@ -95,6 +97,7 @@ actor SpaceHub {
     for entry in log.entries where entry.position > appliedPosition {
       replica.apply(try DocumentDelta(decoding: entry.delta))
       appliedPosition = entry.position
+      let excluded = entry.position == own?.position ? own?.senders ?? [] : []
       broadcast(entry.delta, excluding: excluded)
     }
   }
@@ -142,7 +145,8 @@ actor SpaceHub {
           appliedPosition = position
           broadcast(encoded, excluding: excluded)
         } else if position > appliedPosition {
-          try await refresh(excluding: excluded)
+          // Other processes appended before this entry: read them and it in order.
+          try await refresh(own: (position, excluded))
         }
         for pending in batch { pending.done(.success(replica.context)) }
       } catch {
