@@ -7,12 +7,17 @@ import Foundation
 import Logging
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// `converge-relay simulate`: the simulator's devices sync through real relays.
 ///
 /// Devices run the simulator's workloads (the `Workload` that `converge simulate` runs)
-/// through `RelayClient`s connected to relays served from this process on loopback, and
-/// several relays share one SQLite file as relay processes sharing a database do. While
-/// the devices edit, some go offline and come back (to any relay), and relays restart.
+/// through `RelayClient`s connected to relays on loopback: child processes of this
+/// executable (`converge-relay serve`) sharing one SQLite file. While the devices edit,
+/// some go offline and come back (to any relay), and relays are killed with SIGKILL and
+/// started again on the same file.
 /// At the end every device comes back; the run checks that every device and the store
 /// hold the same document (the simulator's oracle) and that nothing a device saw
 /// acknowledged is missing from the store. Everything random draws from `--seed`; the
@@ -34,7 +39,7 @@ struct Simulate: AsyncParsableCommand {
   var relays = 2
   @Option(help: "Per operation, the chance that a device goes offline or comes back.")
   var disconnects = 0.01
-  @Option(help: "Per operation, the chance that a relay restarts.")
+  @Option(help: "Per operation, the chance that a relay is killed (SIGKILL) and restarted.")
   var restarts = 0.001
   @Flag(help: "Print the report as JSON.")
   var json = false
@@ -123,8 +128,8 @@ struct RelaySimulation {
   let directory: String
   let authority: RelayTokenAuthority
   let logger: Logger
-  var stores: [SQLiteRelayStore] = []
-  var servers: [LocalRelay] = []
+  let secret: String
+  var relays: [RelayChild] = []
   var devices: [SimulatedDevice] = []
   /// Each device's current client, the relay it talks to, and its task (nil: offline).
   var clients: [(client: RelayClient, relay: Int, task: Task<Void, Never>?)] = []
@@ -141,9 +146,11 @@ struct RelaySimulation {
       FileManager.default.temporaryDirectory.path
       + "/converge-relay-simulate-\(UInt64.random(in: 0 ... .max))"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    authority = try await RelayTokenAuthority(
-      secret: (0..<4).map { _ in String(UInt64.random(in: 1 << 60 ... .max), radix: 16) }.joined())
-    for _ in 0..<relays { try await startRelay() }
+    secret = (0..<4).map { _ in String(UInt64.random(in: 1 << 60 ... .max), radix: 16) }.joined()
+    authority = try await RelayTokenAuthority(secret: secret)
+    for _ in 0..<relays {
+      self.relays.append(try RelayChild.start(data: directory, secret: secret))
+    }
     for index in 0..<count {
       let id = ReplicaID(rawValue: UInt64(index) + 1)
       var workload = Workload(kind: kind, random: SimulationRandom(seed: seed, stream: id.rawValue))
@@ -163,24 +170,9 @@ struct RelaySimulation {
     }
   }
 
-  private mutating func startRelay(at index: Int? = nil) async throws {
-    let store = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
-    var configuration = RelayConfiguration()
-    configuration.storePollInterval = .milliseconds(50)
-    let server = try await LocalRelay.start(
-      store: store, authority: authority, configuration: configuration, logger: logger)
-    if let index {
-      stores[index] = store
-      servers[index] = server
-    } else {
-      stores.append(store)
-      servers.append(server)
-    }
-  }
-
   private func client(for device: SimulatedDevice, relay: Int) async throws -> RelayClient {
     try await RelayClient(
-      url: servers[relay].url(space: Self.space), token: device.token, store: device.store,
+      url: relays[relay].url(space: Self.space), token: device.token, store: device.store,
       backoff: .init(base: .milliseconds(20), maximum: .milliseconds(200)), logger: logger)
   }
 
@@ -217,36 +209,34 @@ struct RelaySimulation {
       if Double.random(in: 0..<1, using: &random) < disconnects {
         let target = Int.random(in: 0..<devices.count, using: &random)
         if clients[target].task == nil {
-          try await reconnect(target, to: Int.random(in: 0..<servers.count, using: &random))
+          try await reconnect(target, to: Int.random(in: 0..<relays.count, using: &random))
         } else {
           await disconnect(target)
           report.wentOffline += 1
         }
       }
       if Double.random(in: 0..<1, using: &random) < restarts {
-        try await restartRelay(Int.random(in: 0..<servers.count, using: &random))
+        try await restartRelay(Int.random(in: 0..<relays.count, using: &random))
       }
       // Let the sockets move between bursts of edits.
       if step % 8 == 7 { try await Task.sleep(for: .milliseconds(2)) } else { await Task.yield() }
     }
     for index in devices.indices where clients[index].task == nil {
-      try await reconnect(index, to: Int.random(in: 0..<servers.count, using: &random))
+      try await reconnect(index, to: Int.random(in: 0..<relays.count, using: &random))
     }
     await settleAndCheck()
     for index in devices.indices { await disconnect(index) }
-    for server in servers { await server.stop() }
-    for store in stores { try? await store.close() }
+    for relay in relays { relay.kill() }
     try? FileManager.default.removeItem(atPath: directory)
     return report
   }
 
-  /// Stops relay `index` (its sockets close) and starts it again on the same file; its
-  /// devices reconnect to it.
+  /// Kills relay `index` with SIGKILL (its sockets close as a crash closes them) and
+  /// starts it again on the same file; its devices reconnect to it.
   private mutating func restartRelay(_ index: Int) async throws {
     report.relayRestarts += 1
-    await servers[index].stop()
-    try? await stores[index].close()
-    try await startRelay(at: index)
+    relays[index].kill()
+    relays[index] = try RelayChild.start(data: directory, secret: secret)
     for device in devices.indices where clients[device].relay == index {
       let wasOnline = clients[device].task != nil
       await disconnect(device)
@@ -295,7 +285,15 @@ struct RelaySimulation {
 
   /// The space as the store holds it: the latest snapshot, then the log after it.
   private func storedReplica() async throws -> Replica {
-    let log = try await stores[0].read(space: Self.space, after: 0)
+    let store = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
+    let log: SpaceLog
+    do {
+      log = try await store.read(space: Self.space, after: 0)
+      try? await store.close()
+    } catch {
+      try? await store.close()
+      throw error
+    }
     var replica = try log.snapshot.map { try Replica(restoring: $0.state) } ?? Replica()
     for entry in log.entries { replica.apply(try DocumentDelta(decoding: entry.delta)) }
     return replica
@@ -305,5 +303,48 @@ struct RelaySimulation {
 extension Duration {
   fileprivate var seconds: Double {
     Double(components.seconds) + Double(components.attoseconds) * 1e-18
+  }
+}
+
+/// A relay as a child process, `converge-relay serve` of this very executable, on a free
+/// loopback port.
+struct RelayChild {
+  let process: Process
+  let port: Int
+
+  static func start(data: String, secret: String) throws -> RelayChild {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+    if !FileManager.default.fileExists(atPath: "/proc/self/exe") {
+      process.executableURL = Bundle.main.executableURL
+    }
+    process.arguments = [
+      "serve", "--data", data, "--port", "0", "--secret", secret, "--exit-when-input-closes",
+    ]
+    let output = Pipe()
+    process.standardOutput = output
+    // Kept open by this process alone: when it exits, however it exits, the relay does.
+    process.standardInput = Pipe()
+    try process.run()
+    // The first line names the port; read it byte by byte so nothing else is consumed.
+    var line: [UInt8] = []
+    let handle = output.fileHandleForReading
+    while let byte = handle.readData(ofLength: 1).first, byte != UInt8(ascii: "\n") {
+      line.append(byte)
+    }
+    let text = String(decoding: line, as: UTF8.self)
+    guard let portText = text.split(separator: ":").last, let port = Int(portText) else {
+      process.terminate()
+      throw ValidationError("a relay did not start: \(text)")
+    }
+    return RelayChild(process: process, port: port)
+  }
+
+  func url(space: String) -> String { "ws://127.0.0.1:\(port)/v1/spaces/\(space)/sync" }
+
+  /// SIGKILL: no shutdown, no checkpoint, as a crash.
+  func kill() {
+    _ = Glibc.kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
   }
 }

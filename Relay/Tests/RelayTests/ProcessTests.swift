@@ -150,8 +150,12 @@ struct RelayProcess {
     let output = Pipe()
     process.standardOutput = output
     try process.run()
+    // A bound, not a performance assertion: a hung run fails instead of blocking the suite.
+    let deadline = DispatchWorkItem { if process.isRunning { process.terminate() } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 90, execute: deadline)
     let printed = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    deadline.cancel()
     let text = String(decoding: printed, as: UTF8.self)
     #expect(process.terminationStatus == 0, "seed \(seed): \(text)")
     let report = try JSONSerialization.jsonObject(with: printed) as? [String: Any]
