@@ -51,6 +51,7 @@ let package = Package(
       name: "RelayCommand",
       dependencies: [
         "ConvergeRelay", "ConvergeRelayClient", "RelayWire",
+        .product(name: "ConvergeSimulator", package: "Converge"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -59,9 +60,7 @@ let package = Package(
     .executableTarget(
       name: "RelayExample",
       dependencies: [
-        "ConvergeRelay", "ConvergeRelayClient",
-        .product(name: "Converge", package: "Converge"),
-        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        "ConvergeRelay", "ConvergeRelayClient", .product(name: "Converge", package: "Converge"),
       ]),
     .testTarget(
       name: "RelayTests",

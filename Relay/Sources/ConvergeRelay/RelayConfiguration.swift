@@ -12,6 +12,10 @@ public struct RelayConfiguration: Sendable {
   public var idleTimeout: Duration = .seconds(300)
   /// Log entries between two snapshots of a space.
   public var compactionInterval: UInt64 = 1_000
+  /// How often a space with open sockets reads the store for deltas that other relay
+  /// processes sharing it appended, and pushes them; zero turns polling off (one
+  /// process alone never needs it).
+  public var storePollInterval: Duration = .milliseconds(250)
   /// Messages waiting for one socket before it counts as a slow consumer.
   public var queueLimit = 8_192
 

@@ -39,7 +39,9 @@ public struct RelayServer: Sendable {
     self.store = store
     self.authority = authority
     self.configuration = configuration
-    self.spaces = SpaceDirectory(store: store, compactionInterval: configuration.compactionInterval)
+    self.spaces = SpaceDirectory(
+      store: store, compactionInterval: configuration.compactionInterval,
+      pollInterval: configuration.storePollInterval)
   }
 
   /// The Hummingbird application; run it with `runService()` or in a service group.

@@ -59,4 +59,6 @@ public enum RelayStoreError: Error, Equatable, Sendable {
   case gap(space: String, expected: UInt64, found: UInt64)
   /// The database returned a row of an unexpected shape.
   case unexpectedRow(String)
+  /// The store was closed; nothing more is read or written through it.
+  case closed
 }

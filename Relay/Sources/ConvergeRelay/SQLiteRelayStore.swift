@@ -10,10 +10,21 @@ import SQLiteNIO
 /// sees one snapshot of the database, and compaction writes the snapshot before it
 /// deletes the rows it covers, so a reader always finds either the rows or a snapshot.
 public actor SQLiteRelayStore: RelayStore {
-  private let connection: SQLiteConnection
+  private let connectionIfOpen: SQLiteConnection
+  private var isClosed = false
 
   private init(connection: SQLiteConnection) {
-    self.connection = connection
+    self.connectionIfOpen = connection
+  }
+
+  /// The connection, or ``RelayStoreError/closed`` once ``close()`` was called: a socket
+  /// still being served when its relay stops gets an error rather than a query on a
+  /// closed database, which SQLiteNIO may never answer.
+  private var connection: SQLiteConnection {
+    get throws {
+      guard !isClosed else { throw RelayStoreError.closed }
+      return connectionIfOpen
+    }
   }
 
   /// Opens (creating if needed) the database at `path`.
@@ -54,7 +65,9 @@ public actor SQLiteRelayStore: RelayStore {
 
   /// Closes the database.
   public func close() async throws {
-    try await connection.close()
+    guard !isClosed else { return }
+    isClosed = true
+    try await connectionIfOpen.close()
   }
 
   public func append(space: String, delta: [UInt8]) async throws -> UInt64 {

@@ -39,28 +39,49 @@ actor SpaceHub {
   /// a store that stalls costs bounded memory.
   static let waitingLimit = 65_536
 
-  init(space: String, store: any RelayStore, compactionInterval: UInt64) {
+  init(space: String, store: any RelayStore, compactionInterval: UInt64, pollInterval: Duration) {
     self.space = space
     self.store = store
     self.compactionInterval = max(1, compactionInterval)
+    self.pollInterval = pollInterval
     self.replica = Replica()
   }
+
+  /// How often the space reads the store while sockets are open, for what other relay
+  /// processes appended; zero never polls.
+  private let pollInterval: Duration
+  private var polling: Task<Void, Never>?
 
   /// Registers a socket; `send` returns `false` when its queue is full.
   func subscribe(_ id: UInt64, send: @escaping @Sendable ([UInt8]) -> Bool) {
     subscribers[id] = Subscriber(send: send)
+    guard polling == nil, pollInterval > .zero else { return }
+    let interval = pollInterval
+    polling = Task { [weak self] in
+      while !Task.isCancelled {
+        try? await Task.sleep(for: interval)
+        // A failed read is retried at the next tick; the sockets keep their state.
+        try? await self?.refresh()
+      }
+    }
   }
 
   func unsubscribe(_ id: UInt64) {
     subscribers[id] = nil
+    if subscribers.isEmpty {
+      polling?.cancel()
+      polling = nil
+    }
   }
 
   /// Brings the cache up to the store's latest state and fans what was new out to the
-  /// subscribers (except `excluded`, whose own deltas they are).
+  /// subscribers. `own` names this process's entry, if the read may include one, and the
+  /// sockets whose deltas it holds: they are skipped for that entry alone, never for
+  /// entries other processes appended.
   ///
   /// - Throws: the store's errors, or a `ConvergeDecodingError` for stored bytes that do
   ///   not decode; the cache is then left at the last entry that did.
-  func refresh(excluding excluded: Set<UInt64> = []) async throws {
+  func refresh(own: (position: UInt64, senders: Set<UInt64>)? = nil) async throws {
     let log = try await store.read(space: space, after: appliedPosition)
     // Another refresh may have run while this one read: skip what it applied.
     if let snapshot = log.snapshot, snapshot.through > appliedPosition {
@@ -76,6 +97,7 @@ actor SpaceHub {
     for entry in log.entries where entry.position > appliedPosition {
       replica.apply(try DocumentDelta(decoding: entry.delta))
       appliedPosition = entry.position
+      let excluded = entry.position == own?.position ? own?.senders ?? [] : []
       broadcast(entry.delta, excluding: excluded)
     }
   }
@@ -123,7 +145,8 @@ actor SpaceHub {
           appliedPosition = position
           broadcast(encoded, excluding: excluded)
         } else if position > appliedPosition {
-          try await refresh(excluding: excluded)
+          // Other processes appended before this entry: read them and it in order.
+          try await refresh(own: (position, excluded))
         }
         for pending in batch { pending.done(.success(replica.context)) }
       } catch {
@@ -161,17 +184,21 @@ struct SpaceHubOverloaded: Error {}
 actor SpaceDirectory {
   private let store: any RelayStore
   private let compactionInterval: UInt64
+  private let pollInterval: Duration
   private var hubs: [String: SpaceHub] = [:]
 
-  init(store: any RelayStore, compactionInterval: UInt64) {
+  init(store: any RelayStore, compactionInterval: UInt64, pollInterval: Duration) {
     self.store = store
     self.compactionInterval = compactionInterval
+    self.pollInterval = pollInterval
   }
 
   /// The space's hub, refreshed from the store.
   func hub(for space: String) async throws -> SpaceHub {
     if let hub = hubs[space] { return hub }
-    let hub = SpaceHub(space: space, store: store, compactionInterval: compactionInterval)
+    let hub = SpaceHub(
+      space: space, store: store, compactionInterval: compactionInterval,
+      pollInterval: pollInterval)
     hubs[space] = hub
     return hub
   }

@@ -69,6 +69,12 @@ public actor RelayClient {
   private var session = SyncSession()
   private var outgoing: AsyncStream<[UInt8]>.Continuation?
   private var handshakeAnswered = false
+  /// The current connection attempt, and the last one that reached its handler.
+  private var generation = 0
+  private var handlerGeneration = 0
+  /// How long a connection attempt may take to open its socket before the client gives
+  /// up on it and tries again.
+  private let connectTimeout: Duration
   private var lastStatus: RelayClientStatus?
   private let statusContinuation: AsyncStream<RelayClientStatus>.Continuation
   private let changesContinuation: AsyncStream<DocumentChanges>.Continuation
@@ -81,8 +87,10 @@ public actor RelayClient {
   /// from what `store` holds.
   public init(
     url: String, token: String, store: any RelayClientStore, backoff: Backoff = Backoff(),
-    maxMessageSize: Int = 1 << 20, logger: Logger = Logger(label: "converge-relay-client")
+    maxMessageSize: Int = 1 << 20, connectTimeout: Duration = .seconds(10),
+    logger: Logger = Logger(label: "converge-relay-client")
   ) async throws {
+    self.connectTimeout = connectTimeout
     self.url = url
     self.token = token
     self.store = store
@@ -94,6 +102,9 @@ public actor RelayClient {
     (changes, changesContinuation) = AsyncStream<DocumentChanges>.makeStream()
   }
 
+  /// The latest status ``statuses`` reported.
+  public var status: RelayClientStatus { lastStatus ?? .offline }
+
   /// What the relay has not acknowledged yet.
   public var pending: DocumentDelta { replica.delta(since: acknowledged) }
 
@@ -101,7 +112,15 @@ public actor RelayClient {
   /// the next handshake otherwise).
   @discardableResult
   public func transact(_ body: (inout Transaction) -> Void) async throws -> Commit {
-    let commit = replica.transact(body)
+    try await edit { $0.transact(body) }
+  }
+
+  /// Runs `edit`, which makes exactly one transaction on the replica and returns it (a
+  /// workload, an import written against `Replica`), then saves and pushes it as
+  /// ``transact(_:)`` does.
+  @discardableResult
+  public func edit(_ edit: (inout Replica) -> Commit) async throws -> Commit {
+    let commit = edit(&replica)
     try await store.save(replica)
     if let outgoing, handshakeAnswered, !commit.delta.isEmpty {
       outgoing.yield(session.pushEncoded(commit, from: replica))
@@ -117,11 +136,13 @@ public actor RelayClient {
     report(.offline)
     while !Task.isCancelled {
       var closeReason: RelayCloseReason?
-      do {
-        let close = try await connectOnce()
+      switch await connectionAttempt() {
+      case .some(.success(let close)):
         closeReason = close.flatMap(RelayCloseReason.init(closeFrame:))
-      } catch {
+      case .some(.failure(let error)):
         logger.debug("relay connection failed: \(error)")
+      case .none:
+        logger.debug("relay connection abandoned")
       }
       if handshakeAnswered { attempt = 0 }
       disconnected()
@@ -136,16 +157,59 @@ public actor RelayClient {
     }
   }
 
-  private func connectOnce() async throws
+  /// One connection, from connecting to its close; `nil` when it was abandoned.
+  ///
+  /// The WebSocket client can stay stuck in an upgrade whose TCP connection closed under
+  /// it (seen when `converge-relay simulate` killed a relay mid-upgrade): that attempt
+  /// never completes, cancelled or not. So the client stops waiting for an attempt when
+  /// its own task is cancelled or when the attempt has not reached its first message
+  /// within ``connectTimeout``; the abandoned attempt is cancelled, and should it ever
+  /// go on, its generation no longer matches and it does nothing.
+  private func connectionAttempt() async -> Result<WebSocketCloseFrame?, any Error>? {
+    generation &+= 1
+    let current = generation
+    let (signals, signal) = AsyncStream<Bool>.makeStream()
+    let connection = Task {
+      let result: Result<WebSocketCloseFrame?, any Error>
+      do {
+        result = .success(try await self.connectOnce(generation: current))
+      } catch {
+        result = .failure(error)
+      }
+      signal.yield(true)
+      return result
+    }
+    let limit = connectTimeout
+    let timer = Task {
+      try? await Task.sleep(for: limit)
+      if await !self.reachedHandler(current) { signal.yield(false) }
+    }
+    var iterator = signals.makeAsyncIterator()
+    // `nil` when this task is cancelled.
+    let finished = await iterator.next() ?? false
+    timer.cancel()
+    guard finished else {
+      connection.cancel()
+      return nil
+    }
+    return await connection.value
+  }
+
+  private func reachedHandler(_ attempt: Int) -> Bool {
+    handlerGeneration == attempt
+  }
+
+  private func connectOnce(generation attempt: Int) async throws
     -> WebSocketCloseFrame?
   {
     let configuration = WebSocketClientConfiguration(
-      maxFrameSize: maxMessageSize, additionalHeaders: [.authorization: "Bearer \(token)"])
+      maxFrameSize: maxMessageSize, additionalHeaders: [.authorization: "Bearer \(token)"],
+      autoPing: .enabled(timePeriod: .seconds(30)))
     let maxMessageSize = maxMessageSize
     return try await WebSocketClient.connect(
       url: url, configuration: configuration, logger: logger
     ) { inbound, outbound, _ in
-      let queue = await self.connected()
+      guard let queue = await self.connected(generation: attempt) else { return }
       try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {
           for await bytes in queue { try await outbound.write(.binary(ByteBuffer(bytes: bytes))) }
@@ -159,8 +223,11 @@ public actor RelayClient {
     }
   }
 
-  /// A new connection: a fresh session whose first message states the replica's context.
-  private func connected() -> AsyncStream<[UInt8]> {
+  /// A new connection: a fresh session whose first message states the replica's context;
+  /// `nil` for an attempt the client has abandoned.
+  private func connected(generation attempt: Int) -> AsyncStream<[UInt8]>? {
+    guard attempt == generation else { return nil }
+    handlerGeneration = attempt
     let (queue, continuation) = AsyncStream<[UInt8]>.makeStream()
     session.reset()
     handshakeAnswered = false

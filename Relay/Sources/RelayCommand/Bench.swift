@@ -7,7 +7,6 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import RelayWire
-import ServiceLifecycle
 import Synchronization
 
 /// `converge-relay bench`: simulated devices typing into shared notes through a relay.
@@ -50,7 +49,7 @@ struct Bench: AsyncParsableCommand {
       self.secret ?? ProcessInfo.processInfo.environment["CONVERGE_RELAY_SECRET"]
       ?? (0..<4).map { _ in String(UInt64.random(in: 1 << 60 ... .max), radix: 16) }.joined()
     let authority = try await RelayTokenAuthority(secret: secret)
-    var local: (group: ServiceGroup, task: Task<Void, any Error>, directory: String)?
+    var local: (relay: LocalRelay, directory: String)?
     let base: String
     if let url {
       base = url
@@ -61,18 +60,11 @@ struct Bench: AsyncParsableCommand {
       try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
       let store = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
       var configuration = RelayConfiguration()
-      configuration.port = 0
       configuration.messagesPerSecond = max(2_000, rate * 4)
-      let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-      let app = RelayServer(store: store, authority: authority, configuration: configuration)
-        .makeApplication(logger: logger) { portContinuation.yield($0) }
-      let group = ServiceGroup(
-        configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
-      let task = Task { try await group.run() }
-      var iterator = ports.makeAsyncIterator()
-      guard let port = await iterator.next() else { throw ValidationError("relay did not start") }
-      base = "ws://127.0.0.1:\(port)"
-      local = (group, task, directory)
+      let relay = try await LocalRelay.start(
+        store: store, authority: authority, configuration: configuration, logger: logger)
+      base = relay.base
+      local = (relay, directory)
     }
     defer {
       if let local { try? FileManager.default.removeItem(atPath: local.directory) }
@@ -108,9 +100,6 @@ struct Bench: AsyncParsableCommand {
     } else {
       report.printText()
     }
-    if let local {
-      await local.group.triggerGracefulShutdown()
-      _ = try? await local.task.value
-    }
+    if let local { await local.relay.stop() }
   }
 }

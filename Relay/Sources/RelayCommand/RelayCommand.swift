@@ -10,7 +10,7 @@ struct ConvergeRelayCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "converge-relay",
     abstract: "A sync relay for Converge replicas.",
-    subcommands: [Serve.self, MintToken.self, Bench.self])
+    subcommands: [Serve.self, MintToken.self, Bench.self, Simulate.self])
 }
 
 /// The HS256 secret: the flag, else `CONVERGE_RELAY_SECRET`, else the data directory's
@@ -61,8 +61,17 @@ struct Serve: AsyncParsableCommand {
   @Option(help: "Seconds a socket may stay silent.")
   var idleTimeout = 300
   @OptionGroup var secret: SecretOptions
+  @Flag(help: "Exit when standard input closes (a parent that runs relays as children).")
+  var exitWhenInputCloses = false
 
   func run() async throws {
+    if exitWhenInputCloses {
+      // A parent that dies, even by SIGKILL, closes the pipe: its relays go with it.
+      Thread.detachNewThread {
+        _ = FileHandle.standardInput.readDataToEndOfFile()
+        Foundation.exit(0)
+      }
+    }
     try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
     let store = try await SQLiteRelayStore.open(path: data + "/relay.sqlite")
     let authority = try await RelayTokenAuthority(

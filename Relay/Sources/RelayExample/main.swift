@@ -9,7 +9,6 @@ import ConvergeRelay
 import ConvergeRelayClient
 import Foundation
 import Logging
-import ServiceLifecycle
 
 var logger = Logger(label: "relay-example")
 logger.logLevel = .warning
@@ -22,19 +21,8 @@ defer { try? FileManager.default.removeItem(at: folder) }
 let store = try await SQLiteRelayStore.open(
   path: folder.appendingPathComponent("relay.sqlite").path)
 let authority = try await RelayTokenAuthority(secret: "example-secret-of-at-least-32-bytes!")
-var configuration = RelayConfiguration()
-configuration.port = 0
-let (ports, portReported) = AsyncStream<Int>.makeStream()
-let application = RelayServer(store: store, authority: authority, configuration: configuration)
-  .makeApplication(logger: logger) { port in portReported.yield(port) }
-let services = ServiceGroup(
-  configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
-let server = Task { try await services.run() }
-guard let port = await ports.first(where: { _ in true }) else {
-  print("the relay did not start")
-  exit(1)
-}
-let url = "ws://127.0.0.1:\(port)/v1/spaces/groceries/sync"
+let relay = try await LocalRelay.start(store: store, authority: authority, logger: logger)
+let url = relay.url(space: "groceries")
 
 // Each device has its own replica id, and a token that lets it write as that id only.
 func device(_ id: UInt64) async throws -> RelayClient {
@@ -81,7 +69,6 @@ for (name, client) in [("phone", phone), ("laptop", laptop)] {
 print(agreed ? "both devices agree" : "the devices did not agree within ten seconds")
 
 for task in syncing { task.cancel() }
-await services.triggerGracefulShutdown()
-_ = try? await server.value
+await relay.stop()
 try? await store.close()
 if !agreed { exit(1) }

@@ -138,4 +138,30 @@ struct RelayProcess {
     #expect(report?["lostAcknowledged"] as? Int == 0)
     #expect(report?["connected"] as? Int == 6)
   }
+
+  @Test func devicesSimulatedThroughTwoRelaysConverge() throws {
+    let seed = 7
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: RelayProcess.executable)
+    process.arguments = [
+      "simulate", "--devices", "4", "--operations", "400", "--seed", "\(seed)",
+      "--disconnects", "0.05", "--restarts", "0.01", "--json",
+    ]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    // A bound, not a performance assertion: a hung run fails instead of blocking the suite.
+    let deadline = DispatchWorkItem { if process.isRunning { process.terminate() } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 90, execute: deadline)
+    let printed = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    deadline.cancel()
+    let text = String(decoding: printed, as: UTF8.self)
+    #expect(process.terminationStatus == 0, "seed \(seed): \(text)")
+    let report = try JSONSerialization.jsonObject(with: printed) as? [String: Any]
+    #expect(report?["converged"] as? Bool == true, "seed \(seed): \(text)")
+    // The faults happened: devices went offline and relays restarted during the run.
+    #expect((report?["went_offline"] as? Int ?? 0) > 0, "seed \(seed): \(text)")
+    #expect((report?["relay_restarts"] as? Int ?? 0) > 0, "seed \(seed): \(text)")
+  }
 }

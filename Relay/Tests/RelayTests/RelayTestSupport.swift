@@ -7,7 +7,6 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import RelayWire
-import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -15,13 +14,13 @@ import Testing
 /// directory.
 struct LiveRelay {
   static let secret = "relay-test-secret-at-least-32-bytes-long"
-  let port: Int
   let store: SQLiteRelayStore
   let directory: String
   let authority: RelayTokenAuthority
   private let ownsDirectory: Bool
-  private let group: ServiceGroup
-  private let task: Task<Void, any Error>
+  private let server: LocalRelay
+
+  var port: Int { server.port }
 
   /// Starts a relay; with `sharing`, a second relay on the same database file, as a
   /// second process would be.
@@ -32,33 +31,23 @@ struct LiveRelay {
     let store = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
     let authority = try await RelayTokenAuthority(secret: secret)
     var configuration = RelayConfiguration()
-    configuration.port = 0
     configure(&configuration)
     var logger = Logger(label: "relay-test")
     logger.logLevel = .error
-    let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-    let app = RelayServer(store: store, authority: authority, configuration: configuration)
-      .makeApplication(logger: logger) { port in portContinuation.yield(port) }
-    let group = ServiceGroup(
-      configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
-    let task = Task { try await group.run() }
-    var iterator = ports.makeAsyncIterator()
-    guard let port = await iterator.next(), port > 0 else {
-      throw RelayTestError("the relay did not report a port")
-    }
+    let server = try await LocalRelay.start(
+      store: store, authority: authority, configuration: configuration, logger: logger)
     return LiveRelay(
-      port: port, store: store, directory: directory, authority: authority,
-      ownsDirectory: other == nil, group: group, task: task)
+      store: store, directory: directory, authority: authority, ownsDirectory: other == nil,
+      server: server)
   }
 
   func stop() async {
-    await group.triggerGracefulShutdown()
-    _ = try? await task.value
+    await server.stop()
     try? await store.close()
     if ownsDirectory { try? FileManager.default.removeItem(atPath: directory) }
   }
 
-  func url(space: String) -> String { "ws://127.0.0.1:\(port)/v1/spaces/\(space)/sync" }
+  func url(space: String) -> String { server.url(space: space) }
 
   func token(
     space: String, scope: RelayTokenClaims.Scope = .write, replicas: [ReplicaID],
