@@ -66,6 +66,7 @@ let package = Package(
       name: "RelayTests",
       dependencies: [
         "ConvergeRelay", "ConvergeRelayClient", "RelayWire",
+        .product(name: "ConvergeTestSupport", package: "Converge"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
       ]),

@@ -1,5 +1,6 @@
 import Converge
 import ConvergeRelay
+import ConvergeTestSupport
 import Foundation
 import RelayWire
 import Testing
@@ -17,7 +18,7 @@ import Testing
       .filter { $0.hasSuffix(".bin") }.sorted()
     #expect(files.count >= 8, "corpus at \(Self.corpus.path)")
     var inputs: [(name: String, bytes: [UInt8])] = []
-    var random = SplitMix(seed: seed)
+    var random = SeededGenerator(seed: seed)
     for file in files {
       let bytes = [UInt8](try Data(contentsOf: Self.corpus.appendingPathComponent(file)))
       inputs.append((file, bytes))
@@ -52,18 +53,5 @@ import Testing
       until: { !$0.isEmpty })
     #expect(accepted.acknowledgements.first?.durable.includes(delta.context) == true)
     await relay.stop()
-  }
-}
-
-/// SplitMix64: a small seeded generator, so a failure names the input that caused it.
-struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
