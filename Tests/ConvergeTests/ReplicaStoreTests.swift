@@ -66,5 +66,61 @@ import Testing
         try laptop.receive(encoded: frames[1], through: &stranger)
       }
     }
+
+    @Test func aHandshakeClearsThePendingBadge() {
+      let phone = ReplicaStore(replica: Replica(id: ReplicaID(rawValue: 1)))
+      let laptop = ReplicaStore(replica: Replica(id: ReplicaID(rawValue: 2)))
+      var phoneSession = SyncSession()
+      var laptopSession = SyncSession()
+      let groceries = EntityKey(type: "note", id: "groceries")
+      let journal = EntityKey(type: "note", id: "journal")
+      phone.transact { $0.setValue(.string("Groceries"), for: "title", of: groceries) }
+      phone.transact { $0.setValue(.string("Journal"), for: "title", of: journal) }
+      #expect(phone.pendingCount == 2)
+      #expect(phone.isPending(groceries) && phone.isPending(journal))
+
+      // The handshake until quiet: each side states its context and sends what the other
+      // lacks; the laptop's answer states a context that holds both notes.
+      var message = phone.makeMessage(for: &phoneSession)
+      var towardsLaptop = true
+      while let current = message {
+        if towardsLaptop {
+          laptop.receive(current, through: &laptopSession)
+          message = laptop.makeMessage(for: &laptopSession)
+        } else {
+          phone.receive(current, through: &phoneSession)
+          message = phone.makeMessage(for: &phoneSession)
+        }
+        towardsLaptop.toggle()
+      }
+      #expect(laptop.replica.document == phone.replica.document)
+      #expect(phone.pendingCount == 0)
+      #expect(!phone.isPending(groceries))
+      // What the laptop received is the phone's, so nothing is pending there either.
+      #expect(laptop.pendingCount == 0)
+
+      // A later edit is pending again until the next acknowledgement; a pushed delta from
+      // the peer does not acknowledge it.
+      phone.transact { $0.setValue(.string("Groceries!"), for: "title", of: groceries) }
+      #expect(phone.pendingEntities == [groceries])
+      let laptopEdit = laptop.transact {
+        $0.setValue(.string("Journal, 25 Nov"), for: "title", of: journal)
+      }
+      phone.receive(laptopSession.push(laptopEdit, from: laptop.replica), through: &phoneSession)
+      #expect(phone.pendingEntities == [groceries])
+      phone.recordAcknowledgement(phone.replica.context)
+      #expect(phone.pendingCount == 0)
+    }
+
+    @Test func anAcknowledgedContextFromAnEarlierLaunchIsKept() {
+      var replica = Replica(id: ReplicaID(rawValue: 1))
+      let synced = EntityKey(type: "note", id: "synced")
+      let unsynced = EntityKey(type: "note", id: "unsynced")
+      replica.transact { $0.create(synced) }
+      let acknowledged = replica.context
+      replica.transact { $0.create(unsynced) }
+      let store = ReplicaStore(replica: replica, acknowledged: acknowledged)
+      #expect(store.pendingEntities == [unsynced])
+    }
   }
 #endif

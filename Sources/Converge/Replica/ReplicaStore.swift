@@ -32,10 +32,31 @@
     @ObservationIgnored private var subscribers: [Int: AsyncStream<DocumentChanges>.Continuation] =
       [:]
     @ObservationIgnored private var nextSubscriber = 0
+    /// What the peers (a relay, another device) have stated they hold: the contexts their
+    /// messages through this store stated and the deltas they sent, plus whatever the app
+    /// recorded (``recordAcknowledgement(_:)``, for instance from a durable store).
+    public private(set) var acknowledged: CausalContext
+    /// The entities holding events that ``acknowledged`` lacks: an "unsynced" badge.
+    public private(set) var pendingEntities: Set<EntityKey> = []
 
-    /// A store that owns `replica`.
-    public init(replica: Replica) {
+    /// A store that owns `replica`; `acknowledged` is what peers already hold (nothing,
+    /// unless the app kept it from an earlier launch).
+    public init(replica: Replica, acknowledged: CausalContext = CausalContext()) {
       self.replica = replica
+      self.acknowledged = acknowledged
+      refreshPending()
+    }
+
+    /// How many entities hold events no peer has acknowledged yet.
+    public var pendingCount: Int { pendingEntities.count }
+
+    /// Whether `key` holds events no peer has acknowledged yet.
+    public func isPending(_ key: EntityKey) -> Bool { pendingEntities.contains(key) }
+
+    /// Records that a peer holds `context` and recomputes which entities are pending.
+    public func recordAcknowledgement(_ context: CausalContext) {
+      acknowledged.formUnion(context)
+      refreshPending()
     }
 
     /// Runs a local transaction, publishes its changes and hands the commit to
@@ -43,6 +64,8 @@
     @discardableResult
     public func transact(_ body: (inout Transaction) -> Void) -> Commit {
       let commit = replica.transact(body)
+      // A local event is new, so no peer holds it yet.
+      commit.delta.forEachKey { pendingEntities.insert($0) }
       publish(commit.changes)
       onCommit?(commit)
       return commit
@@ -61,12 +84,21 @@
       session.makeMessage(for: replica)
     }
 
-    /// Integrates a sync message from another device and publishes what changed.
+    /// Integrates a sync message from another device, records what the message shows the
+    /// peer holds (the context it states, the events it carries) as acknowledged, and
+    /// publishes what changed.
     @discardableResult
     public func receive(_ message: SyncMessage, through session: inout SyncSession)
       -> DocumentChanges
     {
       let changes = session.receive(message, into: &replica)
+      // The events a message carries are the peer's, so they are never pending here;
+      // only a stated context can acknowledge local events (and costs a recount).
+      if let delta = message.delta { acknowledged.formUnion(delta.context) }
+      if let stated = message.context {
+        acknowledged.formUnion(stated)
+        if !pendingEntities.isEmpty { refreshPending() }
+      }
       publish(changes)
       return changes
     }
@@ -80,9 +112,7 @@
     public func receive(encoded bytes: [UInt8], through session: inout SyncSession) throws
       -> DocumentChanges
     {
-      let changes = try session.receive(encoded: bytes, into: &replica)
-      publish(changes)
-      return changes
+      receive(try session.decode(bytes[...]), through: &session)
     }
 
     /// A stream of every non-empty change from now on; each caller gets its own stream.
@@ -95,6 +125,10 @@
         Task { @MainActor in self?.subscribers[id] = nil }
       }
       return stream
+    }
+
+    private func refreshPending() {
+      pendingEntities = Set(replica.delta(since: acknowledged).keys)
     }
 
     private func publish(_ changes: DocumentChanges) {
