@@ -10,11 +10,19 @@ enum BenchCommand {
     var runs = 5
     var only: String?
     var storeDirectory: String?
+    var library: Int?
+    var tasks = false
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       switch argument {
       case "--json":
         json = true
+      case "--library":
+        // A user's whole library in one replica (see LibraryBench).
+        guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return usage() }
+        library = value
+      case "--tasks":
+        tasks = true
       case "--runs":
         guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return usage() }
         runs = value
@@ -33,6 +41,7 @@ enum BenchCommand {
         path = argument
       }
     }
+    if let library { return LibraryBench.run(entities: library, tasks: tasks, json: json) }
     guard let path else { return usage() }
     let report: TraceBenchmarkReport
     do {
@@ -102,7 +111,7 @@ enum BenchCommand {
   private static func usage() -> Int32 {
     FileHandleOutput.error(
       "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|small]"
-        + " [--store DIR]")
+        + " [--store DIR]\n       converge bench --library N [--tasks] [--json]")
     return 2
   }
 

@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+
+/// `converge bench --library N` on a small library: it exits 0 only when every read finds
+/// what was built, and reports every key the issue names.
+@Suite struct LibraryBenchTests {
+  @Test(arguments: [false, true]) func aSmallLibraryReportsEveryFigure(tasks: Bool) throws {
+    let process = Process()
+    process.executableURL = RealKillTests.productsDirectory.appendingPathComponent("converge")
+    process.arguments = ["bench", "--library", "200", "--json"] + (tasks ? ["--tasks"] : [])
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let output = String(decoding: data, as: UTF8.self)
+    #expect(process.terminationStatus == 0, "\(output)")
+    let report = try JSONSerialization.jsonObject(with: data) as? [String: Double]
+    #expect(report?["entities"] == 200, "\(output)")
+    for key in [
+      "build_us_per_entity", "state_bytes_per_entity", "load_ms", "encode_ms", "delta_since_ms",
+      "apply_small_delta_us", "read_field_all_ms", "read_models_all_ms",
+    ] {
+      #expect((report?[key] ?? 0) > 0, "\(key) in \(output)")
+    }
+    #expect(report?["resident_bytes_per_entity"] != nil, "\(output)")
+  }
+}
