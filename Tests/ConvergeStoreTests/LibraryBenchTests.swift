@@ -5,16 +5,10 @@ import Testing
 /// what was built, and reports every key the issue names.
 @Suite struct LibraryBenchTests {
   @Test(arguments: [false, true]) func aSmallLibraryReportsEveryFigure(tasks: Bool) throws {
-    let process = Process()
-    process.executableURL = RealKillTests.productsDirectory.appendingPathComponent("converge")
-    process.arguments = ["bench", "--library", "200", "--json"] + (tasks ? ["--tasks"] : [])
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let (status, data) = try RealKillTests.converge(
+      ["bench", "--library", "200", "--json"] + (tasks ? ["--tasks"] : []))
     let output = String(decoding: data, as: UTF8.self)
-    #expect(process.terminationStatus == 0, "\(output)")
+    #expect(status == 0, "\(output)")
     let report = try JSONSerialization.jsonObject(with: data) as? [String: Double]
     #expect(report?["entities"] == 200, "\(output)")
     for key in [

@@ -14,21 +14,29 @@ import Testing
     return Bundle.main.bundleURL
   }
 
-  @Test func killedWritersLoseNothingAcknowledged() throws {
-    let seed = 20_261_125
-    let directory = FileManager.default.temporaryDirectory
-      .appendingPathComponent("converge-kill-test-\(getpid())")
-    defer { try? FileManager.default.removeItem(at: directory) }
+  /// Runs the built `converge` with `arguments` and returns its exit status and output.
+  static func converge(_ arguments: [String]) throws -> (status: Int32, output: Data) {
     let process = Process()
-    process.executableURL = Self.productsDirectory.appendingPathComponent("converge")
-    process.arguments = ["torture", directory.path, "--kills", "6", "--seed", "\(seed)", "--json"]
+    process.executableURL = productsDirectory.appendingPathComponent("converge")
+    process.arguments = arguments
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    return (process.terminationStatus, data)
+  }
+
+  @Test func killedWritersLoseNothingAcknowledged() throws {
+    let seed = 20_261_125
+    let directory = FileManager.default.temporaryDirectory
+      .appendingPathComponent("converge-kill-test-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let (status, data) = try Self.converge([
+      "torture", directory.path, "--kills", "6", "--seed", "\(seed)", "--json",
+    ])
     let output = String(decoding: data, as: UTF8.self)
-    #expect(process.terminationStatus == 0, "seed \(seed): \(output)")
+    #expect(status == 0, "seed \(seed): \(output)")
     let report = try JSONSerialization.jsonObject(with: data) as? [String: Int]
     #expect(report?["kills"] == 6, "seed \(seed): \(output)")
     #expect(report?["recovered_opens"] == 6, "seed \(seed): \(output)")
