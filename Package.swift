@@ -56,10 +56,13 @@ let package = Package(
       // Golden wire-format files that every later version must still decode.
       resources: [.copy("Fixtures")]),
     .testTarget(
-      name: "ConvergeStoreTests", dependencies: ["Converge", "ConvergeStore", "ConvergeCommand"]),
+      name: "ConvergeStoreTests",
+      dependencies: ["Converge", "ConvergeStore", "ConvergeCommand", "ConvergeTestSupport"]),
     .testTarget(
       name: "ExampleTests",
-      dependencies: ["NotesTwoDevices", "TaskBoard", "AppStore", "LiveTyping"],
+      dependencies: [
+        "NotesTwoDevices", "TaskBoard", "AppStore", "LiveTyping", "ConvergeTestSupport",
+      ],
       path: "Tests/ExampleTests"),
   ],
   swiftLanguageModes: [.v6]

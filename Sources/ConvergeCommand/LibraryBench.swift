@@ -1,6 +1,7 @@
 import Converge
 import ConvergeSimulator
 import ConvergeTestSupport
+import ConvergeTraces
 import Foundation
 
 /// `converge bench --library N [--tasks] [--json]`: one replica holding a user's whole
@@ -127,14 +128,14 @@ enum LibraryBench {
     let count = Double(max(entities, 1))
     let report = Report(
       entities: entities,
-      buildUsPerEntity: micros(build) / count,
+      buildUsPerEntity: milliseconds(build) * 1000 / count,
       residentBytesPerEntity: resident / max(entities, 1),
       stateBytesPerEntity: state.count / max(entities, 1),
-      loadMs: micros(load) / 1000, encodeMs: micros(encode) / 1000,
-      deltaSinceMs: micros(deltaSince) / 1000,
-      applySmallDeltaUs: micros(applyTimes[applyTimes.count / 2]),
-      readFieldAllMs: micros(readField) / 1000,
-      readModelsAllMs: micros(readModels) / 1000)
+      loadMs: milliseconds(load), encodeMs: milliseconds(encode),
+      deltaSinceMs: milliseconds(deltaSince),
+      applySmallDeltaUs: milliseconds(applyTimes[applyTimes.count / 2]) * 1000,
+      readFieldAllMs: milliseconds(readField),
+      readModelsAllMs: milliseconds(readModels))
     return (report, consistent)
   }
 
@@ -180,9 +181,5 @@ enum LibraryBench {
     var fastest = Duration.seconds(Int64.max)
     for _ in 0..<runs { fastest = min(fastest, clock.measure(body)) }
     return fastest
-  }
-
-  private static func micros(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) * 1e-12
   }
 }

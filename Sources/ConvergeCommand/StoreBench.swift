@@ -25,7 +25,7 @@ enum StoreBench {
       for patch in trace.patches {
         bytes &+= replica.transact { SequentialTrace.edit(patch, in: &$0) }.delta.encoded().count
       }
-      without.append(seconds(clock.now - start))
+      without.append(milliseconds(clock.now - start) / 1000)
       logBytes = bytes
 
       let folder = directory + "/bench-\(run)"
@@ -38,11 +38,11 @@ enum StoreBench {
       store.onDurable = { _ in }
       let storeStart = clock.now
       for patch in trace.patches { store.transact { SequentialTrace.edit(patch, in: &$0) } }
-      let typing = seconds(clock.now - storeStart)
+      let typing = milliseconds(clock.now - storeStart) / 1000
       // The syncs typing triggered (group commits and compactions), not the final flush.
       syncs = store.syncCount
       try store.flush()
-      through.append(seconds(clock.now - storeStart))
+      through.append(milliseconds(clock.now - storeStart) / 1000)
       // Syncs per 200 ms of typing: the typing here is far faster than a person's.
       syncsPerInterval = Double(syncs) / max(1, typing / 0.2)
       try store.close()
@@ -72,9 +72,5 @@ enum StoreBench {
       for row in rows { print(row.1.padding(toLength: 40, withPad: " ", startingAt: 0) + row.2) }
     }
     return reopenedEqual ? 0 : 1
-  }
-
-  private static func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
   }
 }

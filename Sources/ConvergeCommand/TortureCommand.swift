@@ -1,5 +1,6 @@
 import Converge
 import ConvergeStore
+import ConvergeTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -86,7 +87,7 @@ enum TortureCommand {
   static func torture(_ directory: String, seconds: Double, kills: Int, seed: UInt64) throws
     -> Totals
   {
-    var random = SplitMix(state: seed)
+    var random = SeededGenerator(seed: seed)
     var totals = Totals()
     let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
     let report = FileManager.default.temporaryDirectory
@@ -166,7 +167,7 @@ enum TortureCommand {
   /// The hidden child: writes through the store until it is killed.
   static func child(_ arguments: [String]) -> Int32 {
     guard arguments.count == 2, let seed = UInt64(arguments[1]) else { return usage() }
-    var random = SplitMix(state: seed)
+    var random = SeededGenerator(seed: seed)
     // The child syncs and compacts itself, after printing each commit's delta: a sync
     // inside `transact` could make a commit durable before its line is printed. A short
     // interval makes kills land in every phase of group commit.
@@ -268,17 +269,5 @@ enum TortureCommand {
     FileHandleOutput.error(
       "usage: converge torture DIR [--seconds N] [--kills N] [--seed S] [--json]")
     return 2
-  }
-}
-
-/// SplitMix64: the torture's seeded generator.
-struct SplitMix: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }

@@ -256,7 +256,8 @@ extension SequentialTrace {
   }
 }
 
-private func milliseconds(_ duration: Duration) -> Double {
+/// `duration` in milliseconds, for the benchmarks' figures.
+package func milliseconds(_ duration: Duration) -> Double {
   let (seconds, attoseconds) = duration.components
   return Double(seconds) * 1000 + Double(attoseconds) / 1e15
 }

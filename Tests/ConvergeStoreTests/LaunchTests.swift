@@ -1,4 +1,5 @@
 import Converge
+import ConvergeTestSupport
 import Testing
 
 @testable import ConvergeStore
@@ -9,7 +10,7 @@ import Testing
   /// one replica per device.
   @Test func fiveThousandLaunchesKeepTheContextAtOneReplicaPerDevice() throws {
     let seed: UInt64 = 0x5107E
-    var random = SeededGenerator(state: seed)
+    var random = SeededGenerator(seed: seed)
     let devices = (0..<3).map { _ in MemoryFileSystem() }
     var relay = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
     var crashes = 0

@@ -1,3 +1,4 @@
+import ConvergeTestSupport
 import Foundation
 import Testing
 
@@ -5,8 +6,8 @@ import Testing
 /// what was built, and reports every key the issue names.
 @Suite struct LibraryBenchTests {
   @Test(arguments: [false, true]) func aSmallLibraryReportsEveryFigure(tasks: Bool) throws {
-    let (status, data) = try RealKillTests.converge(
-      ["bench", "--library", "200", "--json"] + (tasks ? ["--tasks"] : []))
+    let (status, data) = try BuiltProduct.run(
+      "converge", ["bench", "--library", "200", "--json"] + (tasks ? ["--tasks"] : []))
     let output = String(decoding: data, as: UTF8.self)
     #expect(status == 0, "\(output)")
     let report = try JSONSerialization.jsonObject(with: data) as? [String: Double]

@@ -1,40 +1,20 @@
+import ConvergeTestSupport
 import Foundation
 import Testing
 
 /// The store under real SIGKILLs: runs the built `converge torture` for a handful of
 /// kills (seeded) and checks that no acknowledged delta was lost.
 @Suite struct RealKillTests {
-  /// The folder holding the built products (the test bundle sits beside them).
-  static var productsDirectory: URL {
-    #if os(macOS)
-      for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-        return bundle.bundleURL.deletingLastPathComponent()
-      }
-    #endif
-    return Bundle.main.bundleURL
-  }
-
-  /// Runs the built `converge` with `arguments` and returns its exit status and output.
-  static func converge(_ arguments: [String]) throws -> (status: Int32, output: Data) {
-    let process = Process()
-    process.executableURL = productsDirectory.appendingPathComponent("converge")
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, data)
-  }
-
   @Test func killedWritersLoseNothingAcknowledged() throws {
     let seed = 20_261_125
     let directory = FileManager.default.temporaryDirectory
       .appendingPathComponent("converge-kill-test-\(getpid())")
     defer { try? FileManager.default.removeItem(at: directory) }
-    let (status, data) = try Self.converge([
-      "torture", directory.path, "--kills", "6", "--seed", "\(seed)", "--json",
-    ])
+    let (status, data) = try BuiltProduct.run(
+      "converge",
+      [
+        "torture", directory.path, "--kills", "6", "--seed", "\(seed)", "--json",
+      ])
     let output = String(decoding: data, as: UTF8.self)
     #expect(status == 0, "seed \(seed): \(output)")
     let report = try JSONSerialization.jsonObject(with: data) as? [String: Int]

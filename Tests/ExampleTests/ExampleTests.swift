@@ -1,28 +1,12 @@
+import ConvergeTestSupport
 import Foundation
 import Testing
 
 /// Runs each example program as a user would and checks what it prints.
 @Suite struct ExampleTests {
-  /// The folder holding the built products (the test bundle sits beside them).
-  static var productsDirectory: URL {
-    #if os(macOS)
-      for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-        return bundle.bundleURL.deletingLastPathComponent()
-      }
-    #endif
-    return Bundle.main.bundleURL
-  }
-
   static func run(_ product: String) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = productsDirectory.appendingPathComponent(product)
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let (status, data) = try BuiltProduct.run(product, includingStandardError: true)
+    return (status, String(decoding: data, as: UTF8.self))
   }
 
   @Test func notesOnTwoDevicesMergeThroughAFolder() throws {
