@@ -14,9 +14,12 @@ public enum BuiltProduct {
   }
 
   /// Runs the product `name` with `arguments` until it exits and returns its status and
-  /// standard output (with standard error too when `includingStandardError`).
+  /// standard output (with standard error too when `includingStandardError`). A run
+  /// still going after `timeLimit` is terminated, so a hung product fails its test
+  /// instead of blocking the suite (a bound, not a performance assertion).
   public static func run(
-    _ name: String, _ arguments: [String] = [], includingStandardError: Bool = false
+    _ name: String, _ arguments: [String] = [], includingStandardError: Bool = false,
+    timeLimit: Duration = .seconds(300)
   ) throws -> (status: Int32, output: Data) {
     let process = Process()
     process.executableURL = directory.appendingPathComponent(name)
@@ -25,8 +28,12 @@ public enum BuiltProduct {
     process.standardOutput = pipe
     if includingStandardError { process.standardError = pipe }
     try process.run()
+    let limit = DispatchWorkItem { if process.isRunning { process.terminate() } }
+    let seconds = Double(timeLimit.components.seconds)
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: limit)
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    limit.cancel()
     return (process.terminationStatus, data)
   }
 }
