@@ -262,7 +262,9 @@ public struct RelayServer: Sendable {
     try await hub.refresh()
     var durable = await hub.replica.context
     if let delta = message.delta, !delta.isEmpty {
-      if let refusal = grant.refusal(toPush: delta, known: durable) { throw refusal.httpError }
+      if let refusal = await grant.refusal(toPush: delta, known: durable) {
+        throw refusal.httpError
+      }
       durable = try await hub.commit(delta, from: nil)
     }
     return Self.binaryResponse(RelayAcknowledgement(durable: durable).encoded())

@@ -103,15 +103,21 @@ public struct RelayGrant: Sendable, Equatable {
   /// Dots of a replica the token does not grant are accepted only when the relay has
   /// them already (`known`): a client answering a handshake may echo events it received
   /// from the relay a moment earlier, which forges nothing.
-  func refusal(toPush delta: DocumentDelta, known: CausalContext, now: Date = Date())
-    -> RelayCloseReason?
-  {
+  /// `known` is read only for a delta that names a replica outside the grant, so a
+  /// device's own keystrokes never wait for the space's context.
+  func refusal(
+    toPush delta: DocumentDelta, known: @autoclosure () async -> CausalContext,
+    now: Date = Date()
+  ) async -> RelayCloseReason? {
     guard now < expiry else { return .tokenExpired }
     guard canWrite else { return .readOnlyToken }
-    for replica in delta.context.replicas where !replicas.contains(replica) {
-      var foreign = CausalContext()
-      foreign.insert(replica: replica, counters: delta.context.counters(of: replica))
-      if !known.includes(foreign) { return .replicaNotGranted }
+    let foreign = delta.context.replicas.filter { !replicas.contains($0) }
+    guard !foreign.isEmpty else { return nil }
+    let held = await known()
+    for replica in foreign {
+      var events = CausalContext()
+      events.insert(replica: replica, counters: delta.context.counters(of: replica))
+      if !held.includes(events) { return .replicaNotGranted }
     }
     return nil
   }
