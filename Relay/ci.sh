@@ -7,6 +7,4 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 scratch="${RELAY_SCRATCH:-$here/.build-ci}"
 swift build --package-path "$here" --scratch-path "$scratch" --build-tests
-bin="$(swift build --package-path "$here" --scratch-path "$scratch" --show-bin-path)"
-CONVERGE_RELAY_EXECUTABLE="$bin/converge-relay" \
-  swift test --package-path "$here" --scratch-path "$scratch" --skip-build
+swift test --package-path "$here" --scratch-path "$scratch" --skip-build

@@ -7,10 +7,6 @@ import Foundation
 import Logging
 import Synchronization
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// `converge-relay simulate`: the simulator's devices sync through real relays.
 ///
 /// Devices run the simulator's workloads (the `Workload` that `converge simulate` runs)
@@ -125,11 +121,17 @@ struct RelaySimulationReport {
 /// The devices and relays of one run.
 struct RelaySimulation {
   static let space = "simulation"
+  /// This very executable, whose `serve` the relays run.
+  static let executable =
+    FileManager.default.fileExists(atPath: "/proc/self/exe")
+    ? URL(fileURLWithPath: "/proc/self/exe")
+    : Bundle.main.executableURL
+      ?? URL(fileURLWithPath: CommandLine.arguments[0])
   let directory: String
   let authority: RelayTokenAuthority
   let logger: Logger
   let secret: String
-  var relays: [RelayChild] = []
+  var relays: [RelayChildProcess] = []
   var devices: [SimulatedDevice] = []
   /// Each device's current client, the relay it talks to, and its task (nil: offline).
   var clients: [(client: RelayClient, relay: Int, task: Task<Void, Never>?)] = []
@@ -149,7 +151,8 @@ struct RelaySimulation {
     secret = (0..<4).map { _ in String(UInt64.random(in: 1 << 60 ... .max), radix: 16) }.joined()
     authority = try await RelayTokenAuthority(secret: secret)
     for _ in 0..<relays {
-      self.relays.append(try RelayChild.start(data: directory, secret: secret))
+      self.relays.append(
+        try RelayChildProcess.start(executable: Self.executable, data: directory, secret: secret))
     }
     for index in 0..<count {
       let id = ReplicaID(rawValue: UInt64(index) + 1)
@@ -236,7 +239,8 @@ struct RelaySimulation {
   private mutating func restartRelay(_ index: Int) async throws {
     report.relayRestarts += 1
     relays[index].kill()
-    relays[index] = try RelayChild.start(data: directory, secret: secret)
+    relays[index] = try RelayChildProcess.start(
+      executable: Self.executable, data: directory, secret: secret)
     for device in devices.indices where clients[device].relay == index {
       let wasOnline = clients[device].task != nil
       await disconnect(device)
@@ -303,48 +307,5 @@ struct RelaySimulation {
 extension Duration {
   fileprivate var seconds: Double {
     Double(components.seconds) + Double(components.attoseconds) * 1e-18
-  }
-}
-
-/// A relay as a child process, `converge-relay serve` of this very executable, on a free
-/// loopback port.
-struct RelayChild {
-  let process: Process
-  let port: Int
-
-  static func start(data: String, secret: String) throws -> RelayChild {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-    if !FileManager.default.fileExists(atPath: "/proc/self/exe") {
-      process.executableURL = Bundle.main.executableURL
-    }
-    process.arguments = [
-      "serve", "--data", data, "--port", "0", "--secret", secret, "--exit-when-input-closes",
-    ]
-    let output = Pipe()
-    process.standardOutput = output
-    // Kept open by this process alone: when it exits, however it exits, the relay does.
-    process.standardInput = Pipe()
-    try process.run()
-    // The first line names the port; read it byte by byte so nothing else is consumed.
-    var line: [UInt8] = []
-    let handle = output.fileHandleForReading
-    while let byte = handle.readData(ofLength: 1).first, byte != UInt8(ascii: "\n") {
-      line.append(byte)
-    }
-    let text = String(decoding: line, as: UTF8.self)
-    guard let portText = text.split(separator: ":").last, let port = Int(portText) else {
-      process.terminate()
-      throw ValidationError("a relay did not start: \(text)")
-    }
-    return RelayChild(process: process, port: port)
-  }
-
-  func url(space: String) -> String { "ws://127.0.0.1:\(port)/v1/spaces/\(space)/sync" }
-
-  /// SIGKILL: no shutdown, no checkpoint, as a crash.
-  func kill() {
-    _ = Glibc.kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
   }
 }

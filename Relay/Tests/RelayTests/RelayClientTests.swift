@@ -9,10 +9,7 @@ import Testing
     let relay = try await LiveRelay.start()
     let phoneID = ReplicaID(rawValue: 0xA1)
     let laptopID = ReplicaID(rawValue: 0xB2)
-    let phone = try await RelayClient(
-      url: relay.url(space: "notes"),
-      token: try await relay.token(space: "notes", replicas: [phoneID]),
-      store: InMemoryRelayClientStore(replica: Replica(id: phoneID)))
+    let phone = try await relay.device(phoneID.rawValue, in: "notes")
     // The laptop edits offline before it first connects: its handshake sends the outbox.
     var laptopReplica = Replica(id: laptopID)
     let draft = EntityKey(type: "note", id: "draft")
@@ -20,10 +17,8 @@ import Testing
       tx.create(draft)
       tx.insertText("offline", at: 0, in: "body", of: draft)
     }
-    let laptop = try await RelayClient(
-      url: relay.url(space: "notes"),
-      token: try await relay.token(space: "notes", replicas: [laptopID]),
-      store: InMemoryRelayClientStore(replica: laptopReplica))
+    let laptop = try await relay.device(
+      laptopID.rawValue, in: "notes", replica: laptopReplica)
     let phoneTask = Task { await phone.run() }
     let laptopTask = Task { await laptop.run() }
 
@@ -113,14 +108,8 @@ import Testing
     }
     let phoneID = ReplicaID(rawValue: 0xA1)
     let laptopID = ReplicaID(rawValue: 0xB2)
-    let phone = try await RelayClient(
-      url: first.url(space: "notes"),
-      token: try await first.token(space: "notes", replicas: [phoneID]),
-      store: InMemoryRelayClientStore(replica: Replica(id: phoneID)))
-    let laptop = try await RelayClient(
-      url: second.url(space: "notes"),
-      token: try await second.token(space: "notes", replicas: [laptopID]),
-      store: InMemoryRelayClientStore(replica: Replica(id: laptopID)))
+    let phone = try await first.device(phoneID.rawValue, in: "notes")
+    let laptop = try await second.device(laptopID.rawValue, in: "notes")
     let tasks = [Task { await phone.run() }, Task { await laptop.run() }]
     // Both handshakes done before anything is typed: what follows arrives as live pushes
     // relayed from the other process through the store.
@@ -154,14 +143,8 @@ import Testing
     let second = try await LiveRelay.start(sharing: first) { $0.storePollInterval = .zero }
     let senderID = ReplicaID(rawValue: 0x51)
     let otherID = ReplicaID(rawValue: 0x52)
-    let sender = try await RelayClient(
-      url: first.url(space: "s"),
-      token: try await first.token(space: "s", replicas: [senderID]),
-      store: InMemoryRelayClientStore(replica: Replica(id: senderID)))
-    let other = try await RelayClient(
-      url: second.url(space: "s"),
-      token: try await second.token(space: "s", replicas: [otherID]),
-      store: InMemoryRelayClientStore(replica: Replica(id: otherID)))
+    let sender = try await first.device(senderID.rawValue, in: "s")
+    let other = try await second.device(otherID.rawValue, in: "s")
     let tasks = [Task { await sender.run() }, Task { await other.run() }]
     #expect(
       await eventually {

@@ -49,6 +49,17 @@ struct LiveRelay {
 
   func url(space: String) -> String { server.url(space: space) }
 
+  /// A device in `space` through this relay, writing as `replica`'s id, starting from
+  /// `replica` (a fresh one by default).
+  func device(_ id: UInt64, in space: String, replica: Replica? = nil) async throws
+    -> RelayClient
+  {
+    let replicaID = ReplicaID(rawValue: id)
+    return try await RelayClient(
+      url: url(space: space), token: try await token(space: space, replicas: [replicaID]),
+      store: InMemoryRelayClientStore(replica: replica ?? Replica(id: replicaID)))
+  }
+
   func token(
     space: String, scope: RelayTokenClaims.Scope = .write, replicas: [ReplicaID],
     expiresIn seconds: Double = 600

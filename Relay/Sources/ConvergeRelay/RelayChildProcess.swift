@@ -1,0 +1,59 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// A relay in a child process: `converge-relay serve` on a free loopback port over a data
+/// directory, ended with SIGKILL as a crash would end it, and with its parent however the
+/// parent ends (it exits when its standard input closes). The relay simulator and the
+/// tests that kill relays for real start them this way.
+public struct RelayChildProcess {
+  /// The port it listens on, on 127.0.0.1.
+  public let port: Int
+  private let process: Process
+
+  /// The first line `serve` prints did not name a port.
+  public struct DidNotStart: Error, CustomStringConvertible {
+    public var description: String
+  }
+
+  /// Starts `executable serve --data data` with `secret`.
+  public static func start(executable: URL, data: String, secret: String) throws
+    -> RelayChildProcess
+  {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = [
+      "serve", "--data", data, "--port", "0", "--secret", secret, "--exit-when-input-closes",
+    ]
+    let output = Pipe()
+    process.standardOutput = output
+    // Kept open by this process alone: when it exits, however it exits, the relay does.
+    process.standardInput = Pipe()
+    try process.run()
+    // The first line names the port; read it byte by byte so nothing else is consumed.
+    var line: [UInt8] = []
+    let handle = output.fileHandleForReading
+    while let byte = handle.readData(ofLength: 1).first, byte != UInt8(ascii: "\n") {
+      line.append(byte)
+    }
+    let text = String(decoding: line, as: UTF8.self)
+    guard let portText = text.split(separator: ":").last, let port = Int(portText) else {
+      process.terminate()
+      throw DidNotStart(description: "a relay did not start: \(text)")
+    }
+    return RelayChildProcess(port: port, process: process)
+  }
+
+  /// The WebSocket address of `space`.
+  public func url(space: String) -> String { "ws://127.0.0.1:\(port)/v1/spaces/\(space)/sync" }
+
+  /// SIGKILL: no shutdown, no checkpoint, as a crash.
+  public func kill() {
+    _ = Foundation.kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+  }
+}
