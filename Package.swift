@@ -24,8 +24,10 @@ let package = Package(
     // Editing traces (josephg/editing-traces format) and their replay, shared by the
     // command line tool and the tests.
     .target(name: "ConvergeTraces", dependencies: ["Converge"]),
-    // Replicas over a simulated hostile network, checked for convergence.
-    .target(name: "ConvergeSimulator", dependencies: ["Converge", "ConvergeTestSupport"]),
+    // Devices, each a replica in a store on its own simulated disk, over a simulated
+    // hostile network, checked for convergence.
+    .target(
+      name: "ConvergeSimulator", dependencies: ["Converge", "ConvergeTestSupport", "ConvergeStore"]),
     // A durable local store: snapshots and an append-only log per document (Foundation and
     // the C library only).
     .target(name: "ConvergeStore", dependencies: ["Converge"]),

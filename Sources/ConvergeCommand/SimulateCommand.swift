@@ -16,14 +16,20 @@ enum SimulateCommand {
                              [--workload notes|tasks|mixed] [--loss P] [--duplicate P]
                              [--reorder P] [--partitions P] [--offline P]
                              [--anti-entropy N] [--no-live-push] [--frames]
-                             [--message-limit N]
+                             [--message-limit N] [--restarts P] [--sync-interval MS]
                              [--no-shrink] [--json]
            converge simulate --campaign SECONDS [--seed S] [--json]
            converge simulate --replay FILE [--no-shrink] [--json]
       With no options: 5 replicas, 5,000 operations of the mixed workload, seed 1, over a
       lossy, duplicating, reordering network with partitions and offline devices.
       Rates are probabilities: per message (loss, duplicate, reorder) or per operation
-      (partitions, offline). --anti-entropy N: a handshake every N operations (0: none).
+      (partitions, offline, restarts). --anti-entropy N: a handshake every N operations
+      (0: none). Every device keeps its replica in a DocumentStore on a simulated disk
+      and pushes an edit once it is durable; --sync-interval MS lets commits wait that
+      long for their sync (group commit; 0: each commit syncs). --restarts P kills a
+      device without closing its store (P per operation) and reopens it from what a
+      power cut left, sometimes from a stale backup; the oracle also checks that no dot
+      was made durable twice and that nothing durable was lost.
       --campaign SECONDS: random configurations drawn from the seed (2-16 replicas, every
       workload, faults 0-0.5, frames and live pushes on and off, anti-entropy 0-200) until
       the time is up; stops at the first failure and prints it shrunk.
@@ -77,6 +83,12 @@ enum SimulateCommand {
       case "--anti-entropy":
         guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
         options.configuration.antiEntropyInterval = value
+      case "--restarts":
+        guard let value = rate(rest.popFirst()) else { return nil }
+        options.configuration.restarts = value
+      case "--sync-interval":
+        guard let value = rest.popFirst().flatMap({ UInt64($0) }) else { return nil }
+        options.configuration.syncInterval = value
       case "--message-limit":
         guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
         options.configuration.messageLimit = value

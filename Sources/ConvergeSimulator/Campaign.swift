@@ -35,7 +35,7 @@ public struct Campaign: Sendable {
       (Double.random(in: 0...upper, using: &random) * 100).rounded() / 100
     }
     let livePush = Int.random(in: 0..<4, using: &random) > 0
-    return SimulationConfiguration(
+    var configuration = SimulationConfiguration(
       seed: random.next(), replicas: Int.random(in: 2...16, using: &random),
       operations: Int.random(in: 100...maximumOperations, using: &random),
       workload: WorkloadKind.allCases.randomElement(using: &random) ?? .mixed,
@@ -44,6 +44,14 @@ public struct Campaign: Sendable {
         partitions: rate(0.5) / 100, offline: rate(0.5) / 100),
       livePush: livePush, framedPushes: livePush && Bool.random(using: &random),
       antiEntropyInterval: Int.random(in: 0...200, using: &random))
+    // Drawn last, so the draws above are those of campaigns before devices restarted.
+    if Int.random(in: 0..<3, using: &random) == 0 {
+      configuration.restarts =
+        (Double.random(in: 0.0001...0.01, using: &random) * 10_000)
+        .rounded() / 10_000
+    }
+    configuration.syncInterval = [0, 0, 50, 200].randomElement(using: &random) ?? 0
+    return configuration
   }
 
   /// Runs configurations in order until `shouldStop` (asked before each run) says so or

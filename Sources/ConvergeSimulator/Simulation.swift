@@ -1,4 +1,5 @@
 import Converge
+import ConvergeStore
 
 /// Fault injection for testing the simulator itself.
 public struct SimulationHooks: Sendable {
@@ -11,14 +12,21 @@ public struct SimulationHooks: Sendable {
   /// Rewrites the bytes of every message as it arrives, as a damaged channel or a codec
   /// bug would: tests use it to show that a message that does not decode fails the run.
   public var damage: Damage?
+  /// Restores backups in place, keeping the files' identities (a file-system snapshot
+  /// rolled back), which a store cannot tell from its own files: tests use it to show
+  /// that the oracle catches a dot issued twice.
+  public var restoresInPlace = false
 
   public typealias ApplyFilter =
     @Sendable (_ receiver: Int, _ delta: DocumentDelta, _ document: Document) -> Bool
   public typealias Damage = @Sendable (_ bytes: [UInt8]) -> [UInt8]
 
-  public init(applyFilter: ApplyFilter? = nil, damage: Damage? = nil) {
+  public init(
+    applyFilter: ApplyFilter? = nil, damage: Damage? = nil, restoresInPlace: Bool = false
+  ) {
     self.applyFilter = applyFilter
     self.damage = damage
+    self.restoresInPlace = restoresInPlace
   }
 }
 
@@ -51,16 +59,22 @@ public struct SimulationProgress: Sendable {
 /// if !report.converged { print(Shrinker().shrink(report.configuration).summary) }
 /// ```
 ///
-/// Replicas talk only through ``SyncSession``, the type an app uses: one session per
-/// ordered pair of replicas, every message encoded to bytes by the session and decoded
-/// by the peer's, so the simulator proves the path apps run. The run, step by step:
-/// 1. An origin replica creates a few entities; every replica is forked from it under a
-///    fresh id drawn from the seed.
+/// Each device keeps its replica in a ``DocumentStore`` on its own simulated disk
+/// (``MemoryFileSystem``), and devices talk only through ``SyncSession``, the types an
+/// app uses: one session per ordered pair of devices, every message encoded to bytes by
+/// the session and decoded by the peer's, every edit and received delta logged by the
+/// store, so the simulator proves the path apps run. The run, step by step:
+/// 1. An origin replica creates a few entities; every device opens an empty store under
+///    a fresh id drawn from the seed and receives the origin's state.
 /// 2. Each operation advances virtual time, delivers the messages that are due, maybe
-///    starts a partition or takes a device offline, and has one replica make one
-///    transaction from its ``Workload``. Its delta is pushed to every peer through the
-///    pair's session (``SyncSession/push(_:from:)``, or a frame of
-///    ``SyncSession/pushEncoded(_:from:)``); an offline device holds it back. Every
+///    starts a partition or takes a device offline, and has one device make one
+///    transaction from its ``Workload`` through its store. Once the store has made it
+///    durable (at once, or after ``SimulationConfiguration/syncInterval`` of group
+///    commit), its delta is pushed to every peer through the pair's session
+///    (``SyncSession/push(_:from:)``, or a frame of
+///    ``SyncSession/pushEncoded(_:from:)``); an offline device holds it back. With
+///    ``SimulationConfiguration/restarts``, a device is now and then killed without
+///    closing its store and reopened from its disk, or from a stale backup. Every
 ///    ``SimulationConfiguration/antiEntropyInterval`` operations a replica restarts the
 ///    handshake with a peer (``SyncSession/restartHandshake()``). Whenever a session
 ///    owes its peer a message (``SyncSession/owesMessage``: an answer, or a request for
@@ -68,7 +82,9 @@ public struct SimulationProgress: Sendable {
 /// 3. At the end every partition heals and every device comes online; messages still in
 ///    flight are delivered, then replica 0 runs handshake rounds with every peer over a
 ///    reliable channel until a round changes nothing.
-/// 4. The ``Oracle`` compares every replica's state with the first's.
+/// 4. The ``Oracle`` compares every replica's state with the first's, and checks that no
+///    dot was made durable twice and that every durable edit survived (except what a
+///    stale restore took back before anyone received it).
 public struct Simulation: Sendable {
   public let configuration: SimulationConfiguration
   public let hooks: SimulationHooks
@@ -84,22 +100,36 @@ public struct Simulation: Sendable {
   public func run(progress: ((SimulationProgress) -> Void)? = nil) -> SimulationReport {
     let clock = ContinuousClock()
     let start = clock.now
-    var run = SimulationRun(self)
+    var run: SimulationRun
+    do {
+      run = try SimulationRun(self)
+    } catch {
+      return SimulationReport(notStarted: configuration, because: error)
+    }
     if !configuration.cuts.skippedOperations.isEmpty {
       // Kept operations make the edits they made in the uncut run: each takes its
       // author's workload (random stream and memory) as it was at that step there.
       var uncut = configuration
       uncut.cuts.skippedOperations = []
-      var recording = SimulationRun(Simulation(uncut, hooks: hooks))
+      var recording: SimulationRun
+      do {
+        recording = try SimulationRun(Simulation(uncut, hooks: hooks))
+      } catch {
+        return SimulationReport(notStarted: configuration, because: error)
+      }
       recording.workloadsByStep = []
       recording.runOperations(progress: nil)
       run.workloadsByStep = recording.workloadsByStep
     }
     run.runOperations(progress: progress)
     run.finish()
+    let replicas = run.replicas
+    let takenBack = run.ledger.takenBack(finalReplicas: replicas)
+    run.statistics.dotsTakenBack = takenBack
     var verdict = PhaseTimings.measure(&run.statistics.timings, \.oracle) {
-      Oracle.check(run.replicas)
+      Oracle.check(replicas, pendingExplained: takenBack > 0)
     }
+    verdict.failures += run.ledger.failures(finalReplicas: replicas)
     if run.statistics.undecodable > 0 {
       verdict.failures.append(
         "\(run.statistics.undecodable) messages did not decode at the receiving session")
@@ -129,6 +159,15 @@ struct RunStatistics: Sendable {
   /// Bytes of live pushes (messages or frames) sent during the run.
   var liveBytes = 0
   var undecodable = 0
+  /// Devices killed and reopened from their stores, and how many of those reopened
+  /// from a stale copy of their directory.
+  var restarts = 0
+  var staleRestores = 0
+  /// Local commits a restart lost before the store made them durable (never sent).
+  var unsyncedCommitsLost = 0
+  var identityChanges = 0
+  /// Durable dots that stale restores took back and no replica holds at the end.
+  var dotsTakenBack: UInt64 = 0
   var refusedFrames = 0
   var filtered = 0
   var maxReplicasWithPending = 0
@@ -171,13 +210,20 @@ struct SimulationRun {
   let configuration: SimulationConfiguration
   let hooks: SimulationHooks
   let clock = VirtualClock()
-  var replicas: [Replica] = []
+  var devices: [SimulatedDevice] = []
+  /// What the stores promised, checked by the oracle: no dot made durable twice, and
+  /// nothing made durable lost.
+  var ledger = DurabilityLedger()
   var workloads: [Workload] = []
   /// The author's workload before each step: recorded when empty, else taken at each
   /// step (see ``ScheduleCuts``); `nil` when neither.
   var workloadsByStep: [Workload]?
   var network: Network
   var schedule: SimulationRandom
+  /// Restarts and backups draw from their own stream, so a run without them keeps the
+  /// schedule it had before they existed.
+  var restartRandom: SimulationRandom
+  var sessionSeeds: SimulationRandom
   var statistics = RunStatistics()
   /// `sessions[a][b]` is replica a's session with replica b.
   var sessions: [[SyncSession]] = []
@@ -192,10 +238,12 @@ struct SimulationRun {
     case network = 3
     case origin = 4
     case sessions = 5
+    case restarts = 6
+    case identities = 7
     case workloads = 100
   }
 
-  init(_ simulation: Simulation) {
+  init(_ simulation: Simulation) throws(StoreError) {
     configuration = simulation.configuration
     hooks = simulation.hooks
     let seed = configuration.seed
@@ -211,18 +259,25 @@ struct SimulationRun {
       kind: configuration.workload,
       random: SimulationRandom(seed: seed, stream: Stream.origin.rawValue))
     originUser.seedOrigin(&origin)
+    restartRandom = SimulationRandom(seed: seed, stream: Stream.restarts.rawValue)
     for index in 0..<count {
       let skew = Self.skew(using: &setup)
-      replicas.append(
-        origin.forked(as: .random(using: &setup), wallClock: clock.addDevice(skew: skew)))
+      let ids = ReplicaIDSource(
+        first: .random(using: &setup),
+        random: SimulationRandom(
+          seed: seed, stream: Stream.identities.rawValue << 32 + UInt64(index)))
+      devices.append(
+        try SimulatedDevice(
+          origin: origin, ids: ids, wallClock: clock.addDevice(skew: skew), clock: clock,
+          syncInterval: configuration.syncInterval))
       workloads.append(
         Workload(
           kind: configuration.workload,
           random: SimulationRandom(seed: seed, stream: Stream.workloads.rawValue + UInt64(index))))
     }
-    var streams = SimulationRandom(seed: seed, stream: Stream.sessions.rawValue)
+    sessionSeeds = SimulationRandom(seed: seed, stream: Stream.sessions.rawValue)
     sessions = (0..<count).map { _ in
-      (0..<count).map { _ in SyncSession(streamSeed: streams.next()) }
+      (0..<count).map { _ in SyncSession(streamSeed: sessionSeeds.next()) }
     }
   }
 
@@ -238,6 +293,9 @@ struct SimulationRun {
 
   var now: UInt64 { clock.now }
 
+  /// Each device's replica, in device order.
+  var replicas: [Replica] { devices.map(\.store.replica) }
+
   // MARK: Operations
 
   mutating func runOperations(progress: ((SimulationProgress) -> Void)?) {
@@ -250,10 +308,10 @@ struct SimulationRun {
       if schedule.chance(0.001) {
         // A device's clock is corrected or goes wrong: its wall time jumps, maybe back
         // by hours. Device 0 is the origin.
-        let device = Int.random(in: 0..<replicas.count, using: &schedule)
+        let device = Int.random(in: 0..<devices.count, using: &schedule)
         clock.setSkew(Self.skew(using: &schedule), of: device + 1)
       }
-      let author = Int.random(in: 0..<replicas.count, using: &schedule)
+      let author = Int.random(in: 0..<devices.count, using: &schedule)
       if configuration.cuts.skippedOperations.contains(step) {
         // Skipped by a schedule shrinker: time, the author's draw and the timer stay.
         statistics.skippedOperations += 1
@@ -268,12 +326,14 @@ struct SimulationRun {
         perform(by: author)
       }
       let interval = configuration.antiEntropyInterval
-      if interval > 0, step % interval == interval - 1, replicas.count > 1 {
-        let a = Int.random(in: 0..<replicas.count, using: &schedule)
-        var b = Int.random(in: 0..<replicas.count - 1, using: &schedule)
+      if interval > 0, step % interval == interval - 1, devices.count > 1 {
+        let a = Int.random(in: 0..<devices.count, using: &schedule)
+        var b = Int.random(in: 0..<devices.count - 1, using: &schedule)
         if b >= a { b += 1 }
         startHandshake(from: a, to: b)
       }
+      restartOrBackUp()
+      pushDurable()
       if step % 64 == 0 { samplePending() }
       if let progress, step % reportEvery == 0 || step == total - 1 {
         progress(
@@ -284,26 +344,22 @@ struct SimulationRun {
     }
   }
 
-  /// One transaction of `author`'s workload, pushed to every peer if it is online.
+  /// One transaction of `author`'s workload, through its store; it is pushed to every
+  /// peer once the store has made it durable (see ``pushDurable(from:)``).
   mutating func perform(by author: Int) {
     let commit = PhaseTimings.measure(&statistics.timings, \.transact) {
-      workloads[author].perform(on: &replicas[author])
+      devices[author].perform(&workloads[author])
     }
     statistics.operations += 1
-    if commit.delta.isEmpty {
-      statistics.emptyOperations += 1
-    } else if configuration.livePush, replicas.count > 1 {
-      if network.isOnline(author, at: now) {
-        push(commit, from: author)
-      } else {
-        network.statistics.heldOffline += 1
-      }
-    }
+    if commit.delta.isEmpty { statistics.emptyOperations += 1 }
+    pushDurable(from: author)
   }
 
   mutating func samplePending() {
     // Counted in place: filtering would copy every replica that has pending text.
-    let pending = replicas.reduce(0) { $0 + ($1.document.hasPendingChanges ? 1 : 0) }
+    let pending = devices.reduce(0) {
+      $0 + ($1.store.replica.document.hasPendingChanges ? 1 : 0)
+    }
     statistics.maxReplicasWithPending = Swift.max(statistics.maxReplicasWithPending, pending)
   }
 }

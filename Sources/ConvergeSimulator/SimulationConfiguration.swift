@@ -73,6 +73,14 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// If set, only the first this many messages are sent during the run; the rest are
   /// dropped (a knob for shrinking a failure to few deliveries).
   public var messageLimit: Int?
+  /// Probability per operation that a device is killed without closing its store and
+  /// reopened from its disk: from what a power cut kept (a torn tail now and then) or,
+  /// now and then, from a stale backup of its directory. 0: devices never restart.
+  public var restarts: Double
+  /// How long a device's store lets commits wait for their sync while typing continues
+  /// (``DocumentStore/Configuration/syncInterval``), in simulated milliseconds. A local
+  /// commit is pushed once durable, so this delays pushes too. 0: every commit syncs.
+  public var syncInterval: UInt64
   /// Operations and sends a schedule shrinker removed (see ``ScheduleCuts``); a
   /// configuration with cuts replays from its ``SimulationSchedule`` file, not its
   /// ``command``.
@@ -81,7 +89,8 @@ public struct SimulationConfiguration: Sendable, Equatable {
   public init(
     seed: UInt64 = 1, replicas: Int = 5, operations: Int = 2_000, workload: WorkloadKind = .mixed,
     faults: NetworkFaults = .hostile, livePush: Bool = true, framedPushes: Bool = false,
-    antiEntropyInterval: Int = 25, messageLimit: Int? = nil, cuts: ScheduleCuts = ScheduleCuts()
+    antiEntropyInterval: Int = 25, messageLimit: Int? = nil, restarts: Double = 0,
+    syncInterval: UInt64 = 0, cuts: ScheduleCuts = ScheduleCuts()
   ) {
     self.seed = seed
     self.replicas = Swift.max(1, replicas)
@@ -92,6 +101,8 @@ public struct SimulationConfiguration: Sendable, Equatable {
     self.framedPushes = framedPushes
     self.antiEntropyInterval = Swift.max(0, antiEntropyInterval)
     self.messageLimit = messageLimit
+    self.restarts = Swift.min(1, Swift.max(0, restarts))
+    self.syncInterval = syncInterval
     self.cuts = cuts
   }
 
@@ -107,6 +118,8 @@ public struct SimulationConfiguration: Sendable, Equatable {
     if !livePush { result.append("--no-live-push") }
     if framedPushes { result.append("--frames") }
     if let messageLimit { result += ["--message-limit", "\(messageLimit)"] }
+    if restarts > 0 { result += ["--restarts", "\(restarts)"] }
+    if syncInterval > 0 { result += ["--sync-interval", "\(syncInterval)"] }
     return result
   }
 

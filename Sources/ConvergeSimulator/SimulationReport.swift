@@ -1,4 +1,5 @@
 import Converge
+import ConvergeStore
 
 /// The outcome of a run: the verdict and what it took to get there.
 public struct SimulationReport: Sendable {
@@ -23,6 +24,17 @@ public struct SimulationReport: Sendable {
     self.seconds = seconds
   }
 
+  /// A run whose devices' stores did not open (the simulated disk never fails by
+  /// itself, so this is a bug in the store).
+  init(notStarted configuration: SimulationConfiguration, because error: StoreError) {
+    self.init(
+      configuration: configuration,
+      verdict: OracleVerdict(
+        failures: ["a device's store did not open: \(error)"], stateDigests: [], entityCount: 0,
+        textLength: 0),
+      statistics: RunStatistics(), network: NetworkStatistics(), seconds: 0)
+  }
+
   /// Whether every replica ended in the same state and passed its checks.
   public var converged: Bool { verdict.converged }
   /// Transactions made.
@@ -41,6 +53,16 @@ public struct SimulationReport: Sendable {
   public var refusedFrames: Int { statistics.refusedFrames }
   /// Deltas dropped by ``SimulationHooks/applyFilter``.
   public var filteredDeltas: Int { statistics.filtered }
+  /// Devices killed and reopened from their stores, how many from a stale backup, how
+  /// many fresh replica ids the stores took for it, and the local commits lost before
+  /// they were durable (never sent, so nobody else lost them).
+  public var restarts: Int { statistics.restarts }
+  public var staleRestores: Int { statistics.staleRestores }
+  public var identityChanges: Int { statistics.identityChanges }
+  public var unsyncedCommitsLost: Int { statistics.unsyncedCommitsLost }
+  /// Durable dots that stale restores took back before any peer received them: edits
+  /// made on top of them may wait forever (see ``Oracle/check(_:pendingExplained:)``).
+  public var dotsTakenBack: UInt64 { statistics.dotsTakenBack }
   /// Where the wall-clock time went.
   public var timings: PhaseTimings { statistics.timings }
   /// Virtual time the run covered, in seconds.
@@ -67,6 +89,10 @@ public struct SimulationReport: Sendable {
       "  bytes on the wire: \(bytes) (every message as its session encoded it), \(liveBytes) of live pushes",
       "  largest buffer: \(network.maxInFlight) messages in flight; "
         + "\(maxReplicasWithPendingChanges) replicas holding pending text at once",
+      "  stores: sync interval \(c.syncInterval) ms; \(restarts) restarts (\(staleRestores) "
+        + "from a stale backup), \(identityChanges) fresh replica ids, "
+        + "\(unsyncedCommitsLost) unsynced commits lost, \(dotsTakenBack) durable dots taken "
+        + "back by stale restores",
       "  state: \(verdict.entityCount) entities, \(verdict.textLength) characters of text, sha256 \(stateSHA256)",
       "  time: " + formatted(seconds) + " s (" + formatted(virtualSeconds) + " s simulated); "
         + "transact " + formatted(timings.transact) + " s, apply " + formatted(timings.apply)
@@ -75,7 +101,10 @@ public struct SimulationReport: Sendable {
     ]
     if converged {
       lines.append(
-        "verdict: converged (\(c.replicas) identical states, invariants hold, nothing pending)")
+        "verdict: converged (\(c.replicas) identical states, invariants hold, "
+          + (dotsTakenBack == 0
+            ? "nothing pending)"
+            : "nothing pending but edits on dots stale restores took back)"))
     } else {
       lines.append("verdict: DID NOT CONVERGE")
       lines += verdict.failures.prefix(10).map { "  - " + $0 }
@@ -105,6 +134,11 @@ public struct SimulationReport: Sendable {
       ("live_bytes", "\(liveBytes)"),
       ("max_in_flight", "\(network.maxInFlight)"),
       ("max_replicas_with_pending", "\(maxReplicasWithPendingChanges)"),
+      ("restarts", "\(restarts)"),
+      ("stale_restores", "\(staleRestores)"),
+      ("identity_changes", "\(identityChanges)"),
+      ("unsynced_commits_lost", "\(unsyncedCommitsLost)"),
+      ("dots_taken_back", "\(dotsTakenBack)"),
       ("entities", "\(verdict.entityCount)"),
       ("text_length", "\(verdict.textLength)"),
       ("seconds", formatted(seconds)),

@@ -1,4 +1,5 @@
 import Converge
+import ConvergeStore
 
 /// How the replicas of a run talk: every message is made by the sending pair's
 /// ``SyncSession``, travels as bytes, and is decoded and integrated by the receiving
@@ -9,17 +10,17 @@ extension SimulationRun {
   /// frame per peer, or one self-contained message that every peer receives.
   mutating func push(_ commit: Commit, from author: Int) {
     if configuration.framedPushes {
-      for peer in replicas.indices where peer != author {
+      for peer in devices.indices where peer != author {
         let frame = PhaseTimings.measure(&statistics.timings, \.transport) {
-          sessions[author][peer].pushEncoded(commit, from: replicas[author])
+          sessions[author][peer].pushEncoded(commit, from: devices[author].store.replica)
         }
         send(frame, kind: .frame, from: author, to: peer)
       }
       return
     }
     var bytes: [UInt8] = []
-    for peer in replicas.indices where peer != author {
-      let message = sessions[author][peer].push(commit, from: replicas[author])
+    for peer in devices.indices where peer != author {
+      let message = sessions[author][peer].push(commit, from: devices[author].store.replica)
       // Every peer gets the same message: encode it once, as an app broadcasting would.
       if bytes.isEmpty {
         bytes = PhaseTimings.measure(&statistics.timings, \.transport) { message.encoded() }
@@ -45,8 +46,16 @@ extension SimulationRun {
 
   /// The encoded next message of `a`'s session with `b`, if it has one.
   mutating func makeMessage(from a: Int, to b: Int) -> [UInt8]? {
-    let message = PhaseTimings.measure(&statistics.timings, \.deltaSince) {
-      sessions[a][b].makeMessage(for: replicas[a])
+    let store = devices[a].store
+    let made = PhaseTimings.measure(&statistics.timings, \.deltaSince) {
+      Result { () throws(StoreError) in try store.makeMessage(for: &sessions[a][b]) }
+    }
+    let message: SyncMessage?
+    switch made {
+    case .success(let made): message = made
+    case .failure(let error):
+      ledger.storeErrors.append("device \(a): \(error)")
+      return nil
     }
     guard let message else { return nil }
     return PhaseTimings.measure(&statistics.timings, \.transport) { message.encoded() }
@@ -84,13 +93,19 @@ extension SimulationRun {
       return
     }
     if let delta = decoded.delta, let filter = hooks.applyFilter,
-      !filter(receiver, delta, replicas[receiver].document)
+      !filter(receiver, delta, devices[receiver].store.replica.document)
     {
       statistics.filtered += 1
       decoded.delta = nil
     }
-    PhaseTimings.measure(&statistics.timings, \.apply) {
-      _ = sessions[receiver][sender].receive(decoded, into: &replicas[receiver])
+    let store = devices[receiver].store
+    let received = PhaseTimings.measure(&statistics.timings, \.apply) {
+      Result { () throws(StoreError) in
+        try store.receive(decoded, through: &sessions[receiver][sender], from: "\(sender)")
+      }
+    }
+    if case .failure(let error) = received {
+      ledger.storeErrors.append("device \(receiver): \(error)")
     }
   }
 
@@ -100,6 +115,7 @@ extension SimulationRun {
   /// replica 0 and every peer until a whole round changes no replica's context.
   mutating func finish() {
     network.healAll()
+    flushAll()
     // Without answers: two sessions whose contexts cannot meet (a broken merge) would
     // keep answering each other; the rounds below detect that instead.
     while let time = network.nextDeliveryTime {
@@ -108,13 +124,13 @@ extension SimulationRun {
     }
     samplePending()
     statistics.virtualMilliseconds = now
-    guard replicas.count > 1 else { return }
+    guard devices.count > 1 else { return }
     // Replica 0 gathers everything, then hands it back: two rounds suffice on a correct
     // library; more run until nothing changes, to show quiescence rather than assume it.
-    for _ in 0..<(4 + replicas.count) {
+    for _ in 0..<(4 + devices.count) {
       statistics.finalRounds += 1
       var changed = false
-      for peer in 1..<replicas.count {
+      for peer in 1..<devices.count {
         changed = finalHandshake(0, peer) || changed
       }
       if !changed { break }
@@ -127,7 +143,7 @@ extension SimulationRun {
   /// whether either replica's context changed.
   mutating func finalHandshake(_ a: Int, _ b: Int) -> Bool {
     statistics.finalHandshakes += 1
-    let before = (replicas[a].context, replicas[b].context)
+    let before = (devices[a].store.replica.context, devices[b].store.replica.context)
     sessions[a][b].restartHandshake()
     var quiet = false
     for _ in 0..<(Self.finalExchangeLimit / 2) {
@@ -141,7 +157,8 @@ extension SimulationRun {
       }
     }
     if !quiet { statistics.unquietPairs.append((a, b)) }
-    return replicas[a].context != before.0 || replicas[b].context != before.1
+    return devices[a].store.replica.context != before.0
+      || devices[b].store.replica.context != before.1
   }
 
   private mutating func deliverNow(_ bytes: [UInt8], from: Int, to: Int) {

@@ -64,6 +64,7 @@ public enum SimulationSchedule {
       "offline \(c.faults.offline)", "anti-entropy \(c.antiEntropyInterval)",
       "live-push \(c.livePush)", "frames \(c.framedPushes)",
       "message-limit \(c.messageLimit.map(String.init) ?? "none")",
+      "restarts \(c.restarts)", "sync-interval \(c.syncInterval)",
       "operations-kept " + (kept.map(listText) ?? "all"),
       "messages-dropped " + listText(c.cuts.droppedMessages.sorted()),
     ]
@@ -110,7 +111,10 @@ public enum SimulationSchedule {
       antiEntropyInterval: try field("anti-entropy", count),
       messageLimit: try field("message-limit") { text -> Int?? in
         text == "none" ? .some(nil) : count(text).map { .some($0) }
-      })
+      },
+      // Schedules written before devices restarted have neither line.
+      restarts: fields["restarts"] == nil ? 0 : try field("restarts", rate),
+      syncInterval: fields["sync-interval"] == nil ? 0 : try field("sync-interval") { UInt64($0) })
     let operations = configuration.operations
     let kept = try field("operations-kept") { text -> Set<Int>? in
       text == "all" ? Set(0..<operations) : list(text).map(Set.init)

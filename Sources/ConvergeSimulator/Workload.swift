@@ -1,4 +1,5 @@
 import Converge
+import ConvergeStore
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials
@@ -49,14 +50,28 @@ public struct Workload: Sendable {
   /// Makes one transaction on `replica` and returns it (its delta may be empty).
   @discardableResult
   public mutating func perform(on replica: inout Replica) -> Commit {
-    refreshIfStale(replica.document)
+    perform(reading: replica.document) { replica.transact($0) }
+  }
+
+  /// Makes one transaction through `store`, as an app whose data lives in a
+  /// ``DocumentStore`` does, and returns it (its delta may be empty).
+  @discardableResult
+  public mutating func perform(on store: DocumentStore) -> Commit {
+    perform(reading: store.replica.document) { store.transact($0) }
+  }
+
+  /// Chooses the next edit from `document` and makes it through `transact`.
+  private mutating func perform(
+    reading document: Document, through transact: ((inout Transaction) -> Void) -> Commit
+  ) -> Commit {
+    refreshIfStale(document)
     let notes: Bool
     switch kind {
     case .notes: notes = true
     case .tasks: notes = false
     case .mixed: notes = random.chance(0.5)
     }
-    return replica.transact { tx in
+    return transact { tx in
       if notes { self.noteEdit(&tx) } else { self.taskEdit(&tx) }
     }
   }

@@ -1,0 +1,134 @@
+import Converge
+import ConvergeStore
+import Foundation  // NSLock
+
+/// One simulated device: its replica lives in a ``DocumentStore`` on the device's own
+/// ``MemoryFileSystem``, as an app's data lives in a store on its disk. Every edit and
+/// every received delta is logged and group-committed by the store; a local edit leaves
+/// the device only once the store made it durable (write-ahead); and a restart reopens
+/// the store from what a power cut left on the disk, or from a stale copy of the
+/// directory, as a restored backup would.
+struct SimulatedDevice {
+  static let directory = "/converge"
+  static let backupDirectory = "/backup"
+
+  let disk = MemoryFileSystem()
+  let configuration: DocumentStore.Configuration
+  var store: DocumentStore
+  /// Local commits the store has not made durable yet, with their place in the store's
+  /// commit order (``DocumentStore/committed`` after each): they are pushed, in order,
+  /// once ``DocumentStore/durableCommits`` reaches them.
+  var unpushed: [Unpushed] = []
+
+  /// A local commit waiting for its sync, with the dots it issued.
+  struct Unpushed {
+    var sequence: Int
+    var commit: Commit
+    var replica: ReplicaID
+    var counters: ClosedRange<UInt64>
+  }
+  /// Whether a backup of the directory was taken.
+  var hasBackup = false
+
+  /// A device whose store opens empty under the first id of `ids`, then installs
+  /// `origin` (a first sync from the device the document was created on).
+  init(
+    origin: Replica, ids: ReplicaIDSource, wallClock: WallClock, clock: VirtualClock,
+    syncInterval: UInt64
+  ) throws(StoreError) {
+    var configuration = DocumentStore.Configuration()
+    configuration.fileSystem = disk
+    configuration.syncInBackground = false
+    configuration.syncInterval = .milliseconds(syncInterval)
+    configuration.now = { .milliseconds(clock.now) }
+    configuration.wallClock = wallClock
+    configuration.freshID = { ids.next() }
+    self.configuration = configuration
+    store = try DocumentStore(directory: Self.directory, configuration: configuration)
+    store.apply(origin.delta(since: CausalContext()))
+    try store.flush()
+  }
+
+  /// Makes one transaction of `workload` through the store and keeps it for its push.
+  mutating func perform(_ workload: inout Workload) -> Commit {
+    let before = store.replica.context.counters(of: store.replica.id).maximum
+    let commit = workload.perform(on: store)
+    let replica = store.replica.id
+    let latest = commit.delta.latestCounter(of: replica)
+    if !commit.delta.isEmpty && latest > before {
+      unpushed.append(
+        Unpushed(
+          sequence: store.committed, commit: commit, replica: replica,
+          counters: (before + 1)...latest))
+    }
+    return commit
+  }
+
+  /// The commits now durable and not yet pushed, in commit order.
+  mutating func takeDurable() -> [Unpushed] {
+    let durable = store.durableCommits
+    guard let first = unpushed.first, first.sequence <= durable else { return [] }
+    let count = unpushed.firstIndex { $0.sequence > durable } ?? unpushed.count
+    defer { unpushed.removeFirst(count) }
+    return Array(unpushed.prefix(count))
+  }
+
+  /// Copies what is durable in the directory now to the backup directory.
+  mutating func backUp() {
+    disk.copyDirectory(Self.directory, to: Self.backupDirectory, durableOnly: true)
+    hasBackup = true
+  }
+
+  /// Kills the app without closing its store: with `tornBytes` above 0 it dies during a
+  /// sync, after writing its buffered records and before `fsync`, and the disk keeps
+  /// that many bytes of the unsynced tail (a torn record); otherwise the disk keeps what
+  /// was synced. With `fromBackup`, the
+  /// directory is then replaced by the last backup (new files, so the store sees a
+  /// copy). The store reopens from the disk; unsynced commits are gone.
+  ///
+  /// - Returns: how many local commits were lost before they were durable.
+  mutating func restart(tornBytes: Int, fromBackup: Bool, inPlace: Bool = false)
+    throws(StoreError) -> Int
+  {
+    let lost = unpushed.count
+    unpushed = []
+    if tornBytes > 0 {
+      // Killed during a sync: the records are written, the `fsync` never happens.
+      disk.failAnyOperation(at: 1)
+      do { try store.flush() } catch {}  // the failure is the point
+    }
+    disk.crash { tail in Swift.min(tail, tornBytes) }
+    if fromBackup && hasBackup {
+      disk.copyDirectory(Self.backupDirectory, to: Self.directory, inPlace: inPlace)
+    }
+    store = try DocumentStore(directory: Self.directory, configuration: configuration)
+    return lost
+  }
+}
+
+/// The replica ids a device's store takes, drawn from the run's seed.
+///
+/// `@unchecked Sendable`: the store asks for an id from its owner's thread only (the
+/// simulator runs its stores with `syncInBackground` off); the lock makes that so even
+/// if it changed.
+final class ReplicaIDSource: @unchecked Sendable {
+  private let lock = NSLock()
+  private var first: ReplicaID?
+  private var random: SimulationRandom
+
+  /// A source whose first id is `first` and whose later ids come from `random`.
+  init(first: ReplicaID, random: SimulationRandom) {
+    self.first = first
+    self.random = random
+  }
+
+  func next() -> ReplicaID {
+    lock.withLock {
+      if let id = first {
+        first = nil
+        return id
+      }
+      return .random(using: &random)
+    }
+  }
+}

@@ -1,0 +1,163 @@
+import Converge
+import ConvergeStore
+
+/// Devices' stores: pushes of durable commits only, the app's sync timer, backups, and
+/// restarts that kill a device without closing its store.
+extension SimulationRun {
+  /// The app's timer on every device (``DocumentStore/syncIfDue()``), then the pushes of
+  /// whatever became durable.
+  mutating func pushDurable() {
+    for device in devices.indices {
+      do {
+        try devices[device].store.syncIfDue()
+      } catch {
+        ledger.storeErrors.append("device \(device): \(error)")
+      }
+      pushDurable(from: device)
+    }
+  }
+
+  /// Pushes `device`'s commits that its store has made durable, in commit order, to every
+  /// peer if the device is online (write-ahead: a peer never holds an edit the device
+  /// could lose). Offline, they wait for a handshake.
+  mutating func pushDurable(from device: Int) {
+    if let error = devices[device].store.lastError {
+      ledger.storeErrors.append("device \(device): \(error)")
+    }
+    let durable = devices[device].takeDurable()
+    guard !durable.isEmpty else { return }
+    for entry in durable {
+      ledger.recordDurable(entry.counters, of: entry.replica, device: device)
+      guard configuration.livePush, devices.count > 1 else { continue }
+      if network.isOnline(device, at: now) {
+        push(entry.commit, from: device)
+      } else {
+        network.statistics.heldOffline += 1
+      }
+    }
+  }
+
+  /// With probability ``SimulationConfiguration/restarts`` per operation, kills a random
+  /// device and reopens its store: from what a power cut left (with a torn tail now and
+  /// then), or, one time in five when a backup exists, from that stale backup. Backups
+  /// (crash-consistent copies of the directory) are taken at half that rate.
+  mutating func restartOrBackUp() {
+    let rate = configuration.restarts
+    guard rate > 0 else { return }
+    if restartRandom.chance(rate / 2) {
+      let device = Int.random(in: devices.indices, using: &restartRandom)
+      devices[device].backUp()
+      ledger.backedUp(device)
+    }
+    guard restartRandom.chance(rate) else { return }
+    let device = Int.random(in: devices.indices, using: &restartRandom)
+    let tornBytes = restartRandom.chance(0.3) ? Int.random(in: 1...64, using: &restartRandom) : 0
+    let fromBackup = devices[device].hasBackup && restartRandom.chance(0.2)
+    restart(device, tornBytes: tornBytes, fromBackup: fromBackup)
+  }
+
+  /// Kills `device` and reopens its store; its sessions start afresh (a new process),
+  /// its peers' sessions with it are reset (the connection dropped), and it opens a
+  /// handshake with every peer it can reach.
+  mutating func restart(_ device: Int, tornBytes: Int, fromBackup: Bool) {
+    let before = devices[device].store.replica.id
+    do {
+      statistics.unsyncedCommitsLost += try devices[device].restart(
+        tornBytes: tornBytes, fromBackup: fromBackup && devices[device].hasBackup,
+        inPlace: hooks.restoresInPlace)
+    } catch {
+      ledger.storeErrors.append("device \(device) did not reopen: \(error)")
+      return
+    }
+    statistics.restarts += 1
+    if fromBackup {
+      statistics.staleRestores += 1
+      ledger.restoredFromBackup(device)
+    }
+    if devices[device].store.replica.id != before { statistics.identityChanges += 1 }
+    for peer in devices.indices where peer != device {
+      sessions[device][peer] = SyncSession(streamSeed: sessionSeeds.next())
+      sessions[peer][device].reset()
+    }
+    for peer in devices.indices where peer != device {
+      startHandshake(from: device, to: peer)
+    }
+  }
+
+  /// The end of the run: every device flushes (the app goes to the background) and
+  /// pushes what that made durable.
+  mutating func flushAll() {
+    for device in devices.indices {
+      do {
+        try devices[device].store.flush()
+      } catch {
+        ledger.storeErrors.append("device \(device): \(error)")
+      }
+      pushDurable(from: device)
+    }
+  }
+}
+
+/// What the devices' stores promised, for the oracle: no dot is made durable (and so
+/// possibly sent) twice, and no durable dot is lost by a crash.
+struct DurabilityLedger {
+  /// Every counter made durable, per replica id.
+  private var issued = CausalContext()
+  /// The durable counters that must be in the converged state: all of them, except
+  /// those a stale restore took back.
+  private var mustSurvive = CausalContext()
+  /// Per device, the counters made durable since its last backup.
+  private var sinceBackup: [Int: CausalContext] = [:]
+  /// Dots made durable twice, one line each.
+  private var reuses: [String] = []
+  /// Store operations that failed (the simulated disk never fails by itself).
+  var storeErrors: [String] = []
+
+  /// Records that a commit with `counters` of `replica` became durable on `device`.
+  mutating func recordDurable(_ counters: ClosedRange<UInt64>, of replica: ReplicaID, device: Int) {
+    let highest = issued.counters(of: replica).maximum
+    if highest >= counters.lowerBound && reuses.count < 10 {
+      reuses.append(
+        "device \(device) made dots \(replica):\(counters) durable, but \(replica) had issued "
+          + "up to \(highest) before: a dot issued twice")
+    }
+    issued.insert(replica: replica, counters: counters)
+    mustSurvive.insert(replica: replica, counters: counters)
+    sinceBackup[device, default: CausalContext()].insert(replica: replica, counters: counters)
+  }
+
+  /// Notes that `device` took a backup of its directory.
+  mutating func backedUp(_ device: Int) { sinceBackup[device] = CausalContext() }
+
+  /// Durable dots that no converged replica holds: those stale restores took back
+  /// before any peer received them (the loss check covers all others).
+  func takenBack(finalReplicas replicas: [Replica]) -> UInt64 {
+    guard let final = replicas.first?.context else { return 0 }
+    return issued.subtracting(final).eventCount
+  }
+
+  /// Notes that `device` was restored from its backup: what it made durable since is
+  /// gone from it. That is the user's restore, not the store's loss, so those dots are
+  /// no longer required to survive (a peer may still hold them); they must still never
+  /// be issued again.
+  mutating func restoredFromBackup(_ device: Int) {
+    if let lost = sinceBackup[device] { mustSurvive = mustSurvive.subtracting(lost) }
+    sinceBackup[device] = CausalContext()
+  }
+
+  /// The ledger's failures given the converged replicas: reuses, store errors, and
+  /// durable dots missing from the first replica.
+  func failures(finalReplicas replicas: [Replica]) -> [String] {
+    var failures = reuses + storeErrors.prefix(10)
+    guard let final = replicas.first?.context else { return failures }
+    for (replica, counters) in mustSurvive.entries {
+      let held = final.counters(of: replica)
+      if !held.isSuperset(of: counters) {
+        failures.append(
+          "durable dots of \(replica) up to \(counters.maximum) are missing after the run "
+            + "(it holds up to \(held.maximum)): an acknowledged edit was lost")
+      }
+    }
+    return failures
+  }
+}
