@@ -39,6 +39,9 @@ struct SimulatedDevice {
     var configuration = DocumentStore.Configuration()
     configuration.fileSystem = disk
     configuration.syncInBackground = false
+    // A device's document is small: compacting at 256 KiB keeps each reopen's log
+    // replay short, as an app's own compaction policy would.
+    configuration.compactionLogBytes = 256 << 10
     configuration.syncInterval = .milliseconds(syncInterval)
     configuration.now = { .milliseconds(clock.now) }
     configuration.wallClock = wallClock

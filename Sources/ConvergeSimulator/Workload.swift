@@ -50,21 +50,23 @@ public struct Workload: Sendable {
   /// Makes one transaction on `replica` and returns it (its delta may be empty).
   @discardableResult
   public mutating func perform(on replica: inout Replica) -> Commit {
-    perform(reading: replica.document) { replica.transact($0) }
+    refreshIfStale(replica.document)
+    return perform { replica.transact($0) }
   }
 
   /// Makes one transaction through `store`, as an app whose data lives in a
   /// ``DocumentStore`` does, and returns it (its delta may be empty).
   @discardableResult
   public mutating func perform(on store: DocumentStore) -> Commit {
-    perform(reading: store.replica.document) { store.transact($0) }
+    refreshIfStale(store.replica.document)
+    return perform { store.transact($0) }
   }
 
-  /// Chooses the next edit from `document` and makes it through `transact`.
-  private mutating func perform(
-    reading document: Document, through transact: ((inout Transaction) -> Void) -> Commit
-  ) -> Commit {
-    refreshIfStale(document)
+  /// Chooses the next edit and makes it through `transact`. (The document is read
+  /// before, not held across the transaction, which would copy it.)
+  private mutating func perform(through transact: ((inout Transaction) -> Void) -> Commit)
+    -> Commit
+  {
     let notes: Bool
     switch kind {
     case .notes: notes = true
