@@ -116,7 +116,21 @@ extension DocumentStore {
     let id = replica.id
     let latest = delta.latestCounter(of: id)
     guard latest > 0 else { return }
-    delta.forEachKey { pendingDots[$0, default: [:]][id] = latest }
+    delta.forEachKey { key in
+      if let recent = recentPending, recent.replica == id, recent.key == key {
+        recentPending?.counter = latest
+      } else {
+        settlePending()
+        recentPending = (key, id, latest)
+      }
+    }
+  }
+
+  /// Moves the entity held aside by ``markPending(_:)`` into `settledPending`.
+  func settlePending() {
+    guard let recent = recentPending else { return }
+    recentPending = nil
+    settledPending[recent.key, default: [:]][recent.replica] = recent.counter
   }
 
   /// Pending entities at open: those the document's delta since every acknowledgement

@@ -100,7 +100,20 @@ public final class DocumentStore {
   var acknowledged: [String: CausalContext]
   /// Each pending entity's latest local counter per replica id (normally one): it stays
   /// pending until an acknowledged context holds every counter of that id up to it.
-  var pendingDots: [EntityKey: [ReplicaID: UInt64]] = [:]
+  var pendingDots: [EntityKey: [ReplicaID: UInt64]] {
+    get {
+      settlePending()
+      return settledPending
+    }
+    set {
+      recentPending = nil
+      settledPending = newValue
+    }
+  }
+  var settledPending: [EntityKey: [ReplicaID: UInt64]] = [:]
+  /// The entity of the latest local commit, held aside from `settledPending` while the
+  /// next commits touch the same one: typing in one note then hashes nothing.
+  var recentPending: (key: EntityKey, replica: ReplicaID, counter: UInt64)?
   var acknowledgedUnion = CausalContext()
 
   /// Opens (or creates) the store in `directory`, recovering what the last run left.
@@ -186,7 +199,6 @@ public final class DocumentStore {
   }
 
   func append(_ delta: DocumentDelta, local: Bool) {
-    collectBackgroundSync()
     let bytes = delta.encoded()
     unsynced.append(bytes)
     unsyncedBytes += RecordFrame.headerSize + bytes.count
