@@ -46,6 +46,11 @@ public struct VersionVector: Hashable, Sendable {
   }
 
   /// Whether some entry satisfies `predicate`, in no particular order.
+  /// Calls `body` with every entry, in replica order, without building a list.
+  func forEachEntry(_ body: (ReplicaID, UInt64) -> Void) {
+    for entry in counters.storage { body(entry.replica, entry.value) }
+  }
+
   func containsEntry(where predicate: (ReplicaID, UInt64) -> Bool) -> Bool {
     counters.storage.contains { predicate($0.replica, $0.value) }
   }

@@ -75,6 +75,7 @@ extension Document {
           register, presence: record.presence, context: document.context, offset: reader.offset)
       }
     }
+    document.events = EventIndex(document.entities)
     return document
   }
 }

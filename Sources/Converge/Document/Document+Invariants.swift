@@ -9,6 +9,7 @@ extension Document {
     // summaries, and a delta computed against an optimistic view of its receiver (a sync
     // session after a lost message) may carry an entry whose event arrives later.
     // Presence is a join on its own, so this never affects convergence.
+    events.checkCovers(entities)
     for (key, record) in entities {
       for (name, field) in record.fields {
         switch field {

@@ -40,11 +40,24 @@ public struct Document: Sendable {
   /// Every event this document has integrated.
   public internal(set) var context: CausalContext
   var entities: [EntityKey: EntityRecord]
+  /// Which entities each replica's events touched (derived from `entities`).
+  var events = EventIndex()
 
   /// An empty document.
   public init() {
     context = CausalContext()
     entities = [:]
+  }
+
+  /// Notes in ``events`` that `key` has the event `dot`, rebuilding the index when its
+  /// stale entries outnumber the entities.
+  mutating func noteEvent(of key: EntityKey, _ dot: Dot) {
+    events.note(key, replica: dot.replica, counter: dot.counter)
+    rebuildEventsIfStale()
+  }
+
+  mutating func rebuildEventsIfStale() {
+    if events.needsRebuild(entityCount: entities.count) { events = EventIndex(entities) }
   }
 }
 
@@ -208,12 +221,14 @@ extension Document {
       // Taken out so that text storage is uniquely referenced and edited in place.
       var record = entities.removeValue(forKey: key) ?? EntityRecord()
       record.presence.merge(entityDelta.presence)
+      events.note(key, presence: entityDelta.presence)
       for (name, fieldDelta) in entityDelta.fields {
         let changes = Self.integrate(fieldDelta, into: &record, field: name)
         recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
       }
       entities[key] = record
     }
+    rebuildEventsIfStale()
     context.formUnion(delta.context)
     #if CONVERGE_INTERNAL_CHECKS
       _checkInvariants()
@@ -235,6 +250,7 @@ extension Document {
     else { return false }
     // The general loop merges `.add(last)` into the presence, then integrates the runs.
     let visibility = entities.values[entity].noteLocalEvent(edit.last)
+    noteEvent(of: edit.key, edit.last)
     let changes = text.apply(edit.runs)
     entities.values[entity].fields.values[slot] = .text(consume text)
     if changes.count == 1, let change = changes.first {

@@ -199,42 +199,60 @@ extension Document {
   /// or a set element's) is re-sent whole when `known` has a gap at or below one of its
   /// entries (see ``Presence/mayHaveEvents(unknownTo:)``).
   ///
-  /// Its size grows with the changes since `known`, not with the document's history.
+  /// Its size grows with the changes since `known`, not with the document's history, and
+  /// so does its cost: an index of which entities each replica's events touched (see
+  /// `EventIndex`) lists the entities to visit.
   ///
-  /// - Complexity: O(e + d) for e entities and d dots in the result.
+  /// - Complexity: O(r log e + k + d) for r replicas, e entities, k entities touched by
+  ///   events above `known`'s gap-free prefix, and d dots in the result; at most O(e + d).
   public func delta(since known: CausalContext) -> DocumentDelta {
     var delta = DocumentDelta()
     delta.context = context.subtracting(known)
     guard !delta.context.isEmpty else { return delta }
     let prefix = known.versionVector
-    for (key, record) in entities {
-      var entityDelta = EntityDelta()
-      for (name, field) in record.fields {
-        switch field {
-        case .register(let register):
-          let missing = register.delta(since: known)
-          if missing.stamp != nil { entityDelta.fields[name] = .register(missing) }
-        case .set(let elements):
-          guard elements.values.contains(where: { $0.mayHaveEvents(unknownTo: prefix) }) else {
-            continue
-          }
-          let missing = elements.filter { $0.value.mayHaveEvents(unknownTo: prefix) }
-          entityDelta.fields[name] = .set(missing)
-        case .text(let text):
-          // Most texts of a document have nothing new for a peer: skip them in O(r).
-          guard text.mayHaveEvents(unknownTo: prefix) else { continue }
-          let missing = text.delta(since: known)
-          if !missing.isEmpty { entityDelta.fields[name] = .text(missing) }
-        }
+    if let touched = events.keys(withEventsAbove: prefix, limit: entities.count / 2) {
+      for key in touched {
+        guard let record = entities[key] else { continue }
+        addEntity(key, record, since: known, prefix: prefix, to: &delta)
       }
-      // A field change travels with the entity's versions, so the receiver's presence
-      // accounts for every event it holds, even when `known` overstates what the peer
-      // has (a sync session's optimistic view after a lost message).
-      if !entityDelta.fields.isEmpty || record.presence.mayHaveEvents(unknownTo: prefix) {
-        entityDelta.presence = record.presence
-        delta.entities[key] = entityDelta
+    } else {
+      for (key, record) in entities {
+        addEntity(key, record, since: known, prefix: prefix, to: &delta)
       }
     }
     return delta
+  }
+
+  /// Adds what `known` lacks of one entity to `delta`.
+  private func addEntity(
+    _ key: EntityKey, _ record: EntityRecord, since known: CausalContext, prefix: VersionVector,
+    to delta: inout DocumentDelta
+  ) {
+    var entityDelta = EntityDelta()
+    for (name, field) in record.fields {
+      switch field {
+      case .register(let register):
+        let missing = register.delta(since: known)
+        if missing.stamp != nil { entityDelta.fields[name] = .register(missing) }
+      case .set(let elements):
+        guard elements.values.contains(where: { $0.mayHaveEvents(unknownTo: prefix) }) else {
+          continue
+        }
+        let missing = elements.filter { $0.value.mayHaveEvents(unknownTo: prefix) }
+        entityDelta.fields[name] = .set(missing)
+      case .text(let text):
+        // Most texts of a document have nothing new for a peer: skip them in O(r).
+        guard text.mayHaveEvents(unknownTo: prefix) else { continue }
+        let missing = text.delta(since: known)
+        if !missing.isEmpty { entityDelta.fields[name] = .text(missing) }
+      }
+    }
+    // A field change travels with the entity's versions, so the receiver's presence
+    // accounts for every event it holds, even when `known` overstates what the peer
+    // has (a sync session's optimistic view after a lost message).
+    if !entityDelta.fields.isEmpty || record.presence.mayHaveEvents(unknownTo: prefix) {
+      entityDelta.presence = record.presence
+      delta.entities[key] = entityDelta
+    }
   }
 }

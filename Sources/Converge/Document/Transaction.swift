@@ -201,6 +201,7 @@ public struct Transaction: Sendable {
     let (textDelta, textChange) = edit(&text, first)
     document.entities.values[entity].fields.values[slot] = .text(consume text)
     let visibility = document.entities.values[entity].noteLocalEvent(last)
+    document.noteEvent(of: key, last)
     let counters = first.counter...(first.counter + dotCount - 1)
     document.context.insert(replica: first.replica, counters: counters)
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
