@@ -37,4 +37,33 @@ import Testing
     }
     #expect(skipped > 100, "the skip was hardly exercised: \(skipped)")
   }
+
+  /// The entities the event index lists for a peer are every entity whose presence may
+  /// hold an event the peer lacks, so the index never hides one; on a document whose
+  /// stale entries were rebuilt, too.
+  @Test func theEventIndexListsEveryEntityAPeerMayLack() throws {
+    var listed = 0
+    try forEachSeed(count: 200, base: 0x5_1CF) { random in
+      let network = DocumentNetwork(replicaCount: 3, rounds: 12, using: &random)
+      for replica in network.replicas {
+        let document = replica.document
+        document.events.checkCovers(document.entities)
+        for peer in network.replicas {
+          let prefix = peer.context.versionVector
+          let lacking = Set(
+            document.entities.filter { $0.value.presence.mayHaveEvents(unknownTo: prefix) }.keys)
+          let listing = document.events.keys(withEventsAbove: prefix, limit: .max)
+          try ensure(listing != nil, "no list without a limit")
+          let touched = listing ?? []
+          listed += touched.count
+          try ensure(lacking.isSubset(of: touched), "the index hid \(lacking.subtracting(touched))")
+          let rebuilt = EventIndex(document.entities)
+          try ensure(
+            rebuilt.keys(withEventsAbove: prefix, limit: .max) == lacking,
+            "a rebuilt index lists exactly the entities a peer may lack")
+        }
+      }
+    }
+    #expect(listed > 100)
+  }
 }
