@@ -116,7 +116,10 @@ enum LibraryBench {
     var titles = 0
     let readField = best(of: 3) {
       titles = 0
-      for key in document.keys where document.value(of: "title", in: key) != nil { titles += 1 }
+      titles =
+        document.values(
+          of: "title", ofType: tasks ? SimulatedTask.entityType : SimulatedNote.entityType
+        ).count
     }
     var models = 0
     let readModels = best(of: 3) {

@@ -149,6 +149,27 @@ extension Document {
     return register.value
   }
 
+  /// The value of a register field for every visible entity of `type` that has one, in
+  /// no particular order: the titles of a list view, read without building any other
+  /// field or sorting what the view will sort its own way.
+  ///
+  /// ```swift
+  /// let titles = document.values(of: "title", ofType: "note")
+  /// let sorted = titles.sorted { $0.value < $1.value }  // as the list shows them
+  /// ```
+  ///
+  /// - Complexity: O(e) for e entities in the document.
+  public func values(of field: String, ofType type: String) -> [(key: EntityKey, value: FieldValue)]
+  {
+    var values: [(key: EntityKey, value: FieldValue)] = []
+    for (key, record) in entities where key.type == type && record.isVisible {
+      if case .register(let register)? = record.fields[field], let value = register.value {
+        values.append((key, value))
+      }
+    }
+    return values
+  }
+
   /// The elements of a set field, sorted (empty if the field is of another kind).
   ///
   /// - Complexity: O(k log k + k r) for k elements ever added and r replicas.
