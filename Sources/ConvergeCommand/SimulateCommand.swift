@@ -16,7 +16,8 @@ enum SimulateCommand {
                              [--workload notes|tasks|mixed] [--loss P] [--duplicate P]
                              [--reorder P] [--partitions P] [--offline P]
                              [--anti-entropy N] [--no-live-push] [--frames]
-                             [--message-limit N] [--restarts P] [--sync-interval MS]
+                             [--message-limit N] [--library N]
+                             [--restarts P] [--sync-interval MS]
                              [--no-shrink] [--json]
            converge simulate --campaign SECONDS [--seed S] [--json]
            converge simulate --replay FILE [--no-shrink] [--json]
@@ -24,7 +25,8 @@ enum SimulateCommand {
       lossy, duplicating, reordering network with partitions and offline devices.
       Rates are probabilities: per message (loss, duplicate, reorder) or per operation
       (partitions, offline, restarts). --anti-entropy N: a handshake every N operations
-      (0: none). Every device keeps its replica in a DocumentStore on a simulated disk
+      (0: none). --library N: the origin also holds N notes and tasks (a long-lived
+      library), which the edits spread over. Every device keeps its replica in a DocumentStore on a simulated disk
       and pushes an edit once it is durable; --sync-interval MS lets commits wait that
       long for their sync (group commit; 0: each commit syncs). --restarts P kills a
       device without closing its store (P per operation) and reopens it from what a
@@ -83,6 +85,9 @@ enum SimulateCommand {
       case "--anti-entropy":
         guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
         options.configuration.antiEntropyInterval = value
+      case "--library":
+        guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
+        options.configuration.library = value
       case "--restarts":
         guard let value = rate(rest.popFirst()) else { return nil }
         options.configuration.restarts = value

@@ -258,7 +258,7 @@ struct SimulationRun {
     var originUser = Workload(
       kind: configuration.workload,
       random: SimulationRandom(seed: seed, stream: Stream.origin.rawValue))
-    originUser.seedOrigin(&origin)
+    originUser.seedOrigin(&origin, library: configuration.library)
     restartRandom = SimulationRandom(seed: seed, stream: Stream.restarts.rawValue)
     for index in 0..<count {
       let skew = Self.skew(using: &setup)

@@ -73,6 +73,10 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// If set, only the first this many messages are sent during the run; the rest are
   /// dropped (a knob for shrinking a failure to few deliveries).
   public var messageLimit: Int?
+  /// Entities the origin holds besides its few (a long-lived library of thousands, as
+  /// an app keeps): edits then spread over them, and handshakes find the few entities
+  /// that changed among many.
+  public var library: Int
   /// Probability per operation that a device is killed without closing its store and
   /// reopened from its disk: from what a power cut kept (a torn tail now and then) or,
   /// now and then, from a stale backup of its directory. 0: devices never restart.
@@ -89,8 +93,8 @@ public struct SimulationConfiguration: Sendable, Equatable {
   public init(
     seed: UInt64 = 1, replicas: Int = 5, operations: Int = 2_000, workload: WorkloadKind = .mixed,
     faults: NetworkFaults = .hostile, livePush: Bool = true, framedPushes: Bool = false,
-    antiEntropyInterval: Int = 25, messageLimit: Int? = nil, restarts: Double = 0,
-    syncInterval: UInt64 = 0, cuts: ScheduleCuts = ScheduleCuts()
+    antiEntropyInterval: Int = 25, messageLimit: Int? = nil, library: Int = 0,
+    restarts: Double = 0, syncInterval: UInt64 = 0, cuts: ScheduleCuts = ScheduleCuts()
   ) {
     self.seed = seed
     self.replicas = Swift.max(1, replicas)
@@ -101,6 +105,7 @@ public struct SimulationConfiguration: Sendable, Equatable {
     self.framedPushes = framedPushes
     self.antiEntropyInterval = Swift.max(0, antiEntropyInterval)
     self.messageLimit = messageLimit
+    self.library = Swift.max(0, library)
     self.restarts = Swift.min(1, Swift.max(0, restarts))
     self.syncInterval = syncInterval
     self.cuts = cuts
@@ -118,6 +123,7 @@ public struct SimulationConfiguration: Sendable, Equatable {
     if !livePush { result.append("--no-live-push") }
     if framedPushes { result.append("--frames") }
     if let messageLimit { result += ["--message-limit", "\(messageLimit)"] }
+    if library > 0 { result += ["--library", "\(library)"] }
     if restarts > 0 { result += ["--restarts", "\(restarts)"] }
     if syncInterval > 0 { result += ["--sync-interval", "\(syncInterval)"] }
     return result

@@ -64,7 +64,7 @@ public enum SimulationSchedule {
       "offline \(c.faults.offline)", "anti-entropy \(c.antiEntropyInterval)",
       "live-push \(c.livePush)", "frames \(c.framedPushes)",
       "message-limit \(c.messageLimit.map(String.init) ?? "none")",
-      "restarts \(c.restarts)", "sync-interval \(c.syncInterval)",
+      "library \(c.library)", "restarts \(c.restarts)", "sync-interval \(c.syncInterval)",
       "operations-kept " + (kept.map(listText) ?? "all"),
       "messages-dropped " + listText(c.cuts.droppedMessages.sorted()),
     ]
@@ -112,7 +112,8 @@ public enum SimulationSchedule {
       messageLimit: try field("message-limit") { text -> Int?? in
         text == "none" ? .some(nil) : count(text).map { .some($0) }
       },
-      // Schedules written before devices restarted have neither line.
+      // Schedules written before libraries and restarts have none of these lines.
+      library: fields["library"] == nil ? 0 : try field("library", count),
       restarts: fields["restarts"] == nil ? 0 : try field("restarts", rate),
       syncInterval: fields["sync-interval"] == nil ? 0 : try field("sync-interval") { UInt64($0) })
     let operations = configuration.operations

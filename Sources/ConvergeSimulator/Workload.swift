@@ -78,12 +78,28 @@ public struct Workload: Sendable {
     }
   }
 
-  /// Seeds the origin replica with a few entities every fork starts from.
-  public mutating func seedOrigin(_ replica: inout Replica) {
+  /// Seeds the origin replica with a few entities every fork starts from, plus a
+  /// long-lived library of `library` more (notes, tasks or both, as the workload's app
+  /// keeps them), created 500 to a transaction.
+  public mutating func seedOrigin(_ replica: inout Replica, library: Int = 0) {
     replica.transact { tx in
       for _ in 0..<3 {
         if self.kind != .tasks { self.createNote(&tx) }
         if self.kind != .notes { self.createTask(&tx) }
+      }
+    }
+    var remaining = library
+    while remaining > 0 {
+      let batch = Swift.min(remaining, 500)
+      remaining -= batch
+      replica.transact { tx in
+        for index in 0..<batch {
+          if self.kind == .tasks || (self.kind == .mixed && index % 2 == 1) {
+            self.createTask(&tx)
+          } else {
+            self.createNote(&tx)
+          }
+        }
       }
     }
   }
