@@ -7,9 +7,14 @@ extension SimulationRun {
   /// The app's timer on every device (``DocumentStore/syncIfDue()``), then the pushes of
   /// whatever became durable.
   mutating func pushDurable() {
+    onEveryStore { store throws(StoreError) in try store.syncIfDue() }
+  }
+
+  /// Runs `operation` on every device's store, then pushes what it made durable.
+  private mutating func onEveryStore(_ operation: (DocumentStore) throws(StoreError) -> Void) {
     for device in devices.indices {
       do {
-        try devices[device].store.syncIfDue()
+        try operation(devices[device].store)
       } catch {
         ledger.storeErrors.append("device \(device): \(error)")
       }
@@ -87,14 +92,7 @@ extension SimulationRun {
   /// The end of the run: every device flushes (the app goes to the background) and
   /// pushes what that made durable.
   mutating func flushAll() {
-    for device in devices.indices {
-      do {
-        try devices[device].store.flush()
-      } catch {
-        ledger.storeErrors.append("device \(device): \(error)")
-      }
-      pushDurable(from: device)
-    }
+    onEveryStore { store throws(StoreError) in try store.flush() }
   }
 }
 
