@@ -102,7 +102,9 @@ public struct CounterRanges: Hashable, Sendable {
     var lower = range.lowerBound
     var upper = range.upperBound
     let start = lower
-    let first = partitionIndex { $0.upperBound >= start || $0.upperBound + 1 == start }
+    let first = ranges.partitioningIndex {
+      $0.upperBound >= start || $0.upperBound + 1 == start
+    }
     var end = first
     while end < ranges.count {
       let candidate = ranges[end]
@@ -198,24 +200,8 @@ public struct CounterRanges: Hashable, Sendable {
 
   /// The index of the last range whose lower bound is at most `counter`.
   private func indexOfRange(atOrBefore counter: UInt64) -> Int? {
-    var low = 0
-    var high = ranges.count
-    while low < high {
-      let middle = low + (high - low) / 2
-      if ranges[middle].lowerBound <= counter { low = middle + 1 } else { high = middle }
-    }
-    return low == 0 ? nil : low - 1
-  }
-
-  /// The first index whose range satisfies `predicate`, which must be monotone.
-  private func partitionIndex(where predicate: (ClosedRange<UInt64>) -> Bool) -> Int {
-    var low = 0
-    var high = ranges.count
-    while low < high {
-      let middle = low + (high - low) / 2
-      if predicate(ranges[middle]) { high = middle } else { low = middle + 1 }
-    }
-    return low
+    let after = ranges.partitioningIndex { $0.lowerBound > counter }
+    return after == 0 ? nil : after - 1
   }
 }
 

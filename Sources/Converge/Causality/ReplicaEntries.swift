@@ -24,13 +24,8 @@ struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
 
   /// The position of `replica`, or where it would be inserted.
   func position(of replica: ReplicaID) -> (index: Int, found: Bool) {
-    var low = 0
-    var high = storage.count
-    while low < high {
-      let middle = low + (high - low) / 2
-      if storage[middle].replica < replica { low = middle + 1 } else { high = middle }
-    }
-    return (low, low < storage.count && storage[low].replica == replica)
+    let index = storage.partitioningIndex { $0.replica >= replica }
+    return (index, index < storage.count && storage[index].replica == replica)
   }
 
   subscript(replica: ReplicaID) -> Value? {

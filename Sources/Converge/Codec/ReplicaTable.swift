@@ -91,13 +91,8 @@ public struct ReplicaTable: Sendable {
   ///
   /// - Complexity: O(log r) for r replicas (a binary search of the sorted ids).
   public func index(of replica: ReplicaID) -> Int? {
-    var low = 0
-    var high = replicas.count
-    while low < high {
-      let middle = low + (high - low) / 2
-      if replicas[middle] < replica { low = middle + 1 } else { high = middle }
-    }
-    return low < replicas.count && replicas[low] == replica ? low : nil
+    let index = replicas.partitioningIndex { $0 >= replica }
+    return index < replicas.count && replicas[index] == replica ? index : nil
   }
 
   /// Writes the table: its count, then each id as 8 bytes little-endian.
