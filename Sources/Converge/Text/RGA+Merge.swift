@@ -201,21 +201,28 @@ extension RGA {
   ) {
     var work = [insert]
     while let next = work.popLast() {
-      var locations: (left: ItemLocation?, right: ItemLocation?) = (nil, nil)
-      var missing: Dot?
+      var left: ItemLocation?
       if let origin = next.origin {
-        locations.left = locate(origin)
-        if locations.left == nil { missing = origin }
+        left = locate(origin)
+        if left == nil {
+          pendingInserts.add(next, waitingFor: origin)
+          continue
+        }
       }
-      if missing == nil, let rightOrigin = next.rightOrigin {
-        locations.right = locate(rightOrigin)
-        if locations.right == nil { missing = rightOrigin }
+      // Usually nothing was typed between the two origins since: the right origin is
+      // the item after the origin, found without a lookup, and there is nothing to scan.
+      let adjacent = id(at: cursor(after: left)) == next.rightOrigin
+      var right: ItemLocation?
+      if !adjacent, let rightOrigin = next.rightOrigin {
+        right = locate(rightOrigin)
+        if right == nil {
+          pendingInserts.add(next, waitingFor: rightOrigin)
+          continue
+        }
       }
-      if let missing {
-        pendingInserts.add(next, waitingFor: missing)
-        continue
-      }
-      guard integrate(next, between: locations, changes: &changes), !pendingInserts.isEmpty
+      guard
+        integrate(next, left: left, right: right, adjacent: adjacent, changes: &changes),
+        !pendingInserts.isEmpty
       else { continue }
       let woken = pendingInserts.takeWaiting(
         replica: next.id.replica, lower: next.id.counter,
@@ -223,6 +230,39 @@ extension RGA {
       work.append(contentsOf: woken.reversed())
     }
   }
+
+  /// A place between items: before item `offset` of run `slot` of `leaf` (`slot` may be
+  /// the leaf's run count: after its last run).
+  typealias Cursor = (leaf: Int, slot: Int, offset: Int)
+
+  /// The place right after the item at `location` (`nil`: the head).
+  func cursor(after location: ItemLocation?) -> Cursor {
+    guard let found = location else { return (leafOrder.first, 0, 0) }
+    if found.offset + 1 < leaves[found.leaf].runs[found.run].length {
+      return (found.leaf, found.run, found.offset + 1)
+    }
+    return (found.leaf, found.run + 1, 0)
+  }
+
+  /// The id and Lamport number of the item right after `cursor`, if any.
+  func item(at cursor: Cursor) -> (id: Dot, lamport: UInt64)? {
+    if cursor.offset > 0 {
+      let run = leaves[cursor.leaf].runs[cursor.slot]
+      let step = UInt64(cursor.offset)
+      return (Dot(replica: run.replica, counter: run.counter + step), run.lamport + step)
+    }
+    var leaf = cursor.leaf
+    var slot = cursor.slot
+    while slot == leaves[leaf].runs.count {
+      guard let next = leafOrder.leaf(after: leaf) else { return nil }
+      leaf = next
+      slot = 0
+    }
+    let run = leaves[leaf].runs[slot]
+    return (run.firstID, run.lamport)
+  }
+
+  func id(at cursor: Cursor) -> Dot? { item(at: cursor)?.id }
 
   /// An item's place in document order, tombstones included, comparable in O(1); valid
   /// while the storage does not change.
@@ -268,28 +308,23 @@ extension RGA {
   /// right after the origin) can stop the scan: the scan moves run by run.
   @discardableResult
   private mutating func integrate(
-    _ insert: RGADelta.Insert, between locations: (left: ItemLocation?, right: ItemLocation?),
+    _ insert: RGADelta.Insert, left: ItemLocation?, right: ItemLocation?, adjacent: Bool,
     changes: inout [TextChange]
   ) -> Bool {
     var leftKey = OrderKey.head
     var rightKey = OrderKey.end
-    var leaf = leafOrder.first
-    var slot = 0
-    var offset = 0
-    if let found = locations.left {
+    var (leaf, slot, offset) = cursor(after: left)
+    if let found = left {
       let originRun = leaves[found.leaf].runs[found.run]
       // A child older than its parent would break the order's invariants: ignore it.
       guard originRun.lamport + UInt64(found.offset) < insert.lamport else { return false }
-      leftKey = orderKey(leaf: found.leaf, run: found.run, offset: found.offset)
-      leaf = found.leaf
-      slot = found.run
-      offset = found.offset + 1
-      if offset == originRun.length {
-        slot += 1
-        offset = 0
-      }
+      if !adjacent { leftKey = orderKey(leaf: found.leaf, run: found.run, offset: found.offset) }
     }
-    if let found = locations.right {
+    if adjacent {
+      if let next = item(at: (leaf, slot, offset)) {
+        guard next.lamport < insert.lamport else { return false }
+      }
+    } else if let found = right {
       let rightRun = leaves[found.leaf].runs[found.run]
       guard rightRun.lamport + UInt64(found.offset) < insert.lamport else { return false }
       rightKey = orderKey(leaf: found.leaf, run: found.run, offset: found.offset)
@@ -297,7 +332,7 @@ extension RGA {
     }
     var destination = (leaf: leaf, slot: slot, offset: offset)
     var scanning = false
-    scan: while true {
+    scan: while !adjacent {
       let here = (leaf: leaf, slot: slot, offset: offset)
       var atEnd = false
       while slot == leaves[leaf].runs.count {

@@ -93,25 +93,54 @@ public struct RGA: Sendable {
   /// `lamport..<lamport+length`; item `i > 0` has item `i - 1` as its origin, and every
   /// item has the run's right origin.
   struct Run: Sendable, Equatable {
-    // Stored in this order so that the two flags fill the padding after `rightOrigin`'s
-    // tag, and leaves move their runs on every insert.
+    // Stored in this order, the origins without Optional's tag (counter 0 is never an
+    // id), so that a run takes 88 bytes: leaves move their runs on every insert.
     var replica: ReplicaID
     var counter: UInt64
     var lamport: UInt64
-    /// The origin of the first item; `nil` is the head of the text.
-    var origin: Dot?
-    /// The item that followed the insertion point when the run was typed, tombstones
-    /// included; `nil` is the end of the text.
-    var rightOrigin: Dot?
+    private var originStorage: Dot
+    private var rightOriginStorage: Dot
     /// Whether the run has content (a tombstone that arrived without its content,
     /// dropped by the sender, has none).
-    var hasContent = true
+    var hasContent: Bool
     var deleted: Bool
     /// Where the run's scalars start in `content`, if it has content.
     var contentStart: Int
     var length: Int
     /// UTF-16 code units of the run's scalars.
     var utf16: Int
+
+    /// Stands for `nil` in the origins' storage.
+    private static let none = Dot(replica: ReplicaID(rawValue: 0), counter: 0)
+
+    init(
+      replica: ReplicaID, counter: UInt64, lamport: UInt64, origin: Dot?, rightOrigin: Dot?,
+      hasContent: Bool = true, deleted: Bool, contentStart: Int, length: Int, utf16: Int
+    ) {
+      self.replica = replica
+      self.counter = counter
+      self.lamport = lamport
+      self.originStorage = origin ?? Self.none
+      self.rightOriginStorage = rightOrigin ?? Self.none
+      self.hasContent = hasContent
+      self.deleted = deleted
+      self.contentStart = contentStart
+      self.length = length
+      self.utf16 = utf16
+    }
+
+    /// The origin of the first item; `nil` is the head of the text.
+    var origin: Dot? {
+      get { originStorage.counter == 0 ? nil : originStorage }
+      set { originStorage = newValue ?? Self.none }
+    }
+
+    /// The item that followed the insertion point when the run was typed, tombstones
+    /// included; `nil` is the end of the text.
+    var rightOrigin: Dot? {
+      get { rightOriginStorage.counter == 0 ? nil : rightOriginStorage }
+      set { rightOriginStorage = newValue ?? Self.none }
+    }
 
     var visibleLength: Int { deleted ? 0 : length }
     var visibleUTF16: Int { deleted ? 0 : utf16 }
