@@ -105,6 +105,8 @@ import Testing
       // Every operation with the delta that carries it; each replica's unseen ones.
       var log: [(operation: FugueMaxReference.Operation, delta: RGADelta)] = []
       var seen = Array(repeating: Set<Int>(), count: count)
+      // Every replica's items after every step, for the strong list specification.
+      var observations: [[Dot]] = []
       for _ in 0..<Int.random(in: 10...60, using: &random) {
         let r = Int.random(in: 0..<count, using: &random)
         let visible = references[r].string.count
@@ -144,6 +146,7 @@ import Testing
             to: r, all: Bool.random(using: &random), log: log, seen: &seen[r], text: &texts[r],
             reference: &references[r], using: &random)
         }
+        observations.append(texts[r].itemIDs)
         guard texts[r].string == references[r].string else {
           throw Mismatch(description: "replica \(r): \(texts[r].string) vs \(references[r].string)")
         }
@@ -163,6 +166,8 @@ import Testing
       for r in 1..<count where texts[r] != texts[0] {
         throw Mismatch(description: "replica \(r) diverged")
       }
+      try checkNonInterleaving(texts[0].originRecords)
+      try checkStrongListOrder(observations: observations, final: texts[0].itemIDs)
     }
   }
 
