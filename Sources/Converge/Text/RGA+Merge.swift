@@ -199,36 +199,44 @@ extension RGA {
   private mutating func integrateOrBuffer(
     _ insert: RGADelta.Insert, changes: inout [TextChange]
   ) {
-    var work = [insert]
+    // The common case, nothing buffered, makes no work list.
+    guard place(insert, changes: &changes), !pendingInserts.isEmpty else { return }
+    var work: [RGADelta.Insert] = pendingInserts.takeWaiting(
+      replica: insert.id.replica, lower: insert.id.counter,
+      upper: insert.id.counter + UInt64(insert.length)
+    ).reversed()
     while let next = work.popLast() {
-      var left: ItemLocation?
-      if let origin = next.origin {
-        left = locate(origin)
-        if left == nil {
-          pendingInserts.add(next, waitingFor: origin)
-          continue
-        }
-      }
-      // Usually nothing was typed between the two origins since: the right origin is
-      // the item after the origin, found without a lookup, and there is nothing to scan.
-      let adjacent = id(at: cursor(after: left)) == next.rightOrigin
-      var right: ItemLocation?
-      if !adjacent, let rightOrigin = next.rightOrigin {
-        right = locate(rightOrigin)
-        if right == nil {
-          pendingInserts.add(next, waitingFor: rightOrigin)
-          continue
-        }
-      }
-      guard
-        integrate(next, left: left, right: right, adjacent: adjacent, changes: &changes),
-        !pendingInserts.isEmpty
-      else { continue }
+      guard place(next, changes: &changes), !pendingInserts.isEmpty else { continue }
       let woken = pendingInserts.takeWaiting(
         replica: next.id.replica, lower: next.id.counter,
         upper: next.id.counter + UInt64(next.length))
       work.append(contentsOf: woken.reversed())
     }
+  }
+
+  /// Integrates `insert` if both its origins are integrated, buffers it otherwise;
+  /// returns whether it integrated it.
+  private mutating func place(_ insert: RGADelta.Insert, changes: inout [TextChange]) -> Bool {
+    var left: ItemLocation?
+    if let origin = insert.origin {
+      left = locate(origin)
+      if left == nil {
+        pendingInserts.add(insert, waitingFor: origin)
+        return false
+      }
+    }
+    // Usually nothing was typed between the two origins since: the right origin is the
+    // item after the origin, found without a lookup, and there is nothing to scan.
+    let adjacent = id(at: cursor(after: left)) == insert.rightOrigin
+    var right: ItemLocation?
+    if !adjacent, let rightOrigin = insert.rightOrigin {
+      right = locate(rightOrigin)
+      if right == nil {
+        pendingInserts.add(insert, waitingFor: rightOrigin)
+        return false
+      }
+    }
+    return integrate(insert, left: left, right: right, adjacent: adjacent, changes: &changes)
   }
 
   /// A place between items: before item `offset` of run `slot` of `leaf` (`slot` may be
@@ -293,7 +301,7 @@ extension RGA {
     return orderKey(leaf: found.leaf, run: found.run, offset: found.offset)
   }
 
-  /// Places a run of new items whose origins are integrated at `locations` (`nil`: the
+  /// Places a run of new items whose origins are integrated at `left` and `right` (`nil`: the
   /// head, the end); returns whether it did. Malformed runs are ignored, identically on
   /// every replica since the order of integrated items never changes: a run not younger
   /// than an origin, or whose right origin does not follow its origin.
@@ -396,7 +404,17 @@ extension RGA {
         deleted: true, contentStart: 0, length: length, utf16: length)
       insertRun(run, leaf: leaf, at: slot)
     } else {
-      let (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
+      var (scalarOffset, utf16Offset) = (0, 0)
+      if let found = left, leaf == found.leaf, slot == found.run + 1 {
+        // Right after the origin's run (split there if need be), whose leaf's counts
+        // `locate` took on its way.
+        let (leafScalars, leafUTF16) = leafOrder.prefix(of: leaf)
+        let head = leaves[leaf].runs[found.run]
+        scalarOffset = leafScalars + found.scalarsBefore + head.visibleLength
+        utf16Offset = leafUTF16 + found.utf16Before + head.visibleUTF16
+      } else {
+        (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
+      }
       let start = content.count
       content.append(contentsOf: insert.content)
       let utf16 = utf16Length(start..<start + length)
