@@ -209,4 +209,36 @@ import Testing
       }
     }
   }
+
+  /// A state typed without concurrency loads through the tree walk (its walk is the
+  /// FugueMax order); one with concurrent passages at one place does not, and loads
+  /// through apply; both load to the text saved.
+  @Test func loadingWalksTheTreeOnlyWhenItIsTheOrder() throws {
+    var random = SeededGenerator(seed: 0xF0_6E_22)
+    var single = Text(replica: ReplicaID(rawValue: 1))
+    for _ in 0..<300 {
+      if single.count > 0, Int.random(in: 0..<4, using: &random) == 0 {
+        let at = Int.random(in: 0..<single.count, using: &random)
+        single.delete(at..<Swift.min(single.count, at + 3))
+      } else {
+        single.insert("abc", at: Int.random(in: 0...single.count, using: &random))
+      }
+    }
+    #expect(single.rga.isRightOriginOrder)
+    let loadedSingle = try loadTextState(encodeTextState(single.rga))
+    #expect(loadedSingle == single.rga && loadedSingle.isRightOriginOrder)
+
+    var left = Text(replica: ReplicaID(rawValue: 1))
+    var right = Text(replica: ReplicaID(rawValue: 2))
+    let base = left.insert("0123", at: 0)
+    right.apply(base)
+    let typedLeft = (0..<4).map { _ in left.insert("a", at: 2) }
+    let typedRight = (0..<4).map { _ in right.insert("b", at: 2) }
+    for delta in typedRight { left.apply(delta) }
+    for delta in typedLeft { right.apply(delta) }
+    #expect(left.string == right.string && left.string == "01aaaabbbb23")
+    #expect(!left.rga.isRightOriginOrder)
+    let loaded = try loadTextState(encodeTextState(left.rga))
+    #expect(loaded == left.rga && loaded.string == left.string)
+  }
 }
