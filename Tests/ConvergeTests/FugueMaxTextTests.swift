@@ -241,4 +241,50 @@ import Testing
     let loaded = try loadTextState(encodeTextState(left.rga))
     #expect(loaded == left.rga && loaded.string == left.string)
   }
+
+  /// Hostile right origins: one inside its own run, one not after the run's origin, and
+  /// one that never arrives are ignored or buffered alike on every replica, whatever the
+  /// order of delivery; a right origin that arrives late releases its run.
+  @Test func hostileRightOriginsAreIgnoredOrBufferedAlike() {
+    let a = ReplicaID(rawValue: 1)
+    let b = ReplicaID(rawValue: 2)
+    var base = RGA()
+    let abc = base.insert("abc".unicodeScalars, at: 0, firstDot: Dot(replica: a, counter: 1))
+    func run(_ counter: UInt64, _ origin: UInt64?, _ right: Dot?) -> RGADelta {
+      RGADelta(
+        inserts: [
+          RGADelta.Insert(
+            id: Dot(replica: b, counter: counter), lamport: 10 + counter,
+            origin: origin.map { Dot(replica: a, counter: $0) }, rightOrigin: right,
+            scalars: ["x", "y"])
+        ], deletes: [])
+    }
+    let insideItself = run(1, 1, Dot(replica: b, counter: 2))
+    let beforeItsOrigin = run(3, 2, Dot(replica: a, counter: 1))
+    let itsOrigin = run(5, 2, Dot(replica: a, counter: 2))
+    let missing = run(7, 1, Dot(replica: a, counter: 9))
+    let deltas = [abc, insideItself, beforeItsOrigin, itsOrigin, missing]
+    var texts: [RGA] = []
+    for order in [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 0, 4, 1, 3]] {
+      var text = RGA()
+      for index in order { text.apply(deltas[index]) }
+      text._checkInvariants()
+      #expect(text.string == "abc")
+      #expect(text.pendingCount == 2, "the run waiting for #1@9")
+      texts.append(text)
+    }
+    #expect(texts.allSatisfy { $0 == texts[0] })
+    // #1@9 arrives after "c": the waiting run, typed between "a" and it, goes after "bc",
+    // whose right origin (the end) lies further right than its own.
+    var text = texts[0]
+    text.apply(
+      RGADelta(
+        inserts: [
+          RGADelta.Insert(
+            id: Dot(replica: a, counter: 9), lamport: 4, origin: Dot(replica: a, counter: 3),
+            rightOrigin: nil, scalars: ["d"])
+        ], deletes: []))
+    #expect(text.pendingCount == 0)
+    #expect(text.string == "abcxyd")
+  }
 }
