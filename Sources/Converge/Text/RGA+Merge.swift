@@ -340,6 +340,10 @@ extension RGA {
     }
     var destination = (leaf: leaf, slot: slot, offset: offset)
     var scanning = false
+    // The item before the scan's position: its origin is the insert's at the first step,
+    // and further right after that.
+    var previous = insert.origin
+    var isFirstStep = true
     scan: while !adjacent {
       let here = (leaf: leaf, slot: slot, offset: offset)
       var atEnd = false
@@ -357,12 +361,16 @@ extension RGA {
       let key = orderKey(leaf: leaf, run: slot, offset: offset)
       if key == rightKey { break }
       let run = leaves[leaf].runs[slot]
-      let otherLeft =
-        offset == 0
-        ? orderKey(of: run.origin, absent: .head)
-        : OrderKey(block: key.block, slot: key.slot, run: slot, offset: offset - 1)
-      if otherLeft < leftKey { break }
-      if otherLeft == leftKey {
+      // An item typed right after the item before it (inside a run, or a run following
+      // its origin) has the insert's origin only at the first step, and needs no lookup.
+      var sameOrigin = isFirstStep
+      if offset == 0, run.origin != previous {
+        let otherLeft = orderKey(of: run.origin, absent: .head)
+        if otherLeft < leftKey { break }
+        sameOrigin = otherLeft == leftKey
+      }
+      isFirstStep = false
+      if sameOrigin {
         let otherRight = orderKey(of: run.rightOrigin, absent: .end)
         if otherRight < rightKey {
           scanning = true
@@ -382,6 +390,7 @@ extension RGA {
       {
         stop = rightKey.offset
       }
+      previous = Dot(replica: run.replica, counter: run.counter + UInt64(stop - 1))
       if stop == run.length {
         slot += 1
         offset = 0
