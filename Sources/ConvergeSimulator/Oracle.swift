@@ -1,4 +1,5 @@
 import Converge
+import ConvergeTestSupport
 
 /// The oracle's verdict on a set of replicas.
 public struct OracleVerdict: Sendable {
@@ -21,7 +22,9 @@ public struct OracleVerdict: Sendable {
 /// a broken invariant), nothing waits for missing dependencies (`hasPendingChanges`), its
 /// state fingerprint equals the first replica's, its document equals the first's
 /// (`==`, which also compares what is not visible, such as tombstones and deleted
-/// entities), and its visible content read through the typed facade is the same.
+/// entities), and its visible content read through the typed facade is the same. The
+/// converged texts must interleave no concurrent passage (``checkNonInterleaving(_:)``,
+/// FugueMax's guarantee).
 public enum Oracle {
   ///
   /// With `pendingExplained`, edits waiting for missing dependencies are not a failure:
@@ -67,6 +70,7 @@ public enum Oracle {
         failures.append("replica \(index) (\(replica.id)) shows different notes or tasks")
       }
     }
+    if failures.isEmpty { failures += nonInterleavingFailures(of: first.document) }
     var textLength = 0
     for key in first.document.keys {
       for name in first.document.fieldNames(of: key)

@@ -32,7 +32,7 @@ public enum DecodeProperty {
   public static func sealStartFrame(body: [UInt8], stream: UInt64 = 0x5EED) -> [UInt8] {
     var writer = ByteWriter()
     writer.writeUInt8(0xCF)
-    writer.writeUInt8(0x11)
+    writer.writeUInt8(0x12)  // the start flag and frame version 2
     writer.writeUInt64(stream)
     writer.writeLengthPrefixedBytes(body)
     var covered = ByteWriter()

@@ -2,7 +2,10 @@ import Converge
 
 /// Arbitrary bytes read as a script for three replicas: local edits, deliveries of
 /// their deltas in any order (with duplicates and drops), and partial syncs. At the end
-/// every replica receives everything, and the script checks that all of them converge.
+/// every replica receives everything, and the script checks that all of them converge,
+/// that the converged texts interleave no concurrent passage (``checkNonInterleaving(_:)``)
+/// and that no two characters ever swapped places at any replica
+/// (``checkStrongListOrder(observations:final:)``).
 ///
 /// Fuzzers feed it raw bytes (`Fuzz/`), and crashers found there are replayed by unit
 /// tests through ``run(_:transport:)``.
@@ -27,6 +30,15 @@ public enum ReplicaScript {
       Replica(id: ReplicaID(rawValue: UInt64($0)), wallClock: .fixed(UInt64($0) * 1_000))
     }
     var outbox: [DocumentDelta] = []
+    // Per note, every replica's items after every step.
+    var observations: [EntityKey: [[Dot]]] = [:]
+    func observe() {
+      for replica in replicas {
+        for field in textFields(of: replica.document) where field.field == "body" {
+          observations[field.key, default: []].append(field.text.itemIDs)
+        }
+      }
+    }
 
     while let opcode = next() {
       let replica = opcode % 3
@@ -51,6 +63,7 @@ public enum ReplicaScript {
         let delta = replicas[replica].delta(since: replicas[target].context)
         replicas[target].apply(try transport(delta))
       }
+      observe()
     }
 
     // Heal: everyone receives everything, twice round, through the transport.
@@ -69,6 +82,17 @@ public enum ReplicaScript {
       }
       guard replica.document == replicas[0].document else {
         throw Divergence(description: "replica \(index) differs from replica 0 after healing")
+      }
+    }
+    if let failure = nonInterleavingFailures(of: replicas[0].document).first {
+      throw Divergence(description: failure)
+    }
+    for (key, seen) in observations {
+      guard let text = replicas[0].document.sequence(of: "body", in: key) else { continue }
+      do {
+        try checkStrongListOrder(observations: seen, final: text.itemIDs)
+      } catch {
+        throw Divergence(description: "text \(key)/body: \(error)")
       }
     }
     return replicas

@@ -73,7 +73,7 @@ import Testing
     }
     // A frame whose body length is UInt64.max, and a string claiming 2^32 bytes.
     var frame = ByteWriter()
-    frame.writeBytes(Envelope.magic + [1, MessageKind.versionVector.rawValue])
+    frame.writeBytes(Envelope.magic + [Envelope.formatVersion, MessageKind.versionVector.rawValue])
     frame.writeVarUInt(UInt64.max)
     frame.writeUInt32(0)
     #expect(throws: ConvergeDecodingError.truncated(offset: 20)) {
@@ -97,7 +97,7 @@ import Testing
     #expect(throws: ConvergeDecodingError.checksumMismatch) {
       try VersionVector(decoding: flippedBody)
     }
-    for version: UInt8 in [0, 2, 0xFF] {
+    for version: UInt8 in [0, 1, 3, 0xFF] {
       var future = message
       future[4] = version
       #expect(throws: ConvergeDecodingError.unsupportedVersion(version)) {
@@ -115,7 +115,7 @@ import Testing
 
     // A well-framed message of a kind this build does not know.
     var unknown = ByteWriter()
-    unknown.writeBytes(Envelope.magic + [1, 0x7E, 0])
+    unknown.writeBytes(Envelope.magic + [Envelope.formatVersion, 0x7E, 0])
     unknown.writeUInt32(CRC32C.checksum(unknown.bytes))
     #expect(throws: ConvergeDecodingError.unknownMessageKind(0x7E)) {
       try Envelope.open(unknown.bytes)

@@ -204,7 +204,7 @@ import Testing
 @Suite struct EnvelopeTests {
   @Test func anEmptyBodyHasTheDocumentedLayout() throws {
     let message = Envelope.seal(kind: .syncMessage, body: [UInt8]())
-    #expect(Array(message.prefix(7)) == [0x43, 0x4E, 0x56, 0x47, 0x01, 0x05, 0x00])
+    #expect(Array(message.prefix(7)) == [0x43, 0x4E, 0x56, 0x47, 0x02, 0x05, 0x00])
     #expect(message.count == 11)
     var checksum = ByteWriter()
     checksum.writeUInt32(CRC32C.checksum(message.prefix(7)))

@@ -257,7 +257,7 @@ import Testing
   }
 }
 
-/// The fixed scenario behind `text-coded-v1.bin`: a note body long enough that its
+/// The fixed scenario behind `text-coded-v2.bin`: a note body long enough that its
 /// content is coded, with a deleted word (a tombstone without content).
 enum CodedTextFixture {
   static let note = EntityKey(type: "note", id: "n1")
@@ -285,8 +285,8 @@ enum CodedTextFixture {
   @Test func fixtureDecodesAndReencodesExactly() throws {
     let url = try #require(
       Bundle.module.url(
-        forResource: "text-coded-v1.bin", withExtension: nil, subdirectory: "Fixtures"),
-      "fixture text-coded-v1.bin missing from the test bundle")
+        forResource: "text-coded-v2.bin", withExtension: nil, subdirectory: "Fixtures"),
+      "fixture text-coded-v2.bin missing from the test bundle")
     let bytes = Array(try Data(contentsOf: url))
     let document = try Document(decoding: bytes)
     #expect(document == CodedTextFixture.document)

@@ -59,11 +59,11 @@ import Testing
     let y = right.insert("X".unicodeScalars, at: 1, firstDot: Dot(replica: b, counter: 1))
     left.apply(y)
     right.apply(x)
-    // Both read "aXbc": "b" and "X" both follow "a" with Lamport number 3, so the
-    // larger replica id, b's, goes first. Had "X" been typed after seeing "b", its
-    // Lamport number would be 4 and it would go first anyway.
+    // Both read "abXc": "b" and "X" were both typed between "a" and "c", so they are
+    // ordered by id, and a's replica id is the smaller. Whole passages typed there
+    // concurrently would come out the same way, each in one piece.
 
-    #expect(left.string == "aXbc" && right.string == "aXbc")
+    #expect(left.string == "abXc" && right.string == "abXc")
   }
 
   @Test func text() {

@@ -2,7 +2,7 @@ import Converge
 import Foundation
 import Testing
 
-/// The fixed scenario behind `document-v1.bin` and `document-delta-v1.bin`: two devices
+/// The fixed scenario behind `document-v2.bin` and `document-delta-v2.bin`: two devices
 /// with fixed ids and clocks edit a note (all three field kinds: registers of every value
 /// kind, a tag set with a removed tag, a body typed concurrently on both with a
 /// deletion) and a task that one of them deletes.
@@ -58,7 +58,7 @@ enum DocumentFixtureScenario {
   }
 
   @Test func documentFixtureDecodesAndReencodesExactly() throws {
-    let bytes = try load("document-v1.bin")
+    let bytes = try load("document-v2.bin")
     let document = try Document(decoding: bytes)
     let note = DocumentFixtureScenario.note
     #expect(document == DocumentFixtureScenario.document)
@@ -75,7 +75,7 @@ enum DocumentFixtureScenario {
   }
 
   @Test func deltaFixtureDecodesAndReencodesExactly() throws {
-    let bytes = try load("document-delta-v1.bin")
+    let bytes = try load("document-delta-v2.bin")
     let delta = try DocumentDelta(decoding: bytes)
     #expect(delta.keys == [DocumentFixtureScenario.note])
     #expect(delta.encoded() == bytes)

@@ -62,7 +62,7 @@ import Testing
   /// One insert group of replica #0 holding one run, then `content`, then no deletes.
   private static func oneRun(
     gap: UInt64 = 0, length: UInt64 = 1, skew: Int64 = 0, origin: [UInt8] = [0],
-    content: [UInt8] = [0x61]
+    rightOrigin: [UInt8] = [0], content: [UInt8] = [0x61]
   ) -> [UInt8] {
     textDelta { writer in
       writer.writeBytes([1, 0, 1])
@@ -70,6 +70,7 @@ import Testing
       writer.writeVarUInt(length)
       writer.writeVarInt(skew)
       writer.writeBytes(origin)
+      writer.writeBytes(rightOrigin)
       writer.writeLengthPrefixedBytes(content)
       writer.writeVarUInt(0)
     }
@@ -112,9 +113,9 @@ import Testing
     let valid = Self.oneRun()
     #expect(try DocumentDelta(decoding: valid).encoded() == valid)
     #expect(Self.reason(Self.oneRun(length: 0, content: [])) == "empty run")
-    #expect(Self.reason(Self.oneRun(content: [0xFE])) == "string at byte 38 is not valid UTF-8")
+    #expect(Self.reason(Self.oneRun(content: [0xFE])) == "string at byte 39 is not valid UTF-8")
     // 0xFF starts coded content (FORMAT.md §8.3.1), here cut short.
-    #expect(Self.reason(Self.oneRun(content: [0xFF])) == "input ends too early (at byte 39)")
+    #expect(Self.reason(Self.oneRun(content: [0xFF])) == "input ends too early (at byte 40)")
     // A UTF-16 surrogate is not a Unicode scalar.
     #expect(Self.reason(Self.oneRun(content: [0xED, 0xA0, 0x80])) != nil)
     #expect(
@@ -134,6 +135,24 @@ import Testing
     #expect(
       try DocumentDelta(decoding: Self.oneRun(gap: 3, origin: [3])).encoded()
         == Self.oneRun(gap: 3, origin: [3]))
+    // Right origins: inside the run, before counter 1, a longer form than needed, the
+    // id after a missing origin.
+    #expect(Self.reason(Self.oneRun(rightOrigin: [1, 0, 1])) == "right origin inside its own run")
+    #expect(Self.reason(Self.oneRun(rightOrigin: [1, 0, 0])) == "zero dot counter")
+    #expect(Self.reason(Self.oneRun(rightOrigin: [3])) == "right origin before counter 1")
+    #expect(
+      Self.reason(Self.oneRun(gap: 3, rightOrigin: [1, 0, 2]))
+        == "explicit right origin that has a shorter form")
+    #expect(
+      Self.reason(Self.oneRun(gap: 3, origin: [3], rightOrigin: [3]))
+        == "right origin that has a shorter form")
+    #expect(
+      Self.reason(Self.oneRun(rightOrigin: [2]))
+        == "right origin after an origin that has no next id")
+    for form: (origin: [UInt8], right: [UInt8]) in [([3], [2]), ([4], [3]), ([0], [1, 0, 9])] {
+      let message = Self.oneRun(gap: 3, origin: form.origin, rightOrigin: form.right)
+      #expect(try DocumentDelta(decoding: message).encoded() == message)
+    }
     // Deletes: zero, a single one marked descending, targets running out of range.
     #expect(Self.reason(Self.oneDelete(packedCount: 0, target: 1)) == "empty run")
     #expect(
@@ -162,7 +181,7 @@ import Testing
     damaged[start + 4] = 1  // Lamport 1 - 1 = 0, older than its origin
     #expect(
       Self.reason(Envelope.seal(kind: .documentState, body: damaged))
-        == "text run the sequence cannot hold (older than its origin)")
+        == "text run the sequence cannot hold")
   }
 
   @Test func hugeButValidRunsDecodeAndApplyQuickly() throws {

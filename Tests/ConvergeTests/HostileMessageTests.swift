@@ -58,7 +58,8 @@ import Testing
   /// A run whose origin is its own first id, or an id inside it, can never be placed.
   @Test func aTextRunWhoseOriginIsItselfOrInsideItIsRefused() {
     for origin in [dot(3), dot(4)] {
-      let run = RGADelta.Insert(id: dot(3), lamport: 3, origin: origin, scalars: ["a", "b"])
+      let run = RGADelta.Insert(
+        id: dot(3), lamport: 3, origin: origin, rightOrigin: nil, scalars: ["a", "b"])
       let bytes = delta(
         context: [3...4], presence: .add(dot(4)),
         fields: ["body": .text(RGADelta(inserts: [run], deletes: []))]
@@ -75,7 +76,8 @@ import Testing
 
   /// An insert and a delete of one replica that claim the same counter: one dot, two events.
   @Test func anInsertAndADeleteSharingADotAreRefused() {
-    let insert = RGADelta.Insert(id: dot(5), lamport: 5, origin: nil, scalars: ["a"])
+    let insert = RGADelta.Insert(
+      id: dot(5), lamport: 5, origin: nil, rightOrigin: nil, scalars: ["a"])
     let delete = RGADelta.Delete(dot: dot(5), target: dot(5), count: 1, isDescending: false)
     let edit = delta(
       context: [5...5], presence: .add(dot(5)),
@@ -91,8 +93,10 @@ import Testing
   /// Two insert runs of one replica over the same counters, with different scalars: a
   /// frame can state them (counters need not be predicted), and must be refused.
   @Test func insertRunsWhoseCountersOverlapAreRefusedInAFrame() throws {
-    let first = RGADelta.Insert(id: dot(5), lamport: 5, origin: nil, scalars: ["a", "b"])
-    let second = RGADelta.Insert(id: dot(6), lamport: 9, origin: nil, scalars: ["c"])
+    let first = RGADelta.Insert(
+      id: dot(5), lamport: 5, origin: nil, rightOrigin: nil, scalars: ["a", "b"])
+    let second = RGADelta.Insert(
+      id: dot(6), lamport: 9, origin: nil, rightOrigin: nil, scalars: ["c"])
     let edit = delta(
       context: [5...6], presence: .add(dot(6)),
       fields: ["body": .text(RGADelta(inserts: [first, second], deletes: []))])

@@ -297,11 +297,12 @@ import Testing
         let origin: Dot? = Bool.random(using: &random) ? nil : Dot(replica: replicas[0], counter: 1)
         if Int.random(in: 0..<4, using: &random) == 0 {
           delta.inserts.append(
-            RGADelta.Insert(id: id, lamport: lamport, origin: origin, droppedLength: length))
+            RGADelta.Insert(
+              id: id, lamport: lamport, origin: origin, rightOrigin: nil, droppedLength: length))
         } else {
           delta.inserts.append(
             RGADelta.Insert(
-              id: id, lamport: lamport, origin: origin,
+              id: id, lamport: lamport, origin: origin, rightOrigin: nil,
               scalars: Array(repeating: "a", count: length)))
         }
       }

@@ -186,11 +186,11 @@ extension NoteWithColor: Equatable {}
     // The body is "milk"; both type at the end.
     let a = phone.transact { $0.insertText(" and eggs", at: 4, in: "body", of: note) }
     let b = laptop.transact { $0.insertText(" and bread", at: 4, in: "body", of: note) }
-    // body "milk and bread and eggs" on both: the laptop (replica 2) comes first
+    // body "milk and eggs and bread" on both: the phone (replica 1) comes first
 
     phone.apply(b.delta)
     laptop.apply(a.delta)
-    #expect(phone.document.text(of: "body", in: note) == "milk and bread and eggs")
+    #expect(phone.document.text(of: "body", in: note) == "milk and eggs and bread")
     #expect(phone.document == laptop.document)
   }
 

@@ -2,8 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 /// The random passage cases: the detector sees interleaving, the reference FugueMax
-/// keeps every passage whole, and `Text` at least converges on them (it still interleaves
-/// until FugueMax lands in the run-length sequence; `converge passages` counts how often).
+/// keeps every passage whole, and so does `Text`, merging each case exactly as the reference
+/// (`converge passages` counts the cases in a release build).
 @Suite struct PassageCaseTests {
   @Test func detectorSeesASplitPassage() {
     let prepend = PassageCase(
@@ -21,10 +21,19 @@ import Testing
     #expect(tally.interleaved == 0 && tally.diverged == 0, "\(tally), seed \(baseSeed(0xFA6E))")
   }
 
-  @Test func textConvergesOnEveryPassageCase() {
+  /// `Text` orders concurrent typing as FugueMax does: no case interleaves, and every
+  /// case merges exactly as the reference does.
+  @Test func textKeepsEveryPassageWholeAsTheReferenceDoes() {
     let tally = PassageTally.run(count: 500, seed: baseSeed(0xFA6E)) {
       $0.mergedWithText(using: &$1)
     }
-    #expect(tally.diverged == 0, "\(tally), seed \(baseSeed(0xFA6E))")
+    #expect(tally.interleaved == 0 && tally.diverged == 0, "\(tally), seed \(baseSeed(0xFA6E))")
+    var random = SeededGenerator(seed: baseSeed(0xFA6F))
+    for _ in 0..<300 {
+      let passageCase = PassageCase.random(using: &random)
+      let text = passageCase.mergedWithText(using: &random)
+      let reference = passageCase.mergedWithReference(using: &random)
+      #expect(text == reference, "\(passageCase), seed \(baseSeed(0xFA6F))")
+    }
   }
 }

@@ -256,7 +256,7 @@ import Testing
           RGADelta.Insert(
             id: Dot(replica: replica, counter: pick()), lamport: pick(),
             origin: Bool.random(using: &random)
-              ? nil : Dot(replica: replica, counter: pick()),
+              ? nil : Dot(replica: replica, counter: pick()), rightOrigin: nil,
             scalars: randomScalars(richAlphabet, maxLength: 3, using: &random)))
         deletes.append(
           RGADelta.Delete(

@@ -18,7 +18,7 @@ import Testing
     func origin(_ i: Int) -> RGADelta.Insert {
       RGADelta.Insert(
         id: Dot(replica: a, counter: UInt64(2 * i + 1)), lamport: UInt64(count - i),
-        origin: nil, scalars: [scalarA])
+        origin: nil, rightOrigin: nil, scalars: [scalarA])
     }
     var waiting: [RGADelta.Insert] = []
     var deletes: [RGADelta.Delete] = []
@@ -26,7 +26,8 @@ import Testing
       waiting.append(
         RGADelta.Insert(
           id: Dot(replica: b, counter: UInt64(2 * i + 1)), lamport: UInt64(count + 1),
-          origin: Dot(replica: a, counter: UInt64(2 * i + 1)), scalars: [scalarB]))
+          origin: Dot(replica: a, counter: UInt64(2 * i + 1)), rightOrigin: nil, scalars: [scalarB])
+      )
       deletes.append(
         RGADelta.Delete(
           dot: Dot(replica: c, counter: UInt64(2 * i + 1)),
@@ -61,7 +62,7 @@ import Testing
       runs.append(
         RGADelta.Insert(
           id: Dot(replica: a, counter: UInt64(3 * i + 1)), lamport: UInt64(i + 1),
-          origin: i == 0 ? nil : Dot(replica: a, counter: UInt64(3 * i - 2)),
+          origin: i == 0 ? nil : Dot(replica: a, counter: UInt64(3 * i - 2)), rightOrigin: nil,
           scalars: ["x"]))
     }
     var reader = RGA()

@@ -105,7 +105,7 @@ import Testing
     let y = right.insert("X".unicodeScalars, at: 1, firstDot: Dot(replica: b, counter: 1))
     left.apply(y)
     right.apply(x)
-    #expect(left.string == "aXbc" && right.string == "aXbc")
+    #expect(left.string == "abXc" && right.string == "abXc")
     #expect(Bool(left == right))
   }
 }

@@ -3,7 +3,7 @@ import ConvergeTestSupport
 import Foundation
 import Testing
 
-/// The scenario behind `text-edit-delta-v1.bin`: the phone types "Buy milk" into a note;
+/// The scenario behind `text-edit-delta-v2.bin`: the phone types "Buy milk" into a note;
 /// the laptop, having received it, replaces "Buy " with "oat " in one transaction. That
 /// live edit (inserts and deletes of one replica in one text field, with an origin and
 /// targets of the other replica) has the compact text edit form.
@@ -36,7 +36,7 @@ enum TextEditFixtureScenario {
   }
 
   @Test func fixtureDecodesAppliesAndReencodesExactly() throws {
-    let bytes = try load("text-edit-delta-v1.bin")
+    let bytes = try load("text-edit-delta-v2.bin")
     #expect(bytes[5] == MessageKind.textEditDelta.rawValue)
     let delta = try DocumentDelta(decoding: bytes)
     #expect(delta == TextEditFixtureScenario.edit)
@@ -63,8 +63,9 @@ enum TextEditFixtureScenario {
       }
       let bytes = typed.delta.encoded()
       #expect(bytes[5] == MessageKind.textEditDelta.rawValue)
-      // Envelope 11, table 9, key 6, field name 5, runs and content 12.
-      #expect(bytes.count == 43, "\(bytes.count) bytes")
+      // Envelope 11, table 9, key 6, field name 5, runs (with the right origin) and
+      // content 13.
+      #expect(bytes.count == 44, "\(bytes.count) bytes")
       #expect(try DocumentDelta(decoding: bytes) == typed.delta)
       #expect(try DocumentDelta(decoding: Data(bytes)) == typed.delta)
       try laptop.apply(encodedDelta: bytes)
@@ -143,7 +144,7 @@ enum TextEditFixtureScenario {
   @Test func randomMutationsOfTextEditsAreRejectedOrCanonical() throws {
     let seed = baseSeed(0x7E_D1)
     var random = SeededGenerator(seed: seed)
-    var messages: [[UInt8]] = [try load("text-edit-delta-v1.bin")]
+    var messages: [[UInt8]] = [try load("text-edit-delta-v2.bin")]
     var replica = Replica(id: ReplicaID(rawValue: 0xC0FF_EE00_0000_0001), wallClock: .fixed(0))
     let note = EntityKey(type: "note", id: "n1")
     for index in 0..<20 {

@@ -34,7 +34,7 @@ import Testing
   @Test func aTombstoneRunWithoutContentTakesTheTextEditForm() throws {
     let tombstones = RGADelta.Insert(
       id: Dot(replica: author, counter: 2), lamport: 2,
-      origin: Dot(replica: author, counter: 1), droppedLength: 2)
+      origin: Dot(replica: author, counter: 1), rightOrigin: nil, droppedLength: 2)
     let delete = RGADelta.Delete(
       dot: Dot(replica: author, counter: 4), target: Dot(replica: author, counter: 1), count: 1,
       isDescending: false)
@@ -51,8 +51,9 @@ import Testing
   /// content (tombstones whose deletes the peer already knew).
   @Test func aRunWhoseTailLostItsContentTakesTheTextEditForm() throws {
     let typed = RGADelta.Insert(
-      id: dot(2), lamport: 2, origin: dot(1), scalars: Array("at".unicodeScalars))
-    let tail = RGADelta.Insert(id: dot(4), lamport: 4, origin: dot(3), droppedLength: 3)
+      id: dot(2), lamport: 2, origin: dot(1), rightOrigin: nil, scalars: Array("at".unicodeScalars))
+    let tail = RGADelta.Insert(
+      id: dot(4), lamport: 4, origin: dot(3), rightOrigin: nil, droppedLength: 3)
     let delta = textEdit(RGADelta(inserts: [typed, tail], deletes: []), counters: 2...6)
     let bytes = delta.encoded()
     #expect(bytes[5] == MessageKind.textEditDelta.rawValue)

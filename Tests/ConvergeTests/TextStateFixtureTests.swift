@@ -4,8 +4,8 @@ import Testing
 
 @testable import Converge
 
-/// The fixed scenario behind `text-state-v1.bin`: a saved note body that holds
-/// everything a text state can (concurrent siblings ordered by replica, a run split by a
+/// The fixed scenario behind `text-state-v2.bin`: a saved note body that holds
+/// everything a text state can (concurrent inserts at one place ordered by replica id, a run split by a
 /// later insert, a tombstone of a scalar outside the BMP and a visible one, a buffered
 /// run whose origin never arrived, and a buffered delete of a scalar never seen).
 enum TextStateFixtureScenario {
@@ -23,7 +23,7 @@ enum TextStateFixtureScenario {
     }
     laptop.apply(typed.delta)
     tablet.apply(typed.delta)
-    // Three inserts after "Hello", concurrently: siblings, the largest replica first.
+    // Three inserts after "Hello", concurrently: between the same origins, by id.
     let onLaptop = laptop.transact { tx in tx.insertText(" dear", at: 5, in: "body", of: note) }
     let tabletFirst = tablet.transact { tx in tx.insertText(" big", at: 5, in: "body", of: note) }
     phone.transact { tx in
@@ -58,13 +58,13 @@ enum TextStateFixtureScenario {
   }
 
   @Test func textStateFixtureDecodesAndReencodesExactly() throws {
-    let bytes = try load("text-state-v1.bin")
+    let bytes = try load("text-state-v2.bin")
     let document = try Document(decoding: bytes)
     #expect(document == TextStateFixtureScenario.document)
     #expect(document.encoded() == bytes)
     let text = try body(of: document)
     text._checkInvariants()
-    #expect(text.string == "Hello dear, 🌱!")
+    #expect(text.string == "Hello, dear 🌱!")
     #expect(text.utf16Count == 15)
     // "gest" waits for " big", and so does the delete of its "b".
     #expect(text.pendingCount == 4 + 1)
@@ -74,11 +74,11 @@ enum TextStateFixtureScenario {
 
   @Test func restoredFixtureIntegratesWhatItWaitedFor() throws {
     var restored = try Replica(
-      restoring: try load("text-state-v1.bin"), wallClock: .fixed(1_700_000_001_000))
+      restoring: try load("text-state-v2.bin"), wallClock: .fixed(1_700_000_001_000))
     restored.apply(TextStateFixtureScenario.missing)
     #expect(
       restored.document.text(of: "body", in: TextStateFixtureScenario.note)
-        == "Hello iggest dear, 🌱!")
+        == "Hello, dear iggest 🌱!")
     #expect(try body(of: restored.document).pendingCount == 0)
     var reference = Replica(document: TextStateFixtureScenario.document)
     reference.apply(TextStateFixtureScenario.missing)

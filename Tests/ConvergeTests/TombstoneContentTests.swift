@@ -106,7 +106,8 @@ import Testing
       inserts.append(
         RGADelta.Insert(
           id: Dot(replica: ReplicaID(rawValue: raw), counter: 1), lamport: 2,
-          origin: Dot(replica: ReplicaID(rawValue: 9), counter: 1), droppedLength: length))
+          origin: Dot(replica: ReplicaID(rawValue: 9), counter: 1), rightOrigin: nil,
+          droppedLength: length))
     }
     var text = RGA()
     text.apply(RGADelta(inserts: inserts, deletes: []))
@@ -116,6 +117,7 @@ import Testing
         inserts: [
           RGADelta.Insert(
             id: Dot(replica: ReplicaID(rawValue: 9), counter: 1), lamport: 1, origin: nil,
+            rightOrigin: nil,
             scalars: ["x"])
         ], deletes: []))
     #expect(text.pendingCount == 0 && text.string == "x")

@@ -151,8 +151,12 @@ extension DocumentDelta {
   /// message without inserts implies only the first delete dot of its replica.
   static func writeSingleRunTextEdit(_ edit: TextEdit, to writer: inout ByteWriter) -> Bool {
     let runs = edit.runs
+    // A right origin of a third replica needs the general table.
     if runs.deletes.isEmpty, runs.inserts.count == 1, let insert = runs.inserts.first,
-      !insert.content.isEmpty
+      !insert.content.isEmpty,
+      insert.rightOrigin.map({
+        $0.replica == insert.id.replica || $0.replica == insert.origin?.replica
+      }) ?? true
     {
       let replica = insert.id.replica
       let table = SmallReplicaTable(replica, insert.origin?.replica ?? replica)
@@ -175,6 +179,15 @@ extension DocumentDelta {
         writer.writeVarUInt(TextWire.explicitOrigin)
         writer.writeVarUInt(table.index(of: origin.replica))
         writer.writeVarUInt(origin.counter)
+      }
+      if let code = TextWire.rightOriginCode(
+        insert.rightOrigin, of: insert.id, origin: insert.origin)
+      {
+        writer.writeVarUInt(code)
+      } else if let right = insert.rightOrigin {
+        writer.writeVarUInt(TextWire.explicitOrigin)
+        writer.writeVarUInt(table.index(of: right.replica))
+        writer.writeVarUInt(right.counter)
       }
       writer.writeTextContent(insert.content)
       writer.writeVarUInt(0)  // no delete groups

@@ -32,7 +32,7 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
 /// ```
 /// offset  size   field
 /// 0       4      magic "CNVG" (0x43 0x4E 0x56 0x47)
-/// 4       1      format version, 1
+/// 4       1      format version, 2
 /// 5       1      message kind (MessageKind)
 /// 6       1-10   body length n, unsigned LEB128
 /// …       n      body
@@ -55,7 +55,7 @@ public enum Envelope {
   public static let magic: [UInt8] = [0x43, 0x4E, 0x56, 0x47]
 
   /// The format version this build writes and reads.
-  public static let formatVersion: UInt8 = 1
+  public static let formatVersion: UInt8 = 2
 
   /// The size of the frame around a body of `bodyLength` bytes.
   public static func overhead(bodyLength: Int) -> Int {

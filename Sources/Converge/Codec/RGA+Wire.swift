@@ -78,6 +78,7 @@ extension RGADelta {
     for insert in inserts {
       builder.insert(insert.id.replica)
       if let origin = insert.origin { builder.insert(origin.replica) }
+      if let right = insert.rightOrigin { builder.insert(right.replica) }
     }
     for delete in deletes {
       builder.insert(delete.dot.replica)
@@ -161,6 +162,12 @@ enum TextWire {
   static let headOrigin: UInt64 = 0
   static let explicitOrigin: UInt64 = 1
   static let firstOwnOrigin: UInt64 = 2
+  /// Right origin codes: the end of the text, an explicit dot (``explicitOrigin``), the
+  /// id after the run's origin in the origin's replica, or (from 3 on) an earlier id of
+  /// the run's own replica, `counter - 1 - (code - 3)`.
+  static let endRightOrigin: UInt64 = 0
+  static let nextOfOriginRightOrigin: UInt64 = 2
+  static let firstOwnRightOrigin: UInt64 = 3
 
   /// The longest delete run one record holds, so that its count and three flags fit in
   /// 64 bits; longer runs (only hostile input makes them) are written as several.
@@ -220,6 +227,7 @@ enum TextWire {
     var id: Dot
     var lamport: UInt64
     var origin: Dot?
+    var rightOrigin: Dot?
     var length: Int
     var parts: [RGADelta.Insert]
 
@@ -227,6 +235,7 @@ enum TextWire {
       id = insert.id
       lamport = insert.lamport
       origin = insert.origin
+      rightOrigin = insert.rightOrigin
       length = insert.length
       parts = [insert]
     }
@@ -306,6 +315,7 @@ enum TextWire {
     return !overflow && !lamportOverflow && next.id.replica == last.id.replica
       && next.id.counter == end && next.lamport == lamportEnd
       && next.origin == Dot(replica: last.id.replica, counter: end &- 1)
+      && next.rightOrigin == last.rightOrigin
   }
 
   /// Whether the first delete dot of `next` continues the run `last`: the next dot of
@@ -378,6 +388,8 @@ enum TextWire {
           writer.writeVarUInt(explicitOrigin)
           origin.write(to: &writer, replicas: table)
         }
+        writeRightOrigin(
+          insert.rightOrigin, of: insert.id, origin: insert.origin, to: &writer, replicas: table)
         nextFree = insert.id.counter + length
       }
     }
@@ -408,26 +420,32 @@ enum TextWire {
     var id: Dot
     var lamport: UInt64
     var origin: Dot?
+    var rightOrigin: Dot?
     var length: Int
 
     /// The part of the run from `offset`, `length` ids long (within the run).
     func piece(from offset: UInt64, length: Int) -> RunHeader {
       guard offset > 0 else {
-        return RunHeader(id: id, lamport: lamport, origin: origin, length: length)
+        return RunHeader(
+          id: id, lamport: lamport, origin: origin, rightOrigin: rightOrigin, length: length)
       }
       return RunHeader(
         id: Dot(replica: id.replica, counter: id.counter + offset), lamport: lamport + offset,
-        origin: Dot(replica: id.replica, counter: id.counter + offset - 1), length: length)
+        origin: Dot(replica: id.replica, counter: id.counter + offset - 1),
+        rightOrigin: rightOrigin, length: length)
     }
 
     /// The run with `content` as its scalars.
     func withContent(_ content: ArraySlice<Unicode.Scalar>) -> RGADelta.Insert {
-      RGADelta.Insert(id: id, lamport: lamport, origin: origin, content: content)
+      RGADelta.Insert(
+        id: id, lamport: lamport, origin: origin, rightOrigin: rightOrigin, content: content)
     }
 
     /// The run without content (its scalars are deleted by the same message).
     var withoutContent: RGADelta.Insert {
-      RGADelta.Insert(id: id, lamport: lamport, origin: origin, droppedLength: length)
+      RGADelta.Insert(
+        id: id, lamport: lamport, origin: origin, rightOrigin: rightOrigin,
+        droppedLength: length)
     }
   }
 
@@ -435,16 +453,16 @@ enum TextWire {
   static func readInsertHeaders(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
   ) throws -> (headers: [RunHeader], content: (bytes: ArraySlice<UInt8>, offset: Int)) {
-    // A group is at least a replica index, a run count and one 4-byte run.
-    let groupCount = try reader.readCount(minimumBytesPerElement: 6)
+    // A group is at least a replica index, a run count and one 5-byte run.
+    let groupCount = try reader.readCount(minimumBytesPerElement: 7)
     var headers: [RunHeader] = []
     var previousReplica: Int?
     for _ in 0..<groupCount {
       let (replicaIndex, replica) = try table.readReplica(from: &reader, after: previousReplica)
       previousReplica = replicaIndex
       let runsStart = reader.offset
-      // A run is at least gap, length, Lamport and origin: 4 bytes.
-      let runCount = try reader.readCount(minimumBytesPerElement: 4)
+      // A run is at least gap, length, Lamport, origin and right origin: 5 bytes.
+      let runCount = try reader.readCount(minimumBytesPerElement: 5)
       guard runCount > 0 else {
         throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
       }
@@ -476,12 +494,16 @@ enum TextWire {
         }
         let origin = try readOrigin(
           from: &reader, replicas: &table, replica: replica, counter: counter, end: end)
+        let rightOrigin = try readRightOrigin(
+          from: &reader, origin: origin, replica: replica, counter: counter, end: end
+        ) { try Dot(from: &$0, replicas: &table) }
         let header = RunHeader(
           id: Dot(replica: replica, counter: counter), lamport: lamport, origin: origin,
-          length: length)
+          rightOrigin: rightOrigin, length: length)
         if let previous, previous.id.counter &+ UInt64(previous.length) == counter,
           previous.lamport &+ UInt64(previous.length) == lamport,
-          origin == Dot(replica: replica, counter: counter - 1)
+          origin == Dot(replica: replica, counter: counter - 1),
+          rightOrigin == previous.rightOrigin
         {
           throw ConvergeDecodingError.invalidValue(
             offset: start, reason: "insert run continues the previous one")
@@ -519,7 +541,7 @@ enum TextWire {
         inserts.append(
           RGADelta.Insert(
             id: header.id, lamport: header.lamport, origin: header.origin,
-            content: scalars[position..<next]))
+            rightOrigin: header.rightOrigin, content: scalars[position..<next]))
         position = next
       }
       guard position == scalars.count else { throw mismatch }
@@ -567,33 +589,6 @@ enum TextWire {
     }
     guard position == scalars.count else { throw mismatch }
     return inserts
-  }
-
-  private static func readOrigin(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
-    replica: ReplicaID, counter: UInt64, end: UInt64
-  ) throws -> Dot? {
-    let start = reader.offset
-    let code = try reader.readVarUInt()
-    switch code {
-    case headOrigin:
-      return nil
-    case explicitOrigin:
-      let origin = try Dot(from: &reader, replicas: &table)
-      if origin.replica == replica, origin.counter < end {
-        throw ConvergeDecodingError.invalidValue(
-          offset: start,
-          reason: origin.counter < counter
-            ? "explicit origin that has a shorter form" : "origin inside its own run")
-      }
-      return origin
-    default:
-      let back = code - firstOwnOrigin
-      guard back < counter - 1 else {
-        throw ConvergeDecodingError.invalidValue(offset: start, reason: "origin before counter 1")
-      }
-      return Dot(replica: replica, counter: counter - 1 - back)
-    }
   }
 
   // MARK: Deletes

@@ -132,7 +132,7 @@ extension SessionStream {
         target = (key, field)
       case .author where inserts.isEmpty && deletes.isEmpty && tag == RecordType.author.rawValue:
         noteAuthor(try readReplica(from: &reader))
-      case .insert:
+      case .insert, .insertWithRightOrigin:
         inserts.append(try readInsert(tag, at: offset, from: &reader))
       case .delete:
         deletes.append(try readDelete(tag, at: offset, from: &reader))
@@ -220,12 +220,31 @@ extension SessionStream {
       throw ConvergeDecodingError.invalidValue(
         offset: originOffset, reason: "origin inside its own run")
     }
+    var rightOrigin = lastRightOrigin
+    if tag & 0x07 == RecordType.insertWithRightOrigin.rawValue {
+      let rightOffset = reader.offset
+      rightOrigin = try TextWire.readRightOrigin(
+        from: &reader, origin: origin, replica: author, counter: counter, end: end
+      ) { reader in
+        Dot(replica: try readReplica(from: &reader), counter: try reader.readVarUInt())
+      }
+      guard rightOrigin != lastRightOrigin else {
+        throw ConvergeDecodingError.invalidValue(
+          offset: rightOffset, reason: "right origin that is the predicted one")
+      }
+    } else if let rightOrigin, rightOrigin.replica == author, rightOrigin.counter >= counter,
+      rightOrigin.counter < end
+    {
+      throw ConvergeDecodingError.invalidValue(
+        offset: offset, reason: "right origin inside its own run")
+    }
     var scalars: [Unicode.Scalar] = []
     scalars.reserveCapacity(length)
     for _ in 0..<length { scalars.append(try Self.readScalar(from: &reader)) }
     let id = Dot(replica: author, counter: counter)
-    noteInsert(id: id, lamport: lamport, length: length)
-    return RGADelta.Insert(id: id, lamport: lamport, origin: origin, scalars: scalars)
+    noteInsert(id: id, lamport: lamport, rightOrigin: rightOrigin, length: length)
+    return RGADelta.Insert(
+      id: id, lamport: lamport, origin: origin, rightOrigin: rightOrigin, scalars: scalars)
   }
 
   private mutating func readDelete(_ tag: UInt8, at offset: Int, from reader: inout ByteReader)

@@ -30,7 +30,7 @@ struct SessionStream: Sendable, Equatable {
   /// self-contained message.
   static let magic: UInt8 = 0xCF
   /// The frame format version, the low four bits of the second byte.
-  static let version: UInt8 = 1
+  static let version: UInt8 = 2
   /// The flag of the second byte that starts a stream (sequence 0, empty state).
   static let startFlag: UInt8 = 0x10
   /// Entries each dictionary keeps; further names travel in full every time.
@@ -44,6 +44,8 @@ struct SessionStream: Sendable, Equatable {
     case target = 2
     case author = 3
     case embedded = 4
+    /// An insert whose right origin is not the predicted one: a code follows its origin.
+    case insertWithRightOrigin = 5
   }
 
   /// Names this stream among all the streams its sender ever starts (a random number):
@@ -79,6 +81,9 @@ struct SessionStream: Sendable, Equatable {
   var nextLamport: UInt64 = 1
   /// The last scalar the stream inserted: the predicted origin of the next insert.
   var lastInserted: Dot?
+  /// The right origin of the last insert: the predicted right origin of the next one
+  /// (typing forward keeps it).
+  var lastRightOrigin: Dot?
   /// The predicted target of the next delete.
   var predictedDeleteTarget: Dot?
 
@@ -93,7 +98,7 @@ struct SessionStream: Sendable, Equatable {
       && lhs.fields == rhs.fields && lhs.target?.key == rhs.target?.key
       && lhs.target?.field == rhs.target?.field && lhs.author == rhs.author
       && lhs.nextCounter == rhs.nextCounter && lhs.nextLamport == rhs.nextLamport
-      && lhs.lastInserted == rhs.lastInserted
+      && lhs.lastInserted == rhs.lastInserted && lhs.lastRightOrigin == rhs.lastRightOrigin
       && lhs.predictedDeleteTarget == rhs.predictedDeleteTarget
   }
 
@@ -102,7 +107,8 @@ struct SessionStream: Sendable, Equatable {
 
   // MARK: Prediction updates, identical on both sides
 
-  mutating func noteInsert(id: Dot, lamport: UInt64, length: Int) {
+  mutating func noteInsert(id: Dot, lamport: UInt64, rightOrigin: Dot?, length: Int) {
+    lastRightOrigin = rightOrigin
     let step = UInt64(length)
     nextCounter = id.counter + step
     nextLamport = lamport + step
@@ -210,7 +216,8 @@ extension SessionStream {
   }
 
   private mutating func writeInsert(_ insert: RGADelta.Insert, to body: inout ByteWriter) {
-    var tag = RecordType.insert.rawValue
+    let rightPredicted = insert.rightOrigin == lastRightOrigin
+    var tag = (rightPredicted ? RecordType.insert : RecordType.insertWithRightOrigin).rawValue
     let counterPredicted = insert.id.counter == nextCounter
     let lamportPredicted = insert.lamport == nextLamport
     let single = insert.content.count == 1
@@ -245,8 +252,22 @@ extension SessionStream {
       default: break
       }
     }
+    if !rightPredicted {
+      // `TextWire`'s right origin codes, an explicit dot through the dictionary.
+      if let code = TextWire.rightOriginCode(
+        insert.rightOrigin, of: insert.id, origin: insert.origin)
+      {
+        body.writeVarUInt(code)
+      } else if let right = insert.rightOrigin {
+        body.writeVarUInt(TextWire.explicitOrigin)
+        writeReplica(right.replica, to: &body)
+        body.writeVarUInt(right.counter)
+      }
+    }
     for scalar in insert.content { UTF8.encode(scalar) { body.writeUInt8($0) } }
-    noteInsert(id: insert.id, lamport: insert.lamport, length: insert.content.count)
+    noteInsert(
+      id: insert.id, lamport: insert.lamport, rightOrigin: insert.rightOrigin,
+      length: insert.content.count)
   }
 
   private mutating func writeDelete(_ delete: RGADelta.Delete, to body: inout ByteWriter) {

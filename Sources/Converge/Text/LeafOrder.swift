@@ -86,6 +86,11 @@ struct LeafOrder: Sendable {
     return rank < blockOrder.count ? blocks[blockOrder[rank]].leaves[0] : nil
   }
 
+  /// Where `leaf` stands in document order, comparable between leaves in O(1).
+  func rank(of leaf: Int) -> (block: Int, slot: Int) {
+    (blockRank[blockOfLeaf[leaf]], slotOfLeaf[leaf])
+  }
+
   /// The visible scalars and UTF-16 code units of every leaf before `leaf`.
   func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
     let block = blockOfLeaf[leaf]

@@ -1,27 +1,33 @@
-/// Building a text from its whole state at once, as loading a saved document does,
-/// instead of integrating its runs one by one.
+/// Building a text from its whole state, as loading a saved document does.
 ///
-/// A text's state lists its insert runs sorted by id (`FORMAT.md`, "RGA text"). Those
-/// runs form a tree: every run hangs under its origin, every later item of a run under
-/// its predecessor. The text is the pre-order walk of that tree with the children of an
-/// item in descending `(lamport, replica, counter)` order, which is exactly where
-/// ``apply(_:)`` puts each run, whatever order it receives them in. So the loader
-/// resolves each origin once (binary search over the runs), sorts the children of every
-/// item once, walks the tree with an explicit stack (no recursion, whatever the depth)
-/// and fills the leaves, the id index, the sums and the delete log directly, leaves half
-/// full so that later edits do not split them at once.
+/// A text's state lists its insert runs sorted by id (`FORMAT.md`, "RGA text"). Where a
+/// run goes depends on its two origins and on the runs placed between them since
+/// (FugueMax's order, see ``RGA/apply(_:)``). In the common state, every run was typed
+/// where nothing concurrent had been typed yet: integrated in Lamport order, each lands
+/// right after its origin, before the item that followed the origin, which is its right
+/// origin. The text is then the pre-order walk of the tree in which every run hangs under
+/// its origin and every later item of a run under its predecessor, the children of an
+/// item in descending `(lamport, replica, counter)` order: the loader resolves each origin
+/// once (binary search over the runs), sorts the children of every item once, walks the
+/// tree with an explicit stack (no recursion, whatever the depth) and fills the leaves,
+/// the id index, the sums and the delete log directly, leaves half full so that later
+/// edits do not split them at once.
 ///
-/// It accepts exactly the states that applying the runs to an empty text accepts:
+/// It then checks that the walk is that order: in the walk, the item after an item's
+/// subtree is the first later item with a Lamport number not above it (a child's number
+/// is above its parent's), and every run's right origin must be exactly that item, with
+/// a smaller number (one pass over the runs with a stack). A state where some run was
+/// typed concurrently with another at its place, or that `apply` would not integrate the
+/// same way, is loaded through the one integration path instead: its runs applied to an
+/// empty text in Lamport order (every origin comes before the runs that name it).
 ///
-/// - a run whose origin chain reaches the head is integrated, and must have a Lamport
-///   number above its origin's (apply would ignore it, so no text holds it);
-/// - a run whose origin chain does not reach the head (its origin is missing, or
-///   buffered itself) is buffered, as apply buffers it;
-/// - every scalar a delete run targets is a tombstone; targets not integrated are
-///   buffered deletes.
+/// Either way it accepts exactly the states that applying the runs to an empty text
+/// accepts: a run that apply would ignore (not younger than an origin, or whose right
+/// origin does not follow its origin) has no encoding and is refused.
 ///
 /// - Complexity: O((h + d) log (h + d) + s) for h insert runs, d delete runs and s
-///   scalars of content, whatever the runs' lengths; memory O(h + d + s).
+///   scalars of content, whatever the runs' lengths, when the walk is the order;
+///   otherwise that of applying the runs one by one.
 extension RGA {
   /// The text holding exactly the given runs, as ``apply(_:)`` would build it from an
   /// empty text.
@@ -34,16 +40,57 @@ extension RGA {
   ///   - content: the UTF-8 of every scalar no delete run targets, in run order.
   ///   - start: the offset of the text in the message, for errors.
   /// - Throws: `invalidUTF8` or `invalidValue` when the content does not match the runs,
-  ///   `invalidValue` for a run the text cannot hold (not younger than its origin).
+  ///   `invalidValue` for a run the text cannot hold.
   init(
     loading headers: [TextWire.RunHeader], deletes: [RGADelta.Delete],
     content: (bytes: ArraySlice<UInt8>, offset: Int), at start: Int
   ) throws {
     var loader = try StateLoader(headers: headers, deletes: deletes, content: content)
-    try loader.walk(offset: start)
     self.init()
-    loader.build(into: &self, deletes: deletes)
-    checkInvariantsIfEnabled()
+    if (try? loader.walk(offset: start)) != nil {
+      loader.build(into: &self, deletes: deletes)
+      if isRightOriginOrder {
+        checkInvariantsIfEnabled()
+        return
+      }
+      self = RGA()
+    }
+    let inserts = try TextWire.attachContent(
+      content, to: headers, deleted: TextWire.Targets(deletes))
+    apply(RGADelta(inserts: inserts, deletes: deletes))
+    for insert in inserts {
+      let lower = insert.id.counter
+      let upper = lower + UInt64(insert.length)
+      guard
+        isIntegrated(insert.id)
+          || pendingInserts.overlaps(replica: insert.id.replica, lower..<upper)
+      else {
+        throw ConvergeDecodingError.invalidValue(
+          offset: start, reason: "text run the sequence cannot hold")
+      }
+    }
+  }
+
+  /// Whether every integrated run's right origin is the first item after it, in document
+  /// order, whose Lamport number is not above its own (the end of its subtree in the
+  /// loader's walk), and that item's number is below its own: then integrating the runs
+  /// in Lamport order puts each right after its origin, where the walk put it.
+  ///
+  /// - Complexity: O(runs).
+  var isRightOriginOrder: Bool {
+    // Runs waiting for the item that ends their subtree, Lamport numbers ascending.
+    var waiting: [(lamport: UInt64, rightOrigin: Dot?)] = []
+    for leafID in leafOrder.documentOrder {
+      for run in leaves[leafID].runs {
+        // Only a run's first item can end another's subtree: the others are younger.
+        while let last = waiting.last, last.lamport >= run.lamport {
+          guard last.lamport > run.lamport, last.rightOrigin == run.firstID else { return false }
+          waiting.removeLast()
+        }
+        waiting.append((run.lamport, run.rightOrigin))
+      }
+    }
+    return waiting.allSatisfy { $0.rightOrigin == nil }
   }
 }
 
@@ -358,7 +405,7 @@ private struct StateLoader {
           let parent = headers[attachment.parent - 1]
           guard parent.lamport + UInt64(attachment.offset) < attachment.lamport else {
             throw ConvergeDecodingError.invalidValue(
-              offset: start, reason: "text run the sequence cannot hold (older than its origin)")
+              offset: start, reason: "text run the sequence cannot hold")
           }
         }
         visited[attachment.child] = true
@@ -411,7 +458,8 @@ private struct StateLoader {
         replica: header.id.replica, counter: counter, lamport: header.lamport + UInt64(cursor),
         origin: cursor == 0
           ? header.origin : Dot(replica: header.id.replica, counter: counter - 1),
-        hasContent: false, deleted: deleted, contentStart: 0, length: length, utf16: length)
+        rightOrigin: header.rightOrigin, hasContent: false, deleted: deleted, contentStart: 0,
+        length: length, utf16: length)
       if !deleted {
         run.hasContent = true
         run.contentStart = piece.contentStart + (cursor - piece.offset)
@@ -534,16 +582,20 @@ private struct StateLoader {
     let header = headers[index]
     let run = RGADelta.Insert(
       id: header.id, lamport: header.lamport, origin: header.origin,
-      droppedLength: header.length)
+      rightOrigin: header.rightOrigin, droppedLength: header.length)
     for piece in segments[segmentStart[index]..<segmentStart[index + 1]] {
       let slice = run.slice(from: piece.offset, length: piece.length)
+      // Not reaching the head, the run has an origin; it waits for it first.
+      guard let origin = slice.origin else { continue }
       if piece.contentStart < 0 {
-        text.pendingInserts.add(slice)
+        text.pendingInserts.add(slice, waitingFor: origin)
       } else {
         let content = scalars[piece.contentStart..<piece.contentStart + piece.length]
         text.pendingInserts.add(
           RGADelta.Insert(
-            id: slice.id, lamport: slice.lamport, origin: slice.origin, content: content))
+            id: slice.id, lamport: slice.lamport, origin: slice.origin,
+            rightOrigin: slice.rightOrigin, content: content),
+          waitingFor: origin)
       }
     }
   }

@@ -18,14 +18,14 @@ extension RGA {
     else { return RGADelta() }
     let start = content.count
     content.append(contentsOf: scalars)
-    let inserted = insertLocally(
+    let origins = insertLocally(
       firstDot: firstDot, lamport: lamport, contentStart: start, length: length,
       at: position)
     // One run with content is already in normal form: no sorting or joining to do.
     var delta = RGADelta()
     delta.inserts = [
       RGADelta.Insert(
-        id: firstDot, lamport: lamport, origin: inserted,
+        id: firstDot, lamport: lamport, origin: origins.left, rightOrigin: origins.right,
         scalars: Array(content[start..<start + length]))
     ]
     return delta
@@ -65,10 +65,13 @@ extension RGA {
     return !pendingInserts.overlaps(replica: firstDot.replica, firstDot.counter..<end)
   }
 
-  /// Inserts already-appended content as a new local run; returns its origin.
+  /// Inserts already-appended content as a new local run; returns its origins: the item
+  /// it follows and the item that followed that one (tombstones included), which is
+  /// where the run goes, so no concurrent sibling has to be skipped.
+  @discardableResult
   mutating func insertLocally(
     firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, at position: Int
-  ) -> Dot? {
+  ) -> (left: Dot?, right: Dot?) {
     let target = Swift.min(Swift.max(position, 0), count)
     var origin: Dot?
     var leaf = leafOrder.first
@@ -83,14 +86,29 @@ extension RGA {
       leaf = found.leaf
       slot = found.run + 1
     }
+    let rightOrigin = firstItem(from: leaf, slot: slot)
     let utf16 = utf16Length(contentStart..<contentStart + length)
     let run = Run(
       replica: firstDot.replica, counter: firstDot.counter, lamport: lamport, origin: origin,
-      deleted: false, contentStart: contentStart, length: length, utf16: utf16)
+      rightOrigin: rightOrigin, deleted: false, contentStart: contentStart, length: length,
+      utf16: utf16)
     insertRun(run, leaf: leaf, at: slot)
     maxLamport = lamport + UInt64(length - 1)
     checkInvariantsIfEnabled()
-    return origin
+    return (origin, rightOrigin)
+  }
+
+  /// The id of the first item at or after run `slot` of `leaf` in document order,
+  /// tombstones included; `nil` at the end of the text.
+  func firstItem(from leaf: Int, slot: Int) -> Dot? {
+    var current = leaf
+    var position = slot
+    while position == leaves[current].runs.count {
+      guard let next = leafOrder.leaf(after: current) else { return nil }
+      current = next
+      position = 0
+    }
+    return leaves[current].runs[position].firstID
   }
 
   /// Deletes a visible range locally, reporting each delete run made.

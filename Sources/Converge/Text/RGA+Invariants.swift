@@ -4,6 +4,7 @@ struct CanonicalRun: Equatable {
   var counter: UInt64
   var lamport: UInt64
   var origin: Dot?
+  var rightOrigin: Dot?
   var length: Int
   var deleted: Bool
 }
@@ -36,14 +37,16 @@ extension RGA: Equatable {
         if let last = runs.last, last.replica == run.replica, last.deleted == run.deleted,
           last.counter + UInt64(last.length) == run.counter,
           last.lamport + UInt64(last.length) == run.lamport,
-          run.origin == Dot(replica: run.replica, counter: run.counter - 1)
+          run.origin == Dot(replica: run.replica, counter: run.counter - 1),
+          run.rightOrigin == last.rightOrigin
         {
           runs[runs.count - 1].length += run.length
         } else {
           runs.append(
             CanonicalRun(
               replica: run.replica, counter: run.counter, lamport: run.lamport,
-              origin: run.origin, length: run.length, deleted: run.deleted))
+              origin: run.origin, rightOrigin: run.rightOrigin, length: run.length,
+              deleted: run.deleted))
         }
       }
     }
@@ -126,6 +129,9 @@ extension RGA: Equatable {
               == leafID,
           "index entry of run \(run.firstID)")
         if let origin = run.origin { precondition(isIntegrated(origin), "origin missing") }
+        if let right = run.rightOrigin {
+          precondition(isIntegrated(right), "right origin missing")
+        }
         covered[run.replica, default: 0] += UInt64(run.length)
         visible += run.visibleLength
         utf16 += run.visibleUTF16

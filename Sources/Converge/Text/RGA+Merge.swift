@@ -141,9 +141,11 @@ extension RGA {
       // Tombstones that arrived without content travel without it.
       inserts.append(
         !run.hasContent
-          ? RGADelta.Insert(id: id, lamport: lamport, origin: origin, droppedLength: Int(to - from))
+          ? RGADelta.Insert(
+            id: id, lamport: lamport, origin: origin, rightOrigin: run.rightOrigin,
+            droppedLength: Int(to - from))
           : RGADelta.Insert(
-            id: id, lamport: lamport, origin: origin,
+            id: id, lamport: lamport, origin: origin, rightOrigin: run.rightOrigin,
             scalars: Array(content[start..<start + Int(to - from)])))
     }
   }
@@ -156,7 +158,8 @@ extension RGA {
     let (_, idOverflow) = insert.id.counter.addingReportingOverflow(length)
     let (lamportEnd, lamportOverflow) = insert.lamport.addingReportingOverflow(length)
     guard !idOverflow, !lamportOverflow, lamportEnd <= Self.lamportLimit else { return false }
-    if let origin = insert.origin {
+    for origin in [insert.origin, insert.rightOrigin] {
+      guard let origin else { continue }
       guard origin.counter > 0 else { return false }
       // An origin inside the run itself could never be satisfied.
       if origin.replica == insert.id.replica, origin.counter >= insert.id.counter,
@@ -190,41 +193,20 @@ extension RGA {
     }
   }
 
-  /// Integrates `insert` (and what waited for it) if its origin is integrated, buffers it
-  /// otherwise; the origin is looked up once for both.
+  /// Integrates `insert`, then every buffered insert that waited for it or for one of
+  /// the inserts this integrates in turn, each exactly once; an insert whose origin or
+  /// right origin is not integrated is buffered until it is.
   private mutating func integrateOrBuffer(
     _ insert: RGADelta.Insert, changes: inout [TextChange]
   ) {
-    var originLocation: ItemLocation?
-    if let origin = insert.origin {
-      guard let found = locate(origin) else {
-        pendingInserts.add(insert)
-        return
-      }
-      originLocation = found
-    }
-    integrateAndDrain(insert, originAt: originLocation, changes: &changes)
-  }
-
-  /// Integrates `insert`, whose origin is at `originLocation` (`nil`: the head), then
-  /// every buffered insert that waited for it or for one of the inserts this integrates
-  /// in turn, each exactly once.
-  private mutating func integrateAndDrain(
-    _ insert: RGADelta.Insert, originAt originLocation: ItemLocation?,
-    changes: inout [TextChange]
-  ) {
-    guard integrate(insert, originAt: originLocation, changes: &changes),
-      !pendingInserts.isEmpty
-    else { return }
+    // The common case, nothing buffered, makes no work list.
+    guard place(insert, changes: &changes), !pendingInserts.isEmpty else { return }
     var work: [RGADelta.Insert] = pendingInserts.takeWaiting(
       replica: insert.id.replica, lower: insert.id.counter,
       upper: insert.id.counter + UInt64(insert.length)
     ).reversed()
     while let next = work.popLast() {
-      let originLocation = next.origin.flatMap { locate($0) }
-      guard integrate(next, originAt: originLocation, changes: &changes),
-        !pendingInserts.isEmpty
-      else { continue }
+      guard place(next, changes: &changes), !pendingInserts.isEmpty else { continue }
       let woken = pendingInserts.takeWaiting(
         replica: next.id.replica, lower: next.id.counter,
         upper: next.id.counter + UInt64(next.length))
@@ -232,67 +214,223 @@ extension RGA {
     }
   }
 
-  /// Places a run of new items whose origin is integrated at `originLocation` (`nil`: the
-  /// head); returns whether it did (a run not younger than its origin is ignored).
+  /// Integrates `insert` if both its origins are integrated, buffers it otherwise;
+  /// returns whether it integrated it.
+  private mutating func place(_ insert: RGADelta.Insert, changes: inout [TextChange]) -> Bool {
+    var left: ItemLocation?
+    if let origin = insert.origin {
+      left = locate(origin)
+      if left == nil {
+        pendingInserts.add(insert, waitingFor: origin)
+        return false
+      }
+    }
+    // Usually nothing was typed between the two origins since: the right origin is the
+    // item after the origin, found without a lookup, and there is nothing to scan.
+    let adjacent = id(at: cursor(after: left)) == insert.rightOrigin
+    var right: ItemLocation?
+    if !adjacent, let rightOrigin = insert.rightOrigin {
+      right = locate(rightOrigin)
+      if right == nil {
+        pendingInserts.add(insert, waitingFor: rightOrigin)
+        return false
+      }
+    }
+    return integrate(insert, left: left, right: right, adjacent: adjacent, changes: &changes)
+  }
+
+  /// A place between items: before item `offset` of run `slot` of `leaf` (`slot` may be
+  /// the leaf's run count: after its last run).
+  typealias Cursor = (leaf: Int, slot: Int, offset: Int)
+
+  /// The place right after the item at `location` (`nil`: the head).
+  func cursor(after location: ItemLocation?) -> Cursor {
+    guard let found = location else { return (leafOrder.first, 0, 0) }
+    if found.offset + 1 < leaves[found.leaf].runs[found.run].length {
+      return (found.leaf, found.run, found.offset + 1)
+    }
+    return (found.leaf, found.run + 1, 0)
+  }
+
+  /// The id and Lamport number of the item right after `cursor`, if any.
+  func item(at cursor: Cursor) -> (id: Dot, lamport: UInt64)? {
+    if cursor.offset > 0 {
+      let run = leaves[cursor.leaf].runs[cursor.slot]
+      let step = UInt64(cursor.offset)
+      return (Dot(replica: run.replica, counter: run.counter + step), run.lamport + step)
+    }
+    var leaf = cursor.leaf
+    var slot = cursor.slot
+    while slot == leaves[leaf].runs.count {
+      guard let next = leafOrder.leaf(after: leaf) else { return nil }
+      leaf = next
+      slot = 0
+    }
+    let run = leaves[leaf].runs[slot]
+    return (run.firstID, run.lamport)
+  }
+
+  func id(at cursor: Cursor) -> Dot? { item(at: cursor)?.id }
+
+  /// An item's place in document order, tombstones included, comparable in O(1); valid
+  /// while the storage does not change.
+  struct OrderKey: Comparable {
+    var block: Int
+    var slot: Int
+    var run: Int
+    var offset: Int
+
+    /// Before every item: the head of the text.
+    static let head = OrderKey(block: -1, slot: 0, run: 0, offset: 0)
+    /// After every item: the end of the text.
+    static let end = OrderKey(block: .max, slot: 0, run: 0, offset: 0)
+
+    static func < (lhs: OrderKey, rhs: OrderKey) -> Bool {
+      (lhs.block, lhs.slot, lhs.run, lhs.offset) < (rhs.block, rhs.slot, rhs.run, rhs.offset)
+    }
+  }
+
+  func orderKey(leaf: Int, run: Int, offset: Int) -> OrderKey {
+    let (block, slot) = leafOrder.rank(of: leaf)
+    return OrderKey(block: block, slot: slot, run: run, offset: offset)
+  }
+
+  /// The order key of `dot`, or `absent` when it is `nil` (or not integrated).
+  func orderKey(of dot: Dot?, absent: OrderKey) -> OrderKey {
+    guard let dot, let found = locate(dot) else { return absent }
+    return orderKey(leaf: found.leaf, run: found.run, offset: found.offset)
+  }
+
+  /// Places a run of new items whose origins are integrated at `left` and `right` (`nil`: the
+  /// head, the end); returns whether it did. Malformed runs are ignored, identically on
+  /// every replica since the order of integrated items never changes: a run not younger
+  /// than an origin, or whose right origin does not follow its origin.
+  ///
+  /// The place is YjsMod's (Gentle's `integrateYjsMod`), which orders concurrent
+  /// inserts exactly as FugueMax does (Weidner and Kleppmann, "The Art of the Fugue"):
+  /// scanning from the origin towards the right origin, an item whose origin lies
+  /// further left ends the scan; one with the same origin and a right origin further
+  /// left is skipped with what hangs under it; one with the same origins comes first
+  /// when its id is smaller; one with a right origin further right comes first. Inside
+  /// a run, an item's origin is its predecessor, so only a run's first item (or the one
+  /// right after the origin) can stop the scan: the scan moves run by run.
   @discardableResult
   private mutating func integrate(
-    _ insert: RGADelta.Insert, originAt originLocation: ItemLocation?,
+    _ insert: RGADelta.Insert, left: ItemLocation?, right: ItemLocation?, adjacent: Bool,
     changes: inout [TextChange]
   ) -> Bool {
-    var leaf = leafOrder.first
-    var slot = 0
-    // The visible counts of runs `0..<slot` of `leaf`, kept as the scan moves.
-    var scalarsBefore = 0
-    var utf16Before = 0
-    if let found = originLocation {
+    var leftKey = OrderKey.head
+    var rightKey = OrderKey.end
+    var (leaf, slot, offset) = cursor(after: left)
+    if let found = left {
       let originRun = leaves[found.leaf].runs[found.run]
       // A child older than its parent would break the order's invariants: ignore it.
       guard originRun.lamport + UInt64(found.offset) < insert.lamport else { return false }
-      if found.offset + 1 < originRun.length {
-        splitRun(leaf: found.leaf, run: found.run, at: found.offset + 1)
-      }
-      leaf = found.leaf
-      slot = found.run + 1
-      let head = leaves[leaf].runs[found.run]
-      scalarsBefore = found.scalarsBefore + head.visibleLength
-      utf16Before = found.utf16Before + head.visibleUTF16
+      if !adjacent { leftKey = orderKey(leaf: found.leaf, run: found.run, offset: found.offset) }
     }
-    // Skip the sibling subtrees that sort first: every item in them has a larger
-    // (lamport, replica) than the new run, and the first smaller one ends the scan.
-    let key = (insert.lamport, insert.id.replica, insert.id.counter)
-    scan: while true {
-      let runs = leaves[leaf].runs
-      while slot < runs.count {
-        let run = runs[slot]
-        if (run.lamport, run.replica, run.counter) < key { break scan }
-        scalarsBefore += run.visibleLength
-        utf16Before += run.visibleUTF16
-        slot += 1
+    if adjacent {
+      if let next = item(at: (leaf, slot, offset)) {
+        guard next.lamport < insert.lamport else { return false }
       }
-      guard let next = leafOrder.leaf(after: leaf) else { break }
-      leaf = next
-      slot = 0
-      scalarsBefore = 0
-      utf16Before = 0
+    } else if let found = right {
+      let rightRun = leaves[found.leaf].runs[found.run]
+      guard rightRun.lamport + UInt64(found.offset) < insert.lamport else { return false }
+      rightKey = orderKey(leaf: found.leaf, run: found.run, offset: found.offset)
+      guard leftKey < rightKey else { return false }
+    }
+    var destination = (leaf: leaf, slot: slot, offset: offset)
+    var scanning = false
+    // The item before the scan's position: its origin is the insert's at the first step,
+    // and further right after that.
+    var previous = insert.origin
+    var isFirstStep = true
+    scan: while !adjacent {
+      let here = (leaf: leaf, slot: slot, offset: offset)
+      var atEnd = false
+      while slot == leaves[leaf].runs.count {
+        guard let next = leafOrder.leaf(after: leaf) else {
+          atEnd = true
+          break
+        }
+        leaf = next
+        slot = 0
+        offset = 0
+      }
+      if !scanning { destination = here }
+      if atEnd { break }
+      let key = orderKey(leaf: leaf, run: slot, offset: offset)
+      if key == rightKey { break }
+      let run = leaves[leaf].runs[slot]
+      // An item typed right after the item before it (inside a run, or a run following
+      // its origin) has the insert's origin only at the first step, and needs no lookup.
+      var sameOrigin = isFirstStep
+      if offset == 0, run.origin != previous {
+        let otherLeft = orderKey(of: run.origin, absent: .head)
+        if otherLeft < leftKey { break }
+        sameOrigin = otherLeft == leftKey
+      }
+      isFirstStep = false
+      if sameOrigin {
+        let otherRight = orderKey(of: run.rightOrigin, absent: .end)
+        if otherRight < rightKey {
+          scanning = true
+        } else if otherRight == rightKey {
+          let otherID = Dot(replica: run.replica, counter: run.counter + UInt64(offset))
+          if insert.id < otherID { break scan }
+          scanning = false
+        } else {
+          scanning = false
+        }
+      }
+      // The run's later items follow their predecessors: only the right origin, if it
+      // is one of them, stops the scan among them.
+      var stop = run.length
+      if rightKey.block == key.block, rightKey.slot == key.slot, rightKey.run == slot,
+        rightKey.offset > offset
+      {
+        stop = rightKey.offset
+      }
+      previous = Dot(replica: run.replica, counter: run.counter + UInt64(stop - 1))
+      if stop == run.length {
+        slot += 1
+        offset = 0
+      } else {
+        offset = stop
+      }
+    }
+    leaf = destination.leaf
+    slot = destination.slot
+    if destination.offset > 0 {
+      splitRun(leaf: leaf, run: slot, at: destination.offset)
+      slot += 1
     }
     let length = insert.length
     if insert.isContentDropped {
       // A tombstone without content: it only holds its ids, invisible from the start.
       let run = Run(
         replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
-        origin: insert.origin, hasContent: false, deleted: true, contentStart: 0, length: length,
-        utf16: length)
+        origin: insert.origin, rightOrigin: insert.rightOrigin, hasContent: false,
+        deleted: true, contentStart: 0, length: length, utf16: length)
       insertRun(run, leaf: leaf, at: slot)
     } else {
-      let (leafScalars, leafUTF16) = leafOrder.prefix(of: leaf)
-      let scalarOffset = leafScalars + scalarsBefore
-      let utf16Offset = leafUTF16 + utf16Before
+      var (scalarOffset, utf16Offset) = (0, 0)
+      if let found = left, leaf == found.leaf, slot == found.run + 1 {
+        // Right after the origin's run (split there if need be), whose leaf's counts
+        // `locate` took on its way.
+        let (leafScalars, leafUTF16) = leafOrder.prefix(of: leaf)
+        let head = leaves[leaf].runs[found.run]
+        scalarOffset = leafScalars + found.scalarsBefore + head.visibleLength
+        utf16Offset = leafUTF16 + found.utf16Before + head.visibleUTF16
+      } else {
+        (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
+      }
       let start = content.count
       content.append(contentsOf: insert.content)
       let utf16 = utf16Length(start..<start + length)
       let run = Run(
         replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
-        origin: insert.origin, deleted: false, contentStart: start, length: length, utf16: utf16)
+        origin: insert.origin, rightOrigin: insert.rightOrigin, deleted: false,
+        contentStart: start, length: length, utf16: utf16)
       insertRun(run, leaf: leaf, at: slot)
       changes.append(
         TextChange(

@@ -1,5 +1,6 @@
-/// Inserts waiting for their origin, indexed by their ids and by the origin each waits
-/// for, so that an arriving run wakes exactly the inserts that waited for it.
+/// Inserts waiting for their origin or right origin, indexed by their ids and by the one
+/// origin each waits for, so that an arriving run wakes exactly the inserts that waited
+/// for it (a woken insert that still lacks its other origin waits again, for that one).
 ///
 /// Remote bytes decide what lands here, so no operation rescans the whole buffer:
 /// adding an insert and finding the buffered parts of an id range cost O(log p) plus
@@ -16,6 +17,8 @@ struct PendingBuffer: Sendable, Sequence {
 
   /// Buffered inserts by slot; `nil` marks a free slot.
   private(set) var items: [RGADelta.Insert?] = []
+  /// By slot, the origin or right origin the insert waits for.
+  private var waitedFor: [Dot] = []
   private var freeSlots: [Int] = []
   /// The number of buffered inserts.
   private(set) var count = 0
@@ -77,18 +80,20 @@ struct PendingBuffer: Sendable, Sequence {
     return position < entries.count && entries[position].lower < range.upperBound
   }
 
-  /// Buffers `insert`, which has an origin and ids disjoint from every buffered one. It
-  /// keeps its own copy of its scalars, not the buffer of the message it came in.
-  mutating func add(_ received: RGADelta.Insert) {
-    guard let origin = received.origin else { return }
+  /// Buffers `insert`, whose ids are disjoint from every buffered one, until `origin`
+  /// (its origin or right origin) arrives. It keeps its own copy of its scalars, not the
+  /// buffer of the message it came in.
+  mutating func add(_ received: RGADelta.Insert, waitingFor origin: Dot) {
     let insert = received.compacted
     let slot: Int
     if let reused = freeSlots.popLast() {
       slot = reused
       items[slot] = insert
+      waitedFor[slot] = origin
     } else {
       slot = items.count
       items.append(insert)
+      waitedFor.append(origin)
     }
     count += 1
     let lower = insert.id.counter
@@ -144,6 +149,7 @@ struct PendingBuffer: Sendable, Sequence {
     }
     if count == 0 {
       items.removeAll()
+      waitedFor.removeAll()
       freeSlots.removeAll()
     }
     return result
@@ -161,11 +167,12 @@ struct PendingBuffer: Sendable, Sequence {
   /// Checks that the indexes describe exactly the buffered inserts; traps otherwise.
   func checkInvariants() {
     var live = 0
+    precondition(waitedFor.count == items.count, "one waited-for origin per slot")
     for (slot, item) in items.enumerated() {
-      guard let item, let origin = item.origin else {
-        precondition(items[slot] == nil, "buffered insert without an origin")
-        continue
-      }
+      guard let item else { continue }
+      let origin = waitedFor[slot]
+      precondition(
+        origin == item.origin || origin == item.rightOrigin, "buffered insert waits for an origin")
       live += 1
       precondition(
         waiting[origin.replica]?[origin.counter]?.contains(slot) == true,

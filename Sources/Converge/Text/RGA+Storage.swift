@@ -73,9 +73,11 @@ extension RGA {
       && left.hasContent == right.hasContent
       && (!left.hasContent || left.contentStart + left.length == right.contentStart)
       && right.origin == Dot(replica: left.replica, counter: left.counter + length - 1)
+      && right.rightOrigin == left.rightOrigin
   }
 
-  /// Splits run `run` of leaf `leaf` so that a new run starts at `offset`.
+  /// Splits run `run` of leaf `leaf` so that a new run starts at `offset`: the right
+  /// piece's origin is the left piece's last item, and both keep the run's right origin.
   mutating func splitRun(leaf: Int, run: Int, at offset: Int) {
     let original = leaves[leaf].runs[run]
     let step = UInt64(offset)

@@ -3,25 +3,31 @@
 ///
 /// ## Semantics
 ///
-/// Every inserted scalar has an id, a ``Dot`` handed out by its replica, and names its
-/// *origin*: the id of the scalar it was typed after, or the head of the text. The text
-/// is the pre-order walk of the tree in which each scalar hangs under its origin.
-/// Siblings (concurrent inserts at the same origin) are ordered by descending
-/// `(lamport, replica)`, where `lamport` is a Lamport number stored with every scalar:
-/// a local insert's first scalar gets one more than the largest Lamport number the text
-/// has seen, the following scalars of the same insert consecutive values. A scalar
-/// typed after seeing another one at the same origin therefore lands in front of it,
-/// and two runs typed concurrently at the same place never interleave: every scalar of
-/// a run hangs under its predecessor, so a whole run sorts as one subtree.
+/// Every inserted scalar has an id, a ``Dot`` handed out by its replica, and names two
+/// *origins*: the scalar it was typed after (its left origin, or the head of the text)
+/// and the scalar that followed that one when it was typed (its right origin, or the end
+/// of the text), both counted over the text including tombstones. Concurrent inserts are
+/// ordered as FugueMax orders them (Weidner and Kleppmann, "The Art of the Fugue:
+/// Minimizing Interleaving in Collaborative Text Editing", 2023), computed from the two
+/// origins alone the way YjsMod does (the two orders are identical): an insert goes
+/// between its origins, after the concurrent inserts there that hang further right, and
+/// among those with the same two origins by ascending id. So passages typed concurrently
+/// at one place, forward or backward, never interleave except where the paper proves
+/// every algorithm must, and two elements never change their relative order.
 ///
-/// Deleting a scalar leaves a tombstone, so later inserts can still name it as their
+/// A run typed forward shares one right origin, so it stays one run: inside a run, a
+/// scalar's left origin is its predecessor and its right origin is the run's. Every
+/// scalar also carries a Lamport number, one more than the largest the text had seen when
+/// it was typed; a run not younger than its origins is malformed and ignored.
+///
+/// Deleting a scalar leaves a tombstone, so later inserts can still name it as an
 /// origin. A tombstone's content does not count: `==` ignores it, the wire form does not
 /// carry it, and a tombstone that arrived without it holds none. Every deleted scalar gets
 /// its own delete dot, which makes ``delta(since:)`` exact: a peer receives the deletes it
 /// lacks, never the whole delete history.
 ///
 /// Remote deltas may arrive in any order, duplicated or split: ``apply(_:)`` integrates
-/// what it can and buffers inserts whose origin and deletes whose target are not there
+/// what it can and buffers inserts whose origins and deletes whose target are not there
 /// yet. The buffer is part of the state, so ``merge(_:)`` is a join (commutative,
 /// associative, idempotent) and equal histories compare equal whatever the delivery
 /// order.
@@ -39,9 +45,9 @@
 /// let y = right.insert("X".unicodeScalars, at: 1, firstDot: Dot(replica: b, counter: 1))
 /// left.apply(y)
 /// right.apply(x)
-/// // Both read "aXbc": "b" and "X" both follow "a" with Lamport number 3, so the
-/// // larger replica id, b's, goes first. Had "X" been typed after seeing "b", its
-/// // Lamport number would be 4 and it would go first anyway.
+/// // Both read "abXc": "b" and "X" were both typed between "a" and "c", so they are
+/// // ordered by id, and a's replica id is the smaller. Whole passages typed there
+/// // concurrently would come out the same way, each in one piece.
 /// ```
 ///
 /// ## Positions
@@ -64,7 +70,8 @@
 ///   (once every 32 run insertions at most) places the new leaf in its block and moves
 ///   the index entries of the runs it takes, O(64 log n), and splitting a full block
 ///   (once every 16 leaf splits at most) rebuilds the block sums in O(L / 32);
-/// - remote insert: O(log n) plus the runs of concurrent siblings it must skip;
+/// - remote insert: O(log n) plus O(log n) for each run of concurrent inserts between its
+///   origins that it must scan past;
 /// - buffered items: indexed by the origin or target they wait for, so an arriving run
 ///   integrates exactly what waited for it, and p buffered items drain in O(p log p);
 /// - ``delta(since:)``, ``dots``, ``merge(_:)``, `==`: O(n);
@@ -83,24 +90,57 @@ public struct RGA: Sendable {
   static let lamportLimit: UInt64 = 1 << 62
 
   /// Consecutive items of one replica: ids `counter..<counter+length`, Lamport numbers
-  /// `lamport..<lamport+length`; item `i > 0` has item `i - 1` as its origin.
+  /// `lamport..<lamport+length`; item `i > 0` has item `i - 1` as its origin, and every
+  /// item has the run's right origin.
   struct Run: Sendable, Equatable {
-    // Stored in this order so that the two flags fill the padding after `origin`'s tag:
-    // 72 bytes a run instead of 88, and leaves move their runs on every insert.
+    // Stored in this order, the origins without Optional's tag (counter 0 is never an
+    // id), so that a run takes 88 bytes: leaves move their runs on every insert.
     var replica: ReplicaID
     var counter: UInt64
     var lamport: UInt64
-    /// The origin of the first item; `nil` is the head of the text.
-    var origin: Dot?
+    private var originStorage: Dot
+    private var rightOriginStorage: Dot
     /// Whether the run has content (a tombstone that arrived without its content,
     /// dropped by the sender, has none).
-    var hasContent = true
+    var hasContent: Bool
     var deleted: Bool
     /// Where the run's scalars start in `content`, if it has content.
     var contentStart: Int
     var length: Int
     /// UTF-16 code units of the run's scalars.
     var utf16: Int
+
+    /// Stands for `nil` in the origins' storage.
+    private static let none = Dot(replica: ReplicaID(rawValue: 0), counter: 0)
+
+    init(
+      replica: ReplicaID, counter: UInt64, lamport: UInt64, origin: Dot?, rightOrigin: Dot?,
+      hasContent: Bool = true, deleted: Bool, contentStart: Int, length: Int, utf16: Int
+    ) {
+      self.replica = replica
+      self.counter = counter
+      self.lamport = lamport
+      self.originStorage = origin ?? Self.none
+      self.rightOriginStorage = rightOrigin ?? Self.none
+      self.hasContent = hasContent
+      self.deleted = deleted
+      self.contentStart = contentStart
+      self.length = length
+      self.utf16 = utf16
+    }
+
+    /// The origin of the first item; `nil` is the head of the text.
+    var origin: Dot? {
+      get { originStorage.counter == 0 ? nil : originStorage }
+      set { originStorage = newValue ?? Self.none }
+    }
+
+    /// The item that followed the insertion point when the run was typed, tombstones
+    /// included; `nil` is the end of the text.
+    var rightOrigin: Dot? {
+      get { rightOriginStorage.counter == 0 ? nil : rightOriginStorage }
+      set { rightOriginStorage = newValue ?? Self.none }
+    }
 
     var visibleLength: Int { deleted ? 0 : length }
     var visibleUTF16: Int { deleted ? 0 : utf16 }

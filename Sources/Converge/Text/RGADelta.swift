@@ -7,7 +7,9 @@
 public struct RGADelta: Sendable, Equatable {
   /// A run of scalars typed by one replica: ids `id.counter..<id.counter + length`
   /// and Lamport numbers `lamport..<lamport + length`. The first scalar follows
-  /// `origin` (`nil`: the head of the text), every other one its predecessor.
+  /// `origin` (`nil`: the head of the text), every other one its predecessor; every
+  /// scalar was typed before `rightOrigin` (`nil`: the end of the text), the item that
+  /// followed the insertion point, tombstones included.
   ///
   /// A run of deleted scalars may travel without its content (a tombstone's content is
   /// dropped): its ``scalars`` are then empty and ``length`` still counts its ids.
@@ -15,29 +17,38 @@ public struct RGADelta: Sendable, Equatable {
     public var id: Dot
     public var lamport: UInt64
     public var origin: Dot?
+    public var rightOrigin: Dot?
     /// The run's scalars. Decoded runs share one buffer per message (``slice(from:length:)``
     /// shares it too), so a message of many runs makes one allocation, not one per run.
     var content: ArraySlice<Unicode.Scalar>
     /// The length of a run without content (`content` empty), otherwise 0.
     var droppedLength = 0
 
-    public init(id: Dot, lamport: UInt64, origin: Dot?, scalars: [Unicode.Scalar]) {
-      self.init(id: id, lamport: lamport, origin: origin, content: scalars[...])
+    public init(
+      id: Dot, lamport: UInt64, origin: Dot?, rightOrigin: Dot?, scalars: [Unicode.Scalar]
+    ) {
+      self.init(
+        id: id, lamport: lamport, origin: origin, rightOrigin: rightOrigin, content: scalars[...])
     }
 
     /// A run whose scalars are `content` (possibly a slice of a shared buffer).
-    init(id: Dot, lamport: UInt64, origin: Dot?, content: ArraySlice<Unicode.Scalar>) {
+    init(
+      id: Dot, lamport: UInt64, origin: Dot?, rightOrigin: Dot?,
+      content: ArraySlice<Unicode.Scalar>
+    ) {
       self.id = id
       self.lamport = lamport
       self.origin = origin
+      self.rightOrigin = rightOrigin
       self.content = content
     }
 
     /// A run of `length` deleted scalars whose content was dropped.
-    init(id: Dot, lamport: UInt64, origin: Dot?, droppedLength length: Int) {
+    init(id: Dot, lamport: UInt64, origin: Dot?, rightOrigin: Dot?, droppedLength length: Int) {
       self.id = id
       self.lamport = lamport
       self.origin = origin
+      self.rightOrigin = rightOrigin
       self.content = []
       self.droppedLength = length
     }
@@ -70,16 +81,20 @@ public struct RGADelta: Sendable, Equatable {
       let origin =
         offset == 0 ? origin : Dot(replica: id.replica, counter: self.id.counter + step - 1)
       if isContentDropped {
-        return Insert(id: id, lamport: lamport + step, origin: origin, droppedLength: length)
+        return Insert(
+          id: id, lamport: lamport + step, origin: origin, rightOrigin: rightOrigin,
+          droppedLength: length)
       }
       let start = content.startIndex + offset
       return Insert(
-        id: id, lamport: lamport + step, origin: origin, content: content[start..<start + length])
+        id: id, lamport: lamport + step, origin: origin, rightOrigin: rightOrigin,
+        content: content[start..<start + length])
     }
 
     /// The same run without content.
     var droppingContent: Insert {
-      Insert(id: id, lamport: lamport, origin: origin, droppedLength: length)
+      Insert(
+        id: id, lamport: lamport, origin: origin, rightOrigin: rightOrigin, droppedLength: length)
     }
 
     /// Appends `next`, which continues this run and has content exactly when it has.
@@ -103,6 +118,7 @@ public struct RGADelta: Sendable, Equatable {
       }
       return next.id.counter == end && next.lamport == lamportEnd
         && next.origin == Dot(replica: id.replica, counter: end - 1)
+        && next.rightOrigin == rightOrigin
     }
   }
 
@@ -321,7 +337,8 @@ extension RGADelta.Insert: CustomStringConvertible {
   public var description: String {
     var text = String.UnicodeScalarView()
     text.append(contentsOf: content)
-    let head = "+\(id)#\(lamport)<\(origin.map { "\($0)" } ?? "head")>"
+    let head =
+      "+\(id)#\(lamport)<\(origin.map { "\($0)" } ?? "head"),\(rightOrigin.map { "\($0)" } ?? "end")>"
     if isContentDropped { return head + "x\(length)" }
     return head + "\"\(String(text))\""
   }
