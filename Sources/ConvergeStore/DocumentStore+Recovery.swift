@@ -39,14 +39,17 @@ extension DocumentStore {
         let name = snapshotName(generation)
         let bytes = try fileSystem.read(directory + "/" + name) ?? []
         let (records, validLength) = RecordFrame.records(in: bytes)
-        if records.count == 1, validLength == bytes.count, let payload = records.first,
-          let document = try? Document(decoding: payload)
-        {
-          loaded.document = document
-          loaded.generation = generation
-          loaded.snapshotBytes = bytes.count
-          report.snapshotGeneration = generation
-          break
+        if records.count == 1, validLength == bytes.count, let payload = records.first {
+          // A whole record is the store's own: one of another format version is refused,
+          // never taken for damage and passed over for an older snapshot.
+          let decoded = try decodeRefusingOtherVersions(name) { try Document(decoding: payload) }
+          if let document = decoded {
+            loaded.document = document
+            loaded.generation = generation
+            loaded.snapshotBytes = bytes.count
+            report.snapshotGeneration = generation
+            break
+          }
         }
         report.damagedSnapshots.append(name)
       }
@@ -60,7 +63,10 @@ extension DocumentStore {
         for record in records {
           // A record whose frame is whole but whose message does not decode is damage
           // too: the log is cut before it.
-          guard let delta = try? DocumentDelta(decoding: record) else { break }
+          guard
+            let delta = try decodeRefusingOtherVersions(
+              name, { try DocumentDelta(decoding: record) })
+          else { break }
           loaded.document.apply(delta)
           kept = record.endIndex
           report.replayedRecords += 1
@@ -81,7 +87,7 @@ extension DocumentStore {
         loaded.identity = StoreIdentity(decoding: bytes)
       }
       if let bytes = try fileSystem.read(directory + "/" + acknowledgementsName) {
-        if let acknowledged = decodeAcknowledgements(bytes) {
+        if let acknowledged = try decodeAcknowledgements(bytes, file: acknowledgementsName) {
           loaded.acknowledged = acknowledged
         } else {
           loaded.acknowledgementsReset = true
@@ -89,5 +95,21 @@ extension DocumentStore {
       }
     }
     return loaded
+  }
+
+  /// The value `decode` returns, or `nil` if it fails (damage); a message of a format
+  /// version this build does not read throws ``StoreError/unsupportedFormatVersion(file:found:supported:)``
+  /// instead, so that another version's files are refused, never cut or skipped.
+  static func decodeRefusingOtherVersions<Value>(
+    _ file: String, _ decode: () throws -> Value
+  ) throws(StoreError) -> Value? {
+    do {
+      return try decode()
+    } catch ConvergeDecodingError.unsupportedVersion(let found) {
+      throw .unsupportedFormatVersion(
+        file: file, found: found, supported: Envelope.formatVersion)
+    } catch {
+      return nil
+    }
   }
 }

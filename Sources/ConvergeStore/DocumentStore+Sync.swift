@@ -153,13 +153,21 @@ extension DocumentStore {
   }
 
   /// The acknowledged contexts in `bytes`, or `nil` if any part is damaged.
-  static func decodeAcknowledgements(_ bytes: [UInt8]) -> [String: CausalContext]? {
+  ///
+  /// - Throws: ``StoreError/unsupportedFormatVersion(file:found:supported:)`` for a
+  ///   context of another format version.
+  static func decodeAcknowledgements(_ bytes: [UInt8], file: String) throws(StoreError)
+    -> [String: CausalContext]?
+  {
     let (records, validLength) = RecordFrame.records(in: bytes)
     guard validLength == bytes.count, records.count % 2 == 0 else { return nil }
     var acknowledged: [String: CausalContext] = [:]
     var index = 0
     while index < records.count {
-      guard let context = try? CausalContext(decoding: records[index + 1]) else { return nil }
+      let record = records[index + 1]
+      guard
+        let context = try decodeRefusingOtherVersions(file, { try CausalContext(decoding: record) })
+      else { return nil }
       acknowledged[String(decoding: records[index], as: UTF8.self)] = context
       index += 2
     }

@@ -329,6 +329,8 @@ public final class DocumentStore {
   static func attempt<Result>(_ body: () throws -> Result) throws(StoreError) -> Result {
     do {
       return try body()
+    } catch let error as StoreError {
+      throw error
     } catch let error as StoreFileError {
       throw .fileSystem(error)
     } catch {

@@ -35,4 +35,8 @@ public enum StoreError: Error, Equatable, Sendable {
   case fileSystem(StoreFileError)
   /// The store was closed.
   case closed
+  /// A whole record of `file` holds a message of format version `found`, which this
+  /// build does not read (it reads `supported`): files written by another version of
+  /// Converge. Nothing was changed; open them with a build that reads that version.
+  case unsupportedFormatVersion(file: String, found: UInt8, supported: UInt8)
 }
