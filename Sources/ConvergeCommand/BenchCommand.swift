@@ -32,7 +32,8 @@ enum BenchCommand {
         storeDirectory = value
       case "--only":
         // A profiler's mode: one untimed part of the bench, nothing printed.
-        guard let value = rest.popFirst(), ["replay", "deltas", "small"].contains(value) else {
+        guard let value = rest.popFirst(), ["replay", "deltas", "merge", "small"].contains(value)
+        else {
           return usage()
         }
         only = value
@@ -57,6 +58,7 @@ enum BenchCommand {
         switch only {
         case "replay": succeeded = trace.replayLocally().string == trace.endContent
         case "deltas": succeeded = trace.profileReplayWithDeltas()
+        case "merge": succeeded = trace.profileMerge()
         default: succeeded = trace.profileSmallDeltas()
         }
         return succeeded ? 0 : 1
@@ -110,7 +112,7 @@ enum BenchCommand {
 
   private static func usage() -> Int32 {
     FileHandleOutput.error(
-      "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|small]"
+      "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|merge|small]"
         + " [--store DIR]\n       converge bench --library N [--tasks] [--json]")
     return 2
   }

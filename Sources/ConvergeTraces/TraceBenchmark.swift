@@ -169,6 +169,13 @@ extension SequentialTrace {
     return replica.document.text(of: Self.benchField, in: Self.benchKey) == endContent
   }
 
+  /// Runs only the merge of two offline halves, for a profiler
+  /// (`converge bench TRACE --only merge`; the exchange is `SequentialTrace.exchange`).
+  /// Returns whether the halves converged on the trace's end content.
+  public func profileMerge() -> Bool {
+    (try? mergeHalves())?.converged ?? false
+  }
+
   /// Runs only the small-delta applies of the benchmark, for a profiler
   /// (`converge bench TRACE --only small`), on the trace's end state built in one
   /// transaction. Returns whether every delta applied.
