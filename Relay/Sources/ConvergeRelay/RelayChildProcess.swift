@@ -20,15 +20,16 @@ public struct RelayChildProcess {
     public var description: String
   }
 
-  /// Starts `executable serve --data data` with `secret`.
-  public static func start(executable: URL, data: String, secret: String) throws
-    -> RelayChildProcess
+  /// Starts `executable serve --data data` with `secret`, over the PostgreSQL database
+  /// at `postgres` when given (the data directory then holds nothing).
+  public static func start(executable: URL, data: String, secret: String, postgres: String? = nil)
+    throws -> RelayChildProcess
   {
     let process = Process()
     process.executableURL = executable
-    process.arguments = [
-      "serve", "--data", data, "--port", "0", "--secret", secret, "--exit-when-input-closes",
-    ]
+    process.arguments =
+      ["serve", "--data", data, "--port", "0", "--secret", secret, "--exit-when-input-closes"]
+      + (postgres.map { ["--postgres", $0] } ?? [])
     let output = Pipe()
     process.standardOutput = output
     // Kept open by this process alone: when it exits, however it exits, the relay does.
