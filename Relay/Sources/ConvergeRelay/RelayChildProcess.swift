@@ -10,7 +10,10 @@ import Foundation
 /// directory, ended with SIGKILL as a crash would end it, and with its parent however the
 /// parent ends (it exits when its standard input closes). The relay simulator and the
 /// tests that kill relays for real start them this way.
-public struct RelayChildProcess {
+///
+/// Sendable so that a task may kill it: the one thing it holds, a `Process`, is only
+/// signalled and waited for after it started.
+public struct RelayChildProcess: @unchecked Sendable {
   /// The port it listens on, on 127.0.0.1.
   public let port: Int
   private let process: Process

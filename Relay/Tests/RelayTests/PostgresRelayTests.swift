@@ -138,6 +138,26 @@ import Testing
     await nodeB.stop()
   }
 
+  /// The bench's fault run, small: two node processes, the first killed mid-run; its
+  /// devices reconnect, every device converges, nothing acknowledged is lost.
+  @Test func aShortTwoNodeBenchSurvivesAKilledNode() throws {
+    guard let url = Self.url else { return }
+    let (status, printed) = try BuiltProduct.run(
+      "converge-relay",
+      [
+        "bench", "--nodes", "2", "--postgres", url, "--clients", "8", "--seconds", "4",
+        "--kill-node-at", "2", "--json",
+      ], timeLimit: .seconds(90))
+    let text = String(decoding: printed, as: UTF8.self)
+    #expect(status == 0, "\(text)")
+    let report = try JSONSerialization.jsonObject(with: printed) as? [String: Any]
+    #expect(report?["converged"] as? Bool == true, "\(text)")
+    #expect(report?["lostAcknowledged"] as? Int == 0, "\(text)")
+    #expect(report?["connected"] as? Int == 8, "\(text)")
+    #expect((report?["reconnections"] as? Int ?? 0) >= 4, "\(text)")
+    #expect(report?["convergedAfterKillMilliseconds"] as? Double != nil, "\(text)")
+  }
+
   /// Runs `executable` and returns its exit status, without holding a thread of the
   /// cooperative pool while it runs.
   static func run(_ executable: String, _ arguments: [String]) async throws -> Int32 {
