@@ -23,8 +23,11 @@ actor SpaceHub {
   private var subscribers: [UInt64: Subscriber] = [:]
   private var waiting: [PendingCommit] = []
   private var isFlushing = false
-  /// The store announced an entry past ``appliedPosition`` that no refresh read yet.
-  private var isNotified = false
+  /// The last position the store announced, and whether it announced that some may
+  /// have gone unannounced (``RelayStoreEvent/resumed``); a refresh is owed while either
+  /// is ahead of ``appliedPosition``.
+  private var announcedPosition: UInt64 = 0
+  private var isResumed = false
   private var isCatchingUp = false
 
   /// A socket's queue of outgoing messages.
@@ -74,25 +77,39 @@ actor SpaceHub {
   /// flight it waits for that to finish, so the announcement of its own entry does not
   /// send a device's delta back to it.
   func notified(position: UInt64?) {
-    guard !subscribers.isEmpty, position.map({ $0 > appliedPosition }) ?? true else { return }
-    isNotified = true
+    guard !subscribers.isEmpty else { return }
+    if let position {
+      announcedPosition = max(announcedPosition, position)
+    } else {
+      isResumed = true
+    }
     catchUpIfNotified()
   }
 
+  /// Whether an announcement is still unread: not the one of an entry this hub appended
+  /// and applied itself, which needs no read.
+  private var owesRefresh: Bool { isResumed || announcedPosition > appliedPosition }
+
   private func catchUpIfNotified() {
-    guard isNotified, !isFlushing, !isCatchingUp else { return }
+    guard owesRefresh, !isFlushing, !isCatchingUp else { return }
     isCatchingUp = true
     Task { await self.catchUp() }
   }
 
   private func catchUp() async {
-    while isNotified, !isFlushing {
-      isNotified = false
-      // A failed read is retried at the next announcement or poll.
-      try? await refresh()
+    while owesRefresh, !isFlushing {
+      isResumed = false
+      let before = appliedPosition
+      do {
+        try await refresh()
+      } catch {
+        // Retried at the next announcement or poll.
+        break
+      }
+      // A store that announced more than it lets read is left to the poll.
+      if appliedPosition == before, !isResumed { break }
     }
     isCatchingUp = false
-    catchUpIfNotified()
   }
 
   func unsubscribe(_ id: UInt64) {
