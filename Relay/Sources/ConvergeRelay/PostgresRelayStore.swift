@@ -48,13 +48,17 @@ public final class PostgresRelayStore: RelayStore {
 
   /// The database at `url` (`postgres://user:password@host:port/database`; add
   /// `?sslmode=require` for TLS), with the relay's tables created if missing. `logger`
-  /// hears of lost connections; the pool's own chatter is kept to errors.
-  public static func connect(url: String, logger: Logger = Logger(label: "converge-relay"))
-    async throws -> PostgresRelayStore
-  {
+  /// hears of lost connections; the pool's own chatter is kept to errors. Throws
+  /// ``RelayStoreError/unreachable(_:)`` when the tables are not in place within
+  /// `startTimeout`.
+  public static func connect(
+    url: String, logger: Logger = Logger(label: "converge-relay"),
+    startTimeout: Duration = .seconds(30)
+  ) async throws -> PostgresRelayStore {
     let configuration = try PostgresURL(url)
-    var poolLogger = logger
-    poolLogger.logLevel = max(logger.logLevel, .error)
+    var quietLogger = logger
+    quietLogger.logLevel = max(logger.logLevel, .error)
+    let poolLogger = quietLogger
     var poolConfiguration = PostgresClient.Configuration(
       host: configuration.host, port: configuration.port, username: configuration.user,
       password: configuration.password, database: configuration.database,
@@ -63,10 +67,24 @@ public final class PostgresRelayStore: RelayStore {
     let client = PostgresClient(configuration: poolConfiguration, backgroundLogger: poolLogger)
     let pool = Task { await client.run() }
     do {
-      try await client.withTransaction(logger: poolLogger) { connection in
-        // Nodes starting together would race to create the same tables.
-        try await connection.query("SELECT pg_advisory_xact_lock(7780)", logger: poolLogger)
-        for statement in schema { try await connection.query(statement, logger: poolLogger) }
+      // The pool retries a database it cannot reach for as long as it is asked to: a
+      // node that cannot reach it at start says so instead of hanging.
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+          try await client.withTransaction(logger: poolLogger) { connection in
+            // Nodes starting together would race to create the same tables.
+            try await connection.query("SELECT pg_advisory_xact_lock(7780)", logger: poolLogger)
+            for statement in schema { try await connection.query(statement, logger: poolLogger) }
+          }
+        }
+        group.addTask {
+          try await Task.sleep(for: startTimeout)
+          throw RelayStoreError.unreachable(
+            "no answer from PostgreSQL at \(configuration.host):\(configuration.port) "
+              + "within \(startTimeout)")
+        }
+        try await group.next()
+        group.cancelAll()
       }
     } catch {
       pool.cancel()

@@ -100,4 +100,6 @@ public enum RelayStoreError: Error, Equatable, Sendable {
   case unexpectedRow(String)
   /// The store was closed; nothing more is read or written through it.
   case closed
+  /// The database did not answer when the store was opened.
+  case unreachable(String)
 }

@@ -179,6 +179,19 @@ final class StoreFixture: Sendable {
     await closeStore(second)
   }
 
+  /// A node that cannot reach its database at start fails with a reason (the pool alone
+  /// would retry for good), and a URL that is not PostgreSQL's is refused.
+  @Test func anUnreachableDatabaseFailsTheStart() async throws {
+    await #expect(throws: RelayStoreError.self) {
+      // Port 1 on loopback: nothing listens there.
+      _ = try await PostgresRelayStore.connect(
+        url: "postgres://relay@127.0.0.1:1/converge", startTimeout: .milliseconds(500))
+    }
+    await #expect(throws: (any Error).self) {
+      _ = try await PostgresRelayStore.connect(url: "mysql://relay@127.0.0.1/converge")
+    }
+  }
+
   /// A store that reports appends reports every process's, with the position; one that
   /// cannot (SQLite) says so, and its relays poll.
   @Test(arguments: StoreKind.available) func appendsAreReportedToEveryProcess(kind: StoreKind)
