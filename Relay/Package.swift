@@ -20,6 +20,7 @@ let package = Package(
       url: "https://github.com/hummingbird-project/hummingbird-websocket.git", exact: "2.8.1"),
     .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
     .package(url: "https://github.com/vapor/sqlite-nio.git", exact: "1.13.2"),
+    .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
     .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
     .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", exact: "0.2.0"),
@@ -38,6 +39,7 @@ let package = Package(
         .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
         .product(name: "JWTKit", package: "jwt-kit"),
         .product(name: "SQLiteNIO", package: "sqlite-nio"),
+        .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]),
     .target(

@@ -10,7 +10,10 @@ import Foundation
 /// directory, ended with SIGKILL as a crash would end it, and with its parent however the
 /// parent ends (it exits when its standard input closes). The relay simulator and the
 /// tests that kill relays for real start them this way.
-public struct RelayChildProcess {
+///
+/// Sendable so that a task may kill it: the one thing it holds, a `Process`, is only
+/// signalled and waited for after it started.
+public struct RelayChildProcess: @unchecked Sendable {
   /// The port it listens on, on 127.0.0.1.
   public let port: Int
   private let process: Process
@@ -20,15 +23,16 @@ public struct RelayChildProcess {
     public var description: String
   }
 
-  /// Starts `executable serve --data data` with `secret`.
-  public static func start(executable: URL, data: String, secret: String) throws
-    -> RelayChildProcess
+  /// Starts `executable serve --data data` with `secret`, over the PostgreSQL database
+  /// at `postgres` when given (the data directory then holds nothing).
+  public static func start(executable: URL, data: String, secret: String, postgres: String? = nil)
+    throws -> RelayChildProcess
   {
     let process = Process()
     process.executableURL = executable
-    process.arguments = [
-      "serve", "--data", data, "--port", "0", "--secret", secret, "--exit-when-input-closes",
-    ]
+    process.arguments =
+      ["serve", "--data", data, "--port", "0", "--secret", secret, "--exit-when-input-closes"]
+      + (postgres.map { ["--postgres", $0] } ?? [])
     let output = Pipe()
     process.standardOutput = output
     // Kept open by this process alone: when it exits, however it exits, the relay does.

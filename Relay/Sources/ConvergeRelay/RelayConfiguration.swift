@@ -16,6 +16,9 @@ public struct RelayConfiguration: Sendable {
   /// processes sharing it appended, and pushes them; zero turns polling off (one
   /// process alone never needs it).
   public var storePollInterval: Duration = .milliseconds(250)
+  /// The same for a store that reports appends as they commit (PostgreSQL): only a
+  /// safety net for a report lost with the store's connection.
+  public var notifiedStorePollInterval: Duration = .seconds(5)
   /// Messages waiting for one socket before it counts as a slow consumer.
   public var queueLimit = 8_192
 

@@ -41,7 +41,8 @@ public struct RelayServer: Sendable {
     self.configuration = configuration
     self.spaces = SpaceDirectory(
       store: store, compactionInterval: configuration.compactionInterval,
-      pollInterval: configuration.storePollInterval)
+      pollInterval: configuration.storePollInterval,
+      notifiedPollInterval: configuration.notifiedStorePollInterval)
   }
 
   /// The Hummingbird application; run it with `runService()` or in a service group.

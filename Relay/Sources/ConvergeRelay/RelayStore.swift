@@ -24,6 +24,20 @@ public protocol RelayStore: Sendable {
   /// the space after applying exactly positions 1…`position`). Keeps an existing snapshot
   /// that covers more; safe to call from several processes at once.
   func compact(space: String, state: [UInt8], through position: UInt64) async throws
+
+  /// Appends committed by any process sharing the store, as they commit, from a store
+  /// that can tell (PostgreSQL's LISTEN/NOTIFY); `nil` from one that cannot, whose
+  /// readers poll instead. Each call returns a new stream that ends when the store closes.
+  func events() -> AsyncStream<RelayStoreEvent>?
+}
+
+/// What ``RelayStore/events()`` reports.
+public enum RelayStoreEvent: Sendable, Equatable {
+  /// Some process committed `position` in `space`.
+  case appended(space: String, position: UInt64)
+  /// The store (re)started reporting, and appends committed before this may have gone
+  /// unreported (its connection to the database was lost): read every space served.
+  case resumed
 }
 
 /// A slice of a space's history as ``RelayStore/read(space:after:)`` returns it.
@@ -46,6 +60,31 @@ public struct SpaceLog: Sendable, Equatable {
     entries.last?.position ?? snapshot?.through ?? position
   }
 
+  /// The slice that rows of a read make, checked for gaps: `rows` holds at most one
+  /// snapshot row, then log rows by increasing position, all past `position`. Log rows
+  /// that the snapshot covers are skipped (compaction may not have deleted them yet).
+  static func assemble(
+    space: String, after position: UInt64,
+    rows: [(isSnapshot: Bool, position: UInt64, bytes: [UInt8])]
+  ) throws -> SpaceLog {
+    var log = SpaceLog(snapshot: nil, entries: [])
+    var expected = position + 1
+    for row in rows {
+      if row.isSnapshot {
+        log.snapshot = (row.position, row.bytes)
+        expected = row.position + 1
+        continue
+      }
+      guard row.position >= expected else { continue }
+      guard row.position == expected else {
+        throw RelayStoreError.gap(space: space, expected: expected, found: row.position)
+      }
+      log.entries.append((row.position, row.bytes))
+      expected += 1
+    }
+    return log
+  }
+
   public static func == (lhs: SpaceLog, rhs: SpaceLog) -> Bool {
     lhs.snapshot?.through == rhs.snapshot?.through && lhs.snapshot?.state == rhs.snapshot?.state
       && lhs.entries.map(\.position) == rhs.entries.map(\.position)
@@ -61,4 +100,6 @@ public enum RelayStoreError: Error, Equatable, Sendable {
   case unexpectedRow(String)
   /// The store was closed; nothing more is read or written through it.
   case closed
+  /// The database did not answer when the store was opened.
+  case unreachable(String)
 }

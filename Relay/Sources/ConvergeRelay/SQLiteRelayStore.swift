@@ -96,29 +96,18 @@ public actor SQLiteRelayStore: RelayStore {
       SELECT 1, position, delta FROM log WHERE space = ?1 AND position > ?2
       ORDER BY kind, position
       """, [.text(space), .integer(Int(after))])
-    var log = SpaceLog(snapshot: nil, entries: [])
-    var expected = position + 1
+    var read: [(isSnapshot: Bool, position: UInt64, bytes: [UInt8])] = []
     for row in rows {
       guard let kind = row.column("kind")?.integer, let at = row.column("position")?.integer,
         at > 0, let buffer = row.column("bytes")?.blob
       else { throw RelayStoreError.unexpectedRow("read") }
-      let bytes = [UInt8](buffer: buffer)
-      let rowPosition = UInt64(at)
-      if kind == 0 {
-        log.snapshot = (rowPosition, bytes)
-        expected = rowPosition + 1
-        continue
-      }
-      // Rows the snapshot covers are still there until compaction deletes them.
-      guard rowPosition >= expected else { continue }
-      guard rowPosition == expected else {
-        throw RelayStoreError.gap(space: space, expected: expected, found: rowPosition)
-      }
-      log.entries.append((rowPosition, bytes))
-      expected += 1
+      read.append((kind == 0, UInt64(at), [UInt8](buffer: buffer)))
     }
-    return log
+    return try SpaceLog.assemble(space: space, after: position, rows: read)
   }
+
+  /// SQLite cannot tell other processes about an append: readers poll.
+  public nonisolated func events() -> AsyncStream<RelayStoreEvent>? { nil }
 
   public func compact(space: String, state: [UInt8], through position: UInt64) async throws {
     let through = Int(Int64(clamping: position))

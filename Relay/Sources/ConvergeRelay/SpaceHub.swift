@@ -23,6 +23,12 @@ actor SpaceHub {
   private var subscribers: [UInt64: Subscriber] = [:]
   private var waiting: [PendingCommit] = []
   private var isFlushing = false
+  /// The last position the store announced, and whether it announced that some may
+  /// have gone unannounced (``RelayStoreEvent/resumed``); a refresh is owed while either
+  /// is ahead of ``appliedPosition``.
+  private var announcedPosition: UInt64 = 0
+  private var isResumed = false
+  private var isCatchingUp = false
 
   /// A socket's queue of outgoing messages.
   struct Subscriber {
@@ -64,6 +70,46 @@ actor SpaceHub {
         try? await self?.refresh()
       }
     }
+  }
+
+  /// The store announced an append at `position` (`nil`: possibly missed ones). With
+  /// sockets open, the space reads what is new and pushes it; while its own append is in
+  /// flight it waits for that to finish, so the announcement of its own entry does not
+  /// send a device's delta back to it.
+  func notified(position: UInt64?) {
+    guard !subscribers.isEmpty else { return }
+    if let position {
+      announcedPosition = max(announcedPosition, position)
+    } else {
+      isResumed = true
+    }
+    catchUpIfNotified()
+  }
+
+  /// Whether an announcement is still unread: not the one of an entry this hub appended
+  /// and applied itself, which needs no read.
+  private var owesRefresh: Bool { isResumed || announcedPosition > appliedPosition }
+
+  private func catchUpIfNotified() {
+    guard owesRefresh, !isFlushing, !isCatchingUp else { return }
+    isCatchingUp = true
+    Task { await self.catchUp() }
+  }
+
+  private func catchUp() async {
+    while owesRefresh, !isFlushing {
+      isResumed = false
+      let before = appliedPosition
+      do {
+        try await refresh()
+      } catch {
+        // Retried at the next announcement or poll.
+        break
+      }
+      // A store that announced more than it lets read is left to the poll.
+      if appliedPosition == before, !isResumed { break }
+    }
+    isCatchingUp = false
   }
 
   func unsubscribe(_ id: UInt64) {
@@ -155,6 +201,7 @@ actor SpaceHub {
       await compactIfDue()
     }
     isFlushing = false
+    catchUpIfNotified()
   }
 
   /// Replaces the log by a snapshot every ``compactionInterval`` entries. A failure only
@@ -180,22 +227,54 @@ actor SpaceHub {
 /// More deltas wait for a space's next append than ``SpaceHub/waitingLimit``.
 struct SpaceHubOverloaded: Error {}
 
-/// The spaces this process serves, each built on first use from the store.
+/// The spaces this process serves, each built on first use from the store. When the
+/// store reports appends (``RelayStore/events()``), each goes to its space's hub and the
+/// poll only backs that up at `notifiedPollInterval`; otherwise spaces poll at
+/// `pollInterval`.
 actor SpaceDirectory {
   private let store: any RelayStore
   private let compactionInterval: UInt64
   private let pollInterval: Duration
   private var hubs: [String: SpaceHub] = [:]
+  private let events: AsyncStream<RelayStoreEvent>?
+  private var listening: Task<Void, Never>?
 
-  init(store: any RelayStore, compactionInterval: UInt64, pollInterval: Duration) {
+  init(
+    store: any RelayStore, compactionInterval: UInt64, pollInterval: Duration,
+    notifiedPollInterval: Duration
+  ) {
     self.store = store
     self.compactionInterval = compactionInterval
-    self.pollInterval = pollInterval
+    events = store.events()
+    self.pollInterval = events == nil ? pollInterval : notifiedPollInterval
+  }
+
+  /// Routes the store's events to the hubs, from the first hub on.
+  private func listenIfNeeded() {
+    guard listening == nil, let events else { return }
+    listening = Task { [weak self] in
+      for await event in events {
+        guard let self else { return }
+        await self.route(event)
+      }
+    }
+  }
+
+  deinit { listening?.cancel() }
+
+  private func route(_ event: RelayStoreEvent) async {
+    switch event {
+    case .appended(let space, let position):
+      await hubs[space]?.notified(position: position)
+    case .resumed:
+      for hub in hubs.values { await hub.notified(position: nil) }
+    }
   }
 
   /// The space's hub, refreshed from the store.
   func hub(for space: String) async throws -> SpaceHub {
     if let hub = hubs[space] { return hub }
+    listenIfNeeded()
     let hub = SpaceHub(
       space: space, store: store, compactionInterval: compactionInterval,
       pollInterval: pollInterval)

@@ -21,6 +21,13 @@ final class BenchMetrics: Sendable {
     var bytesReceived = 0
     var firstPush: ContinuousClock.Instant?
     var lastAcknowledgement: ContinuousClock.Instant?
+    /// Connections that dropped before the device was done and were made again.
+    var reconnections = 0
+    /// When a node was killed, and the samples that arrived after it: whether each is
+    /// inside the kill window depends on when the devices converged, known only later.
+    var killedAt: ContinuousClock.Instant?
+    var outsideKillWindow = Histogram<UInt64>(highestTrackableValue: 600_000_000)
+    var afterKill: [(pushed: ContinuousClock.Instant, micros: UInt64)] = []
   }
 
   let counts = Mutex(Counts())
@@ -32,6 +39,14 @@ final class BenchMetrics: Sendable {
       $0.bytesSent += bytes
       if $0.firstPush == nil { $0.firstPush = now }
     }
+  }
+
+  func reconnected() {
+    counts.withLock { $0.reconnections += 1 }
+  }
+
+  func killed(at instant: ContinuousClock.Instant) {
+    counts.withLock { $0.killedAt = instant }
   }
 
   func received(_ bytes: Int, acknowledgement: Bool) {
@@ -57,19 +72,29 @@ final class BenchMetrics: Sendable {
               continue
             }
             let elapsed = now - sent
-            let micros =
-              elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds
-              / 1_000_000_000_000
-            _ = counts.latency.record(UInt64(max(0, micros)))
+            let micros = UInt64(
+              max(
+                0,
+                elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds
+                  / 1_000_000_000_000))
+            _ = counts.latency.record(micros)
+            if let killedAt = counts.killedAt, now >= killedAt {
+              counts.afterKill.append((sent, micros))
+            } else {
+              _ = counts.outsideKillWindow.record(micros)
+            }
           }
         }
       }
     }
   }
 
+  /// The report, once typing is over; `base` is a node still running, and
+  /// `convergedAfterKill` how long after the kill every device held what had been
+  /// acknowledged by then (`nil`: no kill, or they never did).
   func report(
-    devices: [BenchDevice], connected: Int, seconds: Int, base: String,
-    authority: RelayTokenAuthority, logger: Logger
+    devices: [BenchDevice], connected: Int, seconds: Int, base: String, nodes: Int,
+    convergedAfterKill: Duration?, authority: RelayTokenAuthority, logger: Logger
   ) async -> BenchReport {
     // Let every space settle: one more handshake per device pulls anything missed. Each
     // is bounded, so a relay that never answers ends the bench (as not converged)
@@ -96,8 +121,22 @@ final class BenchMetrics: Sendable {
         lost += acknowledged.subtracting(relayContext ?? CausalContext()).eventCount
       }
     }
-    let counts = self.counts.withLock { $0 }
+    var counts = self.counts.withLock { $0 }
     let elapsed = Double(seconds)
+    // The kill window: from the kill until every device converged (to the end of the
+    // run if they never did). A sample is in it when it arrived after the kill and was
+    // pushed before the window closed.
+    var killWindowSamples = 0
+    if let killedAt = counts.killedAt {
+      let windowEnd = killedAt + (convergedAfterKill ?? .seconds(seconds + 3_600))
+      for sample in counts.afterKill {
+        if sample.pushed > windowEnd {
+          _ = counts.outsideKillWindow.record(sample.micros)
+        } else {
+          killWindowSamples += 1
+        }
+      }
+    }
     return BenchReport(
       clients: devices.count, connected: connected, seconds: seconds,
       acceptedPerSecond: Double(counts.acknowledged) / elapsed,
@@ -107,7 +146,15 @@ final class BenchMetrics: Sendable {
       p99Milliseconds: Double(counts.latency.valueAtPercentile(99)) / 1000,
       maxMilliseconds: Double(counts.latency.max) / 1000,
       bytesSent: counts.bytesSent, bytesReceived: counts.bytesReceived,
-      converged: converged, lostAcknowledged: lost)
+      converged: converged, lostAcknowledged: lost, nodes: nodes,
+      reconnections: counts.reconnections,
+      killedNodeAtSeconds: counts.killedAt.flatMap { killedAt in
+        counts.firstPush.map { (killedAt - $0).seconds }
+      },
+      convergedAfterKillMilliseconds: convergedAfterKill.map { $0.seconds * 1000 },
+      p99OutsideKillWindowMilliseconds: counts.killedAt == nil
+        ? nil : Double(counts.outsideKillWindow.valueAtPercentile(99)) / 1000,
+      killWindowSamples: counts.killedAt == nil ? nil : killWindowSamples)
   }
 }
 
@@ -125,6 +172,12 @@ struct BenchReport: Codable {
   var bytesReceived: Int
   var converged: Bool
   var lostAcknowledged: UInt64
+  var nodes: Int
+  var reconnections: Int
+  var killedNodeAtSeconds: Double?
+  var convergedAfterKillMilliseconds: Double?
+  var p99OutsideKillWindowMilliseconds: Double?
+  var killWindowSamples: Int?
 
   func printText() {
     print("clients \(connected)/\(clients) connected, \(seconds) s")
@@ -135,6 +188,14 @@ struct BenchReport: Codable {
     )
     print("bytes sent \(bytesSent), received \(bytesReceived)")
     print("converged \(converged ? "yes" : "no"), lost acknowledged events \(lostAcknowledged)")
+    print("nodes \(nodes), reconnections \(reconnections)")
+    if let killedNodeAtSeconds {
+      let converged = convergedAfterKillMilliseconds.map { "\($0) ms after it" } ?? "never"
+      print("node 1 killed at \(killedNodeAtSeconds) s; every device converged \(converged)")
+      print(
+        "fan-out p99 outside the kill window \(p99OutsideKillWindowMilliseconds ?? 0) ms "
+          + "(\(killWindowSamples ?? 0) samples inside it)")
+    }
   }
 }
 
@@ -151,13 +212,16 @@ final class BenchDevice: Sendable {
   let token: String
   let metrics: BenchMetrics
   let state: Mutex<State>
+  /// The node it connects to first (an index into the bench's nodes).
+  let home: Int
   static let note = EntityKey(type: "note", id: "shared")
 
-  init(id: ReplicaID, space: String, token: String, metrics: BenchMetrics) {
+  init(id: ReplicaID, space: String, token: String, metrics: BenchMetrics, home: Int = 0) {
     self.id = id
     self.space = space
     self.token = token
     self.metrics = metrics
+    self.home = home
     state = Mutex(State(replica: Replica(id: id)))
   }
 
@@ -198,51 +262,78 @@ final class BenchDevice: Sendable {
     return reply
   }
 
-  /// Types until `end`, then returns whether the device connected at all.
-  func run(base: String, interval: Duration, until end: ContinuousClock.Instant, logger: Logger)
-    async -> Bool
-  {
-    do {
-      try await connect(base: base, logger: logger) { inbound, outbound in
-        let hello = self.state.withLock { $0.session.makeEncodedMessage(for: $0.replica) }
-        if let hello { try await outbound.write(.binary(ByteBuffer(bytes: hello))) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-          group.addTask {
-            var next = ContinuousClock.now + interval * Double.random(in: 0...1)
-            while next < end {
-              try await Task.sleep(until: next)
-              next += interval
-              let (bytes, dot) = self.state.withLock { state in
-                let commit = state.replica.transact { tx in
-                  tx.insertText("x", at: Int.random(in: 0...64), in: "body", of: Self.note)
-                }
-                let counter = commit.delta.context.counters(of: self.id).maximum
-                return (
-                  state.session.pushEncoded(commit, from: state.replica),
-                  Dot(replica: self.id, counter: counter)
-                )
+  /// Types until `end` through `bases[home]`, then returns whether the device connected
+  /// at all. When its connection drops first (its node was killed), it connects to the
+  /// next node, as a load balancer would send it, handshakes from its replica and types
+  /// on; keystrokes are paced by the clock, so none is made while it is away.
+  func run(
+    bases: [String], interval: Duration, until end: ContinuousClock.Instant, logger: Logger
+  ) async -> Bool {
+    var connected = false
+    var node = home % bases.count
+    let typing = Typing(first: ContinuousClock.now + interval * Double.random(in: 0...1))
+    while true {
+      do {
+        try await connect(base: bases[node], logger: logger) { inbound, outbound in
+          let hello = self.state.withLock { state in
+            state.session.reset()
+            return state.session.makeEncodedMessage(for: state.replica)
+          }
+          if let hello { try await outbound.write(.binary(ByteBuffer(bytes: hello))) }
+          try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+              while let due = typing.next.withLock({ $0 < end ? $0 : nil }) {
+                try await Task.sleep(until: due)
+                typing.next.withLock { $0 = max($0 + interval, ContinuousClock.now) }
+                let bytes = self.type()
+                try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
               }
-              self.metrics.pushed(dot, bytes: bytes.count)
-              try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
+              // Room for the last acknowledgements and pushes, then a clean close.
+              try await Task.sleep(for: .seconds(2))
+              typing.finished.withLock { $0 = true }
+              try await outbound.close(.normalClosure, reason: nil)
             }
-            // Room for the last acknowledgements and pushes, then a clean close.
-            try await Task.sleep(for: .seconds(2))
-            try await outbound.close(.normalClosure, reason: nil)
-          }
-          for try await message in inbound.messages(maxSize: 1 << 24) {
-            guard case .binary(let buffer) = message else { continue }
-            if let reply = try self.receive([UInt8](buffer: buffer)) {
-              try await outbound.write(.binary(ByteBuffer(bytes: reply)))
+            for try await message in inbound.messages(maxSize: 1 << 24) {
+              guard case .binary(let buffer) = message else { continue }
+              if let reply = try self.receive([UInt8](buffer: buffer)) {
+                try await outbound.write(.binary(ByteBuffer(bytes: reply)))
+              }
             }
+            group.cancelAll()
           }
-          group.cancelAll()
         }
+        connected = true
+      } catch {
+        logger.debug("device \(id) lost its connection: \(error)")
       }
-      return true
-    } catch {
-      logger.error("device \(id) failed: \(error)")
-      return false
+      if typing.finished.withLock({ $0 }) || ContinuousClock.now >= end + .seconds(2) { break }
+      metrics.reconnected()
+      node = (node + 1) % bases.count
+      try? await Task.sleep(for: .milliseconds(20))
     }
+    return connected
+  }
+
+  /// When the next keystroke is due, and whether the device typed to the end and closed.
+  private final class Typing: Sendable {
+    let next: Mutex<ContinuousClock.Instant>
+    let finished = Mutex(false)
+    init(first: ContinuousClock.Instant) { next = Mutex(first) }
+  }
+
+  /// One keystroke: a transaction on the replica, pushed as a session frame.
+  private func type() -> [UInt8] {
+    let (bytes, dot) = state.withLock { state in
+      let commit = state.replica.transact { tx in
+        tx.insertText("x", at: Int.random(in: 0...64), in: "body", of: Self.note)
+      }
+      let counter = commit.delta.context.counters(of: id).maximum
+      return (
+        state.session.pushEncoded(commit, from: state.replica), Dot(replica: id, counter: counter)
+      )
+    }
+    metrics.pushed(dot, bytes: bytes.count)
+    return bytes
   }
 
   /// One handshake round after the run, so a device that missed a push catches up.

@@ -48,8 +48,13 @@ struct SecretOptions: ParsableArguments {
 struct Serve: AsyncParsableCommand {
   static let configuration = CommandConfiguration(abstract: "Run the relay.")
 
-  @Option(help: "Directory for the database (created if missing).")
-  var data: String
+  @Option(help: "Directory for the SQLite database and relay.secret (created if missing).")
+  var data: String?
+  @Option(
+    help: ArgumentHelp(
+      "A PostgreSQL database (postgres://user:password@host:port/database) instead of SQLite.",
+      discussion: "Any number of relays may share it; each serves any space."))
+  var postgres: String?
   @Option(help: "Port to listen on (0: any free port).")
   var port = 7780
   @Option(help: "Interface to bind.")
@@ -64,6 +69,10 @@ struct Serve: AsyncParsableCommand {
   @Flag(help: "Exit when standard input closes (a parent that runs relays as children).")
   var exitWhenInputCloses = false
 
+  func validate() throws {
+    guard data != nil || postgres != nil else { throw ValidationError("give --data or --postgres") }
+  }
+
   func run() async throws {
     if exitWhenInputCloses {
       // A parent that dies, even by SIGKILL, closes the pipe: its relays go with it.
@@ -72,8 +81,17 @@ struct Serve: AsyncParsableCommand {
         Foundation.exit(0)
       }
     }
-    try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-    let store = try await SQLiteRelayStore.open(path: data + "/relay.sqlite")
+    if let data {
+      try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+    }
+    let store: any RelayStore
+    if let postgres {
+      store = try await PostgresRelayStore.connect(url: postgres)
+    } else if let data {
+      store = try await SQLiteRelayStore.open(path: data + "/relay.sqlite")
+    } else {
+      throw ValidationError("give --data or --postgres")
+    }
     let authority = try await RelayTokenAuthority(
       secret: try secret.resolve(dataDirectory: data, create: true))
     var configuration = RelayConfiguration()

@@ -305,7 +305,7 @@ struct RelaySimulation {
 }
 
 extension Duration {
-  fileprivate var seconds: Double {
+  var seconds: Double {
     Double(components.seconds) + Double(components.attoseconds) * 1e-18
   }
 }

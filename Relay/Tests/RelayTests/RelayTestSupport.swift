@@ -11,10 +11,10 @@ import Synchronization
 import Testing
 
 /// A relay running in this process on a free loopback port, over SQLite in a temporary
-/// directory.
+/// directory or, given `postgres`, over that database (as one node of several).
 struct LiveRelay {
   static let secret = "relay-test-secret-at-least-32-bytes-long"
-  let store: SQLiteRelayStore
+  let store: any RelayStore
   let directory: String
   let authority: RelayTokenAuthority
   private let ownsDirectory: Bool
@@ -25,10 +25,16 @@ struct LiveRelay {
   /// Starts a relay; with `sharing`, a second relay on the same database file, as a
   /// second process would be.
   static func start(
-    sharing other: LiveRelay? = nil, _ configure: (inout RelayConfiguration) -> Void = { _ in }
+    sharing other: LiveRelay? = nil, postgres: String? = nil,
+    _ configure: (inout RelayConfiguration) -> Void = { _ in }
   ) async throws -> LiveRelay {
     let directory = other?.directory ?? temporaryDirectory()
-    let store = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
+    let store: any RelayStore =
+      if let postgres {
+        try await PostgresRelayStore.connect(url: postgres)
+      } else {
+        try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
+      }
     let authority = try await RelayTokenAuthority(secret: secret)
     var configuration = RelayConfiguration()
     configure(&configuration)
@@ -43,7 +49,7 @@ struct LiveRelay {
 
   func stop() async {
     await server.stop()
-    try? await store.close()
+    await closeStore(store)
     if ownsDirectory { try? FileManager.default.removeItem(atPath: directory) }
   }
 
@@ -69,6 +75,12 @@ struct LiveRelay {
         space: space, scope: scope, expiry: Date(timeIntervalSinceNow: seconds),
         replicas: replicas))
   }
+}
+
+/// Closes either kind of store.
+func closeStore(_ store: any RelayStore) async {
+  if let store = store as? SQLiteRelayStore { try? await store.close() }
+  if let store = store as? PostgresRelayStore { await store.close() }
 }
 
 struct RelayTestError: Error, CustomStringConvertible {

@@ -1,0 +1,334 @@
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// The ``RelayStore`` for several relay nodes: PostgreSQL holds every space's log and
+/// snapshot, and any node serves any space.
+///
+/// - An append is one statement, hence one transaction: it advances the space's row in
+///   `converge_relay_heads` (`INSERT … ON CONFLICT DO UPDATE … RETURNING`, which holds
+///   that row's lock until commit), inserts the entry at the new head, and queues a
+///   `NOTIFY`. A second appender to the space waits for the lock, so positions are
+///   gap-free and commit in position order: a reader that sees position n sees every
+///   position before it. (A `bigserial` would not do: a reader can see row 2 committed
+///   while row 1 is in flight and skip row 1 for good.)
+/// - A read is one statement, so it sees one snapshot of the database: the rows, or the
+///   snapshot that replaced them.
+/// - Compaction upserts the snapshot only when it covers more than the stored one (one
+///   writer wins; a node computes it from a replica that applied exactly positions
+///   1…through), then deletes the rows the stored snapshot covers: a reader behind it
+///   gets the snapshot instead, which ``SpaceHub`` merges like any delta.
+/// - ``events()`` reports every node's appends through `LISTEN converge_relay` (the
+///   payload is `position space`) on a connection of its own, reconnected with backoff
+///   after the database restarts and then reported as ``RelayStoreEvent/resumed``.
+public final class PostgresRelayStore: RelayStore {
+  private let client: PostgresClient
+  private let pool: Task<Void, Never>
+  private let listener: Task<Void, Never>
+  private let subscribers: EventSubscribers
+  static let channel = "converge_relay"
+
+  private init(
+    client: PostgresClient, pool: Task<Void, Never>, listener: Task<Void, Never>,
+    subscribers: EventSubscribers
+  ) {
+    self.client = client
+    self.pool = pool
+    self.listener = listener
+    self.subscribers = subscribers
+  }
+
+  /// The database at `url` (`postgres://user:password@host:port/database`; add
+  /// `?sslmode=require` for TLS), with the relay's tables created if missing. `logger`
+  /// hears of lost connections; the pool's own chatter is kept to errors. Throws
+  /// ``RelayStoreError/unreachable(_:)`` when the tables are not in place within
+  /// `startTimeout`.
+  public static func connect(
+    url: String, logger: Logger = Logger(label: "converge-relay"),
+    startTimeout: Duration = .seconds(30)
+  ) async throws -> PostgresRelayStore {
+    let configuration = try PostgresURL(url)
+    var quietLogger = logger
+    quietLogger.logLevel = max(logger.logLevel, .error)
+    let poolLogger = quietLogger
+    var poolConfiguration = PostgresClient.Configuration(
+      host: configuration.host, port: configuration.port, username: configuration.user,
+      password: configuration.password, database: configuration.database,
+      tls: configuration.requireTLS ? .require(.makeClientConfiguration()) : .disable)
+    poolConfiguration.options.maximumConnections = 24
+    let client = PostgresClient(configuration: poolConfiguration, backgroundLogger: poolLogger)
+    let pool = Task { await client.run() }
+    do {
+      // The pool retries a database it cannot reach for as long as it is asked to: a
+      // node that cannot reach it at start says so instead of hanging.
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+          try await client.withTransaction(logger: poolLogger) { connection in
+            // Nodes starting together would race to create the same tables.
+            try await connection.query("SELECT pg_advisory_xact_lock(7780)", logger: poolLogger)
+            for statement in schema { try await connection.query(statement, logger: poolLogger) }
+          }
+        }
+        group.addTask {
+          try await Task.sleep(for: startTimeout)
+          throw RelayStoreError.unreachable(
+            "no answer from PostgreSQL at \(configuration.host):\(configuration.port) "
+              + "within \(startTimeout)")
+        }
+        try await group.next()
+        group.cancelAll()
+      }
+    } catch {
+      pool.cancel()
+      throw error
+    }
+    var listenConfiguration = PostgresConnection.Configuration(
+      host: configuration.host, port: configuration.port, username: configuration.user,
+      password: configuration.password, database: configuration.database,
+      tls: configuration.requireTLS
+        ? .require(try .init(configuration: .makeClientConfiguration())) : .disable)
+    listenConfiguration.options.connectTimeout = .seconds(5)
+    let subscribers = EventSubscribers()
+    let listener = Task {
+      await listen(configuration: listenConfiguration, subscribers: subscribers, logger: logger)
+    }
+    return PostgresRelayStore(
+      client: client, pool: pool, listener: listener, subscribers: subscribers)
+  }
+
+  private static let schema: [PostgresQuery] = [
+    """
+    CREATE TABLE IF NOT EXISTS converge_relay_heads(
+      space text PRIMARY KEY, head bigint NOT NULL)
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS converge_relay_log(
+      space text NOT NULL, position bigint NOT NULL, delta bytea NOT NULL,
+      PRIMARY KEY(space, position))
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS converge_relay_snapshots(
+      space text PRIMARY KEY, through bigint NOT NULL, state bytea NOT NULL)
+    """,
+  ]
+
+  /// Stops the pool and the listener; the streams of ``events()`` end.
+  public func close() async {
+    listener.cancel()
+    pool.cancel()
+    subscribers.finish()
+    _ = await listener.value
+    _ = await pool.value
+  }
+
+  public func append(space: String, delta: [UInt8]) async throws -> UInt64 {
+    let rows = try await client.query(
+      """
+      WITH head AS (
+        INSERT INTO converge_relay_heads AS h(space, head) VALUES (\(space), 1)
+        ON CONFLICT (space) DO UPDATE SET head = h.head + 1
+        RETURNING head),
+      entry AS (
+        INSERT INTO converge_relay_log(space, position, delta)
+        SELECT \(space), head, \(ByteBuffer(bytes: delta)) FROM head
+        RETURNING position)
+      SELECT position, pg_notify('converge_relay', position || ' ' || \(space))::text FROM entry
+      """)
+    var position: Int64?
+    for try await (value, _) in rows.decode((Int64, String).self) { position = value }
+    guard let position, position > 0 else {
+      throw RelayStoreError.unexpectedRow("append returned no position")
+    }
+    return UInt64(position)
+  }
+
+  public func read(space: String, after position: UInt64) async throws -> SpaceLog {
+    // Positions are bigints, so none lies past Int64.max (the readiness probe asks for
+    // what follows UInt64.max).
+    guard position < UInt64(Int64.max) else { return SpaceLog(snapshot: nil, entries: []) }
+    let after = Int64(position)
+    let rows = try await client.query(
+      """
+      SELECT 0 AS kind, through AS position, state AS bytes FROM converge_relay_snapshots
+        WHERE space = \(space) AND through > \(after)
+      UNION ALL
+      SELECT 1, position, delta FROM converge_relay_log
+        WHERE space = \(space) AND position > \(after)
+      ORDER BY kind, position
+      """)
+    var read: [(isSnapshot: Bool, position: UInt64, bytes: [UInt8])] = []
+    for try await (kind, at, bytes) in rows.decode((Int32, Int64, ByteBuffer).self) {
+      guard at > 0 else { throw RelayStoreError.unexpectedRow("read") }
+      read.append((kind == 0, UInt64(at), [UInt8](buffer: bytes)))
+    }
+    return try SpaceLog.assemble(space: space, after: position, rows: read)
+  }
+
+  public func compact(space: String, state: [UInt8], through position: UInt64) async throws {
+    let through = Int64(clamping: position)
+    try await client.query(
+      """
+      INSERT INTO converge_relay_snapshots AS s(space, through, state)
+      VALUES (\(space), \(through), \(ByteBuffer(bytes: state)))
+      ON CONFLICT (space) DO UPDATE SET through = excluded.through, state = excluded.state
+      WHERE excluded.through > s.through
+      """)
+    try await client.query(
+      """
+      DELETE FROM converge_relay_log WHERE space = \(space)
+        AND position <= (SELECT through FROM converge_relay_snapshots WHERE space = \(space))
+      """)
+  }
+
+  public func events() -> AsyncStream<RelayStoreEvent>? {
+    subscribers.subscribe()
+  }
+
+  /// Listens on one dedicated connection for as long as the store is open: after a lost
+  /// connection it reconnects (backing off up to a second), listens again, and reports
+  /// ``RelayStoreEvent/resumed`` so readers catch up on what was not reported meanwhile.
+  private static func listen(
+    configuration: PostgresConnection.Configuration, subscribers: EventSubscribers,
+    logger: Logger
+  ) async {
+    var poolLogger = logger
+    poolLogger.logLevel = max(logger.logLevel, .error)
+    var backoff = Duration.milliseconds(50)
+    while !Task.isCancelled {
+      do {
+        let connection = try await PostgresConnection.connect(
+          configuration: configuration, id: 0, logger: poolLogger)
+        do {
+          try await connection.listen(on: channel) { notifications in
+            subscribers.resume()
+            backoff = .milliseconds(50)
+            for try await notification in notifications {
+              guard let event = Self.event(notification.payload) else { continue }
+              subscribers.send(event)
+            }
+          }
+        } catch {
+          logger.warning("lost the LISTEN connection; reconnecting: \(String(reflecting: error))")
+        }
+        subscribers.lose()
+        try? await connection.close()
+      } catch {
+        logger.warning("cannot connect to LISTEN; retrying: \(String(reflecting: error))")
+      }
+      try? await Task.sleep(for: backoff)
+      backoff = min(backoff * 2, .seconds(1))
+    }
+  }
+
+  /// The event a `position space` payload names, or `nil` for another shape.
+  static func event(_ payload: String) -> RelayStoreEvent? {
+    guard let separator = payload.firstIndex(of: " "),
+      let position = UInt64(payload[..<separator]), position > 0
+    else { return nil }
+    return .appended(space: String(payload[payload.index(after: separator)...]), position: position)
+  }
+}
+
+/// The open streams of ``PostgresRelayStore/events()``.
+final class EventSubscribers: Sendable {
+  private struct State {
+    var next: UInt64 = 0
+    var open: [UInt64: AsyncStream<RelayStoreEvent>.Continuation] = [:]
+    var finished = false
+    /// Listening now: a new subscriber is told ``RelayStoreEvent/resumed`` at once.
+    var live = false
+  }
+  private let state = Mutex(State())
+
+  /// Events a slow subscriber may fall behind by before the oldest are dropped: memory
+  /// stays bounded, and the relay's slow poll reads anything a dropped event announced.
+  static let bufferLimit = 65_536
+
+  func subscribe() -> AsyncStream<RelayStoreEvent> {
+    let (stream, continuation) = AsyncStream<RelayStoreEvent>.makeStream(
+      bufferingPolicy: .bufferingNewest(Self.bufferLimit))
+    let id: UInt64? = state.withLock { state in
+      guard !state.finished else { return nil }
+      state.next += 1
+      state.open[state.next] = continuation
+      if state.live { continuation.yield(.resumed) }
+      return state.next
+    }
+    guard let id else {
+      continuation.finish()
+      return stream
+    }
+    continuation.onTermination = { [weak self] _ in
+      _ = self?.state.withLock { $0.open.removeValue(forKey: id) }
+    }
+    return stream
+  }
+
+  func send(_ event: RelayStoreEvent) {
+    state.withLock { state in
+      for continuation in state.open.values { continuation.yield(event) }
+    }
+  }
+
+  /// Listening (again): every subscriber hears ``RelayStoreEvent/resumed``.
+  func resume() {
+    state.withLock { state in
+      state.live = true
+      for continuation in state.open.values { continuation.yield(.resumed) }
+    }
+  }
+
+  /// The listening connection is gone; appends go unreported until ``resume()``.
+  func lose() {
+    state.withLock { $0.live = false }
+  }
+
+  func finish() {
+    let open = state.withLock { state in
+      state.finished = true
+      defer { state.open.removeAll() }
+      return Array(state.open.values)
+    }
+    for continuation in open { continuation.finish() }
+  }
+}
+
+/// The parts of a `postgres://` URL the store connects with.
+struct PostgresURL: Sendable, Equatable {
+  var host: String
+  var port: Int
+  var user: String
+  var password: String?
+  var database: String?
+  var requireTLS: Bool
+
+  /// The URL is not `postgres://` or `postgresql://` with a host and a user.
+  struct Invalid: Error, CustomStringConvertible {
+    var description: String
+  }
+
+  init(_ text: String) throws {
+    guard let components = URLComponents(string: text),
+      components.scheme == "postgres" || components.scheme == "postgresql",
+      let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
+    else {
+      throw Invalid(description: "expected postgres://user[:password]@host[:port]/database")
+    }
+    self.host = host
+    self.port = components.port ?? 5432
+    self.user = user
+    self.password = components.password
+    let path = components.path.drop { $0 == "/" }
+    self.database = path.isEmpty ? nil : String(path)
+    let sslmode = components.queryItems?.first { $0.name == "sslmode" }?.value
+    self.requireTLS = sslmode == "require" || sslmode == "verify-full"
+  }
+}

@@ -1,0 +1,186 @@
+import Converge
+import ConvergeRelay
+import ConvergeRelayClient
+import ConvergeTestSupport
+import Foundation
+import Testing
+
+/// Relay nodes sharing one PostgreSQL database, with the faults a deployment meets: a
+/// node killed mid-stream, the database restarted. Each runs when
+/// `CONVERGE_POSTGRES_URL` is set (see ``StoreKind``); the restart test also needs
+/// `CONVERGE_POSTGRES_CTL` (both set by `Relay/postgres.sh`).
+@Suite(.timeLimit(.minutes(2)), .serialized) struct PostgresRelayTests {
+  static var url: String? { StoreKind.available.contains(.postgres) ? StoreKind.postgresURL : nil }
+
+  /// A fresh space name: the database is shared by every test and every run.
+  static func space(_ name: String) -> String { "\(name)-\(UInt64.random(in: 0 ... .max))" }
+
+  /// With polling off, a delta can reach the other node's device only through the
+  /// store's notifications.
+  @Test func aDevicePushingOnOneNodeReachesADeviceOnAnother() async throws {
+    guard let url = Self.url else { return }
+    let space = Self.space("fan-out")
+    let nodeA = try await LiveRelay.start(postgres: url) { $0.notifiedStorePollInterval = .zero }
+    let nodeB = try await LiveRelay.start(postgres: url) { $0.notifiedStorePollInterval = .zero }
+    let writer = try await nodeA.device(0xA1, in: space)
+    let reader = try await nodeB.device(0xB1, in: space)
+    let tasks = [Task { await writer.run() }, Task { await reader.run() }]
+    #expect(await eventually { await reader.status == .upToDate })
+    let key = EntityKey(type: "note", id: "n")
+    for index in 0..<20 {
+      try await writer.transact { tx in tx.setValue(.int(Int64(index)), for: "i", of: key) }
+    }
+    #expect(await eventually { await reader.replica.document == writer.replica.document })
+    #expect(await reader.replica.context.includes(writer.replica.context))
+    for task in tasks { task.cancel() }
+    await nodeA.stop()
+    await nodeB.stop()
+  }
+
+  /// Node A, a real `converge-relay serve --postgres` process, is killed with SIGKILL
+  /// while its devices push; they come back through node B (as a load balancer would
+  /// send them) from what their disks hold, and every device converges with nothing
+  /// acknowledged missing from the database.
+  @Test func devicesOfAKilledNodeReconnectToAnotherAndConverge() async throws {
+    guard let url = Self.url else { return }
+    let seed: UInt64 = 22
+    var random = SeededGenerator(seed: seed)
+    let space = Self.space("kill")
+    let data = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: data) }
+    let nodeA = try RelayChildProcess.start(
+      executable: BuiltProduct.directory.appendingPathComponent("converge-relay"), data: data,
+      secret: LiveRelay.secret, postgres: url)
+    let nodeB = try await LiveRelay.start(postgres: url)
+    let key = EntityKey(type: "note", id: "n")
+    // Two devices on each node; each keeps its client store, as an app keeps its disk.
+    var stores: [InMemoryRelayClientStore] = []
+    var clients: [RelayClient] = []
+    for index in 0..<4 {
+      let id = ReplicaID(rawValue: 0xD0 + UInt64(index))
+      let store = InMemoryRelayClientStore(replica: Replica(id: id))
+      let url = index < 2 ? nodeA.url(space: space) : nodeB.url(space: space)
+      stores.append(store)
+      clients.append(
+        try await RelayClient(
+          url: url, token: try await nodeB.token(space: space, replicas: [id]), store: store))
+    }
+    var tasks = clients.map { client in Task { await client.run() } }
+    for client in clients { #expect(await eventually { await client.status == .upToDate }) }
+    for step in 0..<60 {
+      if step == 30 { nodeA.kill() }  // mid-stream: pushes to A may be in flight
+      let client = clients[Int.random(in: 0..<clients.count, using: &random)]
+      try await client.transact { tx in
+        tx.insertText("\(step % 10)", at: 0, in: "body", of: key)
+      }
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    // A's devices come back through B with their replicas and acknowledgements.
+    for index in 0..<2 {
+      tasks[index].cancel()
+      let id = ReplicaID(rawValue: 0xD0 + UInt64(index))
+      clients[index] = try await RelayClient(
+        url: nodeB.url(space: space), token: try await nodeB.token(space: space, replicas: [id]),
+        store: stores[index])
+      let client = clients[index]
+      tasks[index] = Task { await client.run() }
+    }
+    let all = clients
+    let converged = await eventually {
+      var documents: [Document] = []
+      for client in all { documents.append(await client.replica.document) }
+      return documents.allSatisfy { $0 == documents[0] }
+    }
+    #expect(converged, "seed \(seed)")
+    let stored = try await Self.storedContext(space: space, relay: nodeB)
+    for client in clients {
+      #expect(stored.includes(await client.acknowledged), "seed \(seed)")
+      #expect(await client.pending.isEmpty, "seed \(seed)")
+    }
+    for task in tasks { task.cancel() }
+    await nodeB.stop()
+  }
+
+  /// PostgreSQL restarts (fast shutdown: every connection is cut) while devices on two
+  /// nodes push; with polling off, the nodes reconnect, LISTEN again and catch up, so
+  /// deltas pushed after the restart reach the other node, and nothing acknowledged
+  /// before it is lost.
+  @Test func nodesRecoverFromADatabaseRestart() async throws {
+    guard let url = Self.url else { return }
+    guard let control = ProcessInfo.processInfo.environment["CONVERGE_POSTGRES_CTL"] else {
+      print("⚠︎ database restart test SKIPPED: CONVERGE_POSTGRES_CTL is not set")
+      return
+    }
+    let space = Self.space("restart")
+    let nodeA = try await LiveRelay.start(postgres: url) { $0.notifiedStorePollInterval = .zero }
+    let nodeB = try await LiveRelay.start(postgres: url) { $0.notifiedStorePollInterval = .zero }
+    let writer = try await nodeA.device(0xE1, in: space)
+    let reader = try await nodeB.device(0xE2, in: space)
+    let tasks = [Task { await writer.run() }, Task { await reader.run() }]
+    #expect(await eventually { await reader.status == .upToDate })
+    let key = EntityKey(type: "note", id: "n")
+    for index in 0..<10 {
+      try await writer.transact { tx in tx.insertText("a", at: index, in: "body", of: key) }
+    }
+    #expect(await eventually { await writer.pending.isEmpty })
+    let acknowledgedBefore = await writer.acknowledged
+    #expect(try await Self.run(control, ["restart", "-m", "fast", "-w", "-t", "60"]) == 0)
+    for index in 0..<10 {
+      try await writer.transact { tx in tx.insertText("b", at: index, in: "body", of: key) }
+    }
+    #expect(await eventually { await reader.replica.document == writer.replica.document })
+    #expect(await eventually { await writer.pending.isEmpty })
+    let stored = try await Self.storedContext(space: space, relay: nodeB)
+    #expect(stored.includes(acknowledgedBefore))
+    #expect(stored.includes(await writer.acknowledged))
+    for task in tasks { task.cancel() }
+    await nodeA.stop()
+    await nodeB.stop()
+  }
+
+  /// The bench's fault run, small: two node processes, the first killed mid-run; its
+  /// devices reconnect, every device converges, nothing acknowledged is lost.
+  @Test func aShortTwoNodeBenchSurvivesAKilledNode() throws {
+    guard let url = Self.url else { return }
+    let (status, printed) = try BuiltProduct.run(
+      "converge-relay",
+      [
+        "bench", "--nodes", "2", "--postgres", url, "--clients", "8", "--seconds", "4",
+        "--kill-node-at", "2", "--json",
+      ], timeLimit: .seconds(90))
+    let text = String(decoding: printed, as: UTF8.self)
+    #expect(status == 0, "\(text)")
+    let report = try JSONSerialization.jsonObject(with: printed) as? [String: Any]
+    #expect(report?["converged"] as? Bool == true, "\(text)")
+    #expect(report?["lostAcknowledged"] as? Int == 0, "\(text)")
+    #expect(report?["connected"] as? Int == 8, "\(text)")
+    #expect((report?["reconnections"] as? Int ?? 0) >= 4, "\(text)")
+    #expect(report?["convergedAfterKillMilliseconds"] as? Double != nil, "\(text)")
+  }
+
+  /// Runs `executable` and returns its exit status, without holding a thread of the
+  /// cooperative pool while it runs.
+  static func run(_ executable: String, _ arguments: [String]) async throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    return try await withCheckedThrowingContinuation { continuation in
+      process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+      do {
+        try process.run()
+      } catch {
+        process.terminationHandler = nil
+        continuation.resume(throwing: error)
+      }
+    }
+  }
+
+  /// The space's context as the database holds it, rebuilt from snapshot and log.
+  static func storedContext(space: String, relay: LiveRelay) async throws -> CausalContext {
+    let log = try await relay.store.read(space: space, after: 0)
+    var replica = Replica()
+    if let snapshot = log.snapshot { replica = try Replica(restoring: snapshot.state) }
+    for entry in log.entries { replica.apply(try DocumentDelta(decoding: entry.delta)) }
+    return replica.context
+  }
+}
