@@ -25,13 +25,7 @@ import Testing
 
   /// `delta` written as a text delta and read back, as a peer receives it.
   static func throughWire(_ delta: RGADelta) throws -> RGADelta {
-    var builder = ReplicaTable.Builder()
-    delta.collectReplicas(into: &builder)
-    let table = builder.build()
-    var writer = ByteWriter()
-    table.write(to: &writer)
-    delta.write(to: &writer, replicas: table)
-    var reader = ByteReader(writer.bytes)
+    var reader = ByteReader(encodeTextRuns(delta))
     var decoded = try DecodedReplicaTable(from: &reader)
     let result = try RGADelta(fromDelta: &reader, replicas: &decoded)
     try reader.expectEnd()

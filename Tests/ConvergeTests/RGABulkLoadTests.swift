@@ -5,7 +5,11 @@ import Testing
 
 /// The text wire form of `text` alone: a replica table, then the text's state runs.
 func encodeTextState(_ text: RGA) -> [UInt8] {
-  let runs = text.delta(since: CausalContext())
+  encodeTextRuns(text.delta(since: CausalContext()))
+}
+
+/// The text wire form of `runs` alone: a replica table, then the runs.
+func encodeTextRuns(_ runs: RGADelta) -> [UInt8] {
   var builder = ReplicaTable.Builder()
   runs.collectReplicas(into: &builder)
   let table = builder.build()
