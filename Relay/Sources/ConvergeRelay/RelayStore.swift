@@ -33,8 +33,9 @@ public protocol RelayStore: Sendable {
 
 /// What ``RelayStore/events()`` reports.
 public enum RelayStoreEvent: Sendable, Equatable {
-  /// Some process committed `position` in `space`.
-  case appended(space: String, position: UInt64)
+  /// Some process committed `position` in `space`, with the entry's bytes when the
+  /// report could carry them (small entries; `nil`: read the entry from the store).
+  case appended(space: String, position: UInt64, delta: [UInt8]?)
   /// The store (re)started reporting, and appends committed before this may have gone
   /// unreported (its connection to the database was lost): read every space served.
   case resumed

@@ -12,6 +12,11 @@ import RelayWire
 /// many keystrokes), and each sender is acknowledged after that append returns. A
 /// socket does not wait for its push to be durable before it reads the next one, so
 /// one device's keystrokes share group commits too.
+///
+/// Entries other processes append reach the cache through the store's announcements:
+/// one that carries its bytes and comes next in position order is applied and fanned
+/// out with no read; anything else (a gap, an entry too large to announce, a lost
+/// announcement) is read from the store.
 actor SpaceHub {
   let space: String
   private let store: any RelayStore
@@ -29,6 +34,12 @@ actor SpaceHub {
   private var announcedPosition: UInt64 = 0
   private var isResumed = false
   private var isCatchingUp = false
+  /// Entries announced with their bytes and not applied yet, by position.
+  private var announced: [UInt64: [UInt8]] = [:]
+
+  /// Announced entries a space keeps while it waits for the ones before them; past it,
+  /// the rest are read from the store instead.
+  static let announcedLimit = 4_096
 
   /// A socket's queue of outgoing messages.
   struct Subscriber {
@@ -72,14 +83,18 @@ actor SpaceHub {
     }
   }
 
-  /// The store announced an append at `position` (`nil`: possibly missed ones). With
-  /// sockets open, the space reads what is new and pushes it; while its own append is in
-  /// flight it waits for that to finish, so the announcement of its own entry does not
-  /// send a device's delta back to it.
-  func notified(position: UInt64?) {
+  /// The store announced an append at `position`, with its bytes when it could carry
+  /// them (`position` `nil`: possibly missed ones). With sockets open, the space applies
+  /// what is new and pushes it, reading the store for what the announcements lack;
+  /// while its own append is in flight it waits for that to finish, so the announcement
+  /// of its own entry does not send a device's delta back to it.
+  func notified(position: UInt64?, delta: [UInt8]? = nil) {
     guard !subscribers.isEmpty else { return }
     if let position {
       announcedPosition = max(announcedPosition, position)
+      if let delta, position > appliedPosition, announced.count < Self.announcedLimit {
+        announced[position] = delta
+      }
     } else {
       isResumed = true
     }
@@ -91,9 +106,28 @@ actor SpaceHub {
   private var owesRefresh: Bool { isResumed || announcedPosition > appliedPosition }
 
   private func catchUpIfNotified() {
-    guard owesRefresh, !isFlushing, !isCatchingUp else { return }
+    guard !isFlushing else { return }
+    applyAnnounced(through: .max)
+    guard owesRefresh, !isCatchingUp else { return }
     isCatchingUp = true
     Task { await self.catchUp() }
+  }
+
+  /// Applies and fans out the announced entries that follow ``appliedPosition`` without
+  /// a gap, up to `limit`, and forgets those the cache already has. An entry that does
+  /// not decode is left to the read, which reports it.
+  private func applyAnnounced(through limit: UInt64) {
+    guard !announced.isEmpty else { return }
+    while appliedPosition < limit, let bytes = announced.removeValue(forKey: appliedPosition + 1),
+      let delta = try? DocumentDelta(decoding: bytes)
+    {
+      replica.apply(delta)
+      appliedPosition += 1
+      broadcast(bytes, excluding: [])
+    }
+    if announced.keys.contains(where: { $0 <= appliedPosition }) {
+      announced = announced.filter { $0.key > appliedPosition }
+    }
   }
 
   private func catchUp() async {
@@ -184,6 +218,9 @@ actor SpaceHub {
       do {
         let encoded = merged.encoded()
         let position = try await store.append(space: space, delta: encoded)
+        // Entries other processes appended just before this one may have been announced
+        // meanwhile.
+        applyAnnounced(through: max(position, 1) - 1)
         if position == appliedPosition + 1 {
           // Nothing else was appended meanwhile: the cache takes what was written
           // without reading it back.
@@ -264,8 +301,8 @@ actor SpaceDirectory {
 
   private func route(_ event: RelayStoreEvent) async {
     switch event {
-    case .appended(let space, let position):
-      await hubs[space]?.notified(position: position)
+    case .appended(let space, let position, let delta):
+      await hubs[space]?.notified(position: position, delta: delta)
     case .resumed:
       for hub in hubs.values { await hub.notified(position: nil) }
     }

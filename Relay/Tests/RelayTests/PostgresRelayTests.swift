@@ -16,7 +16,8 @@ import Testing
   static func space(_ name: String) -> String { "\(name)-\(UInt64.random(in: 0 ... .max))" }
 
   /// With polling off, a delta can reach the other node's device only through the
-  /// store's notifications.
+  /// store's notifications: small ones in the notification itself, one too large for
+  /// it read from the database.
   @Test func aDevicePushingOnOneNodeReachesADeviceOnAnother() async throws {
     guard let url = Self.url else { return }
     let space = Self.space("fan-out")
@@ -30,6 +31,10 @@ import Testing
     for index in 0..<20 {
       try await writer.transact { tx in tx.setValue(.int(Int64(index)), for: "i", of: key) }
     }
+    #expect(await eventually { await reader.replica.document == writer.replica.document })
+    let page = String(repeating: "lorem ipsum ", count: 1_000)
+    try await writer.transact { tx in tx.setValue(.string(page), for: "page", of: key) }
+    try await writer.transact { tx in tx.setValue(.int(20), for: "i", of: key) }
     #expect(await eventually { await reader.replica.document == writer.replica.document })
     #expect(await reader.replica.context.includes(writer.replica.context))
     for task in tasks { task.cancel() }

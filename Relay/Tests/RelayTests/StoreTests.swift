@@ -192,8 +192,9 @@ final class StoreFixture: Sendable {
     }
   }
 
-  /// A store that reports appends reports every process's, with the position; one that
-  /// cannot (SQLite) says so, and its relays poll.
+  /// A store that reports appends reports every process's, with the position and, when
+  /// the report has room for it, the entry; one that cannot (SQLite) says so, and its
+  /// relays poll.
   @Test(arguments: StoreKind.available) func appendsAreReportedToEveryProcess(kind: StoreKind)
     async throws
   {
@@ -206,19 +207,25 @@ final class StoreFixture: Sendable {
       await closeStore(appender)
       return
     }
-    let space = fixture.space("a")
+    // A space name with a blank in it, as the payload separates its fields by blanks.
+    let space = fixture.space("a b")
     var iterator = events.makeAsyncIterator()
     // The listener is ready once it reports that it (re)started listening.
     #expect(await iterator.next() == .resumed)
-    let position = try await appender.append(space: space, delta: [1])
-    var seen: RelayStoreEvent?
-    while let event = await iterator.next() {
-      if case .appended(space, _) = event {
-        seen = event
-        break
-      }
+    let small: [UInt8] = [1, 0, 255]
+    let large = [UInt8](repeating: 7, count: 8_000)
+    let first = try await appender.append(space: space, delta: small)
+    let second = try await appender.append(space: space, delta: large)
+    var seen: [RelayStoreEvent] = []
+    while seen.count < 2, let event = await iterator.next() {
+      if case .appended(space, _, _) = event { seen.append(event) }
     }
-    #expect(seen == .appended(space: space, position: position))
+    // A delta too large for a notification is left for the reader to read.
+    #expect(
+      seen == [
+        .appended(space: space, position: first, delta: small),
+        .appended(space: space, position: second, delta: nil),
+      ])
     await closeStore(listener)
     await closeStore(appender)
   }
