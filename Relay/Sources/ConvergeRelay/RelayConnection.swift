@@ -70,7 +70,7 @@ struct RelayPeer {
 
   /// Handles one binary message and returns the messages to send back, or why the
   /// connection must close. Nothing is committed when a reason is returned, except
-  /// for `serverError`, which the store raised.
+  /// for `serverError` or `storedDataUnreadable`, which the store raised.
   mutating func handle(_ bytes: ArraySlice<UInt8>) async -> Result<[[UInt8]], RelayCloseReason> {
     if RelayAcknowledgement.isRelayEnvelope(bytes) { return .failure(.malformedMessage) }
     let message: SyncMessage
@@ -99,7 +99,7 @@ struct RelayPeer {
         let durable = try await hub.commit(delta, from: id)
         replies.append(RelayAcknowledgement(durable: durable).encoded())
       } catch {
-        return .failure(.serverError)
+        return .failure(RelayCloseReason(refreshing: error))
       }
     }
     guard let stated = message.context else { return .success(replies) }
@@ -107,7 +107,7 @@ struct RelayPeer {
       // Answer from what the store has now, which another process may have extended.
       try await hub.refresh()
     } catch {
-      return .failure(.serverError)
+      return .failure(RelayCloseReason(refreshing: error))
     }
     var replica = await hub.replica
     session.receive(

@@ -114,7 +114,7 @@ public struct RelayServer: Sendable {
       hub = try await spaces.hub(for: space)
       try await hub.refresh()
     } catch {
-      await refuse(.serverError, inbound: inbound, outbound: outbound)
+      await refuse(RelayCloseReason(refreshing: error), inbound: inbound, outbound: outbound)
       return
     }
     let state = ConnectionState()
@@ -127,8 +127,8 @@ public struct RelayServer: Sendable {
           state.close(.slowConsumer)
           continuation.finish()
         }
-      case .failure:
-        state.close(.serverError)
+      case .failure(let error):
+        state.close(RelayCloseReason(refreshing: error))
         continuation.finish()
       }
     }
@@ -260,7 +260,11 @@ public struct RelayServer: Sendable {
       throw RelayCloseReason.malformedMessage.httpError
     }
     let hub = try await spaces.hub(for: space)
-    try await hub.refresh()
+    do {
+      try await hub.refresh()
+    } catch {
+      throw RelayCloseReason(refreshing: error).httpError
+    }
     var durable = await hub.replica.context
     if let delta = message.delta, !delta.isEmpty {
       if let refusal = await grant.refusal(toPush: delta, known: durable) {
@@ -284,7 +288,11 @@ public struct RelayServer: Sendable {
       known = decoded
     }
     let hub = try await spaces.hub(for: space)
-    try await hub.refresh()
+    do {
+      try await hub.refresh()
+    } catch {
+      throw RelayCloseReason(refreshing: error).httpError
+    }
     let replica = await hub.replica
     let delta = replica.delta(since: known)
     return Self.binaryResponse(
@@ -299,6 +307,12 @@ public struct RelayServer: Sendable {
 }
 
 extension RelayCloseReason {
+  /// Why a space could not be brought up to date from the store: bytes it holds that
+  /// do not decode, or the store's own failure.
+  init(refreshing error: any Error) {
+    self = error is ConvergeDecodingError ? .storedDataUnreadable : .serverError
+  }
+
   var webSocketCode: WebSocketErrorCode {
     WebSocketErrorCode(codeNumber: Int(rawValue))
   }
@@ -312,7 +326,7 @@ extension RelayCloseReason {
       case .unauthorized, .tokenExpired: .unauthorized
       case .wrongSpace, .readOnlyToken, .replicaNotGranted: .forbidden
       case .rateLimited: .tooManyRequests
-      case .idleTimeout, .slowConsumer, .serverError: .internalServerError
+      case .idleTimeout, .slowConsumer, .serverError, .storedDataUnreadable: .internalServerError
       }
     return HTTPError(status, message: description)
   }

@@ -28,11 +28,18 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   case idleTimeout = 4007
   /// The client read its pushes too slowly and its queue overflowed.
   case slowConsumer = 4008
+  /// The space's stored history holds bytes this relay cannot decode (a format version
+  /// it does not support, such as version 1, or a damaged row). The relay deletes
+  /// nothing; once an operator migrates the store or runs a relay that reads it,
+  /// retrying succeeds.
+  case storedDataUnreadable = 4009
 
   /// Whether reconnecting with the same token can succeed.
   public var isRetryable: Bool {
     switch self {
-    case .serverError, .rateLimited, .idleTimeout, .slowConsumer, .messageTooLarge: true
+    case .serverError, .rateLimited, .idleTimeout, .slowConsumer, .messageTooLarge,
+      .storedDataUnreadable:
+      true
     case .malformedMessage, .unauthorized, .wrongSpace, .tokenExpired, .readOnlyToken,
       .replicaNotGranted:
       false
@@ -53,6 +60,7 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
     case .rateLimited: "rate limited"
     case .idleTimeout: "idle timeout"
     case .slowConsumer: "slow consumer"
+    case .storedDataUnreadable: "stored data unreadable"
     }
   }
 }
