@@ -72,7 +72,7 @@ enum BenchCommand {
       ("trace", "trace", "\"\(report.trace)\""),
       ("edits", "edits", "\(report.edits)"),
       ("matches_end_content", "matches end content", "\(report.matchesEndContent)"),
-      ("replay_ms", "replay (Text, no deltas)", fixed(report.replayMilliseconds) + " ms"),
+      ("replay_ms", "replay (SharedText, no deltas)", fixed(report.replayMilliseconds) + " ms"),
       (
         "replay_with_deltas_us_per_edit", "replay, one encoded delta per edit",
         fixed(report.replayWithDeltasMicrosecondsPerEdit) + " µs/edit"

@@ -196,7 +196,7 @@ public final class DocumentStore {
   ///
   /// - Complexity: the transaction's cost plus O(d) to encode and frame its delta.
   @discardableResult
-  public func transact(_ body: (inout Transaction) -> Void) -> Commit {
+  public func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
     let commit = replica.transact(body)
     if !commit.delta.isEmpty {
       append(commit.delta, local: true)
