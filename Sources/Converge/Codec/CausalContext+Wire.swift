@@ -114,21 +114,16 @@ extension CausalContext {
   ///
   /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
   ///   have produced.
-  public init(decoding bytes: [UInt8]) throws {
+  ///
+  /// `bytes` may be an array, a slice of a larger buffer, or a `Data` (any collection of
+  /// bytes; one that is not an array or a slice is copied once).
+  @inlinable
+  public init(decoding bytes: some Collection<UInt8>) throws {
     self = try Envelope.decode(bytes, as: .causalContext, Self.readStandaloneBody)
   }
 
-  /// Decodes a message made by ``encoded()`` from a slice of a larger buffer.
-  public init(decoding bytes: ArraySlice<UInt8>) throws {
-    self = try Envelope.decode(bytes, as: .causalContext, Self.readStandaloneBody)
-  }
-
-  /// Decodes a message made by ``encoded()``; `data` may be a slice of a larger `Data`.
-  public init(decoding data: Data) throws {
-    self = try Envelope.decode(data, as: .causalContext, Self.readStandaloneBody)
-  }
-
-  private static func readStandaloneBody(_ reader: inout ByteReader) throws -> CausalContext {
+  @usableFromInline
+  static func readStandaloneBody(_ reader: inout ByteReader) throws -> CausalContext {
     var table = try DecodedReplicaTable(from: &reader)
     let context = try CausalContext(from: &reader, replicas: &table)
     try table.checkAllReferenced(offset: reader.offset)
