@@ -17,7 +17,7 @@ extension CounterRanges {
   /// Writes the ranges.
   ///
   /// - Complexity: O(g) for g ranges.
-  public func write(to writer: inout ByteWriter) {
+  package func write(to writer: inout ByteWriter) {
     writer.writeVarUInt(ranges.count)
     var previousUpper: UInt64?
     for range in ranges {
@@ -33,7 +33,7 @@ extension CounterRanges {
   ///
   /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, or `integerOverflow` if a
   ///   bound would exceed `UInt64.max`.
-  public init(from reader: inout ByteReader) throws {
+  package init(from reader: inout ByteReader) throws {
     // A range is at least one gap byte and one width byte.
     let count = try reader.readCount(minimumBytesPerElement: 2)
     var ranges: [ClosedRange<UInt64>] = []
@@ -66,7 +66,7 @@ extension CausalContext {
   /// Writes the context; every replica of it must be in `table`.
   ///
   /// - Complexity: O(r log r + g) for r replicas and g ranges.
-  public func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
+  package func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     let entries = entries
     writer.writeVarUInt(entries.count)
     for (replica, counters) in entries {
@@ -80,7 +80,7 @@ extension CausalContext {
   /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, `unknownReplicaIndex`,
   ///   `integerOverflow`, or `invalidValue` for indexes out of order or a replica with no
   ///   ranges.
-  public init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+  package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     // A replica is at least an index byte, a range count byte and one two-byte range.
     let count = try reader.readCount(minimumBytesPerElement: 4)
     var context = CausalContext()

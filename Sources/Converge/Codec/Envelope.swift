@@ -50,7 +50,8 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
 /// ```
 ///
 /// - Complexity: O(n) for an n-byte message (the checksum reads every byte once).
-public enum Envelope {
+@usableFromInline
+package enum Envelope {
   /// The four bytes every message starts with: ASCII "CNVG".
   public static let magic: [UInt8] = [0x43, 0x4E, 0x56, 0x47]
 
@@ -108,7 +109,7 @@ public enum Envelope {
   ///   `integerOverflow` (for the length), `trailingBytes`, `checksumMismatch`,
   ///   `unknownMessageKind`, in that order of checking.
   @inlinable
-  public static func open(_ message: some Collection<UInt8>) throws -> (
+  package static func open(_ message: some Collection<UInt8>) throws -> (
     kind: MessageKind, body: ArraySlice<UInt8>
   ) {
     try openSlice(slice(message))
@@ -126,7 +127,7 @@ public enum Envelope {
   /// already, a copy otherwise (a `Data`, say, whose indices need not start at 0).
   /// Inlined into each entry point, so the type checks fold away where it is called.
   @inlinable
-  static func slice(_ bytes: some Collection<UInt8>) -> ArraySlice<UInt8> {
+  package static func slice(_ bytes: some Collection<UInt8>) -> ArraySlice<UInt8> {
     if let slice = bytes as? ArraySlice<UInt8> { return slice }
     if let array = bytes as? [UInt8] { return array[...] }
     return Array(bytes)[...]
@@ -137,7 +138,7 @@ public enum Envelope {
   ///
   /// Offsets in errors thrown from the body count from the start of the message.
   @inlinable
-  public static func decode<T>(
+  package static func decode<T>(
     _ message: some Collection<UInt8>, as kind: MessageKind,
     maximumDepth: Int = ByteReader.defaultMaximumDepth,
     _ decodeBody: (inout ByteReader) throws -> T

@@ -12,7 +12,7 @@ extension VersionVector {
   /// Writes the vector; every replica of it must be in `table`.
   ///
   /// - Complexity: O(r log r) for r replicas.
-  public func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
+  package func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     let entries = entries
     writer.writeVarUInt(entries.count)
     for (replica, counter) in entries {
@@ -25,7 +25,7 @@ extension VersionVector {
   ///
   /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, `unknownReplicaIndex`, or
   ///   `invalidValue` for indexes out of order or a zero counter.
-  public init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+  package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     // An entry is at least one index byte and one counter byte.
     let count = try reader.readCount(minimumBytesPerElement: 2)
     var counters: [ReplicaID: UInt64] = [:]
