@@ -208,3 +208,35 @@ import Testing
     #expect(try TextSelection(decoding: selection.encoded()) == selection)
   }
 }
+
+/// A list row reads a body's length and first characters without building the text.
+@Suite struct TextPrefixTests {
+  @Test func prefixAndLengthOfANoteBodyMatchTheWholeText() throws {
+    try forEachSeed(count: 40, base: 0x9F1) { random in
+      var text = SharedText(replica: ReplicaID(rawValue: 1))
+      for _ in 0..<Int.random(in: 1...200, using: &random) {
+        let count = text.count
+        if count > 0, Int.random(in: 0..<4, using: &random) == 0 {
+          let start = Int.random(in: 0..<count, using: &random)
+          _ = text.delete(start..<Swift.min(count, start + Int.random(in: 1...5, using: &random)))
+        } else {
+          let piece = ["a", "é", "😀", "word "].randomElement(using: &random) ?? "a"
+          _ = text.insert(piece, at: Int.random(in: 0...count, using: &random))
+        }
+      }
+      let whole = Array(text.string.unicodeScalars)
+      for length in [0, 1, 7, 80, whole.count, whole.count + 3] {
+        let expected = String(String.UnicodeScalarView(whole.prefix(length)))
+        guard text.rga.prefix(length) == expected else {
+          throw LawViolation(law: "prefix(\(length)) of \(text.string)", witnesses: [])
+        }
+      }
+    }
+    let note = EntityKey(type: "note", id: "n")
+    var replica = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(0))
+    replica.transact { $0.insertText("Groceries: milk, eggs", at: 0, in: "body", of: note) }
+    let body = replica.document.sequence(of: "body", in: note)
+    #expect(body?.count == 21)
+    #expect(body?.prefix(9) == "Groceries")
+  }
+}
