@@ -74,3 +74,26 @@ import Testing
     }
   }
 }
+
+/// An app sees what a delta from elsewhere touches before it applies it.
+@Suite struct DeltaInspectionTests {
+  @Test func aDecodedDeltaNamesItsEntitiesFieldsAndEvents() throws {
+    let note = EntityKey(type: "note", id: "n1")
+    let task = EntityKey(type: "task", id: "t1")
+    var phone = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    let keystroke = phone.transact { $0.insertText("hi", at: 0, in: "body", of: note) }.delta
+    let received = try DocumentDelta(decoding: keystroke.encoded())
+    #expect(keystroke.fields(of: note) == ["body"])
+    #expect(received.keys == [note] && received.fields(of: note) == ["body"])
+    #expect(received.context.eventCount == 2)
+    let edit = phone.transact {
+      $0.setValue(.string("Milk"), for: "title", of: task)
+      $0.setValue(.bool(false), for: "done", of: task)
+      $0.insert(.string("home"), into: "tags", of: task)
+    }.delta
+    let decoded = try DocumentDelta(decoding: edit.encoded())
+    #expect(decoded.keys == [task])
+    #expect(decoded.fields(of: task) == ["done", "tags", "title"])
+    #expect(decoded.fields(of: note).isEmpty)
+  }
+}
