@@ -66,6 +66,12 @@ let package = Package(
         "NotesTwoDevices", "TaskBoard", "AppStore", "LiveTyping", "ConvergeTestSupport",
       ],
       path: "Tests/ExampleTests"),
+    // Stand-ins for SwiftUI's and CryptoKit's names, imported beside Converge by a test
+    // that compiles only while Converge shadows none of them.
+    .target(name: "FrameworkNames", path: "Tests/FrameworkNames"),
+    .testTarget(
+      name: "NameCollisionTests",
+      dependencies: ["Converge", "ConvergeSimulator", "ConvergeStore", "FrameworkNames"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -45,6 +45,7 @@ enum BenchCommand {
     if let library { return LibraryBench.run(entities: library, tasks: tasks, json: json) }
     guard let path else { return usage() }
     let report: TraceBenchmarkReport
+    let anchorNanoseconds: Double
     do {
       guard case .sequential(let trace) = try EditingTrace.load(path: path) else {
         FileHandleOutput.error("error: bench needs a sequential trace")
@@ -64,6 +65,7 @@ enum BenchCommand {
         return succeeded ? 0 : 1
       }
       report = try trace.benchmark(name: URL(fileURLWithPath: path).lastPathComponent, runs: runs)
+      anchorNanoseconds = AnchorBench.resolveNanoseconds(trace, runs: runs)
     } catch {
       FileHandleOutput.error("error: \(error)")
       return 1
@@ -72,7 +74,7 @@ enum BenchCommand {
       ("trace", "trace", "\"\(report.trace)\""),
       ("edits", "edits", "\(report.edits)"),
       ("matches_end_content", "matches end content", "\(report.matchesEndContent)"),
-      ("replay_ms", "replay (Text, no deltas)", fixed(report.replayMilliseconds) + " ms"),
+      ("replay_ms", "replay (SharedText, no deltas)", fixed(report.replayMilliseconds) + " ms"),
       (
         "replay_with_deltas_us_per_edit", "replay, one encoded delta per edit",
         fixed(report.replayWithDeltasMicrosecondsPerEdit) + " µs/edit"
@@ -94,6 +96,10 @@ enum BenchCommand {
       (
         "apply_small_delta_us", "apply one small remote delta (median)",
         fixed(report.applySmallDeltaMicroseconds) + " µs"
+      ),
+      (
+        "resolve_anchor_ns", "resolve an anchor (median)",
+        fixed(anchorNanoseconds) + " ns"
       ),
     ]
     if json {

@@ -143,7 +143,7 @@ enum LibraryBench {
   }
 
   private static func makeNote(
-    _ index: Int, in tx: inout Transaction, using random: inout SeededGenerator
+    _ index: Int, in tx: inout DocumentTransaction, using random: inout SeededGenerator
   ) {
     let key = EntityKey(type: SimulatedNote.entityType, id: "\(index)")
     tx.create(key)
@@ -161,7 +161,7 @@ enum LibraryBench {
   }
 
   private static func makeTask(
-    _ index: Int, in tx: inout Transaction, using random: inout SeededGenerator
+    _ index: Int, in tx: inout DocumentTransaction, using random: inout SeededGenerator
   ) {
     let key = EntityKey(type: SimulatedTask.entityType, id: "\(index)")
     tx.create(key)

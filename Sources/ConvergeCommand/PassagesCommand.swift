@@ -2,7 +2,7 @@ import ConvergeTestSupport
 
 /// `converge passages [--cases N] [--seed S]`: the random passage cases (two to four
 /// replicas typing one passage each at one position, forward or backward), counted as
-/// interleaved or diverged through the public `Text` API and through the reference FugueMax.
+/// interleaved or diverged through the public `SharedText` API and through the reference FugueMax.
 enum PassagesCommand {
   static func run(_ arguments: [String]) -> Int32 {
     var cases = 2_000

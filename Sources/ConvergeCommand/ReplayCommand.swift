@@ -3,7 +3,7 @@ import ConvergeTraces
 import Foundation
 
 /// `converge replay`: applies every patch of a trace, checks the result against
-/// `endContent` and prints timings. A sequential trace goes through a ``Text`` with one
+/// `endContent` and prints timings. A sequential trace goes through a ``SharedText`` with one
 /// replica; a concurrent one through one ``Replica`` per agent exchanging deltas.
 enum ReplayCommand {
   struct Options {
@@ -67,7 +67,7 @@ enum ReplayCommand {
       MemoryProbe.resetHighWaterMark()
       let residentBefore = MemoryProbe.residentSet()
       let clock = ContinuousClock()
-      var text = Text(replica: ReplicaID(rawValue: 1))
+      var text = SharedText(replica: ReplicaID(rawValue: 1))
       let start = clock.now
       text = replay(trace, into: text)
       let elapsed = clock.now - start
@@ -140,7 +140,7 @@ enum ReplayCommand {
   }
 
   @inline(never)
-  static func replay(_ trace: SequentialTrace, into text: Text) -> Text {
+  static func replay(_ trace: SequentialTrace, into text: SharedText) -> SharedText {
     var text = text
     if !trace.startContent.isEmpty { text.insert(trace.startContent, at: 0) }
     for patch in trace.patches {

@@ -49,7 +49,7 @@ public enum Oracle {
         failures.append("replica \(index) (\(replica.id)) still has pending changes")
       }
       let fingerprint = index == 0 ? reference : document.encoded()
-      digests.append(SHA256.hexDigest(of: fingerprint))
+      digests.append(SHA256Hasher.hexDigest(of: fingerprint))
       guard index > 0 else { continue }
       if fingerprint != reference {
         failures.append(

@@ -72,7 +72,7 @@ public struct SimulationReport: Sendable {
   /// Bytes on the wire, the final phase included.
   public var bytes: Int { network.bytes + statistics.finalBytes }
   /// The SHA-256 of the first replica's state fingerprint: equal for equal runs.
-  public var stateSHA256: String { verdict.stateDigests.first ?? SHA256.hexDigest(of: []) }
+  public var stateSHA256: String { verdict.stateDigests.first ?? SHA256Hasher.hexDigest(of: []) }
 
   /// A readable report.
   public var text: String {

@@ -64,7 +64,7 @@ public struct Workload: Sendable {
 
   /// Chooses the next edit and makes it through `transact`. (The document is read
   /// before, not held across the transaction, which would copy it.)
-  private mutating func perform(through transact: ((inout Transaction) -> Void) -> Commit)
+  private mutating func perform(through transact: ((inout DocumentTransaction) -> Void) -> Commit)
     -> Commit
   {
     let notes: Bool
@@ -106,7 +106,7 @@ public struct Workload: Sendable {
 
   // MARK: Notes
 
-  private mutating func noteEdit(_ tx: inout Transaction) {
+  private mutating func noteEdit(_ tx: inout DocumentTransaction) {
     let roll = Int.random(in: 0..<100, using: &random)
     guard
       let id = Self.pick(
@@ -140,7 +140,7 @@ public struct Workload: Sendable {
     }
   }
 
-  private mutating func createNote(_ tx: inout Transaction) {
+  private mutating func createNote(_ tx: inout DocumentTransaction) {
     var note = SimulatedNote()
     note.title = newTitle()
     if random.chance(0.5) { note.tags.insert(Self.tags.randomElement(using: &random) ?? "idea") }
@@ -152,7 +152,7 @@ public struct Workload: Sendable {
     insertSorted(id, into: &knownNotes)
   }
 
-  private mutating func deleteNote(_ tx: inout Transaction) {
+  private mutating func deleteNote(_ tx: inout DocumentTransaction) {
     guard !knownNotes.isEmpty else { return }
     let index = Int.random(in: knownNotes.indices, using: &random)
     tx.delete(SimulatedNote.self, id: knownNotes[index])
@@ -161,7 +161,7 @@ public struct Workload: Sendable {
   }
 
   /// Types a run of a few words at the cursor, moving the cursor (or note) sometimes.
-  private mutating func typeRun(_ tx: inout Transaction) {
+  private mutating func typeRun(_ tx: inout DocumentTransaction) {
     let key = typingKey(&tx)
     guard let key else { return }
     var run = ""
@@ -175,7 +175,7 @@ public struct Workload: Sendable {
   }
 
   /// Backspaces a few characters before the cursor, or deletes a selected range.
-  private mutating func deleteRun(_ tx: inout Transaction) {
+  private mutating func deleteRun(_ tx: inout DocumentTransaction) {
     guard let key = typingKey(&tx) else { return }
     let length = tx.document.sequence(of: "body", in: key)?.count ?? 0
     guard length > 0 else { return }
@@ -193,7 +193,7 @@ public struct Workload: Sendable {
   }
 
   /// The note being typed in: the same as last time mostly, sometimes another one.
-  private mutating func typingKey(_ tx: inout Transaction) -> EntityKey? {
+  private mutating func typingKey(_ tx: inout DocumentTransaction) -> EntityKey? {
     let moving = random.chance(0.1)
     if let typingNote, !moving,
       tx.document.contains(EntityKey(type: SimulatedNote.entityType, id: typingNote))
@@ -215,7 +215,7 @@ public struct Workload: Sendable {
 
   // MARK: Tasks
 
-  private mutating func taskEdit(_ tx: inout Transaction) {
+  private mutating func taskEdit(_ tx: inout DocumentTransaction) {
     let roll = Int.random(in: 0..<100, using: &random)
     guard
       let id = Self.pick(
@@ -262,7 +262,7 @@ public struct Workload: Sendable {
     }
   }
 
-  private mutating func createTask(_ tx: inout Transaction) {
+  private mutating func createTask(_ tx: inout DocumentTransaction) {
     var task = SimulatedTask()
     task.title = newTitle()
     task.priority = Int.random(in: 0...3, using: &random)
@@ -272,7 +272,7 @@ public struct Workload: Sendable {
     insertSorted(id, into: &knownTasks)
   }
 
-  private mutating func deleteTask(_ tx: inout Transaction) {
+  private mutating func deleteTask(_ tx: inout DocumentTransaction) {
     guard !knownTasks.isEmpty else { return }
     let index = Int.random(in: knownTasks.indices, using: &random)
     tx.delete(SimulatedTask.self, id: knownTasks[index])

@@ -1,5 +1,9 @@
 import Converge
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// A replica kept durably in a directory: every acknowledged edit survives a crash, a save
 /// costs the edit (an append to a log), and the device keeps one replica id across
 /// launches without ever reusing a dot.
@@ -46,8 +50,10 @@ public final class DocumentStore {
     public var compactionLogBytes = 8 << 20
     /// The files; tests inject failures and power cuts here.
     public var fileSystem: any StoreFileSystem = POSIXFileSystem()
-    /// A monotonic clock for group commit; tests pass a manual one.
-    public var now: @Sendable () -> Duration = { processStart.duration(to: .now) }
+    /// A monotonic clock for group commit; tests pass a manual one. The default is a
+    /// coarse clock (a few milliseconds' resolution, a fraction of the cost of a precise
+    /// one), which is all a 200 ms interval needs.
+    public var now: @Sendable () -> Duration = { coarseMonotonicNow() }
     /// The replica's wall clock.
     public var wallClock: WallClock = .system
     /// Where fresh replica ids come from; simulations pass a seeded source.
@@ -70,7 +76,7 @@ public final class DocumentStore {
   /// Commits made durable since opening: a monotonic sequence an app can wait on.
   public private(set) var durableCommits = 0
   /// Commits appended since opening (durable or not).
-  public private(set) var committed = 0
+  @exclusivity(unchecked) public private(set) var committed = 0
   /// Syncs (`fsync` of the log, or compactions) since opening.
   public private(set) var syncCount = 0
   /// Every fresh replica id this store took since opening, and why (the one taken at open
@@ -85,17 +91,22 @@ public final class DocumentStore {
   /// Encoded deltas not yet handed to a sync, in commit order. They are framed only when
   /// a sync writes them (on the sync's queue when it runs in the background), so a commit
   /// neither copies nor checksums its delta a second time.
-  var unsynced: [[UInt8]] = []
+  ///
+  /// The commit path's own state is `@exclusivity(unchecked)`: only the store's methods
+  /// touch it, never across a call out to app code, so the runtime check each access
+  /// would cost (about a twentieth of a keystroke) buys nothing.
+  @exclusivity(unchecked) var unsynced: [[UInt8]] = []
   /// The framed size of `unsynced`: what the log grows by when they are written.
-  var unsyncedBytes = 0
+  @exclusivity(unchecked) var unsyncedBytes = 0
   var durableOutbox: [[UInt8]] = []
-  var lastSync: Duration
+  /// When the buffered commits are due for their sync: a sync interval after the last.
+  @exclusivity(unchecked) var syncDue: Duration
   /// Set after a failed write or sync: the log may end in a torn record, so the next sync
   /// starts a new generation.
   var needsFreshGeneration = false
   /// The sync running in the background, if any, and the deltas it makes durable.
   let backgroundSync = BackgroundSync()
-  var inFlight: [[UInt8]]?
+  @exclusivity(unchecked) var inFlight: [[UInt8]]?
   var isClosed = false
   var acknowledged: [String: CausalContext]
   /// Each pending entity's latest local counter per replica id (normally one): it stays
@@ -113,7 +124,9 @@ public final class DocumentStore {
   var settledPending: [EntityKey: [ReplicaID: UInt64]] = [:]
   /// The entity of the latest local commit, held aside from `settledPending` while the
   /// next commits touch the same one: typing in one note then hashes nothing.
-  var recentPending: (key: EntityKey, replica: ReplicaID, counter: UInt64)?
+  /// `replica.id`, kept beside it so a commit reads it without an access to `replica`.
+  @exclusivity(unchecked) var localID: ReplicaID
+  @exclusivity(unchecked) var recentPending: (key: EntityKey, replica: ReplicaID, counter: UInt64)?
   var acknowledgedUnion = CausalContext()
 
   /// Opens (or creates) the store in `directory`, recovering what the last run left.
@@ -158,7 +171,8 @@ public final class DocumentStore {
     identityChanges = change.map { [$0] } ?? []
     recovery = report
     replica = Replica(document: document, id: id, wallClock: configuration.wallClock)
-    lastSync = configuration.now()
+    localID = id
+    syncDue = configuration.now() + configuration.syncInterval
     try writeIdentity(cleanShutdown: false)
     try Self.attempt {
       let log = Self.logName(generation)
@@ -182,7 +196,7 @@ public final class DocumentStore {
   ///
   /// - Complexity: the transaction's cost plus O(d) to encode and frame its delta.
   @discardableResult
-  public func transact(_ body: (inout Transaction) -> Void) -> Commit {
+  public func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
     let commit = replica.transact(body)
     if !commit.delta.isEmpty {
       append(commit.delta, local: true)
@@ -214,9 +228,7 @@ public final class DocumentStore {
   /// so compaction also waits for the interval: typing never syncs more often.
   public func syncIfDue() throws(StoreError) {
     collectBackgroundSync()
-    guard !unsynced.isEmpty, configuration.now() - lastSync >= configuration.syncInterval else {
-      return
-    }
+    guard !unsynced.isEmpty, configuration.now() >= syncDue else { return }
     if logBytes + unsyncedBytes > configuration.compactionLogBytes {
       try compact()
     } else if configuration.syncInBackground && !needsFreshGeneration {
@@ -246,14 +258,16 @@ public final class DocumentStore {
       throw error
     }
     logBytes += records.count
-    markDurable(unsynced)
+    let durable = unsynced
     unsynced.removeAll(keepingCapacity: true)
     unsyncedBytes = 0
+    markDurable(durable)
   }
 
-  /// Acknowledges `deltas`: they are durable now.
+  /// Acknowledges `deltas`: they are durable now. Called last, after the store's own
+  /// state is settled, since ``onDurable`` may commit again.
   func markDurable(_ deltas: [[UInt8]]) {
-    lastSync = configuration.now()
+    syncDue = configuration.now() + configuration.syncInterval
     syncCount += 1
     lastError = nil
     guard !deltas.isEmpty else { return }
@@ -298,12 +312,15 @@ public final class DocumentStore {
     logBytes = 0
     snapshotBytes = snapshot.count
     needsFreshGeneration = false
-    markDurable(unsynced)
+    let durable = unsynced
     unsynced.removeAll(keepingCapacity: true)
     unsyncedBytes = 0
     // Superseded files: a failure leaves them for the next compaction or open to remove,
     // and is reported without failing the compaction, which is durable already.
-    do { try Self.attempt { try removeSuperseded() } } catch { lastError = error }
+    var removalError: StoreError?
+    do { try Self.attempt { try removeSuperseded() } } catch { removalError = error }
+    markDurable(durable)
+    if let removalError { lastError = removalError }
   }
 
   /// Flushes, marks the shutdown clean and closes the store; later calls throw
@@ -378,5 +395,19 @@ public final class DocumentStore {
   }
 }
 
-/// The origin of the default group-commit clock.
+/// The default group-commit clock: the system's coarse monotonic clock where it has one
+/// (Linux's `CLOCK_MONOTONIC_COARSE`, read without a system call), a precise one elsewhere.
+func coarseMonotonicNow() -> Duration {
+  #if canImport(Glibc)
+    var time = timespec()
+    guard clock_gettime(CLOCK_MONOTONIC_COARSE, &time) == 0 else {
+      return processStart.duration(to: .now)
+    }
+    return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
+  #else
+    return processStart.duration(to: .now)
+  #endif
+}
+
+/// The origin of the precise fallback clock.
 private let processStart = ContinuousClock.now

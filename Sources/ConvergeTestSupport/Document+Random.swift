@@ -25,7 +25,7 @@ extension Replica {
   }
 }
 
-extension Transaction {
+extension DocumentTransaction {
   /// One random edit (see ``Replica/randomTransaction(using:)``).
   public mutating func randomEdit(using generator: inout SeededGenerator) {
     let key = EntityKey(type: "note", id: ["a", "b", "c"].randomElement(using: &generator) ?? "a")

@@ -60,12 +60,12 @@ public struct PassageCase: Sendable, Hashable {
     }
   }
 
-  /// Each replica's text after merging everything, through the public `Text` API, every
+  /// Each replica's text after merging everything, through the public `SharedText` API, every
   /// replica receiving the others' deltas in a shuffled order.
   public func mergedWithText<R: RandomNumberGenerator>(using random: inout R) -> [String] {
-    var author = Text(replica: ReplicaID(rawValue: 1_000))
+    var author = SharedText(replica: ReplicaID(rawValue: 1_000))
     let baseDelta = author.insert(base, at: 0)
-    var replicas = passages.indices.map { Text(replica: ReplicaID(rawValue: UInt64($0 + 1))) }
+    var replicas = passages.indices.map { SharedText(replica: ReplicaID(rawValue: UInt64($0 + 1))) }
     var deltas: [[RGADelta]] = []
     for index in replicas.indices {
       _ = replicas[index].apply(baseDelta)

@@ -99,7 +99,7 @@ public enum ReplicaScript {
   }
 
   /// One local edit chosen by two bytes.
-  private static func edit(_ tx: inout Transaction, detail: Int, argument: Int) {
+  private static func edit(_ tx: inout DocumentTransaction, detail: Int, argument: Int) {
     let key = EntityKey(type: "note", id: ["a", "b"][detail & 1])
     let length = tx.document.sequence(of: "body", in: key)?.count ?? 0
     switch (detail >> 1) % 8 {

@@ -6,7 +6,7 @@ public struct TraceBenchmarkReport: Sendable {
   public var trace: String
   public var edits: Int
   public var typedCharacters: Int
-  /// Replaying every patch through a ``Text`` (no deltas), best of the runs.
+  /// Replaying every patch through a ``SharedText`` (no deltas), best of the runs.
   public var replayMilliseconds: Double
   /// One ``Replica`` transaction per patch, each delta encoded: time per edit.
   public var replayWithDeltasMicrosecondsPerEdit: Double
@@ -48,7 +48,7 @@ extension SequentialTrace {
     let runs = Swift.max(1, runs)
     let typed = patches.reduce(0) { $0 + $1.inserted.count }
 
-    // 1. Local replay through a Text.
+    // 1. Local replay through a SharedText.
     var replayTimes: [Double] = []
     var matches = true
     for _ in 0..<runs {
@@ -134,9 +134,9 @@ extension SequentialTrace {
     return deltaBytes
   }
 
-  /// The timed part of the local replay: every patch through a ``Text``.
-  public func replayLocally() -> Text {
-    var text = Text(replica: ReplicaID(rawValue: 1))
+  /// The timed part of the local replay: every patch through a ``SharedText``.
+  public func replayLocally() -> SharedText {
+    var text = SharedText(replica: ReplicaID(rawValue: 1))
     for patch in patches {
       text.edit(at: patch.position, deleting: patch.deleted, inserting: patch.inserted)
     }
@@ -216,7 +216,7 @@ extension SequentialTrace {
   }
 
   /// Types one patch into the benchmark's text field.
-  public static func edit(_ patch: TracePatch, in tx: inout Transaction) {
+  public static func edit(_ patch: TracePatch, in tx: inout DocumentTransaction) {
     if patch.deleted > 0 {
       tx.deleteText(patch.position..<patch.position + patch.deleted, in: benchField, of: benchKey)
     }

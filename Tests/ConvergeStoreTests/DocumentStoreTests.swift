@@ -76,6 +76,30 @@ func type(_ text: String, into store: DocumentStore) {
     #expect(rebuilt.document == store.replica.document)
   }
 
+  /// An app that commits from ``DocumentStore/onDurable`` (a receipt, say) loses nothing:
+  /// the store settles its own state before it calls out, through a flush and through a
+  /// compaction.
+  @Test func aCommitMadeWhileDeltasAreReportedDurableIsKept() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    var receipts = 0
+    store.onDurable = { deltas in
+      guard receipts < 2 else { return }
+      receipts += 1
+      store.transact { $0.setValue(.int(Int64(deltas.count)), for: "receipt", of: note) }
+    }
+    type("ab", into: store)
+    try store.flush()
+    #expect(store.committed == 3)
+    try store.compact()
+    #expect(store.committed == 4)
+    try store.close()
+    let reopened = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem))
+    #expect(reopened.replica.document == store.replica.document)
+    #expect(reopened.replica.document.value(of: "receipt", in: note) == .int(1))
+  }
+
   @Test func aPowerCutKeepsEverySyncedCommitAndTheReplicaID() throws {
     let fileSystem = MemoryFileSystem()
     let clock = ManualClock()

@@ -99,7 +99,7 @@ import Testing
   }
 
   @Test func sha256() {
-    let digest = SHA256.hexDigest(of: Array("abc".utf8))
+    let digest = SHA256Hasher.hexDigest(of: Array("abc".utf8))
     // "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
     #expect(digest == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")

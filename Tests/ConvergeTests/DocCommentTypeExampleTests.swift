@@ -67,9 +67,9 @@ import Testing
   }
 
   @Test func text() {
-    var phone = Text(replica: ReplicaID(rawValue: 1))
+    var phone = SharedText(replica: ReplicaID(rawValue: 1))
     let hello = phone.insert("Hello", at: 0)
-    var laptop = Text(replica: ReplicaID(rawValue: 2))
+    var laptop = SharedText(replica: ReplicaID(rawValue: 2))
     laptop.apply(hello)
     let bang = laptop.insert("!", at: 5)
     let world = phone.insert(" world", at: 5)

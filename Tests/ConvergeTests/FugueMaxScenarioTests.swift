@@ -3,16 +3,16 @@ import Testing
 
 @testable import Converge
 
-/// The scenarios through the public `Text` API: concurrent passages stay whole,
+/// The scenarios through the public `SharedText` API: concurrent passages stay whole,
 /// each merge equals the reference FugueMax's, in every delivery order, and the converged
 /// texts pass the non-interleaving checker.
 @Suite struct FugueMaxScenarioTests {
   static func replica(_ raw: Int) -> ReplicaID { ReplicaID(rawValue: UInt64(raw)) }
 
   /// Types `text` at `position` one scalar per edit, forward (the cursor advances) or
-  /// backward (it stays), on a `Text` and on a reference replica alike.
+  /// backward (it stays), on a `SharedText` and on a reference replica alike.
   static func type(
-    _ text: String, at position: Int, forward: Bool, on replica: inout Text,
+    _ text: String, at position: Int, forward: Bool, on replica: inout SharedText,
     _ reference: inout FugueMaxReference
   ) -> (deltas: [RGADelta], operations: [FugueMaxReference.Operation]) {
     var deltas: [RGADelta] = []
@@ -28,7 +28,7 @@ import Testing
   /// Delivers every delta to every replica (its own again, harmlessly), each replica in
   /// its own shuffled order, and every operation to every reference replica once ready.
   static func mergeAll(
-    _ texts: inout [Text], _ references: inout [FugueMaxReference], deltas: [RGADelta],
+    _ texts: inout [SharedText], _ references: inout [FugueMaxReference], deltas: [RGADelta],
     operations: [FugueMaxReference.Operation], using random: inout SeededGenerator
   ) throws {
     for index in texts.indices {
@@ -54,9 +54,9 @@ import Testing
   @Test(arguments: 2...4)
   func passagesAtOnePlaceStayWhole(replicaCount: Int) throws {
     try forEachSeed(count: 40, base: 0xF0_6E_30 + UInt64(replicaCount)) { random in
-      var texts = (1...replicaCount).map { Text(replica: Self.replica($0)) }
+      var texts = (1...replicaCount).map { SharedText(replica: Self.replica($0)) }
       var references = (1...replicaCount).map { FugueMaxReference(replica: $0) }
-      var author = Text(replica: Self.replica(100))
+      var author = SharedText(replica: Self.replica(100))
       var authorReference = FugueMaxReference(replica: 100)
       let base = Self.type("0123", at: 0, forward: true, on: &author, &authorReference)
       for index in texts.indices {
@@ -87,7 +87,7 @@ import Testing
 
   @Test func prependedPassagesDoNotInterleave() throws {
     var random = SeededGenerator(seed: 0xF0_6E_31)
-    var texts = [Text(replica: Self.replica(1)), Text(replica: Self.replica(2))]
+    var texts = [SharedText(replica: Self.replica(1)), SharedText(replica: Self.replica(2))]
     var references = [FugueMaxReference(replica: 1), FugueMaxReference(replica: 2)]
     let first = Self.type("1234", at: 0, forward: false, on: &texts[0], &references[0])
     let second = Self.type("6789", at: 0, forward: false, on: &texts[1], &references[1])
@@ -99,9 +99,9 @@ import Testing
 
   @Test func aWordAndTheSpaceBeforeItStayTogether() throws {
     var random = SeededGenerator(seed: 0xF0_6E_32)
-    var texts = [Text(replica: Self.replica(1)), Text(replica: Self.replica(2))]
+    var texts = [SharedText(replica: Self.replica(1)), SharedText(replica: Self.replica(2))]
     var references = [FugueMaxReference(replica: 1), FugueMaxReference(replica: 2)]
-    var author = Text(replica: Self.replica(9))
+    var author = SharedText(replica: Self.replica(9))
     var authorReference = FugueMaxReference(replica: 9)
     let base = Self.type("ab", at: 0, forward: true, on: &author, &authorReference)
     for index in texts.indices {
@@ -126,7 +126,7 @@ import Testing
   @Test(arguments: [(1, 2, 3), (2, 1, 3), (3, 2, 1), (1, 3, 2), (2, 3, 1), (3, 1, 2)])
   func yjsCaseNeverSplitsABackwardPassage(ids: (Int, Int, Int)) throws {
     var random = SeededGenerator(seed: 0xF0_6E_33)
-    var texts = [ids.0, ids.1, ids.2].map { Text(replica: Self.replica($0)) }
+    var texts = [ids.0, ids.1, ids.2].map { SharedText(replica: Self.replica($0)) }
     var references = [ids.0, ids.1, ids.2].map { FugueMaxReference(replica: $0) }
     let b = Self.type("b", at: 0, forward: true, on: &texts[2], &references[2])
     for delta in b.deltas { texts[0].apply(delta) }
@@ -143,7 +143,7 @@ import Testing
   /// the other replica after seeing part of it.
   @Test func deletesInsideAConcurrentPassage() throws {
     var random = SeededGenerator(seed: 0xF0_6E_34)
-    var texts = [Text(replica: Self.replica(1)), Text(replica: Self.replica(2))]
+    var texts = [SharedText(replica: Self.replica(1)), SharedText(replica: Self.replica(2))]
     var references = [FugueMaxReference(replica: 1), FugueMaxReference(replica: 2)]
     let hello = Self.type("hello", at: 0, forward: true, on: &texts[0], &references[0])
     let world = Self.type("world", at: 0, forward: false, on: &texts[1], &references[1])
@@ -168,7 +168,7 @@ import Testing
   /// every replica places it and a concurrent "Y" typed after "b" alike.
   @Test func aRightOriginThatIsATombstone() throws {
     try forEachSeed(count: 20, base: 0xF0_6E_35) { random in
-      var texts = [Text(replica: Self.replica(1)), Text(replica: Self.replica(2))]
+      var texts = [SharedText(replica: Self.replica(1)), SharedText(replica: Self.replica(2))]
       var references = [FugueMaxReference(replica: 1), FugueMaxReference(replica: 2)]
       let abc = Self.type("abc", at: 0, forward: true, on: &texts[0], &references[0])
       for delta in abc.deltas { texts[1].apply(delta) }

@@ -209,7 +209,7 @@ import Testing
   /// through apply; both load to the text saved.
   @Test func loadingWalksTheTreeOnlyWhenItIsTheOrder() throws {
     var random = SeededGenerator(seed: 0xF0_6E_22)
-    var single = Text(replica: ReplicaID(rawValue: 1))
+    var single = SharedText(replica: ReplicaID(rawValue: 1))
     for _ in 0..<300 {
       if single.count > 0, Int.random(in: 0..<4, using: &random) == 0 {
         let at = Int.random(in: 0..<single.count, using: &random)
@@ -222,8 +222,8 @@ import Testing
     let loadedSingle = try loadTextState(encodeTextState(single.rga))
     #expect(loadedSingle == single.rga && loadedSingle.isRightOriginOrder)
 
-    var left = Text(replica: ReplicaID(rawValue: 1))
-    var right = Text(replica: ReplicaID(rawValue: 2))
+    var left = SharedText(replica: ReplicaID(rawValue: 1))
+    var right = SharedText(replica: ReplicaID(rawValue: 2))
     let base = left.insert("0123", at: 0)
     right.apply(base)
     let typedLeft = (0..<4).map { _ in left.insert("a", at: 2) }

@@ -12,7 +12,7 @@ import Testing
 
   /// A random edit: an insert, a delete, a replacement, or an edit of another field.
   static func randomEdit(
-    _ tx: inout Transaction, length: Int, using random: inout SeededGenerator
+    _ tx: inout DocumentTransaction, length: Int, using random: inout SeededGenerator
   ) {
     let position = Int.random(in: 0...length, using: &random)
     let string = String(

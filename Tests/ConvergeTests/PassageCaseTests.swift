@@ -2,7 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 /// The random passage cases: the detector sees interleaving, the reference FugueMax
-/// keeps every passage whole, and so does `Text`, merging each case exactly as the reference
+/// keeps every passage whole, and so does `SharedText`, merging each case exactly as the reference
 /// (`converge passages` counts the cases in a release build).
 @Suite struct PassageCaseTests {
   @Test func detectorSeesASplitPassage() {
@@ -21,7 +21,7 @@ import Testing
     #expect(tally.interleaved == 0 && tally.diverged == 0, "\(tally), seed \(baseSeed(0xFA6E))")
   }
 
-  /// `Text` orders concurrent typing as FugueMax does: no case interleaves, and every
+  /// `SharedText` orders concurrent typing as FugueMax does: no case interleaves, and every
   /// case merges exactly as the reference does.
   @Test func textKeepsEveryPassageWholeAsTheReferenceDoes() {
     let tally = PassageTally.run(count: 500, seed: baseSeed(0xFA6E)) {

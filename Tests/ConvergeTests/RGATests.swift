@@ -64,7 +64,7 @@ import Testing
   }
 
   @Test func largeDocumentBuiltByAppendsDoesNotOverflowTheStack() {
-    var text = Text(replica: ReplicaID(rawValue: 3))
+    var text = SharedText(replica: ReplicaID(rawValue: 3))
     let letters = Array("abcdefghij".unicodeScalars)
     for position in 0..<200_000 {
       text.edit(
@@ -82,7 +82,7 @@ import Testing
   }
 
   @Test func copiesAreIndependent() {
-    var text = Text(replica: ReplicaID(rawValue: 9))
+    var text = SharedText(replica: ReplicaID(rawValue: 9))
     text.insert("snapshot", at: 0)
     let snapshot = text
     text.replace(0..<4, with: "X")

@@ -207,26 +207,27 @@ import Testing
 
   @Test func sha256KnownAnswers() {
     #expect(
-      SHA256.hexDigest(of: [UInt8]())
+      SHA256Hasher.hexDigest(of: [UInt8]())
         == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     #expect(
-      SHA256.hexDigest(of: Array("abc".utf8))
+      SHA256Hasher.hexDigest(of: Array("abc".utf8))
         == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     #expect(
-      SHA256.hexDigest(of: Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+      SHA256Hasher.hexDigest(
+        of: Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
         == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
     #expect(
-      SHA256.hexDigest(of: [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
+      SHA256Hasher.hexDigest(of: [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
         == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     // Fed in pieces across block boundaries, the same digest.
-    var hash = SHA256()
+    var hash = SHA256Hasher()
     let message = Array("The quick brown fox jumps over the lazy dog".utf8)
     hash.update(message[..<7])
     hash.update(message[7...])
     #expect(
       hash.finalize().map { String($0, radix: 16) }.joined().count > 0)
     #expect(
-      SHA256.hexDigest(of: message)
+      SHA256Hasher.hexDigest(of: message)
         == "d7a8fbb307d7809469ca9abcb0082e4f8d5651e46d3cdb762d02d0bf37c9e592")
   }
 

@@ -15,7 +15,7 @@ import Testing
 
   @Test(arguments: samples)
   func utf16AndStringIndexRoundTrip(sample: String) {
-    var text = Text(replica: ReplicaID(rawValue: 1))
+    var text = SharedText(replica: ReplicaID(rawValue: 1))
     text.insert(sample, at: 0)
     let string = text.string
     #expect(string == sample)
@@ -41,13 +41,13 @@ import Testing
   }
 
   @Test func replacingThroughUTF16RangesNeverSplitsAScalar() {
-    var text = Text(replica: ReplicaID(rawValue: 2))
+    var text = SharedText(replica: ReplicaID(rawValue: 2))
     text.insert("a😀b", at: 0)
     // UTF-16 range 2..<3 starts inside the emoji's surrogate pair: the whole emoji goes.
     text.replace(utf16Range: 2..<3, with: "X")
     #expect(text.string == "aXb")
     #expect(text.scalarRange(ofUTF16Range: 0..<1) == 0..<1)
-    var emoji = Text(replica: ReplicaID(rawValue: 3))
+    var emoji = SharedText(replica: ReplicaID(rawValue: 3))
     emoji.insert("👩‍👩‍👧", at: 0)
     #expect(emoji.count == 5 && emoji.utf16Count == 8)
     emoji.delete(0..<1)
@@ -56,7 +56,7 @@ import Testing
   }
 
   @Test func stringIndexInsideAScalarRoundsDown() {
-    var text = Text(replica: ReplicaID(rawValue: 4))
+    var text = SharedText(replica: ReplicaID(rawValue: 4))
     text.insert("é中", at: 0)
     let string = text.string
     // The second UTF-8 byte of "é" is not a scalar boundary.
@@ -70,8 +70,8 @@ import Testing
     for offset in 0..<UInt64(fuzzIterations(40)) {
       let seed = start &+ offset
       var random = SeededGenerator(seed: seed)
-      var left = Text(replica: ReplicaID(rawValue: 10))
-      var right = Text(replica: ReplicaID(rawValue: 11))
+      var left = SharedText(replica: ReplicaID(rawValue: 10))
+      var right = SharedText(replica: ReplicaID(rawValue: 11))
       let samples = Self.samples
       var toRight: [RGADelta] = []
       var toLeft: [RGADelta] = []
@@ -97,14 +97,14 @@ import Testing
 @Suite struct TextSyncTests {
   @Test func mergeAndResumeNeverReuseDots() {
     let phoneID = ReplicaID(rawValue: 1)
-    var phone = Text(replica: phoneID)
+    var phone = SharedText(replica: phoneID)
     phone.insert("Hello", at: 0)
     phone.delete(0..<1)
-    var laptop = Text(replica: ReplicaID(rawValue: 2))
+    var laptop = SharedText(replica: ReplicaID(rawValue: 2))
     laptop.merge(phone)
     laptop.insert("J", at: 0)
     // A new session of the phone resumes from stored state: its next dots are fresh.
-    var resumed = Text(phone.rga, replica: phoneID)
+    var resumed = SharedText(phone.rga, replica: phoneID)
     let delta = resumed.insert("!", at: resumed.count)
     #expect(delta.inserts.first?.id == Dot(replica: phoneID, counter: 7))
     resumed.merge(laptop)

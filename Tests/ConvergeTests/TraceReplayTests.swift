@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Replays the real editing traces in `Tests/Traces` (CC BY 4.0, see its README) through a
-/// `Text`.
+/// `SharedText`.
 ///
 /// Timings are not asserted here; the release benchmark is `converge replay`.
 @Suite struct TraceReplayTests {
@@ -32,7 +32,7 @@ import Testing
   @Test(arguments: ["automerge-paper.json.gz", "seph-blog1.json.gz"])
   func replaysToEndContent(name: String) throws {
     let (patches, end) = try Self.load(name)
-    var text = Text(replica: ReplicaID(rawValue: 1))
+    var text = SharedText(replica: ReplicaID(rawValue: 1))
     for patch in patches {
       text.edit(at: patch.position, deleting: patch.deleted, inserting: patch.inserted)
     }

@@ -111,7 +111,7 @@ public actor RelayClient {
   /// Runs a local transaction, saves it, and pushes it at once when connected (or with
   /// the next handshake otherwise).
   @discardableResult
-  public func transact(_ body: (inout Transaction) -> Void) async throws -> Commit {
+  public func transact(_ body: (inout DocumentTransaction) -> Void) async throws -> Commit {
     try await edit { $0.transact(body) }
   }
 

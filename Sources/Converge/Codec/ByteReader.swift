@@ -24,7 +24,8 @@
 /// ```
 ///
 /// - Complexity: every read is O(k) for k bytes read.
-public struct ByteReader: Sendable {
+@usableFromInline
+package struct ByteReader: Sendable {
   /// The default limit for ``nested(_:)``.
   public static let defaultMaximumDepth = 64
 

@@ -8,7 +8,7 @@
 ///
 /// - Complexity: O(n) for n bytes: eight bytes a step through eight tables
 ///   ("slicing-by-8"), one table lookup per byte.
-public enum CRC32C {
+package enum CRC32C {
   /// The checksum of `bytes`.
   public static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
     continuing(0xFFFF_FFFF, over: bytes) ^ 0xFFFF_FFFF

@@ -17,7 +17,7 @@ extension CounterRanges {
   /// Writes the ranges.
   ///
   /// - Complexity: O(g) for g ranges.
-  public func write(to writer: inout ByteWriter) {
+  package func write(to writer: inout ByteWriter) {
     writer.writeVarUInt(ranges.count)
     var previousUpper: UInt64?
     for range in ranges {
@@ -33,7 +33,7 @@ extension CounterRanges {
   ///
   /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, or `integerOverflow` if a
   ///   bound would exceed `UInt64.max`.
-  public init(from reader: inout ByteReader) throws {
+  package init(from reader: inout ByteReader) throws {
     // A range is at least one gap byte and one width byte.
     let count = try reader.readCount(minimumBytesPerElement: 2)
     var ranges: [ClosedRange<UInt64>] = []
@@ -66,7 +66,7 @@ extension CausalContext {
   /// Writes the context; every replica of it must be in `table`.
   ///
   /// - Complexity: O(r log r + g) for r replicas and g ranges.
-  public func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
+  package func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     let entries = entries
     writer.writeVarUInt(entries.count)
     for (replica, counters) in entries {
@@ -80,7 +80,7 @@ extension CausalContext {
   /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, `unknownReplicaIndex`,
   ///   `integerOverflow`, or `invalidValue` for indexes out of order or a replica with no
   ///   ranges.
-  public init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+  package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     // A replica is at least an index byte, a range count byte and one two-byte range.
     let count = try reader.readCount(minimumBytesPerElement: 4)
     var context = CausalContext()
@@ -114,21 +114,16 @@ extension CausalContext {
   ///
   /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
   ///   have produced.
-  public init(decoding bytes: [UInt8]) throws {
+  ///
+  /// `bytes` may be an array, a slice of a larger buffer, or a `Data` (any collection of
+  /// bytes; one that is not an array or a slice is copied once).
+  @inlinable
+  public init(decoding bytes: some Collection<UInt8>) throws {
     self = try Envelope.decode(bytes, as: .causalContext, Self.readStandaloneBody)
   }
 
-  /// Decodes a message made by ``encoded()`` from a slice of a larger buffer.
-  public init(decoding bytes: ArraySlice<UInt8>) throws {
-    self = try Envelope.decode(bytes, as: .causalContext, Self.readStandaloneBody)
-  }
-
-  /// Decodes a message made by ``encoded()``; `data` may be a slice of a larger `Data`.
-  public init(decoding data: Data) throws {
-    self = try Envelope.decode(data, as: .causalContext, Self.readStandaloneBody)
-  }
-
-  private static func readStandaloneBody(_ reader: inout ByteReader) throws -> CausalContext {
+  @usableFromInline
+  static func readStandaloneBody(_ reader: inout ByteReader) throws -> CausalContext {
     var table = try DecodedReplicaTable(from: &reader)
     let context = try CausalContext(from: &reader, replicas: &table)
     try table.checkAllReferenced(offset: reader.offset)

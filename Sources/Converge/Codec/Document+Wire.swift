@@ -47,20 +47,15 @@ extension Document {
   ///
   /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
   ///   have produced.
-  public init(decoding bytes: [UInt8]) throws {
+  ///
+  /// `bytes` may be an array, a slice of a larger buffer, or a `Data` (any collection of
+  /// bytes; one that is not an array or a slice is copied once).
+  @inlinable
+  public init(decoding bytes: some Collection<UInt8>) throws {
     self = try Envelope.decode(bytes, as: .documentState, Self.readBody)
   }
 
-  /// Decodes a message made by ``encoded()`` from a slice of a larger buffer.
-  public init(decoding bytes: ArraySlice<UInt8>) throws {
-    self = try Envelope.decode(bytes, as: .documentState, Self.readBody)
-  }
-
-  /// Decodes a message made by ``encoded()``; `data` may be a slice of a larger `Data`.
-  public init(decoding data: Data) throws {
-    self = try Envelope.decode(data, as: .documentState, Self.readBody)
-  }
-
+  @usableFromInline
   static func readBody(_ reader: inout ByteReader) throws -> Document {
     var table = try DecodedReplicaTable(from: &reader)
     var document = Document()

@@ -47,23 +47,18 @@ extension DocumentDelta {
   ///
   /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
   ///   have produced.
-  public init(decoding bytes: [UInt8]) throws {
-    self = try Self.decode(bytes[...])
-  }
-
-  /// Decodes a message made by ``encoded()`` from a slice of a larger buffer.
-  public init(decoding bytes: ArraySlice<UInt8>) throws {
-    self = try Self.decode(bytes)
-  }
-
-  /// Decodes a message made by ``encoded()``; `data` may be a slice of a larger `Data`.
-  public init(decoding data: Data) throws {
-    self = try Self.decode(Array(data)[...])
+  ///
+  /// `bytes` may be an array, a slice of a larger buffer, or a `Data` (any collection of
+  /// bytes; one that is not an array or a slice is copied once).
+  @inlinable
+  public init(decoding bytes: some Collection<UInt8>) throws {
+    self = try Self.decode(Envelope.slice(bytes))
   }
 
   /// Decodes either delta kind; any other kind is `unexpectedMessageKind` (expecting
   /// ``MessageKind/documentDelta``).
-  private static func decode(_ bytes: ArraySlice<UInt8>) throws -> DocumentDelta {
+  @usableFromInline
+  static func decode(_ bytes: ArraySlice<UInt8>) throws -> DocumentDelta {
     try Envelope.decode(bytes, as: [.documentDelta, .textEditDelta]) { kind, reader in
       kind == .textEditDelta ? try readTextEditBody(&reader) : try readBody(&reader)
     }

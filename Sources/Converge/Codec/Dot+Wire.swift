@@ -2,7 +2,7 @@
 /// counter, both unsigned LEB128. Counters start at 1, so a zero counter is refused.
 extension Dot {
   /// Writes the dot; its replica must be in `table`.
-  public func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
+  package func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     table.writeIndex(of: replica, to: &writer)
     writer.writeVarUInt(counter)
   }
@@ -11,7 +11,7 @@ extension Dot {
   ///
   /// - Throws: `truncated`, LEB128 errors, `unknownReplicaIndex`, or `invalidValue` for a
   ///   zero counter.
-  public init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+  package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let replica = try table.readReplica(from: &reader)
     let start = reader.offset
     let counter = try reader.readVarUInt()
@@ -26,14 +26,14 @@ extension Dot {
 /// bytes little-endian. Current wall times fill 57 bits, so LEB128 would take 9 bytes.
 extension Timestamp {
   /// Writes the timestamp.
-  public func write(to writer: inout ByteWriter) {
+  package func write(to writer: inout ByteWriter) {
     writer.writeUInt64(rawValue)
   }
 
   /// Reads a timestamp written by ``write(to:)``. Every 64-bit value is a timestamp.
   ///
   /// - Throws: `truncated` if fewer than 8 bytes remain.
-  public init(from reader: inout ByteReader) throws {
+  package init(from reader: inout ByteReader) throws {
     self.init(rawValue: try reader.readUInt64())
   }
 }

@@ -50,7 +50,8 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
 /// ```
 ///
 /// - Complexity: O(n) for an n-byte message (the checksum reads every byte once).
-public enum Envelope {
+@usableFromInline
+package enum Envelope {
   /// The four bytes every message starts with: ASCII "CNVG".
   public static let magic: [UInt8] = [0x43, 0x4E, 0x56, 0x47]
 
@@ -101,55 +102,53 @@ public enum Envelope {
 
   /// Checks the frame of `bytes` and returns its kind and body.
   ///
-  /// The body is a slice of `bytes` (its indices are those of `bytes`).
+  /// The body is a slice of `message` when that is an array or a slice (its indices are
+  /// those of `message`), of a copy otherwise.
   ///
   /// - Throws: `badMagic`, `unsupportedVersion`, `truncated`, `overlongInteger` or
   ///   `integerOverflow` (for the length), `trailingBytes`, `checksumMismatch`,
   ///   `unknownMessageKind`, in that order of checking.
-  public static func open(_ bytes: [UInt8]) throws -> (kind: MessageKind, body: ArraySlice<UInt8>) {
-    let frame = try checkFrame(bytes[...])
-    return (frame.kind, bytes[frame.body])
+  @inlinable
+  package static func open(_ message: some Collection<UInt8>) throws -> (
+    kind: MessageKind, body: ArraySlice<UInt8>
+  ) {
+    try openSlice(slice(message))
   }
 
-  /// Checks the frame of `bytes` and returns its kind and body (a slice of `bytes`).
-  public static func open(_ bytes: ArraySlice<UInt8>) throws -> (
+  @usableFromInline
+  static func openSlice(_ bytes: ArraySlice<UInt8>) throws -> (
     kind: MessageKind, body: ArraySlice<UInt8>
   ) {
     let frame = try checkFrame(bytes)
     return (frame.kind, bytes[frame.body])
   }
 
-  /// Checks the frame of `data` (which may be a slice with a non-zero `startIndex`) and
-  /// returns its kind and a copy of its body.
-  public static func open(_ data: Data) throws -> (kind: MessageKind, body: ArraySlice<UInt8>) {
-    try open(Array(data))
+  /// `bytes` as the slice the decoders read: itself when it is an array or a slice
+  /// already, a copy otherwise (a `Data`, say, whose indices need not start at 0).
+  /// Inlined into each entry point, so the type checks fold away where it is called.
+  @inlinable
+  package static func slice(_ bytes: some Collection<UInt8>) -> ArraySlice<UInt8> {
+    if let slice = bytes as? ArraySlice<UInt8> { return slice }
+    if let array = bytes as? [UInt8] { return array[...] }
+    return Array(bytes)[...]
   }
 
   /// Opens `bytes`, checks that it is a message of `kind`, and decodes its body with
   /// `decodeBody`, which must consume the body exactly.
   ///
   /// Offsets in errors thrown from the body count from the start of the message.
-  public static func decode<T>(
-    _ bytes: [UInt8], as kind: MessageKind, maximumDepth: Int = ByteReader.defaultMaximumDepth,
-    _ decodeBody: (inout ByteReader) throws -> T
-  ) throws -> T {
-    try decode(bytes[...], as: kind, maximumDepth: maximumDepth, decodeBody)
-  }
-
-  /// Opens `data`, checks that it is a message of `kind`, and decodes its body with
-  /// `decodeBody`, which must consume the body exactly.
-  public static func decode<T>(
-    _ data: Data, as kind: MessageKind, maximumDepth: Int = ByteReader.defaultMaximumDepth,
-    _ decodeBody: (inout ByteReader) throws -> T
-  ) throws -> T {
-    try decode(Array(data)[...], as: kind, maximumDepth: maximumDepth, decodeBody)
-  }
-
-  /// Opens `bytes`, checks that it is a message of `kind`, and decodes its body with
-  /// `decodeBody`, which must consume the body exactly.
-  public static func decode<T>(
-    _ bytes: ArraySlice<UInt8>, as kind: MessageKind,
+  @inlinable
+  package static func decode<T>(
+    _ message: some Collection<UInt8>, as kind: MessageKind,
     maximumDepth: Int = ByteReader.defaultMaximumDepth,
+    _ decodeBody: (inout ByteReader) throws -> T
+  ) throws -> T {
+    try decodeSlice(slice(message), as: kind, maximumDepth: maximumDepth, decodeBody)
+  }
+
+  @usableFromInline
+  static func decodeSlice<T>(
+    _ bytes: ArraySlice<UInt8>, as kind: MessageKind, maximumDepth: Int,
     _ decodeBody: (inout ByteReader) throws -> T
   ) throws -> T {
     let frame = try checkFrame(bytes)

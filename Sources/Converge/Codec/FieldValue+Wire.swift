@@ -25,7 +25,7 @@ extension FieldValue {
   /// Writes the value.
   ///
   /// - Complexity: O(s log s) for a value of s bytes (record keys are sorted).
-  public func write(to writer: inout ByteWriter) {
+  package func write(to writer: inout ByteWriter) {
     writer.writeUInt8(kindRank)
     switch self {
     case .null: break
@@ -48,7 +48,7 @@ extension FieldValue {
   ///
   /// - Throws: `invalidValue` for an unknown tag, record keys out of order or
   ///   duplicated; `invalidUTF8`; `nestingTooDeep`; `countTooLarge`; `truncated`.
-  public init(from reader: inout ByteReader) throws {
+  package init(from reader: inout ByteReader) throws {
     let start = reader.offset
     guard let tag = WireTag(rawValue: try reader.readUInt8()) else {
       throw ConvergeDecodingError.invalidValue(offset: start, reason: "unknown value tag")

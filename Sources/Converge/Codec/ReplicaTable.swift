@@ -22,7 +22,7 @@
 ///
 /// - Complexity: building is O(m log m) for m mentions; looking up an index is O(log r)
 ///   for r replicas.
-public struct ReplicaTable: Sendable {
+package struct ReplicaTable: Sendable {
   /// Collects the replicas a message will mention, in any order and with repeats.
   public struct Builder: Sendable {
     /// The replicas collected so far; sorted and deduplicated when it grows and on build.
@@ -121,7 +121,7 @@ public struct ReplicaTable: Sendable {
 /// body does not mention, so a message has exactly one valid encoding.
 ///
 /// - Complexity: reading is O(r) for r replicas; resolving an index is O(1).
-public struct DecodedReplicaTable: Sendable {
+package struct DecodedReplicaTable: Sendable {
   /// The replicas, sorted by id; a replica's index is its position here.
   public let replicas: [ReplicaID]
   private var referenced: [Bool]

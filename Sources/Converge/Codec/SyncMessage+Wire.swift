@@ -34,17 +34,11 @@ extension SyncMessage {
   ///
   /// - Throws: a ``ConvergeDecodingError`` for any input ``encoded()`` could not have
   ///   produced.
-  public init(decoding bytes: [UInt8]) throws {
-    try self.init(decoding: bytes[...])
-  }
-
-  /// Decodes a message from a slice of a larger buffer.
-  public init(decoding data: Data) throws {
-    try self.init(decoding: [UInt8](data)[...])
-  }
-
-  /// Decodes a message from a slice of a larger buffer.
-  public init(decoding bytes: ArraySlice<UInt8>) throws {
+  ///
+  /// `bytes` may be an array, a slice of a larger buffer, or a `Data` (any collection of
+  /// bytes; one that is not an array or a slice is copied once).
+  public init(decoding message: some Collection<UInt8>) throws {
+    let bytes = Envelope.slice(message)
     let (kind, _) = try Envelope.open(bytes)
     switch kind {
     case .documentDelta, .textEditDelta:

@@ -12,7 +12,7 @@ extension VersionVector {
   /// Writes the vector; every replica of it must be in `table`.
   ///
   /// - Complexity: O(r log r) for r replicas.
-  public func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
+  package func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     let entries = entries
     writer.writeVarUInt(entries.count)
     for (replica, counter) in entries {
@@ -25,7 +25,7 @@ extension VersionVector {
   ///
   /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, `unknownReplicaIndex`, or
   ///   `invalidValue` for indexes out of order or a zero counter.
-  public init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+  package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     // An entry is at least one index byte and one counter byte.
     let count = try reader.readCount(minimumBytesPerElement: 2)
     var counters: [ReplicaID: UInt64] = [:]
@@ -60,21 +60,16 @@ extension VersionVector {
   ///
   /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
   ///   have produced.
-  public init(decoding bytes: [UInt8]) throws {
+  ///
+  /// `bytes` may be an array, a slice of a larger buffer, or a `Data` (any collection of
+  /// bytes; one that is not an array or a slice is copied once).
+  @inlinable
+  public init(decoding bytes: some Collection<UInt8>) throws {
     self = try Envelope.decode(bytes, as: .versionVector, Self.readStandaloneBody)
   }
 
-  /// Decodes a message made by ``encoded()`` from a slice of a larger buffer.
-  public init(decoding bytes: ArraySlice<UInt8>) throws {
-    self = try Envelope.decode(bytes, as: .versionVector, Self.readStandaloneBody)
-  }
-
-  /// Decodes a message made by ``encoded()``; `data` may be a slice of a larger `Data`.
-  public init(decoding data: Data) throws {
-    self = try Envelope.decode(data, as: .versionVector, Self.readStandaloneBody)
-  }
-
-  private static func readStandaloneBody(_ reader: inout ByteReader) throws -> VersionVector {
+  @usableFromInline
+  static func readStandaloneBody(_ reader: inout ByteReader) throws -> VersionVector {
     var table = try DecodedReplicaTable(from: &reader)
     let vector = try VersionVector(from: &reader, replicas: &table)
     try table.checkAllReferenced(offset: reader.offset)

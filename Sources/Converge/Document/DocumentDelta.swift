@@ -116,6 +116,16 @@ public struct DocumentDelta: Sendable, Equatable {
     return storedEntities.keys.sorted()
   }
 
+  /// The fields of `key` the delta writes, sorted (empty if it only creates or deletes
+  /// the entity, or does not touch it): with ``keys`` and `context.eventCount`, what an app
+  /// inspects before it applies a delta from elsewhere.
+  ///
+  /// - Complexity: O(f log f) for f fields.
+  public func fields(of key: EntityKey) -> [String] {
+    if let edit = localTextEdit { return edit.key == key ? [edit.field] : [] }
+    return storedEntities[key]?.fields.keys.sorted() ?? []
+  }
+
   /// Calls `body` with each entity the delta touches, in no particular order, without
   /// building the hash table a keystroke's delta leaves unbuilt: a store marks them pending
   /// on every commit.

@@ -68,7 +68,7 @@ public struct EntityField<Model: EntityModel>: Sendable {
   public let kind: FieldKind
   let read: @Sendable (inout Model, Document, EntityKey) -> Void
   /// Records the change from the old model (`nil` when creating) to the new one.
-  let write: @Sendable (Model?, Model, inout Transaction, EntityKey) -> Void
+  let write: @Sendable (Model?, Model, inout DocumentTransaction, EntityKey) -> Void
 
   /// A last-writer-wins register: the later write wins, field by field.
   public static func register<Value: FieldValueConvertible & Equatable>(
@@ -192,7 +192,7 @@ extension Document {
   }
 }
 
-extension Transaction {
+extension DocumentTransaction {
   /// Creates an entity from a model value and returns its id.
   ///
   /// Only properties that differ from the model's defaults are written, so that a

@@ -29,19 +29,11 @@ extension Replica {
   /// A replica continuing from saved state under a fresh random id.
   ///
   /// - Throws: a ``ConvergeDecodingError`` if `bytes` is not a valid document state.
-  public init(restoring bytes: [UInt8], wallClock: WallClock = .system) throws {
+  ///
+  /// `bytes` may be an array, a slice of a larger buffer, or a `Data`.
+  @inlinable
+  public init(restoring bytes: some Collection<UInt8>, wallClock: WallClock = .system) throws {
     self.init(document: try Document(decoding: bytes), wallClock: wallClock)
-  }
-
-  /// A replica continuing from saved state under a fresh random id.
-  public init(restoring bytes: ArraySlice<UInt8>, wallClock: WallClock = .system) throws {
-    self.init(document: try Document(decoding: bytes), wallClock: wallClock)
-  }
-
-  /// A replica continuing from saved state under a fresh random id; `data` may be a
-  /// slice of a larger `Data`.
-  public init(restoring data: Data, wallClock: WallClock = .system) throws {
-    self.init(document: try Document(decoding: data), wallClock: wallClock)
   }
 
   /// Decodes a ``MessageKind/documentDelta`` message and integrates it.
@@ -51,19 +43,10 @@ extension Replica {
   ///
   /// - Throws: a ``ConvergeDecodingError`` for a damaged or hostile message.
   @discardableResult
-  public mutating func apply(encodedDelta bytes: [UInt8]) throws -> DocumentChanges {
+  @inlinable
+  public mutating func apply(encodedDelta bytes: some Collection<UInt8>) throws
+    -> DocumentChanges
+  {
     apply(try DocumentDelta(decoding: bytes))
-  }
-
-  /// Decodes a delta message from a slice of a larger buffer and integrates it.
-  @discardableResult
-  public mutating func apply(encodedDelta bytes: ArraySlice<UInt8>) throws -> DocumentChanges {
-    apply(try DocumentDelta(decoding: bytes))
-  }
-
-  /// Decodes a delta message (`data` may be a slice) and integrates it.
-  @discardableResult
-  public mutating func apply(encodedDelta data: Data) throws -> DocumentChanges {
-    apply(try DocumentDelta(decoding: data))
   }
 }

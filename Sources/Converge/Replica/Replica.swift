@@ -74,8 +74,8 @@ public struct Replica: Sendable {
   ///
   /// - Complexity: O(1) plus the cost of the edits `body` makes.
   @discardableResult
-  public mutating func transact(_ body: (inout Transaction) -> Void) -> Commit {
-    var transaction = Transaction(document: Document(), replica: id, clock: clock)
+  public mutating func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
+    var transaction = DocumentTransaction(document: Document(), replica: id, clock: clock)
     swap(&transaction.document, &document)
     body(&transaction)
     swap(&transaction.document, &document)

@@ -62,7 +62,7 @@
     /// Runs a local transaction, publishes its changes and hands the commit to
     /// ``onCommit``.
     @discardableResult
-    public func transact(_ body: (inout Transaction) -> Void) -> Commit {
+    public func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
       let commit = replica.transact(body)
       // A local event is new, so no peer holds it yet.
       commit.delta.forEachKey { pendingEntities.insert($0) }

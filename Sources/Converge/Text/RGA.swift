@@ -217,6 +217,25 @@ public struct RGA: Sendable {
     return result
   }
 
+  /// The first `maxLength` visible scalars (all of them if fewer): a list row's preview of
+  /// a long body, without building the whole text.
+  ///
+  /// - Complexity: O(k + l) for k scalars returned and l leaves before the last of them.
+  public func prefix(_ maxLength: Int) -> String {
+    var view = String.UnicodeScalarView()
+    var remaining = Swift.max(0, Swift.min(maxLength, count))
+    for leafID in leafOrder.documentOrder {
+      guard remaining > 0 else { break }
+      for run in leaves[leafID].runs where !run.deleted {
+        guard remaining > 0 else { break }
+        let taken = Swift.min(run.length, remaining)
+        view.append(contentsOf: content[run.contentStart..<run.contentStart + taken])
+        remaining -= taken
+      }
+    }
+    return String(view)
+  }
+
   /// The number of buffered inserts and deletes (in scalars) not integrated yet.
   ///
   /// - Complexity: O(p).

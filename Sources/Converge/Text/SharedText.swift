@@ -1,13 +1,13 @@
 /// One replicated note body: an ``RGA`` together with the replica that edits it and the
 /// dot counter it allocates from.
 ///
-/// `Text` is the standalone convenience for an app that syncs a single text; inside a
+/// `SharedText` is the standalone convenience for an app that syncs a single text; inside a
 /// document the document layer owns the causal context and uses ``RGA`` directly.
 ///
 /// ```swift
-/// var phone = Text(replica: ReplicaID(rawValue: 1))
+/// var phone = SharedText(replica: ReplicaID(rawValue: 1))
 /// let hello = phone.insert("Hello", at: 0)
-/// var laptop = Text(replica: ReplicaID(rawValue: 2))
+/// var laptop = SharedText(replica: ReplicaID(rawValue: 2))
 /// laptop.apply(hello)
 /// let bang = laptop.insert("!", at: 5)
 /// let world = phone.insert(" world", at: 5)
@@ -18,7 +18,7 @@
 ///
 /// Positions count Unicode scalars and are clamped to the text; ``Text+UTF16`` converts
 /// from and to UTF-16 offsets (`NSRange`) and `String.Index`.
-public struct Text: Sendable {
+public struct SharedText: Sendable {
   /// The replicated sequence.
   public private(set) var rga: RGA
   /// The replica whose dots local edits use.
@@ -143,7 +143,7 @@ public struct Text: Sendable {
   /// Joins `other` into this text.
   ///
   /// - Complexity: O(n + m).
-  public mutating func merge(_ other: Text) {
+  public mutating func merge(_ other: SharedText) {
     merge(other.rga)
   }
 
@@ -177,8 +177,8 @@ public struct Text: Sendable {
   }
 }
 
-extension Text: Equatable {
+extension SharedText: Equatable {
   /// Texts are equal when their replicated content is; the editing replica is not part
   /// of the content.
-  public static func == (lhs: Text, rhs: Text) -> Bool { lhs.rga == rhs.rga }
+  public static func == (lhs: SharedText, rhs: SharedText) -> Bool { lhs.rga == rhs.rga }
 }

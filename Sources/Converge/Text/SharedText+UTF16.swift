@@ -52,7 +52,7 @@ extension RGA {
   }
 }
 
-extension Text {
+extension SharedText {
   /// The UTF-16 offset (as in `NSRange`) of scalar position `position`.
   ///
   /// - Complexity: O(log n + s), see ``RGA/utf16Offset(ofScalarOffset:)``.

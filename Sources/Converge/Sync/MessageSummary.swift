@@ -14,7 +14,8 @@
 /// ```
 ///
 /// Decoding is the full, checked decode of the message's kind, so a summary is only
-/// produced for a message the library would accept.
+/// produced for a message the library would accept. It lives with sync, above the codec,
+/// because it also reads a session's frames.
 public struct MessageSummary: Sendable {
   /// The summary, one fact per line.
   public let text: String
@@ -22,7 +23,8 @@ public struct MessageSummary: Sendable {
   /// Opens and decodes `bytes` by their kind and summarizes them.
   ///
   /// - Throws: the ``ConvergeDecodingError`` the decoder of the message's kind throws.
-  public init(decoding bytes: [UInt8]) throws {
+  public init(decoding message: some Collection<UInt8>) throws {
+    let bytes = Array(message)
     if SessionStream.isFrame(bytes) {
       text = try Self.describeFrame(bytes).joined(separator: "\n")
       return

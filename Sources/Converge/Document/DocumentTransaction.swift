@@ -7,7 +7,7 @@
 /// Every edit is an event with a dot of its own that advances the entity's version. That
 /// is what keeps an entity alive when another device deletes it concurrently: the delete
 /// removes only the versions it observed.
-public struct Transaction: Sendable {
+public struct DocumentTransaction: Sendable {
   /// The document as the transaction has left it so far.
   public internal(set) var document: Document
   /// The replica making the edits. In the (practically unreachable) case that its

@@ -4,12 +4,12 @@
 /// two runs in different processes can be compared by one short string.
 ///
 /// ```swift
-/// let digest = SHA256.hexDigest(of: Array("abc".utf8))
+/// let digest = SHA256Hasher.hexDigest(of: Array("abc".utf8))
 /// // "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 /// ```
 ///
 /// - Complexity: O(n) for n input bytes.
-public struct SHA256: Sendable {
+package struct SHA256Hasher: Sendable {
   private var state: [UInt32] = [
     0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a,
     0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
@@ -18,12 +18,12 @@ public struct SHA256: Sendable {
   private var length: UInt64 = 0
 
   /// A hash of nothing yet.
-  public init() {
+  package init() {
     buffer.reserveCapacity(64)
   }
 
   /// Feeds `bytes` into the hash.
-  public mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+  package mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
     for byte in bytes {
       buffer.append(byte)
       length &+= 1
@@ -35,7 +35,7 @@ public struct SHA256: Sendable {
   }
 
   /// The 32-byte digest of everything fed so far.
-  public func finalize() -> [UInt8] {
+  package func finalize() -> [UInt8] {
     var copy = self
     let bitLength = length &* 8
     copy.buffer.append(0x80)
@@ -59,15 +59,15 @@ public struct SHA256: Sendable {
   }
 
   /// The digest of `bytes`.
-  public static func digest<Bytes: Sequence>(of bytes: Bytes) -> [UInt8]
+  package static func digest<Bytes: Sequence>(of bytes: Bytes) -> [UInt8]
   where Bytes.Element == UInt8 {
-    var hash = SHA256()
+    var hash = SHA256Hasher()
     hash.update(bytes)
     return hash.finalize()
   }
 
   /// The digest of `bytes` as 64 lowercase hexadecimal digits.
-  public static func hexDigest<Bytes: Sequence>(of bytes: Bytes) -> String
+  package static func hexDigest<Bytes: Sequence>(of bytes: Bytes) -> String
   where Bytes.Element == UInt8 {
     hexString(digest(of: bytes))
   }
