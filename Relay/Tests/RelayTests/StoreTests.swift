@@ -148,7 +148,22 @@ final class StoreFixture: Sendable {
     let fixture = StoreFixture(kind)
     defer { fixture.remove() }
     let (first, second) = (try await fixture.open(), try await fixture.open())
-    let space = fixture.space("a")
+    // The stores close on every path: an error then fails the test with its reason,
+    // where a connection left open would abort the whole test process (SQLiteNIO checks).
+    do {
+      try await Self.compactFromTwoStores(first, second, space: fixture.space("a"))
+    } catch {
+      await closeStore(first)
+      await closeStore(second)
+      throw error
+    }
+    await closeStore(first)
+    await closeStore(second)
+  }
+
+  private static func compactFromTwoStores(
+    _ first: any RelayStore, _ second: any RelayStore, space: String
+  ) async throws {
     try await withThrowingTaskGroup(of: Void.self) { group in
       for (index, store) in [first, second].enumerated() {
         group.addTask {
@@ -175,8 +190,6 @@ final class StoreFixture: Sendable {
     let log = try await first.read(space: space, after: 0)
     let through = try #require(log.snapshot?.through)
     #expect(log.entries.map(\.position) == Array(through + 1..<61))
-    await closeStore(first)
-    await closeStore(second)
   }
 
   /// A node that cannot reach its database at start fails with a reason (the pool alone
