@@ -158,17 +158,20 @@ extension RGA {
     let (_, idOverflow) = insert.id.counter.addingReportingOverflow(length)
     let (lamportEnd, lamportOverflow) = insert.lamport.addingReportingOverflow(length)
     guard !idOverflow, !lamportOverflow, lamportEnd <= Self.lamportLimit else { return false }
-    for origin in [insert.origin, insert.rightOrigin] {
-      guard let origin else { continue }
-      guard origin.counter > 0 else { return false }
-      // An origin inside the run itself could never be satisfied.
-      if origin.replica == insert.id.replica, origin.counter >= insert.id.counter,
-        origin.counter - insert.id.counter < length
-      {
-        return false
-      }
-    }
-    return true
+    // Both origins checked without collecting them in an array (one allocation per run).
+    return isAcceptable(origin: insert.origin, of: insert.id, length: length)
+      && isAcceptable(origin: insert.rightOrigin, of: insert.id, length: length)
+  }
+
+  /// Whether `origin` can be an origin of the run of `length` ids from `id`.
+  private func isAcceptable(origin: Dot?, of id: Dot, length: UInt64) -> Bool {
+    guard let origin else { return true }
+    guard origin.counter > 0 else { return false }
+    // An origin inside the run itself could never be satisfied.
+    let isInside =
+      origin.replica == id.replica && origin.counter >= id.counter
+      && origin.counter - id.counter < length
+    return !isInside
   }
 
   private mutating func receive(_ insert: RGADelta.Insert, changes: inout [TextChange]) {

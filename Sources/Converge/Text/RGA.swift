@@ -232,11 +232,16 @@ public struct RGA: Sendable {
   }
 }
 
-/// A (replica, counters) range of items, `lower..<upper`.
-struct TargetRange: Sendable, Equatable {
+/// A (replica, counters) range of items, `lower..<upper`; ordered by replica, then
+/// lower bound.
+struct TargetRange: Sendable, Comparable {
   var replica: ReplicaID
   var lower: UInt64
   var upper: UInt64
+
+  static func < (lhs: TargetRange, rhs: TargetRange) -> Bool {
+    (lhs.replica, lhs.lower) < (rhs.replica, rhs.lower)
+  }
 }
 
 /// A change of the visible text, in the coordinates of the text right before it, so a
