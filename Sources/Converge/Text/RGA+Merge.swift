@@ -13,10 +13,22 @@ extension RGA {
   @discardableResult
   public mutating func apply(_ delta: RGADelta) -> [TextChange] {
     var changes: [TextChange] = []
+    changes.reserveCapacity(delta.inserts.count + delta.deletes.count)
+    reserveContent(for: delta)
     for insert in delta.inserts { receive(insert, changes: &changes) }
     for delete in delta.deletes { receive(delete, changes: &changes) }
     checkInvariantsIfEnabled()
     return changes
+  }
+
+  /// Makes room in `content` for the scalars of `delta` at once, so that a large delta
+  /// does not grow the buffer step by step; the capacity still grows geometrically, so
+  /// that many small deltas do not copy it each time.
+  private mutating func reserveContent(for delta: RGADelta) {
+    var incoming = 0
+    for insert in delta.inserts { incoming += insert.content.count }
+    guard content.capacity - content.count < incoming else { return }
+    content.reserveCapacity(Swift.max(content.count + incoming, 2 * content.capacity))
   }
 
   /// Joins `other` into this text: afterwards it holds every insert and delete of both.
@@ -247,6 +259,7 @@ extension RGA {
   typealias Cursor = (leaf: Int, slot: Int, offset: Int)
 
   /// The place right after the item at `location` (`nil`: the head).
+  @inline(__always)
   func cursor(after location: ItemLocation?) -> Cursor {
     guard let found = location else { return (leafOrder.first, 0, 0) }
     if found.offset + 1 < leaves[found.leaf].runs[found.run].length {
@@ -256,6 +269,7 @@ extension RGA {
   }
 
   /// The id and Lamport number of the item right after `cursor`, if any.
+  @inline(__always)
   func item(at cursor: Cursor) -> (id: Dot, lamport: UInt64)? {
     if cursor.offset > 0 {
       let run = leaves[cursor.leaf].runs[cursor.slot]

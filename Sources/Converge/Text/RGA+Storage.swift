@@ -25,6 +25,7 @@ extension RGA {
 
   /// The integrated item `dot`, if any, with the visible counts before its run in its
   /// leaf (so that placing or deleting there needs no second scan of the leaf).
+  @inline(__always)
   func locate(_ dot: Dot) -> ItemLocation? {
     guard let leafID = index[dot.replica]?.leaf(containing: dot.counter) else { return nil }
     let runs = leaves[leafID].runs
@@ -59,6 +60,7 @@ extension RGA {
   }
 
   /// UTF-16 code units of `content[range]`.
+  @inline(__always)
   func utf16Length(_ range: Range<Int>) -> Int {
     var total = 0
     for position in range { total += content[position].value > 0xFFFF ? 2 : 1 }
