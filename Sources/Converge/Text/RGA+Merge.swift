@@ -13,10 +13,22 @@ extension RGA {
   @discardableResult
   public mutating func apply(_ delta: RGADelta) -> [TextChange] {
     var changes: [TextChange] = []
+    changes.reserveCapacity(delta.inserts.count + delta.deletes.count)
+    reserveContent(for: delta)
     for insert in delta.inserts { receive(insert, changes: &changes) }
     for delete in delta.deletes { receive(delete, changes: &changes) }
     checkInvariantsIfEnabled()
     return changes
+  }
+
+  /// Makes room in `content` for the scalars of `delta` at once, so that a large delta
+  /// does not grow the buffer step by step; the capacity still grows geometrically, so
+  /// that many small deltas do not copy it each time.
+  private mutating func reserveContent(for delta: RGADelta) {
+    var incoming = 0
+    for insert in delta.inserts { incoming += insert.content.count }
+    guard content.capacity - content.count < incoming else { return }
+    content.reserveCapacity(Swift.max(content.count + incoming, 2 * content.capacity))
   }
 
   /// Joins `other` into this text: afterwards it holds every insert and delete of both.
@@ -158,17 +170,20 @@ extension RGA {
     let (_, idOverflow) = insert.id.counter.addingReportingOverflow(length)
     let (lamportEnd, lamportOverflow) = insert.lamport.addingReportingOverflow(length)
     guard !idOverflow, !lamportOverflow, lamportEnd <= Self.lamportLimit else { return false }
-    for origin in [insert.origin, insert.rightOrigin] {
-      guard let origin else { continue }
-      guard origin.counter > 0 else { return false }
-      // An origin inside the run itself could never be satisfied.
-      if origin.replica == insert.id.replica, origin.counter >= insert.id.counter,
-        origin.counter - insert.id.counter < length
-      {
-        return false
-      }
-    }
-    return true
+    // Both origins checked without collecting them in an array (one allocation per run).
+    return isAcceptable(origin: insert.origin, of: insert.id, length: length)
+      && isAcceptable(origin: insert.rightOrigin, of: insert.id, length: length)
+  }
+
+  /// Whether `origin` can be an origin of the run of `length` ids from `id`.
+  private func isAcceptable(origin: Dot?, of id: Dot, length: UInt64) -> Bool {
+    guard let origin else { return true }
+    guard origin.counter > 0 else { return false }
+    // An origin inside the run itself could never be satisfied.
+    let isInside =
+      origin.replica == id.replica && origin.counter >= id.counter
+      && origin.counter - id.counter < length
+    return !isInside
   }
 
   private mutating func receive(_ insert: RGADelta.Insert, changes: inout [TextChange]) {
@@ -244,6 +259,7 @@ extension RGA {
   typealias Cursor = (leaf: Int, slot: Int, offset: Int)
 
   /// The place right after the item at `location` (`nil`: the head).
+  @inline(__always)
   func cursor(after location: ItemLocation?) -> Cursor {
     guard let found = location else { return (leafOrder.first, 0, 0) }
     if found.offset + 1 < leaves[found.leaf].runs[found.run].length {
@@ -253,6 +269,7 @@ extension RGA {
   }
 
   /// The id and Lamport number of the item right after `cursor`, if any.
+  @inline(__always)
   func item(at cursor: Cursor) -> (id: Dot, lamport: UInt64)? {
     if cursor.offset > 0 {
       let run = leaves[cursor.leaf].runs[cursor.slot]

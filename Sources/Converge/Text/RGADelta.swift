@@ -264,25 +264,53 @@ public struct RGADelta: Sendable, Equatable {
   /// dot naming two events would let replicas that saw different ones diverge, as a
   /// handshake never re-sends a dot the peer already has.
   ///
-  /// - Complexity: O(d log d) for d runs; O(1) for a keystroke's one run.
+  /// - Complexity: O(d log d) for d runs, O(d) when the insert runs ascend by id (one
+  ///   replica's typing does); O(1) for a keystroke's one run.
   var hasRunsSharingCounters: Bool {
     guard inserts.count + deletes.count > 1 else { return false }
-    var ranges: [(replica: ReplicaID, lower: UInt64, upper: UInt64)] = []
-    ranges.reserveCapacity(inserts.count + deletes.count)
-    for insert in inserts {
-      let (upper, overflow) = insert.id.counter.addingReportingOverflow(UInt64(insert.length))
-      ranges.append((insert.id.replica, insert.id.counter, overflow ? .max : upper))
+    var insertRanges: [TargetRange] = []
+    insertRanges.reserveCapacity(inserts.count)
+    for index in inserts.indices {
+      let (upper, overflow) = inserts[index].id.counter.addingReportingOverflow(
+        UInt64(inserts[index].length))
+      insertRanges.append(
+        TargetRange(
+          replica: inserts[index].id.replica, lower: inserts[index].id.counter,
+          upper: overflow ? .max : upper))
     }
+    var deleteRanges: [TargetRange] = []
+    deleteRanges.reserveCapacity(deletes.count)
     for delete in deletes {
       let (upper, overflow) = delete.dot.counter.addingReportingOverflow(delete.count)
-      ranges.append((delete.dot.replica, delete.dot.counter, overflow ? .max : upper))
+      deleteRanges.append(
+        TargetRange(
+          replica: delete.dot.replica, lower: delete.dot.counter, upper: overflow ? .max : upper))
     }
-    ranges.sort { ($0.replica, $0.lower) < ($1.replica, $1.lower) }
-    for index in 1..<ranges.count
-    where ranges[index].replica == ranges[index - 1].replica
-      && ranges[index].lower < ranges[index - 1].upper
-    {
-      return true
+    // Each list is usually in order already (inserts by Lamport number follow their ids
+    // when one replica typed them, deletes are sorted by dot): sort only when not, then
+    // walk both in one merged order (inserts first among equals, as one stable sort of
+    // both lists would put them).
+    insertRanges.sortIfNeeded()
+    deleteRanges.sortIfNeeded()
+    var previous: TargetRange?
+    var nextInsert = 0
+    var nextDelete = 0
+    while nextInsert < insertRanges.count || nextDelete < deleteRanges.count {
+      let range: TargetRange
+      if nextDelete == deleteRanges.count
+        || (nextInsert < insertRanges.count
+          && !(deleteRanges[nextDelete] < insertRanges[nextInsert]))
+      {
+        range = insertRanges[nextInsert]
+        nextInsert += 1
+      } else {
+        range = deleteRanges[nextDelete]
+        nextDelete += 1
+      }
+      if let previous, previous.replica == range.replica, range.lower < previous.upper {
+        return true
+      }
+      previous = range
     }
     return false
   }
@@ -302,20 +330,27 @@ public struct RGADelta: Sendable, Equatable {
   /// ``normalize()`` without its shortcut for a keystroke's runs (its tests compare the
   /// two).
   mutating func normalizeInGeneral() {
-    inserts.sort { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
-    var joinedInserts: [Insert] = []
-    joinedInserts.reserveCapacity(inserts.count)
-    for insert in inserts where insert.length > 0 {
-      if let last = joinedInserts.last {
-        if last == insert { continue }
-        if last.isContinued(by: insert) {
-          joinedInserts[joinedInserts.count - 1].append(insert)
-          continue
-        }
-      }
-      joinedInserts.append(insert)
+    // Decoded and freshly typed runs are usually in order and maximal already: checking
+    // that costs a comparison per run, sorting or rebuilding a copy per run.
+    let insertOrder: (Insert, Insert) -> Bool = { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
+    if !inserts.indices.dropFirst().allSatisfy({ !insertOrder(inserts[$0], inserts[$0 - 1]) }) {
+      inserts.sort(by: insertOrder)
     }
-    inserts = joinedInserts
+    if let first = firstInsertToJoinOrDrop() {
+      var joinedInserts = Array(inserts[..<first])
+      joinedInserts.reserveCapacity(inserts.count)
+      for insert in inserts[first...] where insert.length > 0 {
+        if let last = joinedInserts.last {
+          if last == insert { continue }
+          if last.isContinued(by: insert) {
+            joinedInserts[joinedInserts.count - 1].append(insert)
+            continue
+          }
+        }
+        joinedInserts.append(insert)
+      }
+      inserts = joinedInserts
+    }
     deletes.sort { ($0.dot, $0.target) < ($1.dot, $1.target) }
     var joinedDeletes: [Delete] = []
     joinedDeletes.reserveCapacity(deletes.count)
@@ -330,6 +365,27 @@ public struct RGADelta: Sendable, Equatable {
       joinedDeletes.append(delete)
     }
     deletes = joinedDeletes
+  }
+
+  /// The first insert run (in the current order) that is empty, repeats the run before
+  /// it or continues it, if any.
+  private func firstInsertToJoinOrDrop() -> Int? {
+    for index in inserts.indices {
+      if inserts[index].length == 0 { return index }
+      if index > 0,
+        inserts[index - 1] == inserts[index] || inserts[index - 1].isContinued(by: inserts[index])
+      {
+        return index
+      }
+    }
+    return nil
+  }
+}
+
+extension Array where Element: Comparable {
+  /// Sorts the array unless it is sorted already (checked in one pass).
+  mutating func sortIfNeeded() {
+    if !indices.dropFirst().allSatisfy({ self[$0 - 1] <= self[$0] }) { sort() }
   }
 }
 
