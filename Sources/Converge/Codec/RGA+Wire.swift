@@ -278,12 +278,7 @@ enum TextWire {
       -> [(range: Range<UInt64>, deleted: Bool)]
     {
       guard let list = ranges[replica], !list.isEmpty else { return [(lower..<upper, false)] }
-      var low = 0
-      var high = list.count
-      while low < high {
-        let middle = (low + high) / 2
-        if list[middle].upperBound <= lower { low = middle + 1 } else { high = middle }
-      }
+      let low = list.partitioningIndex { $0.upperBound > lower }
       var result: [(range: Range<UInt64>, deleted: Bool)] = []
       var cursor = lower
       var position = low

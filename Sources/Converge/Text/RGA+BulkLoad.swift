@@ -312,12 +312,7 @@ private struct StateLoader {
   /// each run's end counter, a compact array to search.
   func locate(_ dot: Dot, ends: UnsafeBufferPointer<UInt64>) -> (header: Int, offset: Int)? {
     guard let range = groups[dot.replica] else { return nil }
-    var low = range.lowerBound
-    var high = range.upperBound
-    while low < high {
-      let middle = (low + high) / 2
-      if ends[middle] <= dot.counter { low = middle + 1 } else { high = middle }
-    }
+    let low = ends[range].partitioningIndex { $0 > dot.counter }
     guard low < range.upperBound, headers[low].id.counter <= dot.counter else { return nil }
     return (low, Int(dot.counter - headers[low].id.counter))
   }

@@ -163,12 +163,7 @@ extension RGA {
       log.append(delete)
     } else {
       // Out of order: insert sorted, then join with the neighbours where possible.
-      var low = 0
-      var high = log.count
-      while low < high {
-        let middle = (low + high) / 2
-        if log[middle].dot.counter < delete.dot.counter { low = middle + 1 } else { high = middle }
-      }
+      let low = log.partitioningIndex { $0.dot.counter >= delete.dot.counter }
       log.insert(delete, at: low)
       if low + 1 < log.count, let joined = log[low].joined(with: log[low + 1]) {
         log[low] = joined
@@ -186,16 +181,7 @@ extension RGA {
     guard let log = deleteLog[delete.dot.replica], !log.isEmpty else { return [delete] }
     let lower = delete.dot.counter
     let upper = lower + delete.count
-    var low = 0
-    var high = log.count
-    while low < high {
-      let middle = (low + high) / 2
-      if log[middle].dot.counter + log[middle].count <= lower {
-        low = middle + 1
-      } else {
-        high = middle
-      }
-    }
+    let low = log.partitioningIndex { $0.dot.counter + $0.count > lower }
     var parts: [RGADelta.Delete] = []
     var cursor = lower
     var position = low

@@ -45,13 +45,7 @@ struct PendingBuffer: Sendable, Sequence {
 
   /// The first entry of `entries` whose upper bound is above `counter`.
   private static func firstEntry(_ entries: [Entry], endingAfter counter: UInt64) -> Int {
-    var low = 0
-    var high = entries.count
-    while low < high {
-      let middle = (low + high) / 2
-      if entries[middle].upper <= counter { low = middle + 1 } else { high = middle }
-    }
-    return low
+    entries.partitioningIndex { $0.upper > counter }
   }
 
   /// The parts of `range` of `replica` that are not buffered.
@@ -226,13 +220,7 @@ struct UnresolvedDeletes: Sendable {
   }
 
   private static func firstRange(_ list: [Range<UInt64>], endingAfter counter: UInt64) -> Int {
-    var low = 0
-    var high = list.count
-    while low < high {
-      let middle = (low + high) / 2
-      if list[middle].upperBound <= counter { low = middle + 1 } else { high = middle }
-    }
-    return low
+    list.partitioningIndex { $0.upperBound > counter }
   }
 
   /// Adds `range` of `replica`, joining it with the ranges it touches.

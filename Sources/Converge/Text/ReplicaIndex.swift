@@ -53,21 +53,10 @@ struct ReplicaIndex: Sendable {
     guard let last = uppers.last, last > counter else {
       return Position(chunk: uppers.count, slot: 0)
     }
-    var low = 0
-    var high = uppers.count
-    while low < high {
-      let middle = (low + high) / 2
-      if uppers[middle] <= counter { low = middle + 1 } else { high = middle }
-    }
+    let low = uppers.partitioningIndex { $0 > counter }
     guard low < chunks.count else { return Position(chunk: low, slot: 0) }
     return chunks[low].withUnsafeBufferPointer { chunk in
-      var lower = 0
-      var upper = chunk.count
-      while lower < upper {
-        let middle = (lower + upper) / 2
-        if chunk[middle].upper <= counter { lower = middle + 1 } else { upper = middle }
-      }
-      return Position(chunk: low, slot: lower)
+      Position(chunk: low, slot: chunk.partitioningIndex { $0.upper > counter })
     }
   }
 
