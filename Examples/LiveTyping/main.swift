@@ -2,7 +2,8 @@
 // WebSocket, say; here two in-memory queues that keep order). A sync session per peer
 // first exchanges what each device lacks, then sends every keystroke as a frame of its
 // stream: a few bytes each, because both ends remember the note, the field and the
-// device, and predict where the next character goes. Then the connection drops with
+// device, and predict where the next character goes. The phone's cursor, an anchor,
+// stays after the word it was at. Then the connection drops with
 // frames in flight; on reconnect, one handshake brings both devices level again.
 import Converge
 import Foundation
@@ -59,6 +60,10 @@ try handshake(&phone, &laptop)
 print("connected: the laptop reads \(laptop.text(of: note).debugDescription)")
 phone.bytesSent = 0
 laptop.bytesSent = 0
+// The phone's user has the cursor right after "Standup": an anchor keeps it there
+// whatever the laptop types before it.
+let cursor = phone.replica.document.anchor(
+  at: 7, affinity: .preceding, inText: "body", of: note)
 
 // Both type at once, one character per transaction: the phone appends an item, the
 // laptop types a heading above everything. Frames reach the other side a few
@@ -82,6 +87,10 @@ for (name, device, typed) in [("phone", phone, item.count), ("laptop", laptop, h
   print("\(name) typed \(typed) characters in \(device.bytesSent) bytes (\(each) per keystroke)")
 }
 print("live: identical = \(phone.replica.encodedState() == laptop.replica.encodedState())")
+let held = phone.replica.document.position(of: cursor, inText: "body", of: note) ?? -1
+let word = phone.text(of: note).unicodeScalars.prefix(held).suffix(7)
+print(
+  "cursor: 7 -> \(held), still after \(String(String.UnicodeScalarView(word)).debugDescription)")
 
 // The connection drops while the phone types: those frames never arrive.
 for scalar in "- lunch at 12\n".unicodeScalars {

@@ -32,6 +32,26 @@ import Testing
     #expect(offset == 10)
   }
 
+  /// The `Document` anchors' documentation sample, verbatim, on a note body.
+  @Test func documentAnchorsKeepANoteBodysCursor() {
+    let note = EntityKey(type: "note", id: "n1")
+    var phone = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    var laptop = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(0))
+    laptop.apply(phone.transact { $0.insertText("Standup", at: 0, in: "body", of: note) }.delta)
+    let fromLaptop = laptop.transact { $0.insertText("Monday ", at: 0, in: "body", of: note) }.delta
+    var document = phone.document
+    let cursor = document.anchor(at: 7, affinity: .preceding, inText: "body", of: note)
+    document.apply(fromLaptop)  // another device typed before the cursor
+    let offset = document.utf16Offset(of: cursor, inText: "body", of: note)
+    #expect(offset == 14)
+    #expect(document.position(of: cursor, inText: "body", of: note) == 14)
+    // A text that does not exist yet has only its start and end.
+    let missing = document.anchor(at: 3, inText: "summary", of: note)
+    #expect(missing.character == nil)
+    #expect(document.position(of: missing, inText: "summary", of: note) == 0)
+    #expect(document.position(of: cursor, inText: "summary", of: note) == nil)
+  }
+
   @Test func aCursorStaysBeforeItsCharacterThroughARemotePasteAndDeletes() {
     var phone = Self.text("Hello world")
     var laptop = SharedText(replica: ReplicaID(rawValue: 2))

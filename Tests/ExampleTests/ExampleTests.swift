@@ -37,6 +37,7 @@ import Testing
     let (status, output) = try Self.run("LiveTyping")
     #expect(status == 0, "\(output)")
     #expect(output.contains("live: identical = true"), "\(output)")
+    #expect(output.contains("cursor: 7 -> 14, still after \"Standup\""), "\(output)")
     #expect(output.contains("dropped: identical = false"), "\(output)")
     #expect(output.contains("reconnected: identical = true"), "\(output)")
     #expect(output.contains("Monday Standup\n- ship the sync fix\n- lunch at 12"), "\(output)")
