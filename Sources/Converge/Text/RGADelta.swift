@@ -331,62 +331,61 @@ public struct RGADelta: Sendable, Equatable {
   /// two).
   mutating func normalizeInGeneral() {
     // Decoded and freshly typed runs are usually in order and maximal already: checking
-    // that costs a comparison per run, sorting or rebuilding a copy per run.
-    let insertOrder: (Insert, Insert) -> Bool = { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
-    if !inserts.indices.dropFirst().allSatisfy({ !insertOrder(inserts[$0], inserts[$0 - 1]) }) {
-      inserts.sort(by: insertOrder)
+    // that costs a comparison per run, where sorting or rebuilding would move every run.
+    inserts.sortIfNeeded { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
+    inserts.coalesce(
+      dropping: { $0.length == 0 },
+      into: { last, insert in
+        if last == insert { return true }
+        guard last.isContinued(by: insert) else { return false }
+        last.append(insert)
+        return true
+      })
+    deletes.sortIfNeeded { ($0.dot, $0.target) < ($1.dot, $1.target) }
+    deletes.coalesce(
+      dropping: { $0.count == 0 },
+      into: { last, delete in
+        if last == delete { return true }
+        guard let joined = last.joined(with: delete) else { return false }
+        last = joined
+        return true
+      })
+  }
+}
+
+extension Array {
+  /// Sorts the array unless it is sorted already (checked in one pass).
+  mutating func sortIfNeeded(by areInIncreasingOrder: (Element, Element) -> Bool) {
+    if indices.dropFirst().contains(where: { areInIncreasingOrder(self[$0], self[$0 - 1]) }) {
+      sort(by: areInIncreasingOrder)
     }
-    if let first = firstInsertToJoinOrDrop() {
-      var joinedInserts = Array(inserts[..<first])
-      joinedInserts.reserveCapacity(inserts.count)
-      for insert in inserts[first...] where insert.length > 0 {
-        if let last = joinedInserts.last {
-          if last == insert { continue }
-          if last.isContinued(by: insert) {
-            joinedInserts[joinedInserts.count - 1].append(insert)
-            continue
-          }
-        }
-        joinedInserts.append(insert)
-      }
-      inserts = joinedInserts
-    }
-    deletes.sort { ($0.dot, $0.target) < ($1.dot, $1.target) }
-    var joinedDeletes: [Delete] = []
-    joinedDeletes.reserveCapacity(deletes.count)
-    for delete in deletes where delete.count > 0 {
-      if let last = joinedDeletes.last {
-        if last == delete { continue }
-        if let joined = last.joined(with: delete) {
-          joinedDeletes[joinedDeletes.count - 1] = joined
-          continue
-        }
-      }
-      joinedDeletes.append(delete)
-    }
-    deletes = joinedDeletes
   }
 
-  /// The first insert run (in the current order) that is empty, repeats the run before
-  /// it or continues it, if any.
-  private func firstInsertToJoinOrDrop() -> Int? {
-    for index in inserts.indices {
-      if inserts[index].length == 0 { return index }
-      if index > 0,
-        inserts[index - 1] == inserts[index] || inserts[index - 1].isContinued(by: inserts[index])
-      {
-        return index
+  /// Removes, in place and in order, the elements `isEmpty` drops and those `absorb`
+  /// takes into the kept element before them (it returns `true` when it did); an array
+  /// with nothing to remove is left as it is.
+  mutating func coalesce(
+    dropping isEmpty: (Element) -> Bool, into absorb: (inout Element, Element) -> Bool
+  ) {
+    // Through the buffer, so that an element is read in place, not copied, and moved
+    // only when something before it was removed.
+    let kept = withUnsafeMutableBufferPointer { buffer in
+      var kept = 0
+      for index in buffer.indices {
+        if isEmpty(buffer[index]) { continue }
+        if kept > 0, absorb(&buffer[kept - 1], buffer[index]) { continue }
+        if kept != index { buffer.swapAt(kept, index) }
+        kept += 1
       }
+      return kept
     }
-    return nil
+    if kept < count { removeSubrange(kept...) }
   }
 }
 
 extension Array where Element: Comparable {
   /// Sorts the array unless it is sorted already (checked in one pass).
-  mutating func sortIfNeeded() {
-    if !indices.dropFirst().allSatisfy({ self[$0 - 1] <= self[$0] }) { sort() }
-  }
+  mutating func sortIfNeeded() { sortIfNeeded(by: <) }
 }
 
 extension RGADelta.Insert: CustomStringConvertible {
