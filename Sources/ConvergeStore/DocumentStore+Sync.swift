@@ -40,7 +40,6 @@ extension DocumentStore {
     if (context.counters(of: replica.id).maximum) > held {
       try flush()
       replica = replica.forked(as: configuration.freshID())
-      localID = replica.id
       try writeIdentity(cleanShutdown: false)
       identityChanges.append(.peerHoldsLaterDots)
     }
@@ -114,7 +113,7 @@ extension DocumentStore {
   ///
   /// - Complexity: O(k) for the k entities the commit touched; no context is copied.
   func markPending(_ delta: DocumentDelta) {
-    let id = localID
+    let id = replica.id
     let latest = delta.latestCounter(of: id)
     guard latest > 0 else { return }
     delta.forEachKey { key in

@@ -124,8 +124,6 @@ public final class DocumentStore {
   var settledPending: [EntityKey: [ReplicaID: UInt64]] = [:]
   /// The entity of the latest local commit, held aside from `settledPending` while the
   /// next commits touch the same one: typing in one note then hashes nothing.
-  /// `replica.id`, kept beside it so a commit reads it without an access to `replica`.
-  @exclusivity(unchecked) var localID: ReplicaID
   @exclusivity(unchecked) var recentPending: (key: EntityKey, replica: ReplicaID, counter: UInt64)?
   var acknowledgedUnion = CausalContext()
 
@@ -171,7 +169,6 @@ public final class DocumentStore {
     identityChanges = change.map { [$0] } ?? []
     recovery = report
     replica = Replica(document: document, id: id, wallClock: configuration.wallClock)
-    localID = id
     syncDue = configuration.now() + configuration.syncInterval
     try writeIdentity(cleanShutdown: false)
     try Self.attempt {
@@ -397,17 +394,26 @@ public final class DocumentStore {
 
 /// The default group-commit clock: the system's coarse monotonic clock where it has one
 /// (Linux's `CLOCK_MONOTONIC_COARSE`, read without a system call), a precise one elsewhere.
+/// Which of the two is decided once, so that readings never mix their origins.
 func coarseMonotonicNow() -> Duration {
   #if canImport(Glibc)
-    var time = timespec()
-    guard clock_gettime(CLOCK_MONOTONIC_COARSE, &time) == 0 else {
-      return processStart.duration(to: .now)
+    if hasCoarseClock {
+      var time = timespec()
+      // Cannot fail for a clock the system has, with a valid pointer.
+      _ = clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+      return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
     }
-    return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
-  #else
-    return processStart.duration(to: .now)
   #endif
+  return processStart.duration(to: .now)
 }
 
-/// The origin of the precise fallback clock.
+#if canImport(Glibc)
+  /// Whether this system has a coarse monotonic clock (Linux has had one since 2.6.32).
+  private let hasCoarseClock: Bool = {
+    var time = timespec()
+    return clock_gettime(CLOCK_MONOTONIC_COARSE, &time) == 0
+  }()
+#endif
+
+/// The origin of the precise clock.
 private let processStart = ContinuousClock.now
