@@ -15,19 +15,13 @@ extension Document {
     at position: Int, affinity: TextAnchor.Affinity = .following, inText field: String,
     of key: EntityKey
   ) -> TextAnchor {
-    guard let text = sequence(of: field, in: key) else {
-      return TextAnchor(character: nil, affinity: affinity)
-    }
-    return text.anchor(at: position, affinity: affinity)
+    text(field, of: key).anchor(at: position, affinity: affinity)
   }
 
   /// The scalar position of `anchor` in the text field `field` of `key`, or `nil` if its
   /// character has not arrived.
   public func position(of anchor: TextAnchor, inText field: String, of key: EntityKey) -> Int? {
-    guard let text = sequence(of: field, in: key) else {
-      return anchor.character == nil ? 0 : nil
-    }
-    return text.position(of: anchor)
+    text(field, of: key).position(of: anchor)
   }
 
   /// The UTF-16 offset (as in `NSRange`) of `anchor` in the text field `field` of `key`,
@@ -35,9 +29,12 @@ extension Document {
   public func utf16Offset(of anchor: TextAnchor, inText field: String, of key: EntityKey)
     -> Int?
   {
-    guard let text = sequence(of: field, in: key) else {
-      return anchor.character == nil ? 0 : nil
-    }
-    return text.utf16Offset(of: anchor)
+    text(field, of: key).utf16Offset(of: anchor)
+  }
+
+  /// The text field, or an empty text where there is none: its anchors are the start
+  /// and the end, and one bound to a character resolves to `nil`.
+  private func text(_ field: String, of key: EntityKey) -> RGA {
+    sequence(of: field, in: key) ?? RGA()
   }
 }

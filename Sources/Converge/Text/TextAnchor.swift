@@ -156,8 +156,8 @@ extension SharedText {
   ///
   /// - Complexity: that of ``utf16Offset(of:)`` plus `String`'s UTF-16 index conversion.
   public func index(of anchor: TextAnchor, in string: String) -> String.Index? {
-    guard let offset = utf16Offset(of: anchor), offset <= string.utf16.count else { return nil }
-    return string.utf16.index(string.utf16.startIndex, offsetBy: offset)
+    guard let offset = utf16Offset(of: anchor) else { return nil }
+    return string.utf16.index(string.utf16.startIndex, offsetBy: offset, limitedBy: string.endIndex)
   }
 
   /// An anchor pair for a scalar range; see ``TextSelection``.
