@@ -16,6 +16,35 @@ import Testing
 
   @MainActor
   @Suite struct ReplicaStoreTests {
+    /// The store records its transactions: undo and redo take back its own edits, publish
+    /// the change and hand the commit to `onCommit` like any transaction.
+    @Test func undoAndRedoGoThroughTheStore() {
+      let note = EntityKey(type: "note", id: "n1")
+      let store = ReplicaStore(
+        replica: Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0)),
+        undoHistory: UndoHistory(groupingInterval: .zero))
+      var committed: [Commit] = []
+      store.onCommit = { committed.append($0) }
+      #expect(!store.canUndo)
+      store.transact { $0.insertText("milk", at: 0, in: "body", of: note) }
+      var laptop = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(0))
+      laptop.apply(committed[0].delta)
+      store.apply(laptop.transact { $0.insertText(" and eggs", at: 4, in: "body", of: note) }.delta)
+      #expect(store.canUndo)
+      let undone = store.undo()
+      #expect(store.replica.document.text(of: "body", in: note) == " and eggs")
+      #expect(committed.count == 2 && committed.last?.delta == undone?.delta)
+      #expect(store.lastChanges[note]?.fields == ["body"])
+      #expect(store.isPending(note))
+      #expect(store.canRedo && !store.canUndo)
+      store.redo()
+      #expect(store.replica.document.text(of: "body", in: note) == "milk and eggs")
+      #expect(committed.count == 3)
+      #expect(store.undo() != nil)
+      store.stopUndoGrouping()
+      #expect(store.undo() == nil)
+    }
+
     @Test func changesAreStreamedCommittedAndObserved() async {
       var random = SeededGenerator(seed: 4)
       let store = ReplicaStore(replica: .seeded(using: &random))

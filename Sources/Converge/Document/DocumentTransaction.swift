@@ -19,6 +19,9 @@ public struct DocumentTransaction: Sendable {
   /// Whether some text field of `delta` holds runs that are not in normal form yet.
   private var textRunsPending = false
   var recorder = ChangeRecorder()
+  /// The inverses of this transaction's edits, in the order made, when an
+  /// ``UndoHistory`` records it; `nil` otherwise (then recording costs one check).
+  var undoLog: [UndoAction]?
 
   init(document: Document, replica: ReplicaID, clock: HybridLogicalClock) {
     self.document = document
@@ -36,11 +39,13 @@ public struct DocumentTransaction: Sendable {
   ///
   /// - Complexity: O(r) for r replicas that touched the entity.
   public mutating func create(_ key: EntityKey) {
+    let wasVisible = undoLog == nil || isVisible(key)
     let dot = nextDot()
     var change = DocumentDelta()
     change.context.insert(dot)
     change.entities[key] = EntityDelta(presence: .add(dot))
     commit(change)
+    if !wasVisible { undoLog?.append(.hideEntity(key, replica: dot.replica)) }
   }
 
   /// Deletes the entity: removes the versions of it this replica has seen. Its fields
@@ -55,6 +60,7 @@ public struct DocumentTransaction: Sendable {
     change.context.insert(dot)
     change.entities[key] = EntityDelta(presence: .remove(observing: record.presence, dot: dot))
     commit(change)
+    undoLog?.append(.restoreEntity(key))
   }
 
   // MARK: Registers
@@ -66,11 +72,36 @@ public struct DocumentTransaction: Sendable {
   ///
   /// - Complexity: O(r) for r replicas that touched the entity.
   public mutating func setValue(_ value: FieldValue, for field: String, of key: EntityKey) {
+    write(value, for: field, of: key)
+  }
+
+  /// Writes a register field and returns the write's stamp.
+  @discardableResult
+  mutating func write(_ value: FieldValue, for field: String, of key: EntityKey)
+    -> LWWRegister<FieldValue>.Stamp
+  {
+    var previous: LWWRegister<FieldValue>?
+    var wasVisible = true
+    if undoLog != nil {
+      wasVisible = isVisible(key)
+      if case .register(let register)? = document.entities[key]?.fields[field] {
+        previous = register
+      }
+    }
     let dot = nextDot()
     let stamp = LWWRegister<FieldValue>.Stamp(timestamp: clock.tick(), dot: dot)
     var register = LWWRegister<FieldValue>()
     _ = register.set(value, stamp: stamp)
     commit(event: dot, on: key, field: field, .register(register))
+    if undoLog != nil {
+      // The revival first, so that undo hides the entity after restoring the field.
+      noteRevival(of: key, wasVisible: wasVisible, by: dot)
+      undoLog?.append(
+        .restoreRegister(
+          key, field: field, previous: previous?.value, previousStamp: previous?.stamp,
+          written: stamp))
+    }
+    return stamp
   }
 
   // MARK: Sets
@@ -79,8 +110,24 @@ public struct DocumentTransaction: Sendable {
   ///
   /// - Complexity: O(r) for r replicas that touched the entity or the element.
   public mutating func insert(_ element: FieldValue, into field: String, of key: EntityKey) {
+    var wasPresent = true
+    var wasVisible = true
+    if undoLog != nil {
+      wasVisible = isVisible(key)
+      if case .set(let elements)? = document.entities[key]?.fields[field] {
+        wasPresent = elements[element]?.isPresent ?? false
+      } else {
+        wasPresent = false
+      }
+    }
     let dot = nextDot()
     commit(event: dot, on: key, field: field, .set([element: .add(dot)]))
+    if undoLog != nil {
+      noteRevival(of: key, wasVisible: wasVisible, by: dot)
+      if !wasPresent {
+        undoLog?.append(.removeOwnAdds(key, field: field, element: element, replica: dot.replica))
+      }
+    }
   }
 
   /// Removes an element from a set field: exactly the adds of it this replica has seen.
@@ -91,9 +138,14 @@ public struct DocumentTransaction: Sendable {
     guard case .set(let elements)? = document.entities[key]?.fields[field],
       let observed = elements[element], observed.isPresent
     else { return }
+    let wasVisible = undoLog == nil || isVisible(key)
     let dot = nextDot()
     commit(
       event: dot, on: key, field: field, .set([element: .remove(observing: observed, dot: dot)]))
+    if undoLog != nil {
+      noteRevival(of: key, wasVisible: wasVisible, by: dot)
+      undoLog?.append(.addElement(key, field: field, element: element))
+    }
   }
 
   // MARK: Text
@@ -105,18 +157,31 @@ public struct DocumentTransaction: Sendable {
   public mutating func insertText(
     _ string: String, at position: Int, in field: String, of key: EntityKey
   ) {
-    let scalars = string.unicodeScalars
+    insertScalars(
+      string.unicodeScalars, utf16Count: string.utf16.count, at: position, in: field, of: key)
+  }
+
+  /// Inserts scalars that take `utf16Count` UTF-16 code units into a text field and
+  /// returns the first inserted item's id, or `nil` if nothing was inserted.
+  @discardableResult
+  mutating func insertScalars<Scalars: Collection<Unicode.Scalar>>(
+    _ scalars: Scalars, utf16Count: Int, at position: Int, in field: String, of key: EntityKey
+  ) -> Dot? {
     let scalarCount = scalars.count
-    guard scalarCount > 0 else { return }
+    guard scalarCount > 0 else { return nil }
     func insert(into text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
       let start = Swift.max(0, Swift.min(position, text.count))
       let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
       let change = TextChange(
         kind: .insert, scalarRange: start..<start + scalarCount,
-        utf16Range: utf16Start..<utf16Start + string.utf16.count)
+        utf16Range: utf16Start..<utf16Start + utf16Count)
       return (text.insert(scalars, at: start, firstDot: firstDot), change)
     }
-    editText(field: field, of: key, dotCount: { _ in scalarCount }, edit: insert)
+    return editText(
+      field: field, of: key, dotCount: { _ in scalarCount },
+      inverse: { _, first in
+        .deleteItems(key, field: field, span: RGA.ItemSpan(first: first, count: scalarCount))
+      }, edit: insert)
   }
 
   /// Deletes the scalars in `range` (clamped to the text) from a text field.
@@ -136,7 +201,12 @@ public struct DocumentTransaction: Sendable {
       let change = TextChange(kind: .delete, scalarRange: deleted, utf16Range: utf16Range)
       return (text.delete(deleted, firstDot: firstDot), change)
     }
-    editText(field: field, of: key, dotCount: { clamped($0).count }, edit: delete)
+    editText(
+      field: field, of: key, dotCount: { clamped($0).count },
+      inverse: { text, _ in
+        let items = text.visibleItems(in: clamped(text))
+        return .reinsert(key, field: field, scalars: items.scalars, spans: items.spans)
+      }, edit: delete)
   }
 
   /// Replaces the scalars in `range` with `string`: a delete, then an insert at
@@ -165,11 +235,16 @@ public struct DocumentTransaction: Sendable {
   ///
   /// The entity and the field are each looked up once, and the RGA is moved out of the
   /// document while it is edited, so its storage is uniquely referenced and edited in
-  /// place rather than copied.
+  /// place rather than copied. `inverse` tells, from the text before the edit and the
+  /// edit's first dot, how to undo it; it runs only while an ``UndoHistory`` records.
+  ///
+  /// - Returns: the edit's first dot, or `nil` if nothing was edited.
+  @discardableResult
   private mutating func editText(
     field: String, of key: EntityKey, dotCount: (RGA) -> Int,
+    inverse: (RGA, Dot) -> UndoAction,
     edit: (inout RGA, Dot) -> (RGADelta, TextChange)
-  ) {
+  ) -> Dot? {
     let entity: Dictionary<EntityKey, EntityRecord>.Index
     let slot: Dictionary<String, FieldState>.Index
     if let found = document.entities.index(forKey: key),
@@ -179,25 +254,26 @@ public struct DocumentTransaction: Sendable {
       slot = fieldSlot
     } else {
       // A new entity or field: created only by an edit that takes dots.
-      guard dotCount(RGA()) > 0 else { return }
+      guard dotCount(RGA()) > 0 else { return nil }
       document.entities[key, default: EntityRecord()].fields[field] = .text(RGA())
       guard let found = document.entities.index(forKey: key),
         let fieldSlot = document.entities.values[found].fields.index(forKey: field)
-      else { return }
+      else { return nil }
       entity = found
       slot = fieldSlot
     }
     guard var text = document.entities.values[entity].takeText(at: slot) else {
-      return  // the field holds another kind; a text edit cannot apply to it
+      return nil  // the field holds another kind; a text edit cannot apply to it
     }
     let count = dotCount(text)
     guard count > 0 else {
       document.entities.values[entity].fields.values[slot] = .text(consume text)
-      return
+      return nil
     }
     let dotCount = UInt64(count)
     let first = nextDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
+    let undo = undoLog == nil ? nil : inverse(text, first)
     let (textDelta, textChange) = edit(&text, first)
     document.entities.values[entity].fields.values[slot] = .text(consume text)
     let visibility = document.entities.values[entity].noteLocalEvent(last)
@@ -208,6 +284,11 @@ public struct DocumentTransaction: Sendable {
     recorder.noteSingleTextEdit(
       of: key, field: field, wasVisible: visibility.wasVisible,
       isVisible: visibility.isVisible, change: textChange)
+    if let undo {
+      noteRevival(of: key, wasVisible: visibility.wasVisible, by: last)
+      recordUndo(undo)
+    }
+    return first
   }
 
   /// Adds a local text edit's runs to the transaction's delta. Runs join the field's
@@ -267,7 +348,7 @@ public struct DocumentTransaction: Sendable {
   // MARK: Plumbing
 
   /// Records a field change made with `dot`, which also advances the entity's version.
-  private mutating func commit(
+  mutating func commit(
     event dot: Dot, on key: EntityKey, field: String, _ change: FieldDelta
   ) {
     var delta = DocumentDelta()
@@ -276,13 +357,13 @@ public struct DocumentTransaction: Sendable {
     commit(delta)
   }
 
-  private mutating func commit(_ change: DocumentDelta) {
+  mutating func commit(_ change: DocumentDelta) {
     document.apply(change, recording: &recorder)
     delta.merge(change)
   }
 
   /// A fresh dot of this transaction's replica.
-  private mutating func nextDot() -> Dot {
+  mutating func nextDot() -> Dot {
     nextDots(1)
   }
 

@@ -75,10 +75,21 @@ public struct Replica: Sendable {
   /// - Complexity: O(1) plus the cost of the edits `body` makes.
   @discardableResult
   public mutating func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
+    var undoLog: [UndoAction]?
+    return transact(undoLog: &undoLog, body)
+  }
+
+  /// Runs `body` as one transaction that appends the inverses of its edits to `undoLog`
+  /// unless it is `nil`.
+  mutating func transact(
+    undoLog: inout [UndoAction]?, _ body: (inout DocumentTransaction) -> Void
+  ) -> Commit {
     var transaction = DocumentTransaction(document: Document(), replica: id, clock: clock)
+    transaction.undoLog = undoLog.take()
     swap(&transaction.document, &document)
     body(&transaction)
     swap(&transaction.document, &document)
+    undoLog = transaction.undoLog.take()
     id = transaction.replica
     clock = transaction.clock
     return Commit(

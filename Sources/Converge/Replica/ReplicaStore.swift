@@ -38,12 +38,19 @@
     public private(set) var acknowledged: CausalContext
     /// The entities holding events that ``acknowledged`` lacks: an "unsynced" badge.
     public private(set) var pendingEntities: Set<EntityKey> = []
+    /// The undo and redo stacks of this store's transactions (see ``UndoHistory``).
+    public private(set) var undoHistory: UndoHistory
 
     /// A store that owns `replica`; `acknowledged` is what peers already hold (nothing,
-    /// unless the app kept it from an earlier launch).
-    public init(replica: Replica, acknowledged: CausalContext = CausalContext()) {
+    /// unless the app kept it from an earlier launch); `undoHistory` records every
+    /// transaction made through the store.
+    public init(
+      replica: Replica, acknowledged: CausalContext = CausalContext(),
+      undoHistory: UndoHistory = UndoHistory()
+    ) {
       self.replica = replica
       self.acknowledged = acknowledged
+      self.undoHistory = undoHistory
       refreshPending()
     }
 
@@ -63,7 +70,34 @@
     /// ``onCommit``.
     @discardableResult
     public func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
-      let commit = replica.transact(body)
+      finishLocal(replica.transact(recordingUndoIn: &undoHistory, body))
+    }
+
+    /// Whether ``undo()`` has a step to take back (for an Undo button or menu item).
+    public var canUndo: Bool { undoHistory.canUndo }
+    /// Whether ``redo()`` has an undone step to make again.
+    public var canRedo: Bool { undoHistory.canRedo }
+
+    /// Takes back the latest step of this store's own edits (never another device's),
+    /// publishes what changed and hands the commit to ``onCommit``; `nil` if there was
+    /// nothing to undo.
+    @discardableResult
+    public func undo() -> Commit? {
+      replica.undo(&undoHistory).map(finishLocal)
+    }
+
+    /// Makes the latest undone step again, as ``undo()`` does; `nil` if there was nothing
+    /// to redo.
+    @discardableResult
+    public func redo() -> Commit? {
+      replica.redo(&undoHistory).map(finishLocal)
+    }
+
+    /// Ends the current undo step, so the next transaction starts a new one (call it when
+    /// the cursor moves to another place, for instance).
+    public func stopUndoGrouping() { undoHistory.stopGrouping() }
+
+    private func finishLocal(_ commit: Commit) -> Commit {
       // A local event is new, so no peer holds it yet.
       commit.delta.forEachKey { pendingEntities.insert($0) }
       publish(commit.changes)

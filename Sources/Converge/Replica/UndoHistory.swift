@@ -1,0 +1,156 @@
+/// The undo and redo stacks of one replica's own edits.
+///
+/// Record local transactions with ``Replica/transact(recordingUndoIn:_:)`` (a
+/// ``ReplicaStore`` records its transactions itself); ``Replica/undo(_:)`` then takes back
+/// the latest step and ``Replica/redo(_:)`` makes it again. Transactions recorded within
+/// ``groupingInterval`` of the previous one join its step, so a typed word or a burst of
+/// field edits undoes at once; ``stopGrouping()`` ends a step early (call it when the
+/// cursor moves or a text view loses focus).
+///
+/// Undo issues new operations, like any edit, so its commit is sent to peers as usual.
+/// It takes back this replica's edits only:
+/// - typed text is deleted by the ids of the characters typed, so text another device
+///   typed inside it stays; deleted text comes back where its characters stood;
+/// - a register gets its previous value back only while the write being undone is still
+///   the winning one: a later write, from this device or another, is never overwritten;
+/// - an added tag is removed by this replica's adds alone (another device's add of the
+///   same tag keeps it), and a removed tag is added again;
+/// - a deleted entity comes back with all its fields; a created one is hidden by
+///   removing this replica's events on it, so another device's concurrent edit keeps it.
+///
+/// Remote edits are never recorded, and a step whose every inverse was superseded by
+/// remote edits is skipped. The history holds the inverses of its steps (for deleted text,
+/// the text itself) in memory; it is not saved.
+///
+/// ```swift
+/// var replica = Replica()
+/// var history = UndoHistory()
+/// let note = EntityKey(type: "note", id: "n1")
+/// replica.transact(recordingUndoIn: &history) { tx in
+///   tx.insertText("Hello", at: 0, in: "body", of: note)
+/// }
+/// history.stopGrouping()  // or wait longer than the grouping interval
+/// replica.transact(recordingUndoIn: &history) { tx in
+///   tx.insertText(" world", at: 5, in: "body", of: note)
+/// }
+/// let undone = replica.undo(&history)  // "Hello"; send undone?.delta like any commit
+/// replica.redo(&history)  // "Hello world" again
+/// ```
+public struct UndoHistory: Sendable {
+  /// Transactions recorded within this interval of the previous one join its step.
+  public var groupingInterval: Duration
+  private let clock: WallClock
+  var undoSteps: [[UndoAction]] = []
+  var redoSteps: [[UndoAction]] = []
+  var substitutions = UndoSubstitutions()
+  /// When the latest step was recorded, in the clock's milliseconds; `nil` once grouping
+  /// stopped.
+  private var lastRecorded: UInt64?
+
+  /// An empty history that groups transactions recorded within `groupingInterval` of each
+  /// other (500 ms by default, as Yjs's `captureTimeout`), timed by `clock` (pass one only
+  /// in tests).
+  public init(groupingInterval: Duration = .milliseconds(500), clock: WallClock = .system) {
+    self.groupingInterval = groupingInterval
+    self.clock = clock
+  }
+
+  /// Whether there is a step to undo.
+  public var canUndo: Bool { !undoSteps.isEmpty }
+  /// Whether there is an undone step to redo.
+  public var canRedo: Bool { !redoSteps.isEmpty }
+
+  /// Ends the current step: the next recorded transaction starts a new one.
+  public mutating func stopGrouping() { lastRecorded = nil }
+
+  /// Forgets every step.
+  public mutating func removeAll() {
+    undoSteps = []
+    redoSteps = []
+    substitutions = UndoSubstitutions()
+    lastRecorded = nil
+  }
+
+  /// Records a local transaction's inverses: joins the current step if it is recent
+  /// enough, and clears the redo stack (a new edit forks the history).
+  mutating func record(_ actions: [UndoAction]) {
+    guard !actions.isEmpty else { return }
+    let now = clock.now()
+    let interval = groupingInterval.components
+    let (whole, overflow) = UInt64(clamping: interval.seconds).multipliedReportingOverflow(
+      by: 1000)
+    let milliseconds =
+      overflow ? UInt64.max : whole + UInt64(clamping: interval.attoseconds / 1_000_000_000_000_000)
+    if let last = lastRecorded, now >= last, now - last < milliseconds, !undoSteps.isEmpty {
+      undoSteps[undoSteps.count - 1].append(contentsOf: actions)
+    } else {
+      undoSteps.append(actions)
+    }
+    lastRecorded = now
+    redoSteps.removeAll()
+  }
+}
+
+extension Replica {
+  /// Runs `body` as one transaction, as ``transact(_:)`` does, and records how to undo it
+  /// in `history`.
+  ///
+  /// - Complexity: that of the edits, plus, for deleted text, copying the deleted
+  ///   scalars.
+  @discardableResult
+  public mutating func transact(
+    recordingUndoIn history: inout UndoHistory, _ body: (inout DocumentTransaction) -> Void
+  ) -> Commit {
+    var log: [UndoAction]? = []
+    let commit = transact(undoLog: &log, body)
+    history.record(log ?? [])
+    return commit
+  }
+
+  /// Takes back the latest step of `history` with new operations and moves it to the
+  /// redo stack; `nil` if there was nothing left to undo. Steps that no longer change
+  /// anything (every edit in them superseded) are dropped on the way.
+  ///
+  /// - Returns: the commit to send, like any local transaction's.
+  @discardableResult
+  public mutating func undo(_ history: inout UndoHistory) -> Commit? {
+    while let step = history.undoSteps.popLast() {
+      let (commit, inverse) = perform(step, substitutions: &history.substitutions)
+      history.stopGrouping()
+      guard !commit.delta.isEmpty else { continue }
+      history.redoSteps.append(inverse)
+      return commit
+    }
+    return nil
+  }
+
+  /// Makes the latest undone step of `history` again and moves it back to the undo
+  /// stack; `nil` if there was nothing to redo.
+  ///
+  /// - Returns: the commit to send, like any local transaction's.
+  @discardableResult
+  public mutating func redo(_ history: inout UndoHistory) -> Commit? {
+    while let step = history.redoSteps.popLast() {
+      let (commit, inverse) = perform(step, substitutions: &history.substitutions)
+      history.stopGrouping()
+      guard !commit.delta.isEmpty else { continue }
+      history.undoSteps.append(inverse)
+      return commit
+    }
+    return nil
+  }
+
+  /// Carries out a step's inverses, latest first, in one transaction; returns the
+  /// commit and the inverses of what it did.
+  private mutating func perform(
+    _ step: [UndoAction], substitutions: inout UndoSubstitutions
+  ) -> (Commit, [UndoAction]) {
+    var log: [UndoAction]? = []
+    let commit = transact(undoLog: &log) { transaction in
+      for action in step.reversed() {
+        transaction.perform(action, substitutions: &substitutions)
+      }
+    }
+    return (commit, log ?? [])
+  }
+}
