@@ -4,7 +4,8 @@
 // stream: a few bytes each, because both ends remember the note, the field and the
 // device, and predict where the next character goes. The phone's cursor, an anchor,
 // stays after the word it was at. Then the connection drops with
-// frames in flight; on reconnect, one handshake brings both devices level again.
+// frames in flight; on reconnect, one handshake brings both devices level again. Last,
+// the phone undoes its own typing: the laptop's words, typed in between, stay.
 import Converge
 import Foundation
 
@@ -14,14 +15,22 @@ struct Device {
   var session = SyncSession()
   var outbox: [[UInt8]] = []
   var bytesSent = 0
+  /// What this device typed, for undo: keystrokes within half a second form one step.
+  var history = UndoHistory()
 
   init(id: UInt64) { replica = Replica(id: ReplicaID(rawValue: id)) }
 
   /// Types one character as its own transaction and queues the frame for the peer.
   mutating func type(_ scalar: Unicode.Scalar, at position: Int, in note: EntityKey) {
-    let commit = replica.transact {
+    let commit = replica.transact(recordingUndoIn: &history) {
       $0.insertText(String(scalar), at: position, in: "body", of: note)
     }
+    send(session.pushEncoded(commit, from: replica))
+  }
+
+  /// Takes back this device's latest step of typing and queues the frame for the peer.
+  mutating func undo() {
+    guard let commit = replica.undo(&history) else { return }
     send(session.pushEncoded(commit, from: replica))
   }
 
@@ -82,6 +91,7 @@ for step in 0..<max(item.count, heading.count) {
 }
 try phone.flush(to: &laptop)
 try laptop.flush(to: &phone)
+phone.history.stopGrouping()  // the item is one step; what comes next, another
 for (name, device, typed) in [("phone", phone, item.count), ("laptop", laptop, heading.count)] {
   let each = String(format: "%.1f", Double(device.bytesSent) / Double(typed))
   print("\(name) typed \(typed) characters in \(device.bytesSent) bytes (\(each) per keystroke)")
@@ -106,4 +116,12 @@ try handshake(&phone, &laptop)
 let same = phone.replica.encodedState() == laptop.replica.encodedState()
 print("reconnected: identical = \(same)")
 print(laptop.text(of: note), terminator: "")
-exit(same ? 0 : 1)
+
+// The phone's user presses Undo twice: first the lunch line, then the item typed while
+// the laptop typed its heading. Only the phone's characters go; "Monday " stays.
+phone.undo()
+phone.undo()
+try phone.flush(to: &laptop)
+let undone = phone.replica.encodedState() == laptop.replica.encodedState()
+print("undo: the laptop reads \(laptop.text(of: note).debugDescription), identical = \(undone)")
+exit(same && undone ? 0 : 1)

@@ -32,7 +32,8 @@ enum BenchCommand {
         storeDirectory = value
       case "--only":
         // A profiler's mode: one untimed part of the bench, nothing printed.
-        guard let value = rest.popFirst(), ["replay", "deltas", "merge", "small"].contains(value)
+        guard let value = rest.popFirst(),
+          ["replay", "deltas", "merge", "small", "typing", "undo"].contains(value)
         else {
           return usage()
         }
@@ -46,6 +47,7 @@ enum BenchCommand {
     guard let path else { return usage() }
     let report: TraceBenchmarkReport
     let anchorNanoseconds: Double
+    let undo: UndoBench.Report
     do {
       guard case .sequential(let trace) = try EditingTrace.load(path: path) else {
         FileHandleOutput.error("error: bench needs a sequential trace")
@@ -60,12 +62,23 @@ enum BenchCommand {
         case "replay": succeeded = trace.replayLocally().string == trace.endContent
         case "deltas": succeeded = trace.profileReplayWithDeltas()
         case "merge": succeeded = trace.profileMerge()
+        case "typing":
+          succeeded =
+            UndoBench.typePlain(trace).document.text(
+              of: SequentialTrace.benchField, in: SequentialTrace.benchKey) == trace.endContent
+        case "undo":
+          let (replica, history) = UndoBench.typeRecording(trace)
+          succeeded =
+            history.canUndo
+            && replica.document.text(
+              of: SequentialTrace.benchField, in: SequentialTrace.benchKey) == trace.endContent
         default: succeeded = trace.profileSmallDeltas()
         }
         return succeeded ? 0 : 1
       }
       report = try trace.benchmark(name: URL(fileURLWithPath: path).lastPathComponent, runs: runs)
       anchorNanoseconds = AnchorBench.resolveNanoseconds(trace, runs: runs)
+      undo = UndoBench.run(trace, runs: runs)
     } catch {
       FileHandleOutput.error("error: \(error)")
       return 1
@@ -101,6 +114,22 @@ enum BenchCommand {
         "resolve_anchor_ns", "resolve an anchor (median)",
         fixed(anchorNanoseconds) + " ns"
       ),
+      (
+        "typing_us_per_edit", "type, one transaction per edit",
+        fixed(undo.typingMicrosecondsPerEdit) + " µs/edit"
+      ),
+      (
+        "typing_recording_undo_us_per_edit", "the same, recorded for undo",
+        fixed(undo.recordingMicrosecondsPerEdit) + " µs/edit"
+      ),
+      (
+        "undo_recording_overhead_percent", "undo recording overhead",
+        fixed(undo.overheadPercent) + " %"
+      ),
+      ("undo_steps", "undo steps (a pause every 50 edits)", "\(undo.steps)"),
+      ("undo_all_ms", "undo every step", fixed(undo.undoAllMilliseconds) + " ms"),
+      ("redo_all_ms", "redo every step", fixed(undo.redoAllMilliseconds) + " ms"),
+      ("undo_redo_round_trip", "undo empties, redo restores", "\(undo.roundTrip)"),
     ]
     if json {
       let fields = rows.map { row -> String in
@@ -113,12 +142,13 @@ enum BenchCommand {
         print(row.label.padding(toLength: 40, withPad: " ", startingAt: 0) + row.value)
       }
     }
-    return report.matchesEndContent && report.mergeConverged && report.framesConverged ? 0 : 1
+    return report.matchesEndContent && report.mergeConverged && report.framesConverged
+      && undo.roundTrip ? 0 : 1
   }
 
   private static func usage() -> Int32 {
     FileHandleOutput.error(
-      "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|merge|small]"
+      "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|merge|small|typing|undo]"
         + " [--store DIR]\n       converge bench --library N [--tasks] [--json]")
     return 2
   }

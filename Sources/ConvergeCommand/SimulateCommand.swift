@@ -17,7 +17,7 @@ enum SimulateCommand {
                              [--reorder P] [--partitions P] [--offline P]
                              [--anti-entropy N] [--no-live-push] [--frames]
                              [--message-limit N] [--library N]
-                             [--restarts P] [--sync-interval MS]
+                             [--restarts P] [--sync-interval MS] [--undo P]
                              [--no-shrink] [--json]
            converge simulate --campaign SECONDS [--seed S] [--json]
            converge simulate --replay FILE [--no-shrink] [--json]
@@ -31,7 +31,9 @@ enum SimulateCommand {
       long for their sync (group commit; 0: each commit syncs). --restarts P kills a
       device without closing its store (P per operation) and reopens it from what a
       power cut left, sometimes from a stale backup; the oracle also checks that no dot
-      was made durable twice and that nothing durable was lost.
+      was made durable twice and that nothing durable was lost. --undo P: with P per
+      operation the user presses Undo (or, one time in three, Redo) on its own recorded
+      edits instead of editing, while remote edits keep arriving.
       --campaign SECONDS: random configurations drawn from the seed (2-16 replicas, every
       workload, faults 0-0.5, frames and live pushes on and off, anti-entropy 0-200) until
       the time is up; stops at the first failure and prints it shrunk.
@@ -91,6 +93,9 @@ enum SimulateCommand {
       case "--restarts":
         guard let value = rate(rest.popFirst()) else { return nil }
         options.configuration.restarts = value
+      case "--undo":
+        guard let value = rate(rest.popFirst()) else { return nil }
+        options.configuration.undo = value
       case "--sync-interval":
         guard let value = rest.popFirst().flatMap({ UInt64($0) }) else { return nil }
         options.configuration.syncInterval = value

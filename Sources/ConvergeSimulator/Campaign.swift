@@ -51,6 +51,7 @@ public struct Campaign: Sendable {
         .rounded() / 10_000
     }
     configuration.syncInterval = [0, 0, 50, 200].randomElement(using: &random) ?? 0
+    configuration.undo = [0, 0, 0.05, 0.2].randomElement(using: &random) ?? 0
     return configuration
   }
 

@@ -29,6 +29,9 @@ struct SimulatedDevice {
   }
   /// Whether a backup of the directory was taken.
   var hasBackup = false
+  /// The user's undo history, in memory like an app's: each operation its own step, and
+  /// gone at a restart.
+  var history = UndoHistory(groupingInterval: .zero)
 
   /// A device whose store opens empty under the first id of `ids`, then installs
   /// `origin` (a first sync from the device the document was created on).
@@ -53,9 +56,12 @@ struct SimulatedDevice {
   }
 
   /// Makes one transaction of `workload` through the store and keeps it for its push.
-  mutating func perform(_ workload: inout Workload) -> Commit {
+  mutating func perform(_ workload: inout Workload, undoRate: Double = 0) -> Commit {
     let before = store.replica.context.counters(of: store.replica.id).maximum
-    let commit = workload.perform(on: store)
+    let commit =
+      undoRate > 0
+      ? workload.perform(on: store, undoRate: undoRate, history: &history)
+      : workload.perform(on: store)
     let replica = store.replica.id
     let latest = commit.delta.latestCounter(of: replica)
     if !commit.delta.isEmpty && latest > before {
@@ -95,6 +101,7 @@ struct SimulatedDevice {
   {
     let lost = unpushed.count
     unpushed = []
+    history.removeAll()
     if tornBytes > 0 {
       // Killed during a sync: the records are written, the `fsync` never happens.
       disk.failAnyOperation(at: 1)

@@ -163,6 +163,8 @@ struct RunStatistics: Sendable {
   /// from a stale copy of their directory.
   var restarts = 0
   var staleRestores = 0
+  /// Undo and Redo presses that took back or made again a step.
+  var undoPresses = 0
   /// Local commits a restart lost before the store made them durable (never sent).
   var unsyncedCommitsLost = 0
   var identityChanges = 0
@@ -347,9 +349,11 @@ struct SimulationRun {
   /// One transaction of `author`'s workload, through its store; it is pushed to every
   /// peer once the store has made it durable (see ``pushDurable(from:)``).
   mutating func perform(by author: Int) {
+    let presses = workloads[author].undoPresses
     let commit = PhaseTimings.measure(&statistics.timings, \.transact) {
-      devices[author].perform(&workloads[author])
+      devices[author].perform(&workloads[author], undoRate: configuration.undo)
     }
+    statistics.undoPresses += workloads[author].undoPresses - presses
     statistics.operations += 1
     if commit.delta.isEmpty { statistics.emptyOperations += 1 }
     pushDurable(from: author)

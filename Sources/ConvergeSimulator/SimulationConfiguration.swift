@@ -85,6 +85,10 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// (``DocumentStore/Configuration/syncInterval``), in simulated milliseconds. A local
   /// commit is pushed once durable, so this delays pushes too. 0: every commit syncs.
   public var syncInterval: UInt64
+  /// Probability per operation that the user presses Undo (two times in three) or Redo
+  /// instead of editing: devices record their edits in an ``UndoHistory`` and take back
+  /// their own steps while remote edits arrive. 0: nobody undoes.
+  public var undo: Double = 0
   /// Operations and sends a schedule shrinker removed (see ``ScheduleCuts``); a
   /// configuration with cuts replays from its ``SimulationSchedule`` file, not its
   /// ``command``.
@@ -126,6 +130,7 @@ public struct SimulationConfiguration: Sendable, Equatable {
     if library > 0 { result += ["--library", "\(library)"] }
     if restarts > 0 { result += ["--restarts", "\(restarts)"] }
     if syncInterval > 0 { result += ["--sync-interval", "\(syncInterval)"] }
+    if undo > 0 { result += ["--undo", "\(undo)"] }
     return result
   }
 

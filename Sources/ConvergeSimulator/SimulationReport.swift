@@ -57,6 +57,9 @@ public struct SimulationReport: Sendable {
   /// many fresh replica ids the stores took for it, and the local commits lost before
   /// they were durable (never sent, so nobody else lost them).
   public var restarts: Int { statistics.restarts }
+  /// Undo and Redo presses that took back or made again a step (see
+  /// ``SimulationConfiguration/undo``).
+  public var undoPresses: Int { statistics.undoPresses }
   public var staleRestores: Int { statistics.staleRestores }
   public var identityChanges: Int { statistics.identityChanges }
   public var unsyncedCommitsLost: Int { statistics.unsyncedCommitsLost }
@@ -92,7 +95,8 @@ public struct SimulationReport: Sendable {
       "  stores: sync interval \(c.syncInterval) ms; \(restarts) restarts (\(staleRestores) "
         + "from a stale backup), \(identityChanges) fresh replica ids, "
         + "\(unsyncedCommitsLost) unsynced commits lost, \(dotsTakenBack) durable dots taken "
-        + "back by stale restores",
+        + "back by stale restores"
+        + (c.undo > 0 ? "; \(undoPresses) undo and redo presses took effect" : ""),
       "  state: \(verdict.entityCount) entities, \(verdict.textLength) characters of text, sha256 \(stateSHA256)",
       "  time: " + formatted(seconds) + " s (" + formatted(virtualSeconds) + " s simulated); "
         + "transact " + formatted(timings.transact) + " s, apply " + formatted(timings.apply)
@@ -135,6 +139,7 @@ public struct SimulationReport: Sendable {
       ("max_in_flight", "\(network.maxInFlight)"),
       ("max_replicas_with_pending", "\(maxReplicasWithPendingChanges)"),
       ("restarts", "\(restarts)"),
+      ("undo_presses", "\(undoPresses)"),
       ("stale_restores", "\(staleRestores)"),
       ("identity_changes", "\(identityChanges)"),
       ("unsynced_commits_lost", "\(unsyncedCommitsLost)"),

@@ -26,6 +26,8 @@ public struct Workload: Sendable {
   /// The note being typed in and the cursor, in Unicode scalars.
   private var typingNote: String?
   private var cursor = 0
+  /// Undo or Redo presses that took back or made again a step.
+  public private(set) var undoPresses = 0
 
   /// A workload of `kind` drawing from `random`.
   public init(kind: WorkloadKind, random: SimulationRandom) {
@@ -60,6 +62,24 @@ public struct Workload: Sendable {
   public mutating func perform(on store: DocumentStore) -> Commit {
     refreshIfStale(store.replica.document)
     return perform { store.transact($0) }
+  }
+
+  /// Presses Undo or Redo with probability `undoRate` (Undo two times in three), else
+  /// makes one transaction recorded in `history`, through `store`. A press with nothing
+  /// to take back makes an edit instead.
+  @discardableResult
+  public mutating func perform(
+    on store: DocumentStore, undoRate: Double, history: inout UndoHistory
+  ) -> Commit {
+    if random.chance(undoRate) {
+      let pressed = random.chance(2.0 / 3) ? store.undo(&history) : store.redo(&history)
+      if let pressed {
+        undoPresses += 1
+        return pressed
+      }
+    }
+    refreshIfStale(store.replica.document)
+    return perform { store.transact(recordingUndoIn: &history, $0) }
   }
 
   /// Chooses the next edit and makes it through `transact`. (The document is read

@@ -37,8 +37,8 @@ public struct TraceBenchmarkReport: Sendable {
 }
 
 extension SequentialTrace {
-  static let benchKey = EntityKey(type: "trace", id: "document")
-  static let benchField = "text"
+  public static let benchKey = EntityKey(type: "trace", id: "document")
+  public static let benchField = "text"
   /// A private-use scalar that concurrent edits insert in the merge benchmark.
   static let marker: Unicode.Scalar = "\u{E000}"
 

@@ -157,6 +157,23 @@ import Testing
     #expect(Self.body(phone) == "zero one three")
   }
 
+  /// Text deleted in pieces within one step comes back in its order, each piece where it
+  /// stood (re-inserting every piece at the first piece's place would give "acb").
+  @Test func textDeletedInPiecesComesBackInOrder() {
+    var (phone, _) = Self.device(1)
+    phone.transact { $0.insertText("abcd", at: 0, in: "body", of: Self.note) }
+    var grouped = UndoHistory(groupingInterval: .seconds(3_600))
+    phone.transact(recordingUndoIn: &grouped) { $0.deleteText(1..<2, in: "body", of: Self.note) }
+    phone.transact(recordingUndoIn: &grouped) { $0.deleteText(0..<2, in: "body", of: Self.note) }
+    #expect(Self.body(phone) == "d")
+    phone.undo(&grouped)
+    #expect(Self.body(phone) == "abcd")
+    phone.redo(&grouped)
+    #expect(Self.body(phone) == "d")
+    phone.undo(&grouped)
+    #expect(Self.body(phone) == "abcd")
+  }
+
   /// Yjs `testUndoMap`: a register gets its previous value back; a write another device
   /// made later is never overwritten by undo or redo.
   @Test func undoRestoresARegisterOnlyWhileItsWriteStillWins() {
@@ -312,6 +329,54 @@ import Testing
       guard replicas.allSatisfy({ $0.document == replicas[0].document }) else {
         throw LawViolation(
           law: "replicas differ after undo: \(replicas.map { Self.body($0) })", witnesses: [])
+      }
+    }
+  }
+
+  /// On one replica, undoing step after step retraces the texts before each step, and
+  /// redoing them retraces the texts after each, whatever the edits.
+  @Test func undoAndRedoRetraceEveryStep() throws {
+    try forEachSeed(count: 300, base: 0x7E7) { random in
+      var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+      var history = UndoHistory(groupingInterval: .seconds(3_600))
+      var texts = [Self.body(replica)]
+      var script: [String] = []
+      for _ in 0..<Int.random(in: 1...6, using: &random) {
+        history.stopGrouping()
+        for _ in 0..<Int.random(in: 1...4, using: &random) {
+          let count = replica.document.sequence(of: "body", in: Self.note)?.count ?? 0
+          let position = Int.random(in: 0...count, using: &random)
+          replica.transact(recordingUndoIn: &history) { tx in
+            if count > 0, Bool.random(using: &random) {
+              let start = Swift.min(position, count - 1)
+              let end = Swift.min(count, start + Int.random(in: 1...3, using: &random))
+              script.append("delete \(start)..<\(end)")
+              tx.deleteText(start..<end, in: "body", of: Self.note)
+            } else {
+              let letters = String("abcdefghijklmnop".prefix(Int.random(in: 1...3, using: &random)))
+              script.append("insert \(letters) at \(position)")
+              tx.insertText(letters, at: position, in: "body", of: Self.note)
+            }
+          }
+        }
+        script.append("step")
+        texts.append(Self.body(replica))
+      }
+      for step in texts.indices.dropFirst().reversed() {
+        replica.undo(&history)
+        guard Self.body(replica) == texts[step - 1] else {
+          throw LawViolation(
+            law: "undo of step \(step) gave \(Self.body(replica)), not \(texts[step - 1]); "
+              + script.joined(separator: "; "), witnesses: [])
+        }
+      }
+      for step in texts.indices.dropFirst() {
+        replica.redo(&history)
+        guard Self.body(replica) == texts[step] else {
+          throw LawViolation(
+            law: "redo of step \(step) gave \(Self.body(replica)), not \(texts[step]); "
+              + script.joined(separator: "; "), witnesses: [])
+        }
       }
     }
   }

@@ -42,6 +42,9 @@ import Testing
     #expect(output.contains("reconnected: identical = true"), "\(output)")
     #expect(output.contains("Monday Standup\n- ship the sync fix\n- lunch at 12"), "\(output)")
     #expect(output.contains("phone typed 20 characters in 222 bytes"), "\(output)")
+    #expect(
+      output.contains("undo: the laptop reads \"Monday Standup\\n\", identical = true"),
+      "\(output)")
   }
 
   @Test func anAppStorePersistsRestoresAndPublishes() throws {

@@ -21,7 +21,7 @@ public struct DocumentTransaction: Sendable {
   var recorder = ChangeRecorder()
   /// The inverses of this transaction's edits, in the order made, when an
   /// ``UndoHistory`` records it; `nil` otherwise (then recording costs one check).
-  var undoLog: [UndoAction]?
+  var undoLog: UndoLog?
 
   init(document: Document, replica: ReplicaID, clock: HybridLogicalClock) {
     self.document = document
@@ -45,7 +45,7 @@ public struct DocumentTransaction: Sendable {
     change.context.insert(dot)
     change.entities[key] = EntityDelta(presence: .add(dot))
     commit(change)
-    if !wasVisible { undoLog?.append(.hideEntity(key, replica: dot.replica)) }
+    if !wasVisible { recordUndo(.hideEntity(key, replica: dot.replica)) }
   }
 
   /// Deletes the entity: removes the versions of it this replica has seen. Its fields
@@ -60,7 +60,7 @@ public struct DocumentTransaction: Sendable {
     change.context.insert(dot)
     change.entities[key] = EntityDelta(presence: .remove(observing: record.presence, dot: dot))
     commit(change)
-    undoLog?.append(.restoreEntity(key))
+    recordUndo(.restoreEntity(key))
   }
 
   // MARK: Registers
@@ -96,7 +96,7 @@ public struct DocumentTransaction: Sendable {
     if undoLog != nil {
       // The revival first, so that undo hides the entity after restoring the field.
       noteRevival(of: key, wasVisible: wasVisible, by: dot)
-      undoLog?.append(
+      recordUndo(
         .restoreRegister(
           key, field: field, previous: previous?.value, previousStamp: previous?.stamp,
           written: stamp))
@@ -125,7 +125,7 @@ public struct DocumentTransaction: Sendable {
     if undoLog != nil {
       noteRevival(of: key, wasVisible: wasVisible, by: dot)
       if !wasPresent {
-        undoLog?.append(.removeOwnAdds(key, field: field, element: element, replica: dot.replica))
+        recordUndo(.removeOwnAdds(key, field: field, element: element, replica: dot.replica))
       }
     }
   }
@@ -144,7 +144,7 @@ public struct DocumentTransaction: Sendable {
       event: dot, on: key, field: field, .set([element: .remove(observing: observed, dot: dot)]))
     if undoLog != nil {
       noteRevival(of: key, wasVisible: wasVisible, by: dot)
-      undoLog?.append(.addElement(key, field: field, element: element))
+      recordUndo(.addElement(key, field: field, element: element))
     }
   }
 
@@ -179,6 +179,33 @@ public struct DocumentTransaction: Sendable {
     }
     return editText(
       field: field, of: key, dotCount: { _ in scalarCount },
+      inverse: { _, first in
+        .deleteItems(key, field: field, span: RGA.ItemSpan(first: first, count: scalarCount))
+      }, edit: insert)
+  }
+
+  /// Inserts scalars right after the item `item` of a text field, deleted or not (at the
+  /// start for `nil`), and returns the first inserted item's id; `nil`, changing nothing,
+  /// if the text does not hold `item`.
+  @discardableResult
+  mutating func insertScalars(
+    _ scalars: [Unicode.Scalar], after item: Dot?, in field: String, of key: EntityKey
+  ) -> Dot? {
+    let scalarCount = scalars.count
+    let utf16Count = scalars.reduce(0) { $0 + UTF16.width($1) }
+    func insert(into text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
+      guard let (delta, start) = text.insert(scalars, after: item, firstDot: firstDot) else {
+        return (RGADelta(), TextChange(kind: .insert, scalarRange: 0..<0, utf16Range: 0..<0))
+      }
+      let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
+      let change = TextChange(
+        kind: .insert, scalarRange: start..<start + scalarCount,
+        utf16Range: utf16Start..<utf16Start + utf16Count)
+      return (delta, change)
+    }
+    return editText(
+      field: field, of: key,
+      dotCount: { text in item.map(text.contains) ?? true ? scalarCount : 0 },
       inverse: { _, first in
         .deleteItems(key, field: field, span: RGA.ItemSpan(first: first, count: scalarCount))
       }, edit: insert)

@@ -22,8 +22,56 @@ enum UndoAction: Sendable {
   /// The edit inserted these items: delete those of them that are still visible.
   case deleteItems(EntityKey, field: String, span: RGA.ItemSpan)
   /// The edit deleted these scalars, held by the items `spans` in document order: insert
-  /// them again where the first of those items stands.
+  /// each span's scalars again right after the span's own last item, which stays in the
+  /// text as a tombstone (as Yjs redoes an item next to itself).
   case reinsert(EntityKey, field: String, scalars: [Unicode.Scalar], spans: [RGA.ItemSpan])
+}
+
+/// The inverses a transaction records: the step it adds to (its earlier actions
+/// included, so that typing that continues a word joins its action) and whether the
+/// transaction recorded anything.
+struct UndoLog: Sendable {
+  private(set) var actions: [UndoAction] = []
+  var recorded = false
+  /// The latest insert's inverse while typing may still extend it: kept out of `actions`
+  /// so that a keystroke grows a count instead of rebuilding an action.
+  private var typing: (key: EntityKey, field: String, span: RGA.ItemSpan)?
+
+  init(actions: [UndoAction] = []) { self.actions = actions }
+
+  mutating func append(_ action: UndoAction) {
+    finishTyping()
+    actions.append(action)
+  }
+
+  /// Records that items `span` were typed into `field` of `key`: joins the typing before
+  /// if they continue it.
+  mutating func noteTyped(_ span: RGA.ItemSpan, field: String, of key: EntityKey) {
+    if let last = typing?.span, last.first.replica == span.first.replica,
+      last.first.counter &+ UInt64(last.count) == span.first.counter,
+      typing?.field == field, typing?.key == key
+    {
+      typing?.span.count += span.count
+      return
+    }
+    finishTyping()
+    typing = (key, field, span)
+  }
+
+  /// The actions, typing included.
+  var finished: [UndoAction] {
+    var log = self
+    log.finishTyping()
+    return log.actions
+  }
+
+  var isEmpty: Bool { actions.isEmpty && typing == nil }
+
+  private mutating func finishTyping() {
+    guard let typing else { return }
+    self.typing = nil
+    actions.append(.deleteItems(typing.key, field: typing.field, span: typing.span))
+  }
 }
 
 /// Where an undo or redo moved an edit's effect: a register value rewritten under a new
@@ -33,17 +81,35 @@ enum UndoAction: Sendable {
 struct UndoSubstitutions: Sendable {
   typealias Stamp = LWWRegister<FieldValue>.Stamp
 
+  /// A re-insertion: items `from.lower..<from.upper` live on as the same number of items
+  /// from `to`.
+  struct Move: Sendable {
+    var from: Range<UInt64>
+    var to: Dot
+  }
+
   private var stamps: [Stamp: Stamp] = [:]
-  /// Items `from` now live as the same number of items from `to`.
-  private var items: [(from: RGA.ItemSpan, to: Dot)] = []
+  /// Per replica, the re-inserted ranges sorted by their lower bound. An item is deleted,
+  /// and so re-inserted, at most once (what comes back has new ids), so they never overlap.
+  private var moves = ReplicaMap<[Move]>()
 
   mutating func note(_ old: Stamp, rewrittenAs new: Stamp) { stamps[old] = new }
 
+  /// Notes that the items of `old` (in this order) were re-inserted as consecutive items
+  /// from `first`.
   mutating func note(_ old: [RGA.ItemSpan], reinsertedFrom first: Dot) {
     var counter = first.counter
     for span in old {
-      items.append((span, Dot(replica: first.replica, counter: counter)))
-      counter += UInt64(span.count)
+      let (upper, overflow) = span.first.counter.addingReportingOverflow(UInt64(span.count))
+      guard !overflow, span.count > 0 else { continue }
+      let move = Move(
+        from: span.first.counter..<upper, to: Dot(replica: first.replica, counter: counter))
+      let replica = moves.slotCreating(span.first.replica, default: [])
+      let slot = moves.values[replica].partitioningIndex {
+        $0.from.lowerBound >= move.from.lowerBound
+      }
+      moves.values[replica].insert(move, at: slot)
+      counter &+= UInt64(span.count)
     }
   }
 
@@ -60,42 +126,40 @@ struct UndoSubstitutions: Sendable {
 
   /// The items `span`'s items live as now, following every re-insertion.
   ///
-  /// - Complexity: O(p × s) for p pieces returned and s re-inserted spans.
+  /// - Complexity: O(p log m) for p pieces returned and m re-inserted ranges.
   func resolve(_ span: RGA.ItemSpan) -> [RGA.ItemSpan] {
     var result: [RGA.ItemSpan] = []
     var work = [span]
-    while var piece = work.popLast() {
-      guard piece.count > 0 else { continue }
-      guard
-        let moved = items.first(where: {
-          $0.from.first.replica == piece.first.replica
-            && $0.from.first.counter < piece.first.counter + UInt64(piece.count)
-            && piece.first.counter < $0.from.first.counter + UInt64($0.from.count)
-        })
-      else {
+    while let piece = work.popLast() {
+      let (end, overflow) = piece.first.counter.addingReportingOverflow(UInt64(piece.count))
+      guard piece.count > 0, !overflow else { continue }
+      guard let list = moves[piece.first.replica] else {
         result.append(piece)
         continue
       }
-      let lower = Swift.max(piece.first.counter, moved.from.first.counter)
-      let upper = Swift.min(
-        piece.first.counter + UInt64(piece.count),
-        moved.from.first.counter + UInt64(moved.from.count))
+      // The first move that ends above the piece's start, if it starts below its end.
+      let slot = list.partitioningIndex { $0.from.upperBound > piece.first.counter }
+      guard slot < list.count, list[slot].from.lowerBound < end else {
+        result.append(piece)
+        continue
+      }
+      let move = list[slot]
+      let lower = Swift.max(piece.first.counter, move.from.lowerBound)
+      let upper = Swift.min(end, move.from.upperBound)
       if piece.first.counter < lower {
         work.append(RGA.ItemSpan(first: piece.first, count: Int(lower - piece.first.counter)))
       }
-      if upper < piece.first.counter + UInt64(piece.count) {
+      if upper < end {
         work.append(
           RGA.ItemSpan(
-            first: Dot(replica: piece.first.replica, counter: upper),
-            count: Int(piece.first.counter + UInt64(piece.count) - upper)))
+            first: Dot(replica: piece.first.replica, counter: upper), count: Int(end - upper)))
       }
-      // Fresh ids are never re-inserted into themselves, so the chain ends.
-      piece = RGA.ItemSpan(
-        first: Dot(
-          replica: moved.to.replica,
-          counter: moved.to.counter + (lower - moved.from.first.counter)),
-        count: Int(upper - lower))
-      work.append(piece)
+      // Re-inserted items have fresh ids, never moved into themselves: the chain ends.
+      work.append(
+        RGA.ItemSpan(
+          first: Dot(
+            replica: move.to.replica, counter: move.to.counter &+ (lower - move.from.lowerBound)),
+          count: Int(upper - lower)))
     }
     return result
   }
@@ -108,7 +172,7 @@ extension DocumentTransaction {
 
   /// Records that an edit with `dot` made `key` visible, if it was not.
   mutating func noteRevival(of key: EntityKey, wasVisible: Bool, by dot: Dot) {
-    if !wasVisible { undoLog?.append(.hideEntity(key, replica: dot.replica)) }
+    if !wasVisible { recordUndo(.hideEntity(key, replica: dot.replica)) }
   }
 
   /// Records an inverse; the inverse of typing that continues the previous insert joins
@@ -116,14 +180,9 @@ extension DocumentTransaction {
   mutating func recordUndo(_ action: UndoAction) {
     // Taken out, so that the log is uniquely referenced and grows in place.
     guard var log = undoLog.take() else { return }
-    if case .deleteItems(let key, let field, let span) = action,
-      case .deleteItems(let lastKey, let lastField, let lastSpan)? = log.last,
-      lastKey == key, lastField == field, lastSpan.first.replica == span.first.replica,
-      lastSpan.first.counter + UInt64(lastSpan.count) == span.first.counter
-    {
-      log[log.count - 1] = .deleteItems(
-        key, field: field,
-        span: RGA.ItemSpan(first: lastSpan.first, count: lastSpan.count + span.count))
+    log.recorded = true
+    if case .deleteItems(let key, let field, let span) = action {
+      log.noteTyped(span, field: field, of: key)
     } else {
       log.append(action)
     }
@@ -152,7 +211,7 @@ extension DocumentTransaction {
       let observed = Presence(added: VersionVector(replica: replica, counter: own))
       change.entities[key] = EntityDelta(presence: .remove(observing: observed, dot: dot))
       commit(change)
-      if !isVisible(key) { undoLog?.append(.restoreEntity(key)) }
+      if !isVisible(key) { recordUndo(.restoreEntity(key)) }
     case .restoreEntity(let key):
       guard !isVisible(key) else { return }
       create(key)
@@ -178,7 +237,7 @@ extension DocumentTransaction {
       commit(
         event: dot, on: key, field: field,
         .set([element: .remove(observing: observed, dot: dot)]))
-      undoLog?.append(.addElement(key, field: field, element: element))
+      recordUndo(.addElement(key, field: field, element: element))
       noteRevival(of: key, wasVisible: wasVisible, by: dot)
     case .addElement(let key, let field, let element):
       insert(element, into: field, of: key)
@@ -193,14 +252,18 @@ extension DocumentTransaction {
         deleteText(range, in: field, of: key)
       }
     case .reinsert(let key, let field, let scalars, let spans):
-      let anchor = spans.first.map { TextAnchor(character: $0.first, affinity: .following) }
-      guard let anchor, let position = text(field, of: key)?.position(of: anchor) else { return }
-      let utf16Count = scalars.reduce(0) { $0 + UTF16.width($1) }
-      guard
-        let first = insertScalars(
-          scalars, utf16Count: utf16Count, at: position, in: field, of: key)
-      else { return }
-      substitutions.note(spans, reinsertedFrom: first)
+      // Each piece next to its own tombstones, so that pieces come back in their order
+      // wherever the text around them went since.
+      var offset = 0
+      for span in spans where span.count > 0 {
+        let end = Swift.min(scalars.count, offset + span.count)
+        let piece = Array(scalars[offset..<end])
+        offset = end
+        let last = Dot(
+          replica: span.first.replica, counter: span.first.counter &+ UInt64(span.count - 1))
+        guard let first = insertScalars(piece, after: last, in: field, of: key) else { continue }
+        substitutions.note([span], reinsertedFrom: first)
+      }
     }
   }
 }

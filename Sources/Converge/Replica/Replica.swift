@@ -75,14 +75,14 @@ public struct Replica: Sendable {
   /// - Complexity: O(1) plus the cost of the edits `body` makes.
   @discardableResult
   public mutating func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
-    var undoLog: [UndoAction]?
+    var undoLog: UndoLog?
     return transact(undoLog: &undoLog, body)
   }
 
   /// Runs `body` as one transaction that appends the inverses of its edits to `undoLog`
   /// unless it is `nil`.
   mutating func transact(
-    undoLog: inout [UndoAction]?, _ body: (inout DocumentTransaction) -> Void
+    undoLog: inout UndoLog?, _ body: (inout DocumentTransaction) -> Void
   ) -> Commit {
     var transaction = DocumentTransaction(document: Document(), replica: id, clock: clock)
     transaction.undoLog = undoLog.take()

@@ -38,14 +38,20 @@
 /// ```
 public struct UndoHistory: Sendable {
   /// Transactions recorded within this interval of the previous one join its step.
-  public var groupingInterval: Duration
+  public var groupingInterval: Duration {
+    didSet { groupingMilliseconds = Self.milliseconds(groupingInterval) }
+  }
   private let clock: WallClock
-  var undoSteps: [[UndoAction]] = []
+  /// The steps to undo, the latest last; it may still grow while grouping lasts.
+  var undoSteps: [UndoLog] = []
   var redoSteps: [[UndoAction]] = []
   var substitutions = UndoSubstitutions()
   /// When the latest step was recorded, in the clock's milliseconds; `nil` once grouping
   /// stopped.
   private var lastRecorded: UInt64?
+  /// When the step being recorded was opened, and whether it continues the latest one.
+  private var openedAt: UInt64 = 0
+  private var continuing = false
 
   /// An empty history that groups transactions recorded within `groupingInterval` of each
   /// other (500 ms by default, as Yjs's `captureTimeout`), timed by `clock` (pass one only
@@ -53,6 +59,19 @@ public struct UndoHistory: Sendable {
   public init(groupingInterval: Duration = .milliseconds(500), clock: WallClock = .system) {
     self.groupingInterval = groupingInterval
     self.clock = clock
+    groupingMilliseconds = Self.milliseconds(groupingInterval)
+  }
+
+  /// ``groupingInterval`` in the clock's milliseconds.
+  private var groupingMilliseconds: UInt64
+
+  private static func milliseconds(_ interval: Duration) -> UInt64 {
+    let parts = interval.components
+    guard parts.seconds >= 0 else { return 0 }
+    let (whole, overflow) = UInt64(parts.seconds).multipliedReportingOverflow(by: 1000)
+    let (sum, carry) = whole.addingReportingOverflow(
+      UInt64(clamping: parts.attoseconds / 1_000_000_000_000_000))
+    return overflow || carry ? .max : sum
   }
 
   /// Whether there is a step to undo.
@@ -71,22 +90,28 @@ public struct UndoHistory: Sendable {
     lastRecorded = nil
   }
 
-  /// Records a local transaction's inverses: joins the current step if it is recent
-  /// enough, and clears the redo stack (a new edit forks the history).
-  mutating func record(_ actions: [UndoAction]) {
-    guard !actions.isEmpty else { return }
+  /// The step the next local transaction records into: the current one (taken out, so
+  /// that it grows in place) if the previous recording is recent enough, else a new one.
+  mutating func openStep() -> UndoLog {
     let now = clock.now()
-    let interval = groupingInterval.components
-    let (whole, overflow) = UInt64(clamping: interval.seconds).multipliedReportingOverflow(
-      by: 1000)
-    let milliseconds =
-      overflow ? UInt64.max : whole + UInt64(clamping: interval.attoseconds / 1_000_000_000_000_000)
-    if let last = lastRecorded, now >= last, now - last < milliseconds, !undoSteps.isEmpty {
-      undoSteps[undoSteps.count - 1].append(contentsOf: actions)
-    } else {
-      undoSteps.append(actions)
+    openedAt = now
+    if let last = lastRecorded, now >= last, now - last < groupingMilliseconds,
+      let current = undoSteps.popLast()
+    {
+      continuing = true
+      return current
     }
-    lastRecorded = now
+    continuing = false
+    return UndoLog()
+  }
+
+  /// Puts back the step ``openStep()`` gave out. A transaction that recorded something
+  /// starts the grouping interval again and clears the redo stack (a new edit forks the
+  /// history).
+  mutating func close(_ log: UndoLog) {
+    if continuing || log.recorded { undoSteps.append(log) }
+    guard log.recorded else { return }
+    lastRecorded = openedAt
     redoSteps.removeAll()
   }
 }
@@ -101,9 +126,9 @@ extension Replica {
   public mutating func transact(
     recordingUndoIn history: inout UndoHistory, _ body: (inout DocumentTransaction) -> Void
   ) -> Commit {
-    var log: [UndoAction]? = []
+    var log: UndoLog? = history.openStep()
     let commit = transact(undoLog: &log, body)
-    history.record(log ?? [])
+    history.close(log ?? UndoLog())
     return commit
   }
 
@@ -115,7 +140,7 @@ extension Replica {
   @discardableResult
   public mutating func undo(_ history: inout UndoHistory) -> Commit? {
     while let step = history.undoSteps.popLast() {
-      let (commit, inverse) = perform(step, substitutions: &history.substitutions)
+      let (commit, inverse) = perform(step.finished, substitutions: &history.substitutions)
       history.stopGrouping()
       guard !commit.delta.isEmpty else { continue }
       history.redoSteps.append(inverse)
@@ -134,7 +159,7 @@ extension Replica {
       let (commit, inverse) = perform(step, substitutions: &history.substitutions)
       history.stopGrouping()
       guard !commit.delta.isEmpty else { continue }
-      history.undoSteps.append(inverse)
+      history.undoSteps.append(UndoLog(actions: inverse))
       return commit
     }
     return nil
@@ -145,12 +170,12 @@ extension Replica {
   private mutating func perform(
     _ step: [UndoAction], substitutions: inout UndoSubstitutions
   ) -> (Commit, [UndoAction]) {
-    var log: [UndoAction]? = []
+    var log: UndoLog? = UndoLog()
     let commit = transact(undoLog: &log) { transaction in
       for action in step.reversed() {
         transaction.perform(action, substitutions: &substitutions)
       }
     }
-    return (commit, log ?? [])
+    return (commit, log?.finished ?? [])
   }
 }

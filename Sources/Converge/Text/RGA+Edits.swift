@@ -86,6 +86,19 @@ extension RGA {
       leaf = found.leaf
       slot = found.run + 1
     }
+    let rightOrigin = placeLocalRun(
+      firstDot: firstDot, lamport: lamport, contentStart: contentStart, length: length,
+      origin: origin, leaf: leaf, slot: slot)
+    return (origin, rightOrigin)
+  }
+
+  /// Puts a new local run of already-appended content at run `slot` of `leaf`, right
+  /// after its origin `origin`; returns its right origin, the item that follows it.
+  @inline(__always)
+  mutating func placeLocalRun(
+    firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, origin: Dot?, leaf: Int,
+    slot: Int
+  ) -> Dot? {
     let rightOrigin = firstItem(from: leaf, slot: slot)
     let utf16 = utf16Length(contentStart..<contentStart + length)
     let run = Run(
@@ -95,7 +108,7 @@ extension RGA {
     insertRun(run, leaf: leaf, at: slot)
     maxLamport = lamport + UInt64(length - 1)
     checkInvariantsIfEnabled()
-    return (origin, rightOrigin)
+    return rightOrigin
   }
 
   /// The id of the first item at or after run `slot` of `leaf` in document order,
