@@ -65,15 +65,17 @@ public struct Document: Sendable {
 struct EntityRecord: Sendable, Equatable {
   /// `added`: the entity's latest event per replica; `removed`: what deletes observed.
   var presence = Presence()
-  var fields: [String: FieldState] = [:]
+  var fields = FieldTable()
 
   var isVisible: Bool { presence.isPresent }
 
   /// Moves the text out of the field at `slot`, leaving a placeholder there, so that the
-  /// caller holds the only reference to its storage; `nil`, changing nothing, if the
-  /// field holds another kind. The caller puts the text back.
-  mutating func takeText(at slot: Dictionary<String, FieldState>.Index) -> RGA? {
-    // Swapped out first: reading the field to check its kind would copy the text.
+  /// caller holds the only reference to it (a copy if another document shared it) and
+  /// edits it in place; `nil`, changing nothing, if the field holds another kind. The
+  /// caller puts the storage back with `.text(storage)`.
+  mutating func takeText(at slot: Int) -> TextStorage? {
+    // Swapped out first: a second reference held while checking would defeat the
+    // uniqueness check.
     var taken = FieldState.register(LWWRegister())
     swap(&taken, &fields.values[slot])
     guard case .text = taken else {
@@ -81,7 +83,9 @@ struct EntityRecord: Sendable, Equatable {
       return nil
     }
     switch consume taken {
-    case .text(let text): return text
+    case .text(var storage):
+      if !isKnownUniquelyReferenced(&storage) { storage = TextStorage(storage.text) }
+      return storage
     case .register, .set: return nil
     }
   }
@@ -132,7 +136,7 @@ extension Document {
   ///
   /// Includes fields the app's models do not declare (written by a newer app version).
   public func fieldNames(of key: EntityKey) -> [String] {
-    (entities[key]?.fields.keys).map { $0.sorted(by: fieldNameOrder) } ?? []
+    entities[key]?.fields.keys ?? []
   }
 
   /// The kind of a field, or `nil` if the entity has no such field.
@@ -182,14 +186,14 @@ extension Document {
   ///
   /// - Complexity: O(n) for n visible scalars.
   public func text(of field: String, in key: EntityKey) -> String {
-    guard case .text(let text)? = entities[key]?.fields[field] else { return "" }
-    return text.string
+    guard case .text(let storage)? = entities[key]?.fields[field] else { return "" }
+    return storage.text.string
   }
 
   /// The RGA of a text field, for position conversions and fine-grained reads.
   public func sequence(of field: String, in key: EntityKey) -> RGA? {
-    guard case .text(let text)? = entities[key]?.fields[field] else { return nil }
-    return text
+    guard case .text(let storage)? = entities[key]?.fields[field] else { return nil }
+    return storage.text
   }
 
   /// Whether parts of received deltas wait for events that have not arrived yet.
@@ -201,7 +205,7 @@ extension Document {
   public var hasPendingChanges: Bool {
     entities.values.contains { record in
       record.fields.values.contains { field in
-        if case .text(let text) = field { return text.pendingCount > 0 }
+        if case .text(let storage) = field { return storage.text.pendingCount > 0 }
         return false
       }
     }
@@ -267,13 +271,13 @@ extension Document {
     guard let edit = delta.localTextEdit, let events = delta.localEvents,
       let entity = entities.index(forKey: edit.key),
       let slot = entities.values[entity].fields.index(forKey: edit.field),
-      var text = entities.values[entity].takeText(at: slot)
+      let text = entities.values[entity].takeText(at: slot)
     else { return false }
     // The general loop merges `.add(last)` into the presence, then integrates the runs.
     let visibility = entities.values[entity].noteLocalEvent(edit.last)
     noteEvent(of: edit.key, edit.last)
-    let changes = text.apply(edit.runs)
-    entities.values[entity].fields.values[slot] = .text(consume text)
+    let changes = text.text.apply(edit.runs)
+    entities.values[entity].fields.values[slot] = .text(text)
     if changes.count == 1, let change = changes.first {
       recorder.noteSingleTextEdit(
         of: edit.key, field: edit.field, wasVisible: visibility.wasVisible,
@@ -319,12 +323,9 @@ extension Document {
       record.fields[field] = .set(elements)
       return (changed, [])
     case .text(let incoming):
-      var text = RGA()
-      if case .text(let existing)? = record.fields[field] {
-        text = existing
-        record.fields[field] = nil  // keep the RGA's storage uniquely referenced
-      }
-      let changes = text.apply(incoming)
+      let slot = record.fields.index(forKey: field)
+      let text = slot.flatMap { record.takeText(at: $0) } ?? TextStorage(RGA())
+      let changes = text.text.apply(incoming)
       record.fields[field] = .text(text)
       return (!changes.isEmpty, changes)
     }

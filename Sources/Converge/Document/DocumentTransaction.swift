@@ -105,7 +105,16 @@ public struct DocumentTransaction: Sendable {
   public mutating func insertText(
     _ string: String, at position: Int, in field: String, of key: EntityKey
   ) {
-    let scalars = string.unicodeScalars
+    // One pass over the string for the scalars and their UTF-16 length: counting either
+    // view on its own walks the string again (and the UTF-16 count of a non-ASCII string
+    // allocates an index cache on it).
+    var scalars: [Unicode.Scalar] = []
+    scalars.reserveCapacity(string.utf8.count)
+    var utf16Count = 0
+    for scalar in string.unicodeScalars {
+      scalars.append(scalar)
+      utf16Count &+= scalar.value > 0xFFFF ? 2 : 1
+    }
     let scalarCount = scalars.count
     guard scalarCount > 0 else { return }
     func insert(into text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
@@ -113,7 +122,7 @@ public struct DocumentTransaction: Sendable {
       let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
       let change = TextChange(
         kind: .insert, scalarRange: start..<start + scalarCount,
-        utf16Range: utf16Start..<utf16Start + string.utf16.count)
+        utf16Range: utf16Start..<utf16Start + utf16Count)
       return (text.insert(scalars, at: start, firstDot: firstDot), change)
     }
     editText(field: field, of: key, dotCount: { _ in scalarCount }, edit: insert)
@@ -171,7 +180,7 @@ public struct DocumentTransaction: Sendable {
     edit: (inout RGA, Dot) -> (RGADelta, TextChange)
   ) {
     let entity: Dictionary<EntityKey, EntityRecord>.Index
-    let slot: Dictionary<String, FieldState>.Index
+    let slot: Int
     if let found = document.entities.index(forKey: key),
       let fieldSlot = document.entities.values[found].fields.index(forKey: field)
     {
@@ -180,26 +189,26 @@ public struct DocumentTransaction: Sendable {
     } else {
       // A new entity or field: created only by an edit that takes dots.
       guard dotCount(RGA()) > 0 else { return }
-      document.entities[key, default: EntityRecord()].fields[field] = .text(RGA())
+      document.entities[key, default: EntityRecord()].fields[field] = .text(holding: RGA())
       guard let found = document.entities.index(forKey: key),
         let fieldSlot = document.entities.values[found].fields.index(forKey: field)
       else { return }
       entity = found
       slot = fieldSlot
     }
-    guard var text = document.entities.values[entity].takeText(at: slot) else {
+    guard let text = document.entities.values[entity].takeText(at: slot) else {
       return  // the field holds another kind; a text edit cannot apply to it
     }
-    let count = dotCount(text)
+    let count = dotCount(text.text)
     guard count > 0 else {
-      document.entities.values[entity].fields.values[slot] = .text(consume text)
+      document.entities.values[entity].fields.values[slot] = .text(text)
       return
     }
     let dotCount = UInt64(count)
     let first = nextDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
-    let (textDelta, textChange) = edit(&text, first)
-    document.entities.values[entity].fields.values[slot] = .text(consume text)
+    let (textDelta, textChange) = edit(&text.text, first)
+    document.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = document.entities.values[entity].noteLocalEvent(last)
     document.noteEvent(of: key, last)
     let counters = first.counter...(first.counter + dotCount - 1)
