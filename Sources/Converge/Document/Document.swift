@@ -243,15 +243,11 @@ extension Document {
     if applyTextEdit(delta, recording: &recorder) { return }
     for (key, entityDelta) in delta.entities {
       recorder.noteBefore(key, in: self)
-      // Taken out so that text storage is uniquely referenced and edited in place.
-      var record = entities.removeValue(forKey: key) ?? EntityRecord()
-      record.presence.merge(entityDelta.presence)
       events.note(key, presence: entityDelta.presence)
-      for (name, fieldDelta) in entityDelta.fields {
-        let changes = Self.integrate(fieldDelta, into: &record, field: name)
-        recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
-      }
-      entities[key] = record
+      // Edited in place: one lookup, and no copy of the record's storage.
+      Self.merge(
+        entityDelta, of: key, into: &entities[key, default: EntityRecord()],
+        recording: &recorder)
     }
     rebuildEventsIfStale()
     context.formUnion(delta.context)
@@ -294,6 +290,18 @@ extension Document {
     return true
   }
 
+  /// Joins one entity's delta into its record.
+  private static func merge(
+    _ entityDelta: EntityDelta, of key: EntityKey, into record: inout EntityRecord,
+    recording recorder: inout ChangeRecorder
+  ) {
+    record.presence.merge(entityDelta.presence)
+    for (name, fieldDelta) in entityDelta.fields {
+      let changes = integrate(fieldDelta, into: &record, field: name)
+      recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
+    }
+  }
+
   /// Joins one field's delta into an entity record.
   private static func integrate(
     _ fieldDelta: FieldDelta, into record: inout EntityRecord, field: String
@@ -313,7 +321,12 @@ extension Document {
       return (register.value != before, [])
     case .set(let incoming):
       var elements: [FieldValue: Presence] = [:]
-      if case .set(let existing)? = record.fields[field] { elements = existing }
+      if let slot = record.fields.index(forKey: field) {
+        // Moved out, not copied: the table's reference would make the edit copy the set.
+        var taken = FieldState.register(LWWRegister())
+        swap(&taken, &record.fields.values[slot])
+        if case .set(let existing) = consume taken { elements = existing }
+      }
       var changed = false
       for (value, presence) in incoming {
         let before = elements[value]?.isPresent ?? false
