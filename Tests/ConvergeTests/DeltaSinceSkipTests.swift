@@ -15,7 +15,8 @@ import Testing
           let known = peer.context
           let prefix = known.versionVector
           for record in replica.document.entities.values {
-            for case .text(let text) in record.fields.values {
+            for case .text(let storage) in record.fields.values {
+              let text = storage.text
               let missing = text.delta(since: known)
               if !text.mayHaveEvents(unknownTo: prefix) {
                 skipped += 1
@@ -29,8 +30,9 @@ import Testing
       for replica in network.replicas where !replica.context.hasGaps {
         let prefix = replica.context.versionVector
         for record in replica.document.entities.values {
-          for case .text(let text) in record.fields.values where text.pendingCount == 0 {
-            try ensure(!text.mayHaveEvents(unknownTo: prefix), "its own events looked unknown")
+          for case .text(let storage) in record.fields.values where storage.text.pendingCount == 0 {
+            try ensure(
+              !storage.text.mayHaveEvents(unknownTo: prefix), "its own events looked unknown")
           }
         }
       }

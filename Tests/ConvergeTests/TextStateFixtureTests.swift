@@ -50,11 +50,12 @@ enum TextStateFixtureScenario {
   }
 
   private func body(of document: Document) throws -> RGA {
-    guard case .text(let text)? = document.entities[TextStateFixtureScenario.note]?.fields["body"]
+    guard
+      case .text(let storage)? = document.entities[TextStateFixtureScenario.note]?.fields["body"]
     else {
       throw ConvergeDecodingError.invalidValue(offset: 0, reason: "no body")
     }
-    return text
+    return storage.text
   }
 
   @Test func textStateFixtureDecodesAndReencodesExactly() throws {

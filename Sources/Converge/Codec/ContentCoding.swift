@@ -26,14 +26,14 @@ enum ContentCoding {
 
   /// Writes `content` (valid UTF-8) as a `bytes` field, coded when that is smaller.
   static func write(_ content: [UInt8], to writer: inout ByteWriter) {
-    guard let lengths = codeLengthsIfShorter(content[...]) else {
+    guard let (lengths, table) = codeIfShorter(content[...]) else {
       writer.writeLengthPrefixedBytes(content)
       return
     }
     var coded = ByteWriter(capacity: content.count)
     coded.writeUInt8(marker)
     coded.writeVarUInt(content.count)
-    writeTable(lengths, to: &coded)
+    coded.writeBytes(table)
     let codes = canonicalCodes(lengths: lengths)
     // Codes are written most significant bit first; `buffer`'s low `filled` bits are
     // not yet written out.
@@ -56,20 +56,37 @@ enum ContentCoding {
   /// ``minimumCodedLength`` bytes, and a coded field shorter than they are); nil when
   /// they are written raw. Encoder and decoder both decide with it.
   static func codeLengthsIfShorter(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+    codeIfShorter(bytes)?.lengths
+  }
+
+  /// ``codeLengthsIfShorter(_:)`` with the code table as written, which a decoder
+  /// compares with the one it read instead of writing it a second time.
+  private static func codeIfShorter(_ bytes: ArraySlice<UInt8>) -> (
+    lengths: [UInt8], table: [UInt8]
+  )? {
     guard bytes.count >= minimumCodedLength else { return nil }
     let frequencies = Self.frequencies(bytes)
     let lengths = codeLengths(frequencies: frequencies)
-    let size = codedSize(count: bytes.count, frequencies: frequencies, lengths: lengths)
-    return size < bytes.count ? lengths : nil
+    var table = ByteWriter()
+    writeTable(lengths, to: &table)
+    let size = codedSize(
+      count: bytes.count, frequencies: frequencies, lengths: lengths, tableSize: table.bytes.count)
+    return size < bytes.count ? (lengths, table.bytes) : nil
   }
 
   /// The size of the coded field's content (marker, length, code table, bits).
   static func codedSize(count: Int, frequencies: [Int], lengths: [UInt8]) -> Int {
-    var bits = 0
-    for symbol in 0..<256 { bits += frequencies[symbol] * Int(lengths[symbol]) }
     var table = ByteWriter()
     writeTable(lengths, to: &table)
-    return 1 + varUIntSize(count) + table.bytes.count + (bits + 7) / 8
+    return codedSize(
+      count: count, frequencies: frequencies, lengths: lengths, tableSize: table.bytes.count)
+  }
+
+  /// The size of the coded field's content, given the size of its code table.
+  static func codedSize(count: Int, frequencies: [Int], lengths: [UInt8], tableSize: Int) -> Int {
+    var bits = 0
+    for symbol in 0..<256 { bits += frequencies[symbol] * Int(lengths[symbol]) }
+    return 1 + varUIntSize(count) + tableSize + (bits + 7) / 8
   }
 
   /// Writes the code lengths of byte values `0 ..< s`, where `s - 1` is the last used
@@ -160,18 +177,17 @@ enum ContentCoding {
     guard rawCount <= UInt64(bits.count) * 8 else {
       throw ConvergeDecodingError.countTooLarge(offset: countStart)
     }
-    let table = try decodingTable(lengths: lengths, offset: tableStart)
+    let (table, width) = try decodingTable(lengths: lengths, offset: tableStart)
     let count = try ByteReader.checkedInt(rawCount, at: countStart)
-    let content = try decodeBits(bits, count: count, table: table, offset: bitsStart)
+    let content = try decodeBits(
+      bits, count: count, table: table, width: width, offset: bitsStart)
     // The content must be coded (long enough, shorter coded), with the lengths its byte
     // frequencies give, and the table written the one way.
-    guard let expected = codeLengthsIfShorter(content[...]), expected == lengths else {
+    guard let expected = codeIfShorter(content[...]), expected.lengths == lengths else {
       throw ConvergeDecodingError.invalidValue(
         offset: tableStart, reason: "coded text content that is not the canonical form")
     }
-    var rewritten = ByteWriter()
-    writeTable(expected, to: &rewritten)
-    guard rewritten.bytes.elementsEqual(tableBytes) else {
+    guard expected.table.elementsEqual(tableBytes) else {
       throw ConvergeDecodingError.invalidValue(
         offset: tableStart, reason: "code table that is not written canonically")
     }
@@ -222,9 +238,13 @@ enum ContentCoding {
     return lengths
   }
 
-  /// For every 12-bit prefix, the symbol whose code starts it and the code's length
-  /// (`symbol << 4 | length`); 0 where no code does.
-  private static func decodingTable(lengths: [UInt8], offset: Int) throws -> [UInt16] {
+  /// For every prefix of `width` bits, the symbol whose code starts it and the code's
+  /// length (`symbol << 4 | length`); 0 where no code does. `width` is the longest code's
+  /// length: a short text's code rarely needs all 12 bits, and filling a 4,096-entry
+  /// table for it cost more than decoding it.
+  private static func decodingTable(lengths: [UInt8], offset: Int) throws -> (
+    table: [UInt16], width: Int
+  ) {
     // Kraft's inequality: the codes must fit in the table.
     var space = 0
     for length in lengths where length > 0 {
@@ -237,18 +257,20 @@ enum ContentCoding {
       throw ConvergeDecodingError.invalidValue(offset: offset, reason: "oversubscribed code")
     }
     let codes = canonicalCodes(lengths: lengths)
-    var table = [UInt16](repeating: 0, count: 1 << maximumCodeLength)
+    // At most 12 (checked above), at least 1 so that the table is never empty.
+    let width = Swift.min(Swift.max(Int(lengths.max() ?? 1), 1), maximumCodeLength)
+    var table = [UInt16](repeating: 0, count: 1 << width)
     for symbol in 0..<256 where lengths[symbol] > 0 {
-      let shift = maximumCodeLength - Int(lengths[symbol])
+      let shift = width - Int(lengths[symbol])
       let first = Int(codes[symbol]) << shift
       let entry = UInt16(symbol) << 4 | UInt16(lengths[symbol])
       for index in first..<first + 1 << shift { table[index] = entry }
     }
-    return table
+    return (table, width)
   }
 
   private static func decodeBits(
-    _ bits: ArraySlice<UInt8>, count: Int, table: [UInt16], offset: Int
+    _ bits: ArraySlice<UInt8>, count: Int, table: [UInt16], width: Int, offset: Int
   ) throws -> [UInt8] {
     let invalid = ConvergeDecodingError.invalidValue(
       offset: offset, reason: "text content bits that do not decode")
@@ -279,7 +301,7 @@ enum ContentCoding {
                 }
               }
             }
-            let entry = table[Int(buffer >> UInt64(64 - maximumCodeLength))]
+            let entry = table[Int(buffer >> UInt64(64 - width))]
             let length = Int(entry & 0x0F)
             guard length > 0, length <= available else { throw invalid }
             output[written] = UInt8(truncatingIfNeeded: entry >> 4)
@@ -313,10 +335,13 @@ enum ContentCoding {
   /// frequencies alone, which the decoder recomputes.
   static func codeLengths(frequencies: [Int]) -> [UInt8] {
     var lengths = [UInt8](repeating: 0, count: 256)
-    // Ascending by (frequency, byte value): the order the tree takes leaves in.
-    let leaves = (0..<256).filter { frequencies[$0] > 0 }.sorted {
-      (frequencies[$0], $0) < (frequencies[$1], $1)
-    }
+    // Ascending by (frequency, byte value): the order the tree takes leaves in, sorted
+    // as single integers (a frequency counts bytes in memory, far below 2^55).
+    var keys: [Int] = []
+    keys.reserveCapacity(256)
+    for byte in 0..<256 where frequencies[byte] > 0 { keys.append(frequencies[byte] << 8 | byte) }
+    keys.sort()
+    let leaves = keys.map { $0 & 0xFF }
     guard leaves.count > 1 else {
       if let only = leaves.first { lengths[only] = 1 }
       return lengths

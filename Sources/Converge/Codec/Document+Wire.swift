@@ -242,10 +242,22 @@ enum FieldWire {
   static func readFields<Field>(
     from reader: inout ByteReader, _ readField: (inout ByteReader) throws -> Field
   ) throws -> [String: Field] {
+    var fields: [String: Field] = [:]
+    try readFields(from: &reader, readField) { name, field in
+      fields.updateValue(field, forKey: name) == nil
+    }
+    return fields
+  }
+
+  /// Reads a count and that many (name, field) pairs with names strictly increasing,
+  /// handing each to `add` in that order; `add` returns `false` for a name equal (as a
+  /// `String`: canonically equivalent) to an earlier one, which is refused.
+  static func readFields<Field>(
+    from reader: inout ByteReader, _ readField: (inout ByteReader) throws -> Field,
+    add: (String, Field) -> Bool
+  ) throws {
     // A field is at least an empty name and a tag.
     let count = try reader.readCount(minimumBytesPerElement: 2)
-    var fields: [String: Field] = [:]
-    fields.reserveCapacity(count)
     var previous: String?
     for _ in 0..<count {
       let start = reader.offset
@@ -254,13 +266,11 @@ enum FieldWire {
         throw ConvergeDecodingError.invalidValue(
           offset: start, reason: "field names not strictly increasing")
       }
-      let field = try readField(&reader)
-      guard fields.updateValue(field, forKey: name) == nil else {
+      guard add(name, try readField(&reader)) else {
         throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate field name")
       }
       previous = name
     }
-    return fields
   }
 
   /// Reads a field tag.
@@ -291,7 +301,9 @@ extension EntityRecord {
   func textRuns() -> [String: RGADelta] {
     var runs: [String: RGADelta] = [:]
     for (name, field) in fields {
-      if case .text(let text) = field { runs[name] = text.delta(since: CausalContext()) }
+      if case .text(let storage) = field {
+        runs[name] = storage.text.delta(since: CausalContext())
+      }
     }
     return runs
   }
@@ -300,28 +312,44 @@ extension EntityRecord {
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable, texts: [String: RGADelta]) {
     presence.write(to: &writer, replicas: table)
     writer.writeVarUInt(fields.count)
-    for name in fields.keys.sorted(by: fieldNameOrder) {
+    for (name, field) in fields {
       writer.writeString(name)
-      switch fields[name] {
-      case .register(let register)?: FieldWire.write(register, to: &writer, replicas: table)
-      case .set(let elements)?: FieldWire.write(elements, to: &writer, replicas: table)
-      case .text?:
+      switch field {
+      case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
+      case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
+      case .text:
         writer.writeUInt8(FieldWireTag.text.rawValue)
         (texts[name] ?? RGADelta()).write(to: &writer, replicas: table)
-      case nil: break
       }
     }
   }
 
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     presence = try Presence(from: &reader, replicas: &table)
-    fields = try FieldWire.readFields(from: &reader) { reader -> FieldState in
-      switch try FieldWire.readTag(from: &reader) {
-      case .register: .register(try FieldWire.readRegister(from: &reader, replicas: &table))
-      case .emptyRegister: .register(LWWRegister())
-      case .set: .set(try FieldWire.readSet(from: &reader, replicas: &table))
-      case .text: .text(try RGA(from: &reader, replicas: &table))
-      }
-    }
+    var fields = FieldTable()
+    // Names in scalar order can still be equal as strings ("é" and "e\u{301}"), and not
+    // next to each other: past a few fields, a set finds them without a quadratic scan.
+    var names: Set<String> = []
+    try FieldWire.readFields(
+      from: &reader,
+      { reader -> FieldState in
+        switch try FieldWire.readTag(from: &reader) {
+        case .register: .register(try FieldWire.readRegister(from: &reader, replicas: &table))
+        case .emptyRegister: .register(LWWRegister())
+        case .set: .set(try FieldWire.readSet(from: &reader, replicas: &table))
+        case .text: .text(holding: try RGA(from: &reader, replicas: &table))
+        }
+      },
+      add: { name, field in
+        if fields.count < 16 {
+          guard fields.index(forKey: name) == nil else { return false }
+        } else {
+          if names.isEmpty { names = Set(fields.keys) }
+          guard names.insert(name).inserted else { return false }
+        }
+        fields.append(name, field)
+        return true
+      })
+    self.fields = fields
   }
 }

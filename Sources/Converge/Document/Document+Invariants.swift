@@ -25,8 +25,8 @@ extension Document {
           for (value, presence) in elements {
             precondition(!presence.added.isEmpty, "\(key).\(name): \(value) was never added")
           }
-        case .text(let text):
-          text._checkInvariants()
+        case .text(let storage):
+          storage.text._checkInvariants()
         }
       }
     }

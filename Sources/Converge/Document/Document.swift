@@ -65,15 +65,17 @@ public struct Document: Sendable {
 struct EntityRecord: Sendable, Equatable {
   /// `added`: the entity's latest event per replica; `removed`: what deletes observed.
   var presence = Presence()
-  var fields: [String: FieldState] = [:]
+  var fields = FieldTable()
 
   var isVisible: Bool { presence.isPresent }
 
   /// Moves the text out of the field at `slot`, leaving a placeholder there, so that the
-  /// caller holds the only reference to its storage; `nil`, changing nothing, if the
-  /// field holds another kind. The caller puts the text back.
-  mutating func takeText(at slot: Dictionary<String, FieldState>.Index) -> RGA? {
-    // Swapped out first: reading the field to check its kind would copy the text.
+  /// caller holds the only reference to it (a copy if another document shared it) and
+  /// edits it in place; `nil`, changing nothing, if the field holds another kind. The
+  /// caller puts the storage back with `.text(storage)`.
+  mutating func takeText(at slot: Int) -> TextStorage? {
+    // Swapped out first: a second reference held while checking would defeat the
+    // uniqueness check.
     var taken = FieldState.register(LWWRegister())
     swap(&taken, &fields.values[slot])
     guard case .text = taken else {
@@ -81,7 +83,9 @@ struct EntityRecord: Sendable, Equatable {
       return nil
     }
     switch consume taken {
-    case .text(let text): return text
+    case .text(var storage):
+      if !isKnownUniquelyReferenced(&storage) { storage = TextStorage(storage.text) }
+      return storage
     case .register, .set: return nil
     }
   }
@@ -132,7 +136,7 @@ extension Document {
   ///
   /// Includes fields the app's models do not declare (written by a newer app version).
   public func fieldNames(of key: EntityKey) -> [String] {
-    (entities[key]?.fields.keys).map { $0.sorted(by: fieldNameOrder) } ?? []
+    entities[key]?.fields.keys ?? []
   }
 
   /// The kind of a field, or `nil` if the entity has no such field.
@@ -182,14 +186,14 @@ extension Document {
   ///
   /// - Complexity: O(n) for n visible scalars.
   public func text(of field: String, in key: EntityKey) -> String {
-    guard case .text(let text)? = entities[key]?.fields[field] else { return "" }
-    return text.string
+    guard case .text(let storage)? = entities[key]?.fields[field] else { return "" }
+    return storage.text.string
   }
 
   /// The RGA of a text field, for position conversions and fine-grained reads.
   public func sequence(of field: String, in key: EntityKey) -> RGA? {
-    guard case .text(let text)? = entities[key]?.fields[field] else { return nil }
-    return text
+    guard case .text(let storage)? = entities[key]?.fields[field] else { return nil }
+    return storage.text
   }
 
   /// Whether parts of received deltas wait for events that have not arrived yet.
@@ -201,7 +205,7 @@ extension Document {
   public var hasPendingChanges: Bool {
     entities.values.contains { record in
       record.fields.values.contains { field in
-        if case .text(let text) = field { return text.pendingCount > 0 }
+        if case .text(let storage) = field { return storage.text.pendingCount > 0 }
         return false
       }
     }
@@ -239,15 +243,11 @@ extension Document {
     if applyTextEdit(delta, recording: &recorder) { return }
     for (key, entityDelta) in delta.entities {
       recorder.noteBefore(key, in: self)
-      // Taken out so that text storage is uniquely referenced and edited in place.
-      var record = entities.removeValue(forKey: key) ?? EntityRecord()
-      record.presence.merge(entityDelta.presence)
       events.note(key, presence: entityDelta.presence)
-      for (name, fieldDelta) in entityDelta.fields {
-        let changes = Self.integrate(fieldDelta, into: &record, field: name)
-        recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
-      }
-      entities[key] = record
+      // Edited in place: one lookup, and no copy of the record's storage.
+      Self.merge(
+        entityDelta, of: key, into: &entities[key, default: EntityRecord()],
+        recording: &recorder)
     }
     rebuildEventsIfStale()
     context.formUnion(delta.context)
@@ -267,13 +267,13 @@ extension Document {
     guard let edit = delta.localTextEdit, let events = delta.localEvents,
       let entity = entities.index(forKey: edit.key),
       let slot = entities.values[entity].fields.index(forKey: edit.field),
-      var text = entities.values[entity].takeText(at: slot)
+      let text = entities.values[entity].takeText(at: slot)
     else { return false }
     // The general loop merges `.add(last)` into the presence, then integrates the runs.
     let visibility = entities.values[entity].noteLocalEvent(edit.last)
     noteEvent(of: edit.key, edit.last)
-    let changes = text.apply(edit.runs)
-    entities.values[entity].fields.values[slot] = .text(consume text)
+    let changes = text.text.apply(edit.runs)
+    entities.values[entity].fields.values[slot] = .text(text)
     if changes.count == 1, let change = changes.first {
       recorder.noteSingleTextEdit(
         of: edit.key, field: edit.field, wasVisible: visibility.wasVisible,
@@ -288,6 +288,18 @@ extension Document {
       _checkInvariants()
     #endif
     return true
+  }
+
+  /// Joins one entity's delta into its record.
+  private static func merge(
+    _ entityDelta: EntityDelta, of key: EntityKey, into record: inout EntityRecord,
+    recording recorder: inout ChangeRecorder
+  ) {
+    record.presence.merge(entityDelta.presence)
+    for (name, fieldDelta) in entityDelta.fields {
+      let changes = integrate(fieldDelta, into: &record, field: name)
+      recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
+    }
   }
 
   /// Joins one field's delta into an entity record.
@@ -309,7 +321,12 @@ extension Document {
       return (register.value != before, [])
     case .set(let incoming):
       var elements: [FieldValue: Presence] = [:]
-      if case .set(let existing)? = record.fields[field] { elements = existing }
+      if let slot = record.fields.index(forKey: field) {
+        // Moved out, not copied: the table's reference would make the edit copy the set.
+        var taken = FieldState.register(LWWRegister())
+        swap(&taken, &record.fields.values[slot])
+        if case .set(let existing) = consume taken { elements = existing }
+      }
       var changed = false
       for (value, presence) in incoming {
         let before = elements[value]?.isPresent ?? false
@@ -319,12 +336,9 @@ extension Document {
       record.fields[field] = .set(elements)
       return (changed, [])
     case .text(let incoming):
-      var text = RGA()
-      if case .text(let existing)? = record.fields[field] {
-        text = existing
-        record.fields[field] = nil  // keep the RGA's storage uniquely referenced
-      }
-      let changes = text.apply(incoming)
+      let slot = record.fields.index(forKey: field)
+      let text = slot.flatMap { record.takeText(at: $0) } ?? TextStorage(RGA())
+      let changes = text.text.apply(incoming)
       record.fields[field] = .text(text)
       return (!changes.isEmpty, changes)
     }

@@ -250,7 +250,8 @@ extension Document {
         }
         let missing = elements.filter { $0.value.mayHaveEvents(unknownTo: prefix) }
         entityDelta.fields[name] = .set(missing)
-      case .text(let text):
+      case .text(let storage):
+        let text = storage.text
         // Most texts of a document have nothing new for a peer: skip them in O(r).
         guard text.mayHaveEvents(unknownTo: prefix) else { continue }
         let missing = text.delta(since: known)

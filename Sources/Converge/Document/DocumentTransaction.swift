@@ -157,8 +157,17 @@ public struct DocumentTransaction: Sendable {
   public mutating func insertText(
     _ string: String, at position: Int, in field: String, of key: EntityKey
   ) {
-    insertScalars(
-      string.unicodeScalars, utf16Count: string.utf16.count, at: position, in: field, of: key)
+    // One pass over the string for the scalars and their UTF-16 length: counting either
+    // view on its own walks the string again (and the UTF-16 count of a non-ASCII string
+    // allocates an index cache on it).
+    var scalars: [Unicode.Scalar] = []
+    scalars.reserveCapacity(string.utf8.count)
+    var utf16Count = 0
+    for scalar in string.unicodeScalars {
+      scalars.append(scalar)
+      utf16Count &+= scalar.value > 0xFFFF ? 2 : 1
+    }
+    insertScalars(scalars, utf16Count: utf16Count, at: position, in: field, of: key)
   }
 
   /// Inserts scalars that take `utf16Count` UTF-16 code units into a text field and
@@ -273,7 +282,7 @@ public struct DocumentTransaction: Sendable {
     edit: (inout RGA, Dot) -> (RGADelta, TextChange)
   ) -> Dot? {
     let entity: Dictionary<EntityKey, EntityRecord>.Index
-    let slot: Dictionary<String, FieldState>.Index
+    let slot: Int
     if let found = document.entities.index(forKey: key),
       let fieldSlot = document.entities.values[found].fields.index(forKey: field)
     {
@@ -282,27 +291,27 @@ public struct DocumentTransaction: Sendable {
     } else {
       // A new entity or field: created only by an edit that takes dots.
       guard dotCount(RGA()) > 0 else { return nil }
-      document.entities[key, default: EntityRecord()].fields[field] = .text(RGA())
+      document.entities[key, default: EntityRecord()].fields[field] = .text(holding: RGA())
       guard let found = document.entities.index(forKey: key),
         let fieldSlot = document.entities.values[found].fields.index(forKey: field)
       else { return nil }
       entity = found
       slot = fieldSlot
     }
-    guard var text = document.entities.values[entity].takeText(at: slot) else {
+    guard let text = document.entities.values[entity].takeText(at: slot) else {
       return nil  // the field holds another kind; a text edit cannot apply to it
     }
-    let count = dotCount(text)
+    let count = dotCount(text.text)
     guard count > 0 else {
-      document.entities.values[entity].fields.values[slot] = .text(consume text)
+      document.entities.values[entity].fields.values[slot] = .text(text)
       return nil
     }
     let dotCount = UInt64(count)
     let first = nextDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
-    let undo = undoLog == nil ? nil : inverse(text, first)
-    let (textDelta, textChange) = edit(&text, first)
-    document.entities.values[entity].fields.values[slot] = .text(consume text)
+    let undo = undoLog == nil ? nil : inverse(text.text, first)
+    let (textDelta, textChange) = edit(&text.text, first)
+    document.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = document.entities.values[entity].noteLocalEvent(last)
     document.noteEvent(of: key, last)
     let counters = first.counter...(first.counter + dotCount - 1)

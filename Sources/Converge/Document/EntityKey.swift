@@ -17,10 +17,9 @@ public struct EntityKey: Hashable, Comparable, Sendable {
   /// Orders by type, then id, comparing Unicode scalars, so every device lists entities
   /// in the same order whatever its locale.
   public static func < (lhs: EntityKey, rhs: EntityKey) -> Bool {
-    if lhs.type != rhs.type {
-      return lhs.type.unicodeScalars.lexicographicallyPrecedes(rhs.type.unicodeScalars)
-    }
-    return lhs.id.unicodeScalars.lexicographicallyPrecedes(rhs.id.unicodeScalars)
+    // UTF-8 orders bytes as their scalars, and reads several times faster.
+    if lhs.type != rhs.type { return lhs.type.utf8.lexicographicallyPrecedes(rhs.type.utf8) }
+    return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
   }
 }
 
@@ -31,5 +30,6 @@ extension EntityKey: CustomStringConvertible {
 
 /// Orders field names by their Unicode scalars, the same on every device.
 func fieldNameOrder(_ lhs: String, _ rhs: String) -> Bool {
-  lhs.unicodeScalars.lexicographicallyPrecedes(rhs.unicodeScalars)
+  // UTF-8 orders bytes as their scalars.
+  lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
 }

@@ -8,7 +8,12 @@ enum FieldState: Sendable, Equatable {
   /// Every element ever added, with its add and remove versions (removed ones stay as
   /// tombstones so a late add cannot resurrect them).
   case set([FieldValue: Presence])
-  case text(RGA)
+  /// Behind one reference: held inline, the RGA's few hundred bytes made every slot of
+  /// an entity's field table that large, registers and sets included.
+  case text(TextStorage)
+
+  /// A text field holding `text`.
+  static func text(holding text: RGA) -> FieldState { .text(TextStorage(text)) }
 
   var kind: FieldKind {
     switch self {
@@ -16,6 +21,21 @@ enum FieldState: Sendable, Equatable {
     case .set: .set
     case .text: .text
     }
+  }
+}
+
+/// A text field's RGA, shared between copies of a document until one of them edits it
+/// (see ``EntityRecord/takeText(at:)``, which copies a shared one first).
+///
+/// `@unchecked Sendable`: `text` is mutated only through a reference known to be unique,
+/// so no two threads ever see one storage change.
+final class TextStorage: @unchecked Sendable, Equatable {
+  var text: RGA
+
+  init(_ text: RGA) { self.text = text }
+
+  static func == (lhs: TextStorage, rhs: TextStorage) -> Bool {
+    lhs === rhs || lhs.text == rhs.text
   }
 }
 

@@ -192,7 +192,7 @@ extension DocumentTransaction {
   /// The text field `field` of `key`, if it holds text.
   private func text(_ field: String, of key: EntityKey) -> RGA? {
     guard case .text(let text)? = document.entities[key]?.fields[field] else { return nil }
-    return text
+    return text.text
   }
 
   /// Carries out `action`, recording its own inverse if this transaction records.

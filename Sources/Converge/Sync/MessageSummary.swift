@@ -119,7 +119,8 @@ public struct MessageSummary: Sendable {
         case .set(let elements)?:
           let present = elements.values.filter(\.isPresent).count
           lines.append("  \(name): set, \(present) elements (\(elements.count) with removed)")
-        case .text(let text)?:
+        case .text(let storage)?:
+          let text = storage.text
           lines.append(
             "  \(name): text, \(text.count) scalars, \(text.utf16Count) UTF-16 units"
               + (text.pendingCount > 0 ? ", \(text.pendingCount) pending" : ""))

@@ -11,6 +11,10 @@
 /// Queries: the prefix counts before a leaf cost one Fenwick prefix over the blocks and a
 /// sum over at most `b` counts of its block; finding the leaf at a count costs one
 /// Fenwick search and a scan of one block.
+///
+/// A text of one leaf (every short text: a note body, a title) has no blocks at all, only
+/// that leaf's counts, so that a library of short texts does not pay nine arrays per
+/// text; the blocks are built when the leaf first splits.
 struct LeafOrder: Sendable {
   /// Leaves per block before the block splits in two.
   static let maxLeavesPerBlock = 32
@@ -24,8 +28,11 @@ struct LeafOrder: Sendable {
     var totalUTF16 = 0
   }
 
-  /// Blocks by stable id (a split appends a new block).
+  /// Blocks by stable id (a split appends a new block); empty while leaf 0 is the only
+  /// leaf, whose counts are then `soleVisible` and `soleUTF16`.
   private var blocks: [Block]
+  private var soleVisible = 0
+  private var soleUTF16 = 0
   /// Block ids in document order.
   private var blockOrder: [Int]
   /// For each block id, its position in `blockOrder`.
@@ -38,12 +45,27 @@ struct LeafOrder: Sendable {
 
   /// One empty leaf, id 0.
   init() {
-    self.init(visible: [0], utf16: [0])
+    blocks = []
+    blockOrder = []
+    blockRank = []
+    blockCounts = CountTree()
+    blockOfLeaf = []
+    slotOfLeaf = []
   }
 
   /// Leaves `0..<visible.count` in that order, with the given counts; blocks start
   /// three-quarters full so that the first splits come late.
   init(visible: [Int], utf16: [Int]) {
+    self.init()
+    if visible.count <= 1 {
+      soleVisible = visible.first ?? 0
+      soleUTF16 = utf16.first ?? 0
+    } else {
+      buildBlocks(visible: visible, utf16: utf16)
+    }
+  }
+
+  private mutating func buildBlocks(visible: [Int], utf16: [Int]) {
     let perBlock = Self.maxLeavesPerBlock * 3 / 4
     blocks = []
     blockOfLeaf = []
@@ -72,13 +94,14 @@ struct LeafOrder: Sendable {
   }
 
   /// The number of leaves.
-  var leafCount: Int { blockOfLeaf.count }
+  var leafCount: Int { blocks.isEmpty ? 1 : blockOfLeaf.count }
 
   /// The first leaf in document order.
-  var first: Int { blocks[blockOrder[0]].leaves[0] }
+  var first: Int { blocks.isEmpty ? 0 : blocks[blockOrder[0]].leaves[0] }
 
   /// The leaf after `leaf` in document order, if any.
   func leaf(after leaf: Int) -> Int? {
+    guard !blocks.isEmpty else { return nil }
     let block = blockOfLeaf[leaf]
     let slot = slotOfLeaf[leaf] + 1
     if slot < blocks[block].leaves.count { return blocks[block].leaves[slot] }
@@ -88,6 +111,7 @@ struct LeafOrder: Sendable {
 
   /// The leaf before `leaf` in document order, if any.
   func leaf(before leaf: Int) -> Int? {
+    guard !blocks.isEmpty else { return nil }
     let block = blockOfLeaf[leaf]
     let slot = slotOfLeaf[leaf]
     if slot > 0 { return blocks[block].leaves[slot - 1] }
@@ -99,11 +123,13 @@ struct LeafOrder: Sendable {
 
   /// Where `leaf` stands in document order, comparable between leaves in O(1).
   func rank(of leaf: Int) -> (block: Int, slot: Int) {
-    (blockRank[blockOfLeaf[leaf]], slotOfLeaf[leaf])
+    guard !blocks.isEmpty else { return (0, 0) }
+    return (blockRank[blockOfLeaf[leaf]], slotOfLeaf[leaf])
   }
 
   /// The visible scalars and UTF-16 code units of every leaf before `leaf`.
   func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
+    guard !blocks.isEmpty else { return (0, 0) }
     let block = blockOfLeaf[leaf]
     let rank = blockRank[block]
     var (visible, utf16) = blockCounts.prefix(rank)
@@ -120,6 +146,7 @@ struct LeafOrder: Sendable {
   /// The leaf whose visible scalars hold offset `offset` (leaves without visible scalars
   /// are skipped) and the offset inside it. `offset` must be below the total.
   func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
+    guard !blocks.isEmpty else { return (0, offset) }
     let (rank, remainder) = blockCounts.search(offset, utf16: false)
     return find(remainder, inBlockAt: rank, utf16: false)
   }
@@ -127,6 +154,7 @@ struct LeafOrder: Sendable {
   /// The leaf whose UTF-16 code units hold offset `offset`, and the offset inside it.
   /// `offset` must be below the total.
   func leaf(containingUTF16 offset: Int) -> (leaf: Int, remainder: Int) {
+    guard !blocks.isEmpty else { return (0, offset) }
     let (rank, remainder) = blockCounts.search(offset, utf16: true)
     return find(remainder, inBlockAt: rank, utf16: true)
   }
@@ -147,6 +175,11 @@ struct LeafOrder: Sendable {
 
   /// Adds to the counts of `leaf`.
   mutating func add(visible: Int, utf16: Int, to leaf: Int) {
+    guard !blocks.isEmpty else {
+      soleVisible += visible
+      soleUTF16 += utf16
+      return
+    }
     let block = blockOfLeaf[leaf]
     let slot = slotOfLeaf[leaf]
     blocks[block].visible[slot] += visible
@@ -160,6 +193,7 @@ struct LeafOrder: Sendable {
   /// next one (``leafCount`` before the call).
   @discardableResult
   mutating func insertLeaf(after leaf: Int, visible: Int, utf16: Int) -> Int {
+    if blocks.isEmpty { buildBlocks(visible: [soleVisible], utf16: [soleUTF16]) }
     let newLeaf = leafCount
     let block = blockOfLeaf[leaf]
     let slot = slotOfLeaf[leaf] + 1
@@ -220,6 +254,10 @@ struct LeafOrder: Sendable {
       fileprivate var slot = 0
 
       mutating func next() -> Int? {
+        if order.blocks.isEmpty {
+          defer { rank = 1 }
+          return rank == 0 ? 0 : nil
+        }
         while rank < order.blockOrder.count {
           let leaves = order.blocks[order.blockOrder[rank]].leaves
           if slot < leaves.count {
@@ -240,6 +278,11 @@ struct LeafOrder: Sendable {
   /// the blocks and that the counts and sums match `counts` (by leaf id); traps
   /// otherwise.
   func _checkInvariants(counts: (Int) -> (visible: Int, utf16: Int)) {
+    guard !blocks.isEmpty else {
+      precondition(blockOfLeaf.isEmpty && blockOrder.isEmpty, "a sole leaf has no blocks")
+      precondition(counts(0) == (soleVisible, soleUTF16), "counts of the sole leaf")
+      return
+    }
     precondition(blockOfLeaf.count == slotOfLeaf.count, "leaf positions")
     precondition(blockOrder.count == blocks.count && blockRank.count == blocks.count)
     precondition(blockCounts.count == blocks.count)
@@ -280,6 +323,9 @@ struct CountTree: Sendable {
   /// sum at `2 * i + 1`.
   private var nodes: [Int]
 
+  /// The tree over no pairs, without storage.
+  init() { nodes = [] }
+
   /// Builds the tree over `visible` and `utf16` (of equal length) in O(count).
   init(visible: [Int], utf16: [Int]) {
     let size = Swift.min(visible.count, utf16.count)
@@ -299,7 +345,7 @@ struct CountTree: Sendable {
     }
   }
 
-  var count: Int { nodes.count / 2 - 1 }
+  var count: Int { Swift.max(0, nodes.count / 2 - 1) }
 
   mutating func add(visible: Int, utf16: Int, at rank: Int) {
     let size = count

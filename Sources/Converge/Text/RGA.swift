@@ -200,11 +200,7 @@ public struct RGA: Sendable {
   /// The visible text.
   ///
   /// - Complexity: O(n).
-  public var string: String {
-    var view = String.UnicodeScalarView()
-    for scalar in scalars { view.append(scalar) }
-    return String(view)
-  }
+  public var string: String { prefix(count) }
 
   /// The visible scalars in order.
   ///
@@ -225,18 +221,38 @@ public struct RGA: Sendable {
   ///
   /// - Complexity: O(k + l) for k scalars returned and l leaves before the last of them.
   public func prefix(_ maxLength: Int) -> String {
-    var view = String.UnicodeScalarView()
-    var remaining = Swift.max(0, Swift.min(maxLength, count))
-    for leafID in leafOrder.documentOrder {
-      guard remaining > 0 else { break }
-      for run in leaves[leafID].runs where !run.deleted {
-        guard remaining > 0 else { break }
-        let taken = Swift.min(run.length, remaining)
-        view.append(contentsOf: content[run.contentStart..<run.contentStart + taken])
-        remaining -= taken
+    // Encoded straight into the string's storage: appending scalar by scalar to a
+    // String's scalar view cost a hundred times more.
+    let length = Swift.max(0, Swift.min(maxLength, count))
+    var utf8Count = 0
+    forEachVisibleScalar(upTo: length) { utf8Count &+= UTF8.width($0) }
+    return String(unsafeUninitializedCapacity: utf8Count) { buffer in
+      var written = 0
+      forEachVisibleScalar(upTo: length) { scalar in
+        UTF8.encode(scalar) { unit in
+          buffer[written] = unit
+          written &+= 1
+        }
+      }
+      return written
+    }
+  }
+
+  /// Calls `body` with the first `length` visible scalars in order; `length` must not
+  /// exceed `count`.
+  private func forEachVisibleScalar(upTo length: Int, _ body: (Unicode.Scalar) -> Void) {
+    var remaining = length
+    content.withUnsafeBufferPointer { content in
+      for leafID in leafOrder.documentOrder {
+        guard remaining > 0 else { return }
+        for run in leaves[leafID].runs where !run.deleted {
+          guard remaining > 0 else { return }
+          let taken = Swift.min(run.length, remaining)
+          for scalar in content[run.contentStart..<run.contentStart + taken] { body(scalar) }
+          remaining -= taken
+        }
       }
     }
-    return String(view)
   }
 
   /// The number of buffered inserts and deletes (in scalars) not integrated yet.
