@@ -20,12 +20,8 @@ enum StoreBench {
     var logBytes = 0
     var reopenedEqual = true
     for run in 0..<max(1, runs) {
-      var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
-      var bytes = 0
       let start = clock.now
-      for patch in trace.patches {
-        bytes &+= replica.transact { SequentialTrace.edit(patch, in: &$0) }.delta.encoded().count
-      }
+      let (replica, bytes) = plainTyping(trace)
       without.append(milliseconds(clock.now - start) / 1000)
       logBytes = bytes
 
@@ -38,7 +34,7 @@ enum StoreBench {
       // As an app would: durable deltas go to the network (here, nowhere) at once.
       store.onDurable = { _ in }
       let storeStart = clock.now
-      for patch in trace.patches { store.transact { SequentialTrace.edit(patch, in: &$0) } }
+      durableTyping(trace, store)
       let typing = milliseconds(clock.now - storeStart) / 1000
       typingOnly.append(typing)
       // The syncs typing triggered (group commits and compactions), not the final flush.
@@ -83,5 +79,25 @@ enum StoreBench {
       for row in rows { print(row.1.padding(toLength: 40, withPad: " ", startingAt: 0) + row.2) }
     }
     return reopenedEqual ? 0 : 1
+  }
+
+  /// One commit per edit, each delta encoded as the store would encode it: the baseline.
+  /// Not inlined, so that `valgrind --tool=callgrind --toggle-collect='*plainTyping*_n'`
+  /// counts exactly this loop (`_n` ends the loop's symbol, not its closure's, whose entry
+  /// would toggle the collection off again).
+  @inline(never)
+  static func plainTyping(_ trace: SequentialTrace) -> (Replica, bytes: Int) {
+    var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    var bytes = 0
+    for patch in trace.patches {
+      bytes &+= replica.transact { SequentialTrace.edit(patch, in: &$0) }.delta.encoded().count
+    }
+    return (replica, bytes)
+  }
+
+  /// The same commits through `store` (`--toggle-collect='*durableTyping*_n'`).
+  @inline(never)
+  static func durableTyping(_ trace: SequentialTrace, _ store: DocumentStore) {
+    for patch in trace.patches { store.transact { SequentialTrace.edit(patch, in: &$0) } }
   }
 }
