@@ -59,7 +59,11 @@ extension DocumentStore {
 
   /// Takes in what a finished background sync did, if one finished.
   func collectBackgroundSync() {
-    guard let work = running, let outcome = backgroundSync.take() else { return }
+    // `running` is unwrapped only once the job is done: a snapshot job holds a document,
+    // which a commit need not copy to learn that the job still runs.
+    guard running != nil, let outcome = backgroundSync.take(), let work = running else {
+      return
+    }
     running = nil
     _ = settle(outcome, of: work, background: true)
   }

@@ -379,7 +379,9 @@ func coarseMonotonicNow() -> Duration {
       var time = timespec()
       // Cannot fail for a clock the system has, with a valid pointer.
       _ = clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
-      return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
+      return Duration(
+        secondsComponent: Int64(time.tv_sec),
+        attosecondsComponent: Int64(time.tv_nsec) &* 1_000_000_000)
     }
   #endif
   return processStart.duration(to: .now)
