@@ -15,17 +15,17 @@ enum StoreBench {
     var without: [Double] = []
     var through: [Double] = []
     var typingOnly: [Double] = []
+    var cpuWithout: [Double] = []
+    var cpuTyping: [Double] = []
     var syncs = 0
     var syncsPerInterval = 0.0
     var logBytes = 0
     var reopenedEqual = true
     for run in 0..<max(1, runs) {
-      var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
-      var bytes = 0
       let start = clock.now
-      for patch in trace.patches {
-        bytes &+= replica.transact { SequentialTrace.edit(patch, in: &$0) }.delta.encoded().count
-      }
+      let cpuStart = threadCPUSeconds()
+      let (replica, bytes) = plainTyping(trace)
+      cpuWithout.append(threadCPUSeconds() - cpuStart)
       without.append(milliseconds(clock.now - start) / 1000)
       logBytes = bytes
 
@@ -38,7 +38,9 @@ enum StoreBench {
       // As an app would: durable deltas go to the network (here, nowhere) at once.
       store.onDurable = { _ in }
       let storeStart = clock.now
-      for patch in trace.patches { store.transact { SequentialTrace.edit(patch, in: &$0) } }
+      let cpuStoreStart = threadCPUSeconds()
+      durableTyping(trace, store)
+      cpuTyping.append(threadCPUSeconds() - cpuStoreStart)
       let typing = milliseconds(clock.now - storeStart) / 1000
       typingOnly.append(typing)
       // The syncs typing triggered (group commits and compactions), not the final flush.
@@ -56,6 +58,8 @@ enum StoreBench {
     let base = (without.min() ?? 0) / edits * 1e6
     let stored = (through.min() ?? 0) / edits * 1e6
     let typed = (typingOnly.min() ?? 0) / edits * 1e6
+    let cpuBase = (cpuWithout.min() ?? 0) / edits * 1e6
+    let cpuTyped = (cpuTyping.min() ?? 0) / edits * 1e6
     let rows: [(String, String, String)] = [
       ("edits", "edits", "\(trace.patches.count)"),
       ("without_store_us_per_edit", "commit + encode, no store", String(format: "%.3f", base)),
@@ -68,6 +72,18 @@ enum StoreBench {
       (
         "typing_overhead_percent", "store overhead while typing (%)",
         String(format: "%.1f", (typed / base - 1) * 100)
+      ),
+      (
+        "without_store_cpu_us_per_edit", "the same, the thread's CPU time",
+        String(format: "%.3f", cpuBase)
+      ),
+      (
+        "store_typing_cpu_us_per_edit", "through the store, the typing thread's CPU time",
+        String(format: "%.3f", cpuTyped)
+      ),
+      (
+        "typing_cpu_overhead_percent", "store overhead in CPU time (%)",
+        String(format: "%.1f", (cpuTyped / cpuBase - 1) * 100)
       ),
       ("syncs", "fsyncs while typing (incl. compactions)", "\(syncs)"),
       ("syncs_per_200ms", "fsyncs per 200 ms of typing", String(format: "%.2f", syncsPerInterval)),
@@ -83,5 +99,33 @@ enum StoreBench {
       for row in rows { print(row.1.padding(toLength: 40, withPad: " ", startingAt: 0) + row.2) }
     }
     return reopenedEqual ? 0 : 1
+  }
+
+  /// The CPU time the calling thread has used: unlike wall time, it leaves out the time
+  /// other processes hold the cores, so it compares two loops on a busy machine.
+  static func threadCPUSeconds() -> Double {
+    var time = timespec()
+    guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+  }
+
+  /// One commit per edit, each delta encoded as the store would encode it: the baseline.
+  /// Not inlined, so that `valgrind --tool=callgrind --toggle-collect='*plainTyping*_n'`
+  /// counts exactly this loop (`_n` ends the loop's symbol, not its closure's, whose entry
+  /// would toggle the collection off again).
+  @inline(never)
+  static func plainTyping(_ trace: SequentialTrace) -> (Replica, bytes: Int) {
+    var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    var bytes = 0
+    for patch in trace.patches {
+      bytes &+= replica.transact { SequentialTrace.edit(patch, in: &$0) }.delta.encoded().count
+    }
+    return (replica, bytes)
+  }
+
+  /// The same commits through `store` (`--toggle-collect='*durableTyping*_n'`).
+  @inline(never)
+  static func durableTyping(_ trace: SequentialTrace, _ store: DocumentStore) {
+    for patch in trace.patches { store.transact { SequentialTrace.edit(patch, in: &$0) } }
   }
 }

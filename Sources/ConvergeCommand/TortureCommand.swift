@@ -168,15 +168,21 @@ enum TortureCommand {
   static func child(_ arguments: [String]) -> Int32 {
     guard arguments.count == 2, let seed = UInt64(arguments[1]) else { return usage() }
     var random = SeededGenerator(seed: seed)
-    // The child syncs and compacts itself, after printing each commit's delta: a sync
-    // inside `transact` could make a commit durable before its line is printed. A short
-    // interval makes kills land in every phase of group commit.
+    // A commit's delta is printed before the commit may sync: the store's clock stands at
+    // zero while `transact` runs (nothing is due inside it) and reads the time only for
+    // the `syncIfDue()` after the print, which syncs and compacts (past 64 KiB of log) on
+    // the store's background queue as an app's typing would. Flushes and compactions on
+    // the child's own thread come between. A short interval makes kills land in every
+    // phase of group commit.
+    let time = ChildTime()
     var configuration = DocumentStore.Configuration()
-    configuration.syncInterval = .seconds(1 << 40)
-    configuration.compactionLogBytes = .max
     let interval = Duration.milliseconds(Int64.random(in: 1...50, using: &random))
+    configuration.syncInterval = interval
+    configuration.compactionLogBytes = 64 << 10
+    configuration.now = { time.now }
     let clock = ContinuousClock()
-    var lastSync = clock.now
+    let start = clock.now
+    var lastSync = start
     let store: DocumentStore
     do {
       store = try DocumentStore(directory: arguments[0], configuration: configuration)
@@ -191,6 +197,7 @@ enum TortureCommand {
       let length = store.replica.document.text(of: "body", in: key).unicodeScalars.count
       let position = Int.random(in: 0...length, using: &random)
       let action = Int.random(in: 0..<100, using: &random)
+      time.now = .zero
       let commit = store.transact { tx in
         switch action {
         case 0..<80:
@@ -211,11 +218,14 @@ enum TortureCommand {
       }
       // Reported before it can be durable; the durable count follows the sync.
       emit("W " + hex(commit.delta.encoded()) + "\n")
+      time.now = clock.now - start
       if action == 99 {
         try? store.compact()
-      } else if clock.now - lastSync >= interval {
+      } else if clock.now - lastSync >= interval * 4 {
         try? store.flush()
         lastSync = clock.now
+      } else {
+        try? store.syncIfDue()
       }
       if Int.random(in: 0..<8, using: &random) == 0 { usleep(500) }
     }
@@ -270,4 +280,10 @@ enum TortureCommand {
       "usage: converge torture DIR [--seconds N] [--kills N] [--seed S] [--json]")
     return 2
   }
+}
+
+/// The torture child's group-commit clock: set by the child's one thread around each
+/// commit, read by the store on that thread only (`@unchecked Sendable`).
+private final class ChildTime: @unchecked Sendable {
+  var now: Duration = .zero
 }

@@ -1,73 +1,109 @@
 import Converge
 import Foundation
 
-/// One log write and `fsync` at a time on a serial queue, with its result kept until the
-/// store's owner collects it.
+/// One ``SyncJob`` at a time on a serial queue, with its outcome kept until the store's
+/// owner collects it.
 ///
-/// `@unchecked Sendable`: `result` is only read and written under `lock`; everything else
-/// is immutable.
+/// `@unchecked Sendable`: `outcome` is only read and written under `lock`; everything
+/// else is immutable.
 final class BackgroundSync: @unchecked Sendable {
   private let queue = DispatchQueue(label: "ConvergeStore.sync")
   private let lock = NSLock()
-  private var result: Result<Int, StoreError>?
+  private var outcome: SyncJob.Outcome?
 
-  /// Frames `records`, appends them to `path` and syncs it, in the background.
-  func start(_ records: [[UInt8]], to path: String, in fileSystem: any StoreFileSystem) {
+  /// Runs `job` in the background.
+  func start(_ job: SyncJob) {
     queue.async {
-      let outcome = Result { () throws(StoreError) -> Int in
-        let bytes = RecordFrame.framed(records)
-        try DocumentStore.attempt {
-          try fileSystem.append(bytes, to: path)
-          try fileSystem.sync(path)
-        }
-        return bytes.count
-      }
-      self.lock.withLock { self.result = outcome }
+      let outcome = job.run()
+      self.lock.withLock { self.outcome = outcome }
     }
   }
 
-  /// The finished sync's result, if one finished since the last call.
-  func take() -> Result<Int, StoreError>? {
+  /// The finished job's outcome, if one finished since the last call.
+  func take() -> SyncJob.Outcome? {
     lock.withLock {
-      defer { result = nil }
-      return result
+      defer { outcome = nil }
+      return outcome
     }
   }
 
-  /// Waits for the running sync, if any.
+  /// Waits for the running job, if any.
   func wait() { queue.sync {} }
+
+  /// Releases `deltas` on the queue: freeing thousands of small arrays is the sync's
+  /// work, not the typing thread's (a no-op for those the app still holds).
+  func discard(_ deltas: [[UInt8]]) {
+    queue.async { withExtendedLifetime(deltas) {} }
+  }
 }
 
 extension DocumentStore {
-  func startBackgroundSync() {
-    guard inFlight == nil else { return }
-    let log = directory + "/" + Self.logName(generation)
-    backgroundSync.start(unsynced, to: log, in: fileSystem)
-    inFlight = unsynced
-    unsynced = []
-    unsyncedBytes = 0
+  /// Runs a sync of every pending commit: in the background when `background` (its
+  /// outcome is collected by a later call), otherwise before returning.
+  ///
+  /// - Returns: the error of a sync that ran and failed.
+  func startSync(snapshot: Bool, background: Bool) -> StoreError? {
+    let work: SyncJob.Work =
+      snapshot
+      ? .snapshot(storedReplica.document, generation: generation + 1)
+      : .append(log: directory + "/" + Self.logName(generation))
+    let job = SyncJob(
+      records: pending, work: work, directory: directory, fileSystem: fileSystem)
+    pending = spareRecords
+    spareRecords = PendingRecords()
+    guard background else { return settle(job.run(), of: work, background: false) }
+    backgroundSync.start(job)
+    running = work
+    return nil
   }
 
-  /// Acknowledges what a finished background sync made durable; after a failure, its
-  /// deltas wait again and the next sync starts a fresh generation (the log may be torn).
+  /// Takes in what a finished background sync did, if one finished.
   func collectBackgroundSync() {
-    guard let deltas = inFlight, let result = backgroundSync.take() else { return }
-    inFlight = nil
-    switch result {
-    case .success(let count):
-      logBytes += count
-      markDurable(deltas)
+    // `running` is unwrapped only once the job is done: a snapshot job holds a document,
+    // which a commit need not copy to learn that the job still runs.
+    guard running != nil, let outcome = backgroundSync.take(), let work = running else {
+      return
+    }
+    running = nil
+    _ = settle(outcome, of: work, background: true)
+  }
+
+  /// Waits for the background sync, if one runs, and takes in what it did.
+  func finishBackgroundSync() {
+    guard let work = running else { return }
+    backgroundSync.wait()
+    running = nil
+    if let outcome = backgroundSync.take() { _ = settle(outcome, of: work, background: true) }
+  }
+
+  /// Updates the store after a sync: its deltas are durable (and reported last, since
+  /// ``onDurable`` may commit again), or, after a failure, they wait again and the next
+  /// sync starts a fresh generation (the log may end in a torn record).
+  ///
+  /// - Returns: the sync's error, if it failed.
+  func settle(_ outcome: SyncJob.Outcome, of work: SyncJob.Work, background: Bool)
+    -> StoreError?
+  {
+    switch outcome.result {
     case .failure(let error):
-      unsynced = deltas + unsynced
-      unsyncedBytes = unsynced.reduce(0) { $0 + RecordFrame.headerSize + $1.count }
+      pending.prepend(outcome.records)
       needsFreshGeneration = true
       lastError = error
+      return error
+    case .success(let count):
+      spareRecords = outcome.records
+      switch work {
+      case .append:
+        logBytes += count
+      case .snapshot(_, let next):
+        generation = next
+        logBytes = 0
+        snapshotBytes = count
+        needsFreshGeneration = false
+      }
+      markDurable(outcome.durable, releasingOnQueue: background)
+      if let removalError = outcome.removalError { lastError = removalError }
+      return nil
     }
-  }
-
-  func finishBackgroundSync() {
-    guard inFlight != nil else { return }
-    backgroundSync.wait()
-    collectBackgroundSync()
   }
 }

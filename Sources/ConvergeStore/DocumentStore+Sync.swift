@@ -20,7 +20,7 @@ extension DocumentStore {
   /// - Complexity: the sync's cost plus O(e + d) for e entities and d dots in the result.
   public func outbox(for peer: String) throws(StoreError) -> DocumentDelta {
     try flush()
-    return replica.delta(since: acknowledgedContext(of: peer))
+    return storedReplica.delta(since: acknowledgedContext(of: peer))
   }
 
   /// Records that `peer` holds every event of `context` (for example
@@ -36,10 +36,11 @@ extension DocumentStore {
     throws(StoreError)
   {
     guard !isClosed else { throw .closed }
-    let held = replica.context.counters(of: replica.id).maximum
-    if (context.counters(of: replica.id).maximum) > held {
+    checkOutsideTransaction()
+    let held = storedReplica.context.counters(of: storedReplica.id).maximum
+    if (context.counters(of: storedReplica.id).maximum) > held {
       try flush()
-      replica = replica.forked(as: configuration.freshID())
+      storedReplica = storedReplica.forked(as: configuration.freshID())
       try writeIdentity(cleanShutdown: false)
       identityChanges.append(.peerHoldsLaterDots)
     }
@@ -65,7 +66,7 @@ extension DocumentStore {
   /// - Complexity: the sync's cost plus ``SyncSession/makeMessage(for:)``'s.
   public func makeMessage(for session: inout SyncSession) throws(StoreError) -> SyncMessage? {
     try flush()
-    return session.makeMessage(for: replica)
+    return session.makeMessage(for: storedReplica)
   }
 
   /// Integrates a sync message from `peer`, logs its delta like an edit and records the
@@ -82,7 +83,8 @@ extension DocumentStore {
     throws(StoreError) -> DocumentChanges
   {
     guard !isClosed else { throw .closed }
-    let changes = session.receive(message, into: &replica)
+    checkOutsideTransaction()
+    let changes = session.receive(message, into: &storedReplica)
     if let delta = message.delta, !delta.isEmpty { append(delta, local: false) }
     if let stated = message.context { try recordAcknowledgement(stated, from: peer) }
     return changes
@@ -113,7 +115,7 @@ extension DocumentStore {
   ///
   /// - Complexity: O(k) for the k entities the commit touched; no context is copied.
   func markPending(_ delta: DocumentDelta) {
-    let id = replica.id
+    let id = storedReplica.id
     let latest = delta.latestCounter(of: id)
     guard latest > 0 else { return }
     delta.forEachKey { key in
@@ -136,7 +138,7 @@ extension DocumentStore {
   /// Pending entities at open: those the document's delta since every acknowledgement
   /// holds, each with the latest unacknowledged counter of each id in that delta.
   func rebuildPending() {
-    let unacknowledged = replica.delta(since: acknowledgedUnion)
+    let unacknowledged = storedReplica.delta(since: acknowledgedUnion)
     var latest: [ReplicaID: UInt64] = [:]
     for (replica, counters) in unacknowledged.context.entries { latest[replica] = counters.maximum }
     pendingDots = [:]

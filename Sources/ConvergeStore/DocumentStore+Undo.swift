@@ -10,21 +10,27 @@ extension DocumentStore {
   public func transact(
     recordingUndoIn history: inout UndoHistory, _ body: (inout DocumentTransaction) -> Void
   ) -> Commit {
-    logged(replica.transact(recordingUndoIn: &history, body))
+    checkOutsideTransaction()
+    isTransacting = true
+    let commit = storedReplica.transact(recordingUndoIn: &history, body)
+    isTransacting = false
+    return logged(commit)
   }
 
   /// Takes back the latest step of `history` with new operations, logged like any local
   /// transaction; `nil` if there was nothing to undo.
   @discardableResult
   public func undo(_ history: inout UndoHistory) -> Commit? {
-    replica.undo(&history).map(logged)
+    checkOutsideTransaction()
+    return storedReplica.undo(&history).map(logged)
   }
 
   /// Makes the latest undone step of `history` again, logged like any local transaction;
   /// `nil` if there was nothing to redo.
   @discardableResult
   public func redo(_ history: inout UndoHistory) -> Commit? {
-    replica.redo(&history).map(logged)
+    checkOutsideTransaction()
+    return storedReplica.redo(&history).map(logged)
   }
 
   private func logged(_ commit: Commit) -> Commit {

@@ -22,11 +22,14 @@ import Converge
 /// try store.close()  // marks a clean shutdown
 /// ```
 ///
-/// **Group commit.** ``transact(_:)`` keeps its encoded delta in memory; they are framed, written
-/// and synced (`fsync`) at most once per ``Configuration/syncInterval`` of typing (checked
-/// on each commit and by ``syncIfDue()``, which an app calls from a timer) and at once by
-/// ``flush()``. A delta reaches ``onDurable``, ``takeDurableDeltas()`` or ``outbox(for:)``
-/// only after that sync, so a peer never holds an edit the device could lose.
+/// **Group commit.** ``transact(_:)`` appends its encoded delta to a buffer in memory; the
+/// buffer is framed, written and synced (`fsync`) at most once per
+/// ``Configuration/syncInterval`` of typing (checked on each commit and by ``syncIfDue()``,
+/// which an app calls from a timer) and at once by ``flush()``. A delta reaches
+/// ``onDurable``, ``takeDurableDeltas()`` or ``outbox(for:)`` only after that sync, so a
+/// peer never holds an edit the device could lose. A log grown past
+/// ``Configuration/compactionLogBytes`` is compacted by the next due sync, which encodes a
+/// snapshot of the document in the background too.
 ///
 /// **Failures.** A failed write or sync throws a ``StoreError`` from ``flush()`` (or sets
 /// ``lastError`` when a commit triggered the sync). Nothing unsynced is acknowledged; the
@@ -35,8 +38,8 @@ import Converge
 ///
 /// **Isolation.** A store is a reference to files and is not `Sendable`: one isolation
 /// domain owns it (the main actor, or an app's own actor), as it would own a file handle.
-/// A background sync touches only the bytes handed to it and the files; its result is
-/// collected (and ``onDurable`` called) in the owner's domain, on its next call.
+/// A background sync touches only the bytes (or the copy of the document) handed to it
+/// and the files; its result is collected (and ``onDurable`` called) in the owner's domain, on its next call.
 /// Two stores must not open one directory at the same time.
 public final class DocumentStore {
   /// How a store syncs, compacts and tells time.
@@ -63,7 +66,13 @@ public final class DocumentStore {
   }
 
   /// The replica; change it only through the store so that every edit is logged.
-  public internal(set) var replica: Replica
+  ///
+  /// Reading it inside a ``transact(_:)`` body traps, as would any other use of the store
+  /// there: the transaction holds the document then (read it through the transaction).
+  public var replica: Replica {
+    checkOutsideTransaction()
+    return storedReplica
+  }
   /// The store's directory.
   public let directory: String
   /// What opening found and repaired.
@@ -88,25 +97,30 @@ public final class DocumentStore {
   var generation: UInt64
   var logBytes = 0
   var snapshotBytes = 0
-  /// Encoded deltas not yet handed to a sync, in commit order. They are framed only when
-  /// a sync writes them (on the sync's queue when it runs in the background), so a commit
-  /// neither copies nor checksums its delta a second time.
+  /// The replica. `transact` holds it across the app's body, so it is
+  /// `@exclusivity(unchecked)` with `isTransacting` in place of the runtime check: every
+  /// entry point traps while a body runs, for a flag's price instead of an access check's
+  /// per commit.
+  @exclusivity(unchecked) var storedReplica: Replica
+  @exclusivity(unchecked) var isTransacting = false
+  /// The encoded deltas of the commits not yet handed to a sync, in commit order; the
+  /// sync frames them (on its queue when it runs in the background).
   ///
   /// The commit path's own state is `@exclusivity(unchecked)`: only the store's methods
   /// touch it, never across a call out to app code, so the runtime check each access
   /// would cost (about a twentieth of a keystroke) buys nothing.
-  @exclusivity(unchecked) var unsynced: [[UInt8]] = []
-  /// The framed size of `unsynced`: what the log grows by when they are written.
-  @exclusivity(unchecked) var unsyncedBytes = 0
+  @exclusivity(unchecked) var pending = PendingRecords()
+  /// An empty buffer with the capacity a sync handed back, for the next sync's commits.
+  var spareRecords = PendingRecords()
   var durableOutbox: [[UInt8]] = []
   /// When the buffered commits are due for their sync: a sync interval after the last.
   @exclusivity(unchecked) var syncDue: Duration
   /// Set after a failed write or sync: the log may end in a torn record, so the next sync
   /// starts a new generation.
   var needsFreshGeneration = false
-  /// The sync running in the background, if any, and the deltas it makes durable.
+  /// The sync running in the background, if any, and what it does.
   let backgroundSync = BackgroundSync()
-  @exclusivity(unchecked) var inFlight: [[UInt8]]?
+  @exclusivity(unchecked) var running: SyncJob.Work?
   var isClosed = false
   var acknowledged: [String: CausalContext]
   /// Each pending entity's latest local counter per replica id (normally one): it stays
@@ -168,7 +182,7 @@ public final class DocumentStore {
     report.identityChange = change
     identityChanges = change.map { [$0] } ?? []
     recovery = report
-    replica = Replica(document: document, id: id, wallClock: configuration.wallClock)
+    storedReplica = Replica(document: document, id: id, wallClock: configuration.wallClock)
     syncDue = configuration.now() + configuration.syncInterval
     try writeIdentity(cleanShutdown: false)
     try Self.attempt {
@@ -194,7 +208,10 @@ public final class DocumentStore {
   /// - Complexity: the transaction's cost plus O(d) to encode and frame its delta.
   @discardableResult
   public func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
-    let commit = replica.transact(body)
+    checkOutsideTransaction()
+    isTransacting = true
+    let commit = storedReplica.transact(body)
+    isTransacting = false
     if !commit.delta.isEmpty {
       append(commit.delta, local: true)
     }
@@ -204,34 +221,41 @@ public final class DocumentStore {
   /// Integrates a delta from another device and logs it (group-committed like an edit).
   @discardableResult
   public func apply(_ delta: DocumentDelta) -> DocumentChanges {
-    let changes = replica.apply(delta)
+    checkOutsideTransaction()
+    let changes = storedReplica.apply(delta)
     if !delta.isEmpty { append(delta, local: false) }
     return changes
   }
 
   func append(_ delta: DocumentDelta, local: Bool) {
-    let bytes = delta.encoded()
-    unsynced.append(bytes)
-    unsyncedBytes += RecordFrame.headerSize + bytes.count
+    pending.append(delta.encoded())
     committed += 1
     if local { markPending(delta) }
     do { try syncIfDue() } catch { lastError = error }
   }
 
+  /// Traps if a ``transact(_:)`` body is running: the store's replica is the
+  /// transaction's until the body returns, so a read would see an empty document and a
+  /// write or a sync would lose the transaction.
+  func checkOutsideTransaction() {
+    precondition(!isTransacting, "a DocumentStore was used inside its own transact body")
+  }
+
   /// Syncs the buffered commits if the oldest has waited a sync interval: in the
   /// background (``Configuration/syncInBackground``) or before returning.
   ///
-  /// A log grown past ``Configuration/compactionLogBytes`` is compacted instead of synced,
-  /// so compaction also waits for the interval: typing never syncs more often.
+  /// A log grown past ``Configuration/compactionLogBytes`` is compacted instead of synced
+  /// (in the background too: the snapshot is encoded from a copy of the document), so
+  /// compaction also waits for the interval: typing never syncs more often. After a
+  /// failed write or sync, the next sync is a compaction (the log may end torn).
   public func syncIfDue() throws(StoreError) {
+    checkOutsideTransaction()
     collectBackgroundSync()
-    guard !unsynced.isEmpty, configuration.now() >= syncDue else { return }
-    if logBytes + unsyncedBytes > configuration.compactionLogBytes {
-      try compact()
-    } else if configuration.syncInBackground && !needsFreshGeneration {
-      startBackgroundSync()
-    } else {
-      try flush()
+    guard !pending.isEmpty, running == nil, configuration.now() >= syncDue else { return }
+    let snapshot =
+      needsFreshGeneration || logBytes + pending.framedCount > configuration.compactionLogBytes
+    if let error = startSync(snapshot: snapshot, background: configuration.syncInBackground) {
+      throw error
     }
   }
 
@@ -239,37 +263,24 @@ public final class DocumentStore {
   /// background or before it needs a delta durable.
   public func flush() throws(StoreError) {
     guard !isClosed else { throw .closed }
+    checkOutsideTransaction()
     finishBackgroundSync()
-    guard !unsynced.isEmpty || needsFreshGeneration else { return }
-    if needsFreshGeneration { return try compact() }
-    let log = directory + "/" + Self.logName(generation)
-    let records = RecordFrame.framed(unsynced)
-    do {
-      try Self.attempt {
-        try fileSystem.append(records, to: log)
-        try fileSystem.sync(log)
-      }
-    } catch {
-      needsFreshGeneration = true
-      lastError = error
-      throw error
-    }
-    logBytes += records.count
-    let durable = unsynced
-    unsynced.removeAll(keepingCapacity: true)
-    unsyncedBytes = 0
-    markDurable(durable)
+    guard !pending.isEmpty || needsFreshGeneration else { return }
+    if let error = startSync(snapshot: needsFreshGeneration, background: false) { throw error }
   }
 
   /// Acknowledges `deltas`: they are durable now. Called last, after the store's own
-  /// state is settled, since ``onDurable`` may commit again.
-  func markDurable(_ deltas: [[UInt8]]) {
+  /// state is settled, since ``onDurable`` may commit again. Those the app was handed are
+  /// released afterwards on the sync's queue when `releasingOnQueue`.
+  func markDurable(_ deltas: [[UInt8]], releasingOnQueue: Bool) {
     syncDue = configuration.now() + configuration.syncInterval
     syncCount += 1
     lastError = nil
     guard !deltas.isEmpty else { return }
     durableCommits += deltas.count
-    if let onDurable { onDurable(deltas) } else { durableOutbox.append(contentsOf: deltas) }
+    guard let onDurable else { return durableOutbox.append(contentsOf: deltas) }
+    onDurable(deltas)
+    if releasingOnQueue { backgroundSync.discard(deltas) }
   }
 
   /// The encoded deltas made durable since the last call (when ``onDurable`` is unset).
@@ -285,45 +296,22 @@ public final class DocumentStore {
   /// renamed into place, the new empty log is synced, and the directory is synced, all
   /// before anything older is removed. Opening ignores temporary files and prefers the
   /// newest whole snapshot, replaying every log of its generation or later.
+  ///
+  /// A failure to remove the superseded files is reported in ``lastError`` without
+  /// failing the compaction, which is durable already; the next compaction or open
+  /// removes them.
   public func compact() throws(StoreError) {
     guard !isClosed else { throw .closed }
+    checkOutsideTransaction()
     finishBackgroundSync()
-    let next = generation + 1
-    let snapshot = RecordFrame.framed(replica.document.encoded())
-    let path = directory + "/" + Self.snapshotName(next)
-    do {
-      try Self.attempt {
-        try fileSystem.write(snapshot, to: path + ".tmp")
-        try fileSystem.sync(path + ".tmp")
-        try fileSystem.rename(path + ".tmp", to: path)
-        try fileSystem.write([], to: directory + "/" + Self.logName(next))
-        try fileSystem.sync(directory + "/" + Self.logName(next))
-        try fileSystem.syncDirectory(directory)
-      }
-    } catch {
-      needsFreshGeneration = true
-      lastError = error
-      throw error
-    }
-    generation = next
-    logBytes = 0
-    snapshotBytes = snapshot.count
-    needsFreshGeneration = false
-    let durable = unsynced
-    unsynced.removeAll(keepingCapacity: true)
-    unsyncedBytes = 0
-    // Superseded files: a failure leaves them for the next compaction or open to remove,
-    // and is reported without failing the compaction, which is durable already.
-    var removalError: StoreError?
-    do { try Self.attempt { try removeSuperseded() } } catch { removalError = error }
-    markDurable(durable)
-    if let removalError { lastError = removalError }
+    if let error = startSync(snapshot: true, background: false) { throw error }
   }
 
   /// Flushes, marks the shutdown clean and closes the store; later calls throw
   /// ``StoreError/closed``.
   public func close() throws(StoreError) {
     guard !isClosed else { return }
+    checkOutsideTransaction()
     try flush()
     try writeIdentity(cleanShutdown: true)
     isClosed = true
@@ -356,28 +344,18 @@ public final class DocumentStore {
   /// fingerprint, synced, renamed into place, then the directory synced.
   func writeIdentity(cleanShutdown: Bool) throws(StoreError) {
     let temporary = directory + "/identity.tmp"
-    let counter = replica.context.counters(of: replica.id).maximum
+    let counter = storedReplica.context.counters(of: storedReplica.id).maximum
     try Self.attempt {
       try fileSystem.write([], to: temporary)
       let fingerprint = try fileSystem.fileIdentity(temporary) ?? 0
       let identity = StoreIdentity(
-        replica: replica.id, provenCounter: counter, cleanShutdown: cleanShutdown,
+        replica: storedReplica.id, provenCounter: counter, cleanShutdown: cleanShutdown,
         fingerprint: fingerprint)
       try fileSystem.write(identity.encoded, to: temporary)
       try fileSystem.sync(temporary)
       try fileSystem.rename(temporary, to: directory + "/identity")
       try fileSystem.syncDirectory(directory)
     }
-  }
-
-  private func removeSuperseded() throws {
-    for name in try fileSystem.contents(ofDirectory: directory) {
-      guard let (_, fileGeneration) = Self.parse(name), fileGeneration < generation else {
-        continue
-      }
-      try fileSystem.remove(directory + "/" + name)
-    }
-    try fileSystem.syncDirectory(directory)
   }
 
   /// The kind and generation a file name encodes, or `nil` for other files.
@@ -401,7 +379,9 @@ func coarseMonotonicNow() -> Duration {
       var time = timespec()
       // Cannot fail for a clock the system has, with a valid pointer.
       _ = clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
-      return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
+      return Duration(
+        secondsComponent: Int64(time.tv_sec),
+        attosecondsComponent: Int64(time.tv_nsec) &* 1_000_000_000)
     }
   #endif
   return processStart.duration(to: .now)

@@ -37,6 +37,11 @@ enum RecordFrame {
   ///
   /// The checksum covers bytes that sit together in `bytes`, so framing allocates nothing.
   static func append(_ payload: [UInt8], to bytes: inout [UInt8]) {
+    append(payload[...], to: &bytes)
+  }
+
+  /// Appends `payload` (a slice of a larger buffer), framed, to `bytes`.
+  static func append(_ payload: ArraySlice<UInt8>, to bytes: inout [UInt8]) {
     let start = bytes.count
     appendLittleEndian(0, to: &bytes)
     appendLittleEndian(UInt32(truncatingIfNeeded: payload.count), to: &bytes)

@@ -126,7 +126,7 @@ func type(_ text: String, into store: DocumentStore) {
     try store.flush()
     type("def", into: store)
     try fileSystem.append(
-      RecordFrame.framed(store.unsynced), to: directory + "/" + DocumentStore.logName(0))
+      RecordFrame.framed(store.pending.payloads()), to: directory + "/" + DocumentStore.logName(0))
     fileSystem.crash { $0 - 3 }
     let reopened = try DocumentStore(
       directory: directory, configuration: configuration(fileSystem))

@@ -1,0 +1,67 @@
+/// Commits not yet durable: their encoded deltas one after another in one buffer, in
+/// commit order, framed as log records only by the sync.
+///
+/// A commit appends its encoded delta here and keeps nothing else: no array per commit
+/// lives until the sync, so typing allocates what it would allocate without a store, and
+/// the frames and their checksums are made by the sync (on its queue when it runs in the
+/// background). The buffer is handed to the sync whole and comes back empty with its
+/// capacity, so a steady typist reuses one buffer.
+struct PendingRecords: Sendable {
+  /// The encoded deltas, one after another.
+  private(set) var payloadBytes: [UInt8] = []
+  /// Where each delta ends in `payloadBytes`.
+  private(set) var ends: [Int] = []
+
+  var isEmpty: Bool { ends.isEmpty }
+  /// The number of records.
+  var count: Int { ends.count }
+  /// What the records take in a log, frames included.
+  var framedCount: Int { payloadBytes.count + ends.count * RecordFrame.headerSize }
+
+  /// Appends an encoded delta.
+  ///
+  /// - Complexity: O(p) for p bytes, amortized.
+  mutating func append(_ payload: [UInt8]) {
+    payloadBytes.append(contentsOf: payload)
+    ends.append(payloadBytes.count)
+  }
+
+  /// The records framed one after another: what the log receives.
+  ///
+  /// - Complexity: O(n) for n bytes.
+  func framed() -> [UInt8] {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(framedCount)
+    var start = 0
+    for end in ends {
+      RecordFrame.append(payloadBytes[start..<end], to: &bytes)
+      start = end
+    }
+    return bytes
+  }
+
+  /// Each encoded delta, in order.
+  func payloads() -> [[UInt8]] {
+    var payloads: [[UInt8]] = []
+    payloads.reserveCapacity(ends.count)
+    var start = 0
+    for end in ends {
+      payloads.append(Array(payloadBytes[start..<end]))
+      start = end
+    }
+    return payloads
+  }
+
+  /// Puts `earlier` (the deltas of older commits) before these.
+  mutating func prepend(_ earlier: PendingRecords) {
+    let offset = earlier.payloadBytes.count
+    payloadBytes.insert(contentsOf: earlier.payloadBytes, at: 0)
+    ends = earlier.ends + ends.map { $0 + offset }
+  }
+
+  /// Empties the buffer, keeping its capacity for the next commits.
+  mutating func removeAll() {
+    payloadBytes.removeAll(keepingCapacity: true)
+    ends.removeAll(keepingCapacity: true)
+  }
+}

@@ -1,0 +1,89 @@
+import Converge
+
+/// One sync: the file work that makes a group of commits durable, either by appending
+/// their records to the log or by writing a snapshot of the whole document in a new
+/// generation (a compaction). It touches only the values it holds and the files, so it
+/// runs the same on the owner's thread or on the store's sync queue.
+struct SyncJob: Sendable {
+  enum Work: Sendable {
+    /// Append the records to the log of the current generation.
+    case append(log: String)
+    /// Write `document` (which holds every commit in `records`) as the snapshot of
+    /// `generation`, start that generation's empty log, then remove the older files.
+    case snapshot(Document, generation: UInt64)
+  }
+
+  var records: PendingRecords
+  let work: Work
+  let directory: String
+  let fileSystem: any StoreFileSystem
+
+  /// What a finished job reports back to the store's owner.
+  struct Outcome: Sendable {
+    /// The log bytes appended (or the snapshot's size), or the failure; on failure
+    /// nothing in `records` is durable.
+    var result: Result<Int, StoreError>
+    /// The job's records: on failure, to be synced again; on success, emptied (the
+    /// buffer's capacity serves the next commits).
+    var records: PendingRecords
+    /// The encoded deltas made durable, in commit order (empty on failure).
+    var durable: [[UInt8]] = []
+    /// A failure to remove the files a snapshot superseded; the snapshot is durable all
+    /// the same, and the next compaction or open removes them.
+    var removalError: StoreError?
+  }
+
+  /// Does the file work; never throws, the outcome says what happened.
+  ///
+  /// A snapshot is written to a temporary file, synced and renamed into place, its new
+  /// empty log is synced, and the directory is synced, all before anything older is
+  /// removed: a crash at any step leaves a directory that opens to every durable commit.
+  func run() -> Outcome {
+    var records = records
+    var removalError: StoreError?
+    let result = Result { () throws(StoreError) -> Int in
+      switch work {
+      case .append(let log):
+        let bytes = records.framed()
+        try DocumentStore.attempt {
+          try fileSystem.append(bytes, to: log)
+          try fileSystem.sync(log)
+        }
+        return bytes.count
+      case .snapshot(let document, let generation):
+        let snapshot = RecordFrame.framed(document.encoded())
+        let path = directory + "/" + DocumentStore.snapshotName(generation)
+        let log = directory + "/" + DocumentStore.logName(generation)
+        try DocumentStore.attempt {
+          try fileSystem.write(snapshot, to: path + ".tmp")
+          try fileSystem.sync(path + ".tmp")
+          try fileSystem.rename(path + ".tmp", to: path)
+          try fileSystem.write([], to: log)
+          try fileSystem.sync(log)
+          try fileSystem.syncDirectory(directory)
+        }
+        do throws(StoreError) {
+          try DocumentStore.attempt { try removeSuperseded(before: generation) }
+        } catch {
+          removalError = error
+        }
+        return snapshot.count
+      }
+    }
+    guard case .success = result else { return Outcome(result: result, records: records) }
+    let durable = records.payloads()
+    records.removeAll()
+    return Outcome(
+      result: result, records: records, durable: durable, removalError: removalError)
+  }
+
+  /// Removes the snapshots and logs of generations before `generation`.
+  private func removeSuperseded(before generation: UInt64) throws {
+    for name in try fileSystem.contents(ofDirectory: directory) {
+      guard let (_, fileGeneration) = DocumentStore.parse(name), fileGeneration < generation
+      else { continue }
+      try fileSystem.remove(directory + "/" + name)
+    }
+    try fileSystem.syncDirectory(directory)
+  }
+}
