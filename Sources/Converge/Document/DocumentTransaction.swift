@@ -187,10 +187,7 @@ public struct DocumentTransaction: Sendable {
       return (text.insert(scalars, at: start, firstDot: firstDot), change)
     }
     return editText(
-      field: field, of: key, dotCount: { _ in scalarCount },
-      inverse: { _, first in
-        .deleteItems(key, field: field, span: RGA.ItemSpan(first: first, count: scalarCount))
-      }, edit: insert)
+      field: field, of: key, dotCount: { _ in scalarCount }, inverse: nil, edit: insert)
   }
 
   /// Inserts scalars right after the item `item` of a text field, deleted or not (at the
@@ -214,10 +211,8 @@ public struct DocumentTransaction: Sendable {
     }
     return editText(
       field: field, of: key,
-      dotCount: { text in item.map(text.contains) ?? true ? scalarCount : 0 },
-      inverse: { _, first in
-        .deleteItems(key, field: field, span: RGA.ItemSpan(first: first, count: scalarCount))
-      }, edit: insert)
+      dotCount: { text in item.map(text.contains) ?? true ? scalarCount : 0 }, inverse: nil,
+      edit: insert)
   }
 
   /// Deletes the scalars in `range` (clamped to the text) from a text field.
@@ -273,12 +268,14 @@ public struct DocumentTransaction: Sendable {
   /// document while it is edited, so its storage is uniquely referenced and edited in
   /// place rather than copied. `inverse` tells, from the text before the edit and the
   /// edit's first dot, how to undo it; it runs only while an ``UndoHistory`` records.
+  /// Without one, the edit inserted its dots' items, and undo deletes them (typing that
+  /// continues the previous insert joins its action).
   ///
   /// - Returns: the edit's first dot, or `nil` if nothing was edited.
   @discardableResult
   private mutating func editText(
     field: String, of key: EntityKey, dotCount: (RGA) -> Int,
-    inverse: (RGA, Dot) -> UndoAction,
+    inverse: ((RGA, Dot) -> UndoAction)?,
     edit: (inout RGA, Dot) -> (RGADelta, TextChange)
   ) -> Dot? {
     let entity: Dictionary<EntityKey, EntityRecord>.Index
@@ -309,7 +306,7 @@ public struct DocumentTransaction: Sendable {
     let dotCount = UInt64(count)
     let first = nextDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
-    let undo = undoLog == nil ? nil : inverse(text.text, first)
+    let undo = undoLog == nil ? nil : inverse?(text.text, first)
     let (textDelta, textChange) = edit(&text.text, first)
     document.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = document.entities.values[entity].noteLocalEvent(last)
@@ -320,9 +317,14 @@ public struct DocumentTransaction: Sendable {
     recorder.noteSingleTextEdit(
       of: key, field: field, wasVisible: visibility.wasVisible,
       isVisible: visibility.isVisible, change: textChange)
-    if let undo {
+    if undoLog != nil {
       noteRevival(of: key, wasVisible: visibility.wasVisible, by: last)
-      recordUndo(undo)
+      undoLog?.recorded = true
+      if let undo {
+        undoLog?.append(undo)
+      } else {
+        undoLog?.noteTyped(RGA.ItemSpan(first: first, count: count), field: field, of: key)
+      }
     }
     return first
   }

@@ -178,15 +178,14 @@ extension DocumentTransaction {
   /// Records an inverse; the inverse of typing that continues the previous insert joins
   /// it, so a typed word is one action.
   mutating func recordUndo(_ action: UndoAction) {
-    // Taken out, so that the log is uniquely referenced and grows in place.
-    guard var log = undoLog.take() else { return }
-    log.recorded = true
+    // Changed in place through the optional: no copy of the log.
+    guard undoLog != nil else { return }
+    undoLog?.recorded = true
     if case .deleteItems(let key, let field, let span) = action {
-      log.noteTyped(span, field: field, of: key)
+      undoLog?.noteTyped(span, field: field, of: key)
     } else {
-      log.append(action)
+      undoLog?.append(action)
     }
-    undoLog = log
   }
 
   /// The text field `field` of `key`, if it holds text.
