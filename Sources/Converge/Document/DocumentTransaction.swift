@@ -234,10 +234,8 @@ public struct DocumentTransaction: Sendable {
     }
     editText(
       field: field, of: key, dotCount: { clamped($0).count },
-      inverse: { text, _ in
-        let items = text.visibleItems(in: clamped(text))
-        return .reinsert(key, field: field, scalars: items.scalars, spans: items.spans)
-      }, edit: delete)
+      inverse: { delta in .restoreDeleted(key, field: field, deletes: delta.deletes) },
+      edit: delete)
   }
 
   /// Replaces the scalars in `range` with `string`: a delete, then an insert at
@@ -266,8 +264,8 @@ public struct DocumentTransaction: Sendable {
   ///
   /// The entity and the field are each looked up once, and the RGA is moved out of the
   /// document while it is edited, so its storage is uniquely referenced and edited in
-  /// place rather than copied. `inverse` tells, from the text before the edit and the
-  /// edit's first dot, how to undo it; it runs only while an ``UndoHistory`` records.
+  /// place rather than copied. `inverse` tells, from the edit's delta, how to undo it; it
+  /// runs only while an ``UndoHistory`` records.
   /// Without one, the edit inserted its dots' items, and undo deletes them (typing that
   /// continues the previous insert joins its action).
   ///
@@ -275,7 +273,7 @@ public struct DocumentTransaction: Sendable {
   @discardableResult
   private mutating func editText(
     field: String, of key: EntityKey, dotCount: (RGA) -> Int,
-    inverse: ((RGA, Dot) -> UndoAction)?,
+    inverse: ((RGADelta) -> UndoAction)?,
     edit: (inout RGA, Dot) -> (RGADelta, TextChange)
   ) -> Dot? {
     let entity: Dictionary<EntityKey, EntityRecord>.Index
@@ -306,8 +304,8 @@ public struct DocumentTransaction: Sendable {
     let dotCount = UInt64(count)
     let first = nextDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
-    let undo = undoLog == nil ? nil : inverse?(text.text, first)
     let (textDelta, textChange) = edit(&text.text, first)
+    let undo = undoLog == nil ? nil : inverse?(textDelta)
     document.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = document.entities.values[entity].noteLocalEvent(last)
     document.noteEvent(of: key, last)

@@ -21,10 +21,10 @@ enum UndoAction: Sendable {
   case addElement(EntityKey, field: String, element: FieldValue)
   /// The edit inserted these items: delete those of them that are still visible.
   case deleteItems(EntityKey, field: String, span: RGA.ItemSpan)
-  /// The edit deleted these scalars, held by the items `spans` in document order: insert
-  /// each span's scalars again right after the span's own last item, which stays in the
-  /// text as a tombstone (as Yjs redoes an item next to itself).
-  case reinsert(EntityKey, field: String, scalars: [Unicode.Scalar], spans: [RGA.ItemSpan])
+  /// The edit deleted these items (the delta's deletes, in document order): insert each
+  /// piece's scalars, read from its tombstones, again right after the piece's own last
+  /// item (as Yjs redoes an item next to itself).
+  case restoreDeleted(EntityKey, field: String, deletes: [RGADelta.Delete])
 }
 
 /// The inverses a transaction records: the step it adds to (its earlier actions
@@ -250,17 +250,16 @@ extension DocumentTransaction {
       for range in ranges.sorted(by: { $0.lowerBound > $1.lowerBound }) {
         deleteText(range, in: field, of: key)
       }
-    case .reinsert(let key, let field, let scalars, let spans):
+    case .restoreDeleted(let key, let field, let deletes):
       // Each piece next to its own tombstones, so that pieces come back in their order
-      // wherever the text around them went since.
-      var offset = 0
-      for span in spans where span.count > 0 {
-        let end = Swift.min(scalars.count, offset + span.count)
-        let piece = Array(scalars[offset..<end])
-        offset = end
-        let last = Dot(
-          replica: span.first.replica, counter: span.first.counter &+ UInt64(span.count - 1))
-        guard let first = insertScalars(piece, after: last, in: field, of: key) else { continue }
+      // wherever the text around them went since; its scalars are still in them.
+      for delete in deletes where delete.count > 0 && delete.count <= UInt64(Int.max) {
+        let range = delete.targetRange
+        let span = RGA.ItemSpan(
+          first: Dot(replica: range.replica, counter: range.lower), count: Int(delete.count))
+        guard let scalars = text(field, of: key)?.deletedScalars(of: span) else { continue }
+        let last = Dot(replica: range.replica, counter: range.upper &- 1)
+        guard let first = insertScalars(scalars, after: last, in: field, of: key) else { continue }
         substitutions.note([span], reinsertedFrom: first)
       }
     }

@@ -19,8 +19,8 @@
 ///   removing this replica's events on it, so another device's concurrent edit keeps it.
 ///
 /// Remote edits are never recorded, and a step whose every inverse was superseded by
-/// remote edits is skipped. The history holds the inverses of its steps (for deleted text,
-/// the text itself) in memory; it is not saved.
+/// remote edits is skipped. The history holds the inverses of its steps (ids and register
+/// values; deleted text is read back from its tombstones) in memory; it is not saved.
 ///
 /// ```swift
 /// var replica = Replica()
@@ -120,8 +120,7 @@ extension Replica {
   /// Runs `body` as one transaction, as ``transact(_:)`` does, and records how to undo it
   /// in `history`.
   ///
-  /// - Complexity: that of the edits, plus, for deleted text, copying the deleted
-  ///   scalars.
+  /// - Complexity: that of the edits, plus O(1) per edit.
   @discardableResult
   public mutating func transact(
     recordingUndoIn history: inout UndoHistory, _ body: (inout DocumentTransaction) -> Void

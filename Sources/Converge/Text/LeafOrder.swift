@@ -109,18 +109,6 @@ struct LeafOrder: Sendable {
     return rank < blockOrder.count ? blocks[blockOrder[rank]].leaves[0] : nil
   }
 
-  /// The leaf before `leaf` in document order, if any.
-  func leaf(before leaf: Int) -> Int? {
-    guard !blocks.isEmpty else { return nil }
-    let block = blockOfLeaf[leaf]
-    let slot = slotOfLeaf[leaf]
-    if slot > 0 { return blocks[block].leaves[slot - 1] }
-    let rank = blockRank[block]
-    guard rank > 0 else { return nil }
-    let previous = blocks[blockOrder[rank - 1]].leaves
-    return previous[previous.count - 1]
-  }
-
   /// Where `leaf` stands in document order, comparable between leaves in O(1).
   func rank(of leaf: Int) -> (block: Int, slot: Int) {
     guard !blocks.isEmpty else { return (0, 0) }

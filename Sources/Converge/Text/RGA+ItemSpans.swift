@@ -5,70 +5,28 @@ extension RGA {
     var count: Int
   }
 
-  /// The visible scalars in `range` (clamped to the text) and the ids of their items, in
-  /// document order. Items join one span only when their ids are consecutive and nothing
-  /// stands between them, not even a tombstone, so that each span stays one place.
+  /// The scalars of the items `span`, all deleted and all holding their content; `nil`
+  /// if one of them is visible, not here, or arrived without its content.
   ///
-  /// - Complexity: O(log n + k + r) for k scalars in r runs.
-  func visibleItems(in range: Range<Int>) -> (scalars: [Unicode.Scalar], spans: [ItemSpan]) {
-    let lower = Swift.max(0, Swift.min(range.lowerBound, count))
-    var remaining = Swift.max(lower, Swift.min(range.upperBound, count)) - lower
-    guard remaining > 0 else { return ([], []) }
+  /// - Complexity: O(p (log n + r) + k) for p pieces, r runs in a leaf and k scalars.
+  func deletedScalars(of span: ItemSpan) -> [Unicode.Scalar]? {
     var scalars: [Unicode.Scalar] = []
-    scalars.reserveCapacity(remaining)
-    var spans: [ItemSpan] = []
-    let start = locateVisible(lower)
-    var previous = item(before: start)
-    var leaf: Int? = start.leaf
-    var runIndex = start.run
-    var offset = start.offset
-    while remaining > 0, let current = leaf {
-      let runs = leaves[current].runs
-      while runIndex < runs.count, remaining > 0 {
-        let run = runs[runIndex]
-        runIndex += 1
-        guard !run.deleted else {
-          previous = run.lastID
-          offset = 0
-          continue
-        }
-        let taken = Swift.min(run.length - offset, remaining)
-        let first = Dot(replica: run.replica, counter: run.counter + UInt64(offset))
-        scalars.append(
-          contentsOf: content[run.contentStart + offset..<run.contentStart + offset + taken])
-        if let last = spans.last, last.first.replica == first.replica,
-          last.first.counter + UInt64(last.count) == first.counter,
-          previous?.replica == first.replica, previous?.counter == first.counter &- 1
-        {
-          spans[spans.count - 1].count += taken
-        } else {
-          spans.append(ItemSpan(first: first, count: taken))
-        }
-        previous = Dot(replica: first.replica, counter: first.counter + UInt64(taken - 1))
-        remaining -= taken
-        offset = 0
+    scalars.reserveCapacity(Swift.max(0, span.count))
+    var counter = span.first.counter
+    let (end, overflow) = counter.addingReportingOverflow(UInt64(Swift.max(0, span.count)))
+    guard !overflow else { return nil }
+    while counter < end {
+      guard let found = locate(Dot(replica: span.first.replica, counter: counter)) else {
+        return nil
       }
-      leaf = leafOrder.leaf(after: current)
-      runIndex = 0
+      let run = leaves[found.leaf].runs[found.run]
+      guard run.deleted, run.hasContent else { return nil }
+      let taken = Swift.min(run.length - found.offset, Int(end - counter))
+      let start = run.contentStart + found.offset
+      scalars.append(contentsOf: content[start..<start + taken])
+      counter += UInt64(taken)
     }
-    return (scalars, spans)
-  }
-
-  /// The item just before `location` in document order, tombstones included; `nil` at
-  /// the start of the text.
-  func item(before location: ItemLocation) -> Dot? {
-    let runs = leaves[location.leaf].runs
-    if location.offset > 0 {
-      let run = runs[location.run]
-      return Dot(replica: run.replica, counter: run.counter + UInt64(location.offset - 1))
-    }
-    if location.run > 0 { return runs[location.run - 1].lastID }
-    var leaf = leafOrder.leaf(before: location.leaf)
-    while let current = leaf {
-      if let last = leaves[current].runs.last { return last.lastID }
-      leaf = leafOrder.leaf(before: current)
-    }
-    return nil
+    return scalars
   }
 
   /// The visible scalar ranges that the items `span` covers hold now, in ascending
