@@ -65,8 +65,6 @@ struct UndoLog: Sendable {
     return log.actions
   }
 
-  var isEmpty: Bool { actions.isEmpty && typing == nil }
-
   private mutating func finishTyping() {
     guard let typing else { return }
     self.typing = nil
@@ -95,22 +93,17 @@ struct UndoSubstitutions: Sendable {
 
   mutating func note(_ old: Stamp, rewrittenAs new: Stamp) { stamps[old] = new }
 
-  /// Notes that the items of `old` (in this order) were re-inserted as consecutive items
-  /// from `first`.
-  mutating func note(_ old: [RGA.ItemSpan], reinsertedFrom first: Dot) {
-    var counter = first.counter
-    for span in old {
-      let (upper, overflow) = span.first.counter.addingReportingOverflow(UInt64(span.count))
-      guard !overflow, span.count > 0 else { continue }
-      let move = Move(
-        from: span.first.counter..<upper, to: Dot(replica: first.replica, counter: counter))
-      let replica = moves.slotCreating(span.first.replica, default: [])
-      let slot = moves.values[replica].partitioningIndex {
-        $0.from.lowerBound >= move.from.lowerBound
-      }
-      moves.values[replica].insert(move, at: slot)
-      counter &+= UInt64(span.count)
+  /// Notes that the items `old` were re-inserted as the same number of items from
+  /// `first`.
+  mutating func note(_ old: RGA.ItemSpan, reinsertedFrom first: Dot) {
+    let (upper, overflow) = old.first.counter.addingReportingOverflow(UInt64(old.count))
+    guard !overflow, old.count > 0 else { return }
+    let move = Move(from: old.first.counter..<upper, to: first)
+    let replica = moves.slotCreating(old.first.replica, default: [])
+    let slot = moves.values[replica].partitioningIndex {
+      $0.from.lowerBound >= move.from.lowerBound
     }
+    moves.values[replica].insert(move, at: slot)
   }
 
   /// The stamp `stamp`'s value lives under now.
@@ -260,7 +253,7 @@ extension DocumentTransaction {
         guard let scalars = text(field, of: key)?.deletedScalars(of: span) else { continue }
         let last = Dot(replica: range.replica, counter: range.upper &- 1)
         guard let first = insertScalars(scalars, after: last, in: field, of: key) else { continue }
-        substitutions.note([span], reinsertedFrom: first)
+        substitutions.note(span, reinsertedFrom: first)
       }
     }
   }

@@ -44,7 +44,7 @@ public struct UndoHistory: Sendable {
   private let clock: WallClock
   /// The steps to undo, the latest last; it may still grow while grouping lasts.
   var undoSteps: [UndoLog] = []
-  var redoSteps: [[UndoAction]] = []
+  var redoSteps: [UndoLog] = []
   var substitutions = UndoSubstitutions()
   /// When the latest step was recorded, in the clock's milliseconds; `nil` once grouping
   /// stopped.
@@ -138,14 +138,7 @@ extension Replica {
   /// - Returns: the commit to send, like any local transaction's.
   @discardableResult
   public mutating func undo(_ history: inout UndoHistory) -> Commit? {
-    while let step = history.undoSteps.popLast() {
-      let (commit, inverse) = perform(step.finished, substitutions: &history.substitutions)
-      history.stopGrouping()
-      guard !commit.delta.isEmpty else { continue }
-      history.redoSteps.append(inverse)
-      return commit
-    }
-    return nil
+    replay(&history, from: \.undoSteps, onto: \.redoSteps)
   }
 
   /// Makes the latest undone step of `history` again and moves it back to the undo
@@ -154,27 +147,28 @@ extension Replica {
   /// - Returns: the commit to send, like any local transaction's.
   @discardableResult
   public mutating func redo(_ history: inout UndoHistory) -> Commit? {
-    while let step = history.redoSteps.popLast() {
-      let (commit, inverse) = perform(step, substitutions: &history.substitutions)
+    replay(&history, from: \.redoSteps, onto: \.undoSteps)
+  }
+
+  /// Carries out the latest step of `source`, its inverses latest first, in one
+  /// transaction, and pushes what that transaction recorded onto `target`. Steps that no
+  /// longer change anything are dropped on the way.
+  private mutating func replay(
+    _ history: inout UndoHistory, from source: WritableKeyPath<UndoHistory, [UndoLog]>,
+    onto target: WritableKeyPath<UndoHistory, [UndoLog]>
+  ) -> Commit? {
+    while let step = history[keyPath: source].popLast() {
+      var log: UndoLog? = UndoLog()
+      let commit = transact(undoLog: &log) { transaction in
+        for action in step.finished.reversed() {
+          transaction.perform(action, substitutions: &history.substitutions)
+        }
+      }
       history.stopGrouping()
       guard !commit.delta.isEmpty else { continue }
-      history.undoSteps.append(UndoLog(actions: inverse))
+      history[keyPath: target].append(log ?? UndoLog())
       return commit
     }
     return nil
-  }
-
-  /// Carries out a step's inverses, latest first, in one transaction; returns the
-  /// commit and the inverses of what it did.
-  private mutating func perform(
-    _ step: [UndoAction], substitutions: inout UndoSubstitutions
-  ) -> (Commit, [UndoAction]) {
-    var log: UndoLog? = UndoLog()
-    let commit = transact(undoLog: &log) { transaction in
-      for action in step.reversed() {
-        transaction.perform(action, substitutions: &substitutions)
-      }
-    }
-    return (commit, log?.finished ?? [])
   }
 }

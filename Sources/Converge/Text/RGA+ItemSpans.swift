@@ -29,8 +29,9 @@ extension RGA {
     return scalars
   }
 
-  /// The visible scalar ranges that the items `span` covers hold now, in ascending
-  /// order: empty for items deleted since, or not integrated here.
+  /// The visible scalar ranges that the items `span` covers hold now, in the order of
+  /// their ids (the caller orders them by position): empty for items deleted since, or not
+  /// integrated here.
   ///
   /// - Complexity: O(p (log n + r)) for p pieces the span is split into and r runs in a
   ///   leaf.
@@ -56,7 +57,7 @@ extension RGA {
         ranges.append(piece)
       }
     }
-    return ranges.sorted { $0.lowerBound < $1.lowerBound }
+    return ranges
   }
 
   /// Whether the item `item` is integrated here, visible or deleted.
