@@ -71,7 +71,7 @@ public actor SQLiteRelayStore: RelayStore {
   }
 
   public func append(space: String, delta: [UInt8]) async throws -> UInt64 {
-    let rows = try await connection.query(
+    let rows = try await write(
       """
       INSERT INTO log(space, position, delta)
       VALUES (?1, COALESCE((SELECT head FROM heads WHERE space = ?1), 0) + 1, ?2)
@@ -111,16 +111,43 @@ public actor SQLiteRelayStore: RelayStore {
 
   public func compact(space: String, state: [UInt8], through position: UInt64) async throws {
     let through = Int(Int64(clamping: position))
-    _ = try await connection.query(
+    _ = try await write(
       """
       INSERT INTO snapshots(space, through, state) VALUES (?1, ?2, ?3)
       ON CONFLICT(space) DO UPDATE SET through = excluded.through, state = excluded.state
       WHERE excluded.through > snapshots.through
       """, [.text(space), .integer(through), .blob(ByteBuffer(bytes: state))])
-    _ = try await connection.query(
+    _ = try await write(
       """
       DELETE FROM log WHERE space = ?1
         AND position <= (SELECT through FROM snapshots WHERE space = ?1)
       """, [.text(space)])
   }
+
+  /// Runs one writing statement, again if SQLite refused it with `SQLITE_BUSY_SNAPSHOT`.
+  ///
+  /// A statement that reads before it writes (an append reads the head, compaction reads
+  /// the snapshot) starts on the database as it was; when another process commits before
+  /// this one takes the write lock, SQLite refuses the upgrade at once, without calling
+  /// the busy handler, since waiting cannot make that snapshot current. The refused
+  /// statement changed nothing (it is its own transaction), so running it again on a
+  /// fresh snapshot is the documented remedy. The retries are bounded; the last refusal
+  /// is thrown.
+  private func write(_ sql: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
+    var attempt = 0
+    while true {
+      do {
+        return try await connection.query(sql, binds)
+      } catch let error as SQLiteError
+        where error.reason == .busyInSnapshot && attempt < Self.snapshotRetries
+      {
+        attempt += 1
+        // A short, growing, jittered pause lets the other writer finish.
+        let micros = UInt64.random(in: 0...(UInt64(100) << min(attempt, 7)))
+        try await Task.sleep(nanoseconds: micros * 1_000)
+      }
+    }
+  }
+
+  private static let snapshotRetries = 50
 }
