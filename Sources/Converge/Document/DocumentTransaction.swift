@@ -187,7 +187,7 @@ public struct DocumentTransaction: Sendable {
       return (text.insert(scalars, at: start, firstDot: firstDot), change)
     }
     return editText(
-      field: field, of: key, dotCount: { _ in scalarCount }, inverse: nil, edit: insert)
+      field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted, edit: insert)
   }
 
   /// Inserts scalars right after the item `item` of a text field, deleted or not (at the
@@ -211,7 +211,8 @@ public struct DocumentTransaction: Sendable {
     }
     return editText(
       field: field, of: key,
-      dotCount: { text in item.map(text.contains) ?? true ? scalarCount : 0 }, inverse: nil,
+      dotCount: { text in item.map(text.contains) ?? true ? scalarCount : 0 },
+      undo: .deleteInserted,
       edit: insert)
   }
 
@@ -234,7 +235,7 @@ public struct DocumentTransaction: Sendable {
     }
     editText(
       field: field, of: key, dotCount: { clamped($0).count },
-      inverse: { delta in .restoreDeleted(key, field: field, deletes: delta.deletes) },
+      undo: .restoreDeleted,
       edit: delete)
   }
 
@@ -256,24 +257,33 @@ public struct DocumentTransaction: Sendable {
     text.utf16Count == text.count ? offset : text.utf16Offset(ofScalarOffset: offset)
   }
 
+  /// How undo takes back a local text edit.
+  private enum TextInverse {
+    /// Delete the items the edit inserted.
+    case deleteInserted
+    /// Insert again the scalars of the items the edit deleted.
+    case restoreDeleted
+  }
+
   /// Runs a local edit on a text field's RGA with fresh dots and records it.
   ///
   /// `dotCount` tells, from the text before the edit (empty if the field does not exist
   /// yet), how many dots the edit takes; none means there is nothing to do, and the
-  /// document is left as it was. A field of another kind is left alone too.
+  /// document is left as it was. A field of another kind is left alone too. It reads the
+  /// text in place (`inout`, never changing it): the text lives in a class, and handing
+  /// it over by value would copy the RGA's header on every keystroke.
   ///
   /// The entity and the field are each looked up once, and the RGA is moved out of the
   /// document while it is edited, so its storage is uniquely referenced and edited in
-  /// place rather than copied. `inverse` tells, from the edit's delta, how to undo it; it
-  /// runs only while an ``UndoHistory`` records.
-  /// Without one, the edit inserted its dots' items, and undo deletes them (typing that
-  /// continues the previous insert joins its action).
+  /// place rather than copied. `undo` tells how an ``UndoHistory`` that records the edit
+  /// takes it back: by deleting the items it inserted (typing that continues the previous
+  /// insert joins its action) or by restoring the items its delta deletes.
   ///
   /// - Returns: the edit's first dot, or `nil` if nothing was edited.
   @discardableResult
   private mutating func editText(
-    field: String, of key: EntityKey, dotCount: (RGA) -> Int,
-    inverse: ((RGADelta) -> UndoAction)?,
+    field: String, of key: EntityKey, dotCount: (inout RGA) -> Int,
+    undo: TextInverse,
     edit: (inout RGA, Dot) -> (RGADelta, TextChange)
   ) -> Dot? {
     let entity: Dictionary<EntityKey, EntityRecord>.Index
@@ -285,7 +295,8 @@ public struct DocumentTransaction: Sendable {
       slot = fieldSlot
     } else {
       // A new entity or field: created only by an edit that takes dots.
-      guard dotCount(RGA()) > 0 else { return nil }
+      var empty = RGA()
+      guard dotCount(&empty) > 0 else { return nil }
       document.entities[key, default: EntityRecord()].fields[field] = .text(holding: RGA())
       guard let found = document.entities.index(forKey: key),
         let fieldSlot = document.entities.values[found].fields.index(forKey: field)
@@ -296,7 +307,7 @@ public struct DocumentTransaction: Sendable {
     guard let text = document.entities.values[entity].takeText(at: slot) else {
       return nil  // the field holds another kind; a text edit cannot apply to it
     }
-    let count = dotCount(text.text)
+    let count = dotCount(&text.text)
     guard count > 0 else {
       document.entities.values[entity].fields.values[slot] = .text(text)
       return nil
@@ -305,7 +316,6 @@ public struct DocumentTransaction: Sendable {
     let first = nextDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
     let (textDelta, textChange) = edit(&text.text, first)
-    let undo = undoLog == nil ? nil : inverse?(textDelta)
     document.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = document.entities.values[entity].noteLocalEvent(last)
     document.noteEvent(of: key, last)
@@ -318,10 +328,11 @@ public struct DocumentTransaction: Sendable {
     if undoLog != nil {
       noteRevival(of: key, wasVisible: visibility.wasVisible, by: last)
       undoLog?.recorded = true
-      if let undo {
-        undoLog?.append(undo)
-      } else {
+      switch undo {
+      case .deleteInserted:
         undoLog?.noteTyped(RGA.ItemSpan(first: first, count: count), field: field, of: key)
+      case .restoreDeleted:
+        undoLog?.append(.restoreDeleted(key, field: field, deletes: textDelta.deletes))
       }
     }
     return first

@@ -66,8 +66,7 @@ struct UndoLog: Sendable {
   }
 
   private mutating func finishTyping() {
-    guard let typing else { return }
-    self.typing = nil
+    guard let typing = typing.take() else { return }
     actions.append(.deleteItems(typing.key, field: typing.field, span: typing.span))
   }
 }

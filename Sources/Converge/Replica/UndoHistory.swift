@@ -108,11 +108,12 @@ public struct UndoHistory: Sendable {
   /// Puts back the step ``openStep()`` gave out. A transaction that recorded something
   /// starts the grouping interval again and clears the redo stack (a new edit forks the
   /// history).
-  mutating func close(_ log: UndoLog) {
-    if continuing || log.recorded { undoSteps.append(log) }
-    guard log.recorded else { return }
+  mutating func close(_ log: consuming UndoLog) {
+    let recorded = log.recorded
+    if continuing || recorded { undoSteps.append(log) }
+    guard recorded else { return }
     lastRecorded = openedAt
-    redoSteps.removeAll()
+    if !redoSteps.isEmpty { redoSteps.removeAll() }
   }
 }
 
@@ -127,7 +128,9 @@ extension Replica {
   ) -> Commit {
     var log: UndoLog? = history.openStep()
     let commit = transact(undoLog: &log, body)
-    history.close(log ?? UndoLog())
+    // Moved, not copied: a copy of the step would retain and release its strings and
+    // actions on every keystroke.
+    history.close(log.take() ?? UndoLog())
     return commit
   }
 
