@@ -228,7 +228,7 @@ public final class DocumentStore {
   }
 
   func append(_ delta: DocumentDelta, local: Bool) {
-    pending.append(delta.encoded())
+    pending.append(delta)
     committed += 1
     if local { markPending(delta) }
     do { try syncIfDue() } catch { lastError = error }

@@ -1,3 +1,5 @@
+import Converge
+
 /// Commits not yet durable: their encoded deltas one after another in one buffer, in
 /// commit order, framed as log records only by the sync.
 ///
@@ -8,7 +10,9 @@
 /// capacity, so a steady typist reuses one buffer.
 struct PendingRecords: Sendable {
   /// The encoded deltas, one after another.
-  private(set) var payloadBytes: [UInt8] = []
+  private var payload = ByteWriter()
+  /// The encoded deltas, one after another.
+  var payloadBytes: [UInt8] { payload.bytes }
   /// Where each delta ends in `payloadBytes`.
   private(set) var ends: [Int] = []
 
@@ -16,14 +20,14 @@ struct PendingRecords: Sendable {
   /// The number of records.
   var count: Int { ends.count }
   /// What the records take in a log, frames included.
-  var framedCount: Int { payloadBytes.count + ends.count * RecordFrame.headerSize }
+  var framedCount: Int { payload.count + ends.count * RecordFrame.headerSize }
 
-  /// Appends an encoded delta.
+  /// Appends `delta`, encoded straight into the buffer (no array of its own).
   ///
   /// - Complexity: O(p) for p bytes, amortized.
-  mutating func append(_ payload: [UInt8]) {
-    payloadBytes.append(contentsOf: payload)
-    ends.append(payloadBytes.count)
+  mutating func append(_ delta: DocumentDelta) {
+    delta.encode(appendingTo: &payload)
+    ends.append(payload.count)
   }
 
   /// The records framed one after another: what the log receives.
@@ -54,14 +58,17 @@ struct PendingRecords: Sendable {
 
   /// Puts `earlier` (the deltas of older commits) before these.
   mutating func prepend(_ earlier: PendingRecords) {
-    let offset = earlier.payloadBytes.count
-    payloadBytes.insert(contentsOf: earlier.payloadBytes, at: 0)
+    let offset = earlier.payload.count
+    var joined = ByteWriter(capacity: offset + payload.count)
+    joined.writeBytes(earlier.payloadBytes)
+    joined.writeBytes(payloadBytes)
+    payload = joined
     ends = earlier.ends + ends.map { $0 + offset }
   }
 
   /// Empties the buffer, keeping its capacity for the next commits.
   mutating func removeAll() {
-    payloadBytes.removeAll(keepingCapacity: true)
+    payload.removeAll(keepingCapacity: true)
     ends.removeAll(keepingCapacity: true)
   }
 }

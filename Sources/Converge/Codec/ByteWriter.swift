@@ -22,6 +22,11 @@ package struct ByteWriter: Sendable {
     if capacity > 0 { bytes.reserveCapacity(capacity) }
   }
 
+  /// Forgets the bytes written, keeping the buffer's capacity if asked.
+  package mutating func removeAll(keepingCapacity: Bool) {
+    bytes.removeAll(keepingCapacity: keepingCapacity)
+  }
+
   /// The number of bytes written so far.
   public var count: Int { bytes.count }
 

@@ -25,14 +25,24 @@ extension DocumentDelta {
   /// of one text field (see `DocumentDelta+Compact.swift`), a
   /// ``MessageKind/documentDelta`` otherwise.
   public func encoded() -> [UInt8] {
+    var writer = ByteWriter(capacity: 64)
+    encode(appendingTo: &writer)
+    return writer.bytes
+  }
+
+  /// Appends the message ``encoded()`` returns to `writer`.
+  package func encode(appendingTo writer: inout ByteWriter) {
     if let edit = textEdit {
-      return Envelope.seal(kind: .textEditDelta) { Self.writeTextEdit(edit, to: &$0) }
+      Envelope.seal(kind: .textEditDelta, appendingTo: &writer) {
+        Self.writeTextEdit(edit, to: &$0)
+      }
+      return
     }
     var builder = ReplicaTable.Builder()
     builder.insert(contentsOf: context.replicas)
     for entity in entities.values { entity.collectReplicas(into: &builder) }
     let table = builder.build()
-    return Envelope.seal(kind: .documentDelta) { writer in
+    Envelope.seal(kind: .documentDelta, appendingTo: &writer) { writer in
       table.write(to: &writer)
       context.write(to: &writer, replicas: table)
       writer.writeVarUInt(entities.count)

@@ -85,6 +85,16 @@ package enum Envelope {
   /// The body is written in place after the header, so a small message costs one buffer.
   public static func seal(kind: MessageKind, _ write: (inout ByteWriter) -> Void) -> [UInt8] {
     var writer = ByteWriter(capacity: 64)
+    seal(kind: kind, appendingTo: &writer, write)
+    return writer.bytes
+  }
+
+  /// Appends to `writer` the message of `kind` whose body `write` produces: a buffer of
+  /// several messages (a store's pending commits) then costs no buffer per message.
+  package static func seal(
+    kind: MessageKind, appendingTo writer: inout ByteWriter, _ write: (inout ByteWriter) -> Void
+  ) {
+    let start = writer.count
     writer.writeBytes(magic)
     writer.writeUInt8(formatVersion)
     writer.writeUInt8(kind.rawValue)
@@ -93,9 +103,8 @@ package enum Envelope {
     write(&writer)
     writer.patchLength(at: lengthOffset)
     // Computed first: a copy of the bytes alive during the append would make it copy them.
-    let checksum = CRC32C.checksum(writer.bytes)
+    let checksum = CRC32C.checksum(writer.bytes[start...])
     writer.writeUInt32(checksum)
-    return writer.bytes
   }
 
   // MARK: Opening
