@@ -53,7 +53,7 @@ import Testing
     let deletedRange = Dot(replica: writer.replica, counter: 2)
     var dropped: [RGADelta.Insert] = []
     for insert in full.inserts {
-      for (range, isDeleted) in TextWire.Targets(full.deletes).pieces(
+      for (range, isDeleted) in RGADelta.DeletedRanges(full.deletes).pieces(
         replica: insert.id.replica, insert.id.counter,
         insert.id.counter + UInt64(insert.length))
       {

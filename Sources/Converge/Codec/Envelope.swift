@@ -19,8 +19,8 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
   case documentState = 3
   /// A delta of a document: what one or more transactions changed.
   case documentDelta = 4
-  /// A handshake message of ``SyncSession``: a context and maybe a delta (live pushes
-  /// travel as plain ``documentDelta`` messages).
+  /// A handshake message: a context and maybe a delta (live pushes travel as plain
+  /// ``documentDelta`` messages).
   case syncMessage = 5
   /// A delta holding one replica's edit of one text field, in the compact form that
   /// leaves out what its runs imply (a live typed character).

@@ -92,7 +92,7 @@ extension RGADelta {
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     let (inserts, deletes) = canonicalRuns()
     TextWire.writeInserts(
-      inserts, deleted: TextWire.Targets(deletes), to: &writer, replicas: table)
+      inserts, deleted: RGADelta.DeletedRanges(deletes), to: &writer, replicas: table)
     let ids =
       deletes.isEmpty
       ? TextWire.InsertIDs([])
@@ -117,7 +117,7 @@ extension RGADelta {
         headers.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) }),
       replicas: &table)
     let inserts = try TextWire.attachContent(
-      content, to: headers, deleted: TextWire.Targets(deletes))
+      content, to: headers, deleted: RGADelta.DeletedRanges(deletes))
     self.init(inserts: inserts, deletes: deletes)
   }
 }
@@ -241,63 +241,6 @@ enum TextWire {
     }
   }
 
-  /// The scalars a message's own delete runs remove: per target replica, sorted and
-  /// joined counter ranges. Their content is not written.
-  struct Targets {
-    private var ranges: [ReplicaID: [Range<UInt64>]] = [:]
-
-    /// Whether the message deletes nothing.
-    var isEmpty: Bool { ranges.isEmpty }
-
-    /// The removed counters of `replica`, sorted and joined.
-    func ranges(of replica: ReplicaID) -> [Range<UInt64>] { ranges[replica] ?? [] }
-
-    init(_ deletes: [RGADelta.Delete]) {
-      var unsorted: [ReplicaID: [Range<UInt64>]] = [:]
-      for delete in deletes where delete.isWellFormed {
-        let target = delete.targetRange
-        unsorted[target.replica, default: []].append(target.lower..<target.upper)
-      }
-      for (replica, list) in unsorted {
-        var joined: [Range<UInt64>] = []
-        for range in list.sorted(by: { $0.lowerBound < $1.lowerBound }) {
-          if let last = joined.last, range.lowerBound <= last.upperBound {
-            joined[joined.count - 1] =
-              last.lowerBound..<Swift.max(last.upperBound, range.upperBound)
-          } else {
-            joined.append(range)
-          }
-        }
-        ranges[replica] = joined
-      }
-    }
-
-    /// `lower..<upper` of `replica` cut into pieces, each wholly removed or not, in
-    /// order.
-    func pieces(replica: ReplicaID, _ lower: UInt64, _ upper: UInt64)
-      -> [(range: Range<UInt64>, deleted: Bool)]
-    {
-      guard let list = ranges[replica], !list.isEmpty else { return [(lower..<upper, false)] }
-      let low = list.partitioningIndex { $0.upperBound > lower }
-      var result: [(range: Range<UInt64>, deleted: Bool)] = []
-      var cursor = lower
-      var position = low
-      while cursor < upper {
-        guard position < list.count, list[position].lowerBound < upper else {
-          result.append((cursor..<upper, false))
-          break
-        }
-        let target = list[position]
-        if cursor < target.lowerBound { result.append((cursor..<target.lowerBound, false)) }
-        let end = Swift.min(target.upperBound, upper)
-        result.append((Swift.max(cursor, target.lowerBound)..<end, true))
-        cursor = end
-        position += 1
-      }
-      return result
-    }
-  }
-
   /// Written for scalars a run lacks the content of that the message does not delete
   /// (a tombstone sent to a peer that knows its delete already).
   static let placeholder: Unicode.Scalar = "\u{FFFD}"
@@ -345,7 +288,7 @@ enum TextWire {
   // MARK: Inserts
 
   static func writeInserts(
-    _ inserts: [InsertRun], deleted: Targets, to writer: inout ByteWriter,
+    _ inserts: [InsertRun], deleted: RGADelta.DeletedRanges, to writer: inout ByteWriter,
     replicas table: ReplicaTable
   ) {
     var groups: [ArraySlice<InsertRun>] = []
@@ -519,7 +462,7 @@ enum TextWire {
   /// `content` in order.
   static func attachContent(
     _ content: (bytes: ArraySlice<UInt8>, offset: Int), to headers: [RunHeader],
-    deleted: Targets
+    deleted: RGADelta.DeletedRanges
   ) throws -> [RGADelta.Insert] {
     // One buffer for every run's scalars; the runs are slices of it.
     let scalars = try decodeScalars(content.bytes, offset: content.offset).scalars

@@ -223,7 +223,7 @@ public struct RGADelta: Sendable, Equatable {
   /// The insert runs sorted by id, cut where this delta's deletes begin and end, the
   /// deleted pieces without content, and joined again.
   func insertsWithoutDeletedContent() -> [Insert] {
-    let deleted = TextWire.Targets(deletes)
+    let deleted = RGADelta.DeletedRanges(deletes)
     var result: [Insert] = []
     for insert in inserts.sorted(by: { $0.id < $1.id }) {
       let lower = insert.id.counter

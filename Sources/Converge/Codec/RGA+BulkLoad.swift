@@ -56,7 +56,7 @@ extension RGA {
       self = RGA()
     }
     let inserts = try TextWire.attachContent(
-      content, to: headers, deleted: TextWire.Targets(deletes))
+      content, to: headers, deleted: RGADelta.DeletedRanges(deletes))
     apply(RGADelta(inserts: inserts, deletes: deletes))
     for insert in inserts {
       let lower = insert.id.counter
