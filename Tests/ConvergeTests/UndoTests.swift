@@ -157,6 +157,34 @@ import Testing
     #expect(Self.body(phone) == "zero one three")
   }
 
+  /// A history bounded to three steps forgets the oldest: five words typed as five steps
+  /// undo back to the first two, and a grouped step counts once.
+  @Test func aBoundedHistoryForgetsItsOldestSteps() {
+    var (phone, _) = Self.device(1)
+    var history = UndoHistory(groupingInterval: .zero, maximumSteps: 3)
+    for word in ["a", "b", "c", "d", "e"] {
+      let end = Self.body(phone).unicodeScalars.count
+      phone.transact(recordingUndoIn: &history) {
+        $0.insertText(word, at: end, in: "body", of: Self.note)
+      }
+    }
+    #expect(history.undoSteps.count == 3)
+    while phone.undo(&history) != nil {}
+    #expect(Self.body(phone) == "ab")
+    while phone.redo(&history) != nil {}
+    #expect(Self.body(phone) == "abcde")
+    // Grouped keystrokes are one step, however many.
+    var grouped = UndoHistory(groupingInterval: .seconds(3_600), maximumSteps: 1)
+    for _ in 0..<4 {
+      phone.transact(recordingUndoIn: &grouped) {
+        $0.insertText("x", at: 0, in: "body", of: Self.note)
+      }
+    }
+    phone.undo(&grouped)
+    #expect(Self.body(phone) == "abcde")
+    #expect(!grouped.canUndo)
+  }
+
   /// Text deleted in pieces within one step comes back in its order, each piece where it
   /// stood (re-inserting every piece at the first piece's place would give "acb").
   @Test func textDeletedInPiecesComesBackInOrder() {

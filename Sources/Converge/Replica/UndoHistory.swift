@@ -41,6 +41,10 @@ public struct UndoHistory: Sendable {
   public var groupingInterval: Duration {
     didSet { groupingMilliseconds = Self.milliseconds(groupingInterval) }
   }
+  /// The most steps the history keeps, `nil` for no limit (the default, as
+  /// Foundation's `UndoManager`): a new step beyond it forgets the oldest. Lowering it
+  /// takes effect at the next new step.
+  public var maximumSteps: Int?
   private let clock: WallClock
   /// The steps to undo, the latest last; it may still grow while grouping lasts.
   var undoSteps: [UndoLog] = []
@@ -56,8 +60,12 @@ public struct UndoHistory: Sendable {
   /// An empty history that groups transactions recorded within `groupingInterval` of each
   /// other (500 ms by default, as Yjs's `captureTimeout`), timed by `clock` (pass one only
   /// in tests).
-  public init(groupingInterval: Duration = .milliseconds(500), clock: WallClock = .system) {
+  public init(
+    groupingInterval: Duration = .milliseconds(500), maximumSteps: Int? = nil,
+    clock: WallClock = .system
+  ) {
     self.groupingInterval = groupingInterval
+    self.maximumSteps = maximumSteps
     self.clock = clock
     groupingMilliseconds = Self.milliseconds(groupingInterval)
   }
@@ -112,6 +120,9 @@ public struct UndoHistory: Sendable {
     let recorded = log.recorded
     if continuing || recorded { undoSteps.append(log) }
     guard recorded else { return }
+    if !continuing, let maximumSteps, undoSteps.count > Swift.max(0, maximumSteps) {
+      undoSteps.removeFirst(undoSteps.count - Swift.max(0, maximumSteps))
+    }
     lastRecorded = openedAt
     if !redoSteps.isEmpty { redoSteps.removeAll() }
   }
