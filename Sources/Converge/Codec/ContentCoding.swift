@@ -95,11 +95,20 @@ enum ContentCoding {
   static func writeTable(_ lengths: [UInt8], to writer: inout ByteWriter) {
     let symbolCount = (lengths.lastIndex { $0 > 0 } ?? -1) + 1
     writer.writeVarUInt(symbolCount)
-    var nibbles: [UInt8] = []
+    // Nibbles go out in pairs, high first; a lone last one is padded with zero.
+    var high: UInt8?
+    func put(_ nibble: UInt8) {
+      if let first = high {
+        writer.writeUInt8(first << 4 | nibble)
+        high = nil
+      } else {
+        high = nibble
+      }
+    }
     var symbol = 0
     while symbol < symbolCount {
       guard lengths[symbol] == 0 else {
-        nibbles.append(lengths[symbol])
+        put(lengths[symbol])
         symbol += 1
         continue
       }
@@ -110,17 +119,17 @@ enum ContentCoding {
         let run = Swift.min(unused, longestSkip)
         if run > longestShortSkip {
           let extra = UInt8(run - longestShortSkip - 1)
-          nibbles += [longSkipToken, extra >> 4, extra & 0x0F]
+          put(longSkipToken)
+          put(extra >> 4)
+          put(extra & 0x0F)
         } else {
-          nibbles += [shortSkipToken, UInt8(run - 1)]
+          put(shortSkipToken)
+          put(UInt8(run - 1))
         }
         unused -= run
       }
     }
-    for pair in stride(from: 0, to: nibbles.count, by: 2) {
-      let low = pair + 1 < nibbles.count ? nibbles[pair + 1] : 0
-      writer.writeUInt8(nibbles[pair] << 4 | low)
-    }
+    if let first = high { writer.writeUInt8(first << 4) }
   }
 
   /// Table tokens: a nibble 1...12 is the next value's code length; `0 k` skips k + 1
@@ -335,54 +344,79 @@ enum ContentCoding {
   /// frequencies alone, which the decoder recomputes.
   static func codeLengths(frequencies: [Int]) -> [UInt8] {
     var lengths = [UInt8](repeating: 0, count: 256)
-    // Ascending by (frequency, byte value): the order the tree takes leaves in, sorted
-    // as single integers (a frequency counts bytes in memory, far below 2^55).
-    var keys: [Int] = []
-    keys.reserveCapacity(256)
-    for byte in 0..<256 where frequencies[byte] > 0 { keys.append(frequencies[byte] << 8 | byte) }
-    keys.sort()
-    let leaves = keys.map { $0 & 0xFF }
-    guard leaves.count > 1 else {
-      if let only = leaves.first { lengths[only] = 1 }
-      return lengths
-    }
-    // Two queues: leaves in order, then the joined nodes in the order they are made,
-    // which is also ascending. Nodes 0..<n are leaves; each join appends a node.
-    let n = leaves.count
-    var weight = leaves.map { frequencies[$0] }
-    weight.reserveCapacity(2 * n - 1)
-    var parent = [Int](repeating: 0, count: 2 * n - 1)
-    var nextLeaf = 0
-    var nextJoined = n
-    func takeSmallest() -> Int {
-      if nextLeaf < n, nextJoined >= weight.count || weight[nextLeaf] <= weight[nextJoined] {
-        nextLeaf += 1
-        return nextLeaf - 1
+    // One scratch buffer for the work arrays (a code is built for every text loaded):
+    // leaves, then weights, parents and depths of the 2n - 1 nodes, then the count of
+    // codes of each length.
+    withUnsafeTemporaryAllocation(of: Int.self, capacity: 256 + 3 * 511 + 256) { scratch in
+      // Ascending by (frequency, byte value): the order the tree takes leaves in, sorted
+      // as single integers (a frequency counts bytes in memory, far below 2^55).
+      var n = 0
+      for byte in 0..<256 where frequencies[byte] > 0 {
+        scratch[n] = frequencies[byte] << 8 | byte
+        n += 1
       }
-      nextJoined += 1
-      return nextJoined - 1
-    }
-    for _ in 1..<n {
-      let first = takeSmallest()
-      let second = takeSmallest()
-      parent[first] = weight.count
-      parent[second] = weight.count
-      weight.append(weight[first] + weight[second])
-    }
-    // A parent is made after its children: depths from the root (the last node) down.
-    var depth = [Int](repeating: 0, count: 2 * n - 1)
-    for node in stride(from: 2 * n - 3, through: 0, by: -1) {
-      depth[node] = depth[parent[node]] + 1
-    }
-    var countOfLength = [Int](repeating: 0, count: Swift.max(n, maximumCodeLength + 1))
-    for leaf in 0..<n { countOfLength[depth[leaf]] += 1 }
-    limitLengths(&countOfLength)
-    // Shortest codes to the most frequent bytes.
-    var length = 1
-    for leaf in leaves.reversed() {
-      while countOfLength[length] == 0 { length += 1 }
-      countOfLength[length] -= 1
-      lengths[leaf] = UInt8(length)
+      let leaves = UnsafeMutableBufferPointer(rebasing: scratch[0..<n])
+      // Insertion sort: a text uses a few dozen byte values, where it beats the
+      // general sort several times over (at most 256 keys in any case).
+      for index in 1..<Swift.max(n, 1) {
+        let key = leaves[index]
+        var slot = index
+        while slot > 0, leaves[slot - 1] > key {
+          leaves[slot] = leaves[slot - 1]
+          slot -= 1
+        }
+        leaves[slot] = key
+      }
+      for index in 0..<n { leaves[index] &= 0xFF }
+      guard n > 1 else {
+        if n == 1 { lengths[leaves[0]] = 1 }
+        return
+      }
+      // Two queues: leaves in order, then the joined nodes in the order they are made,
+      // which is also ascending. Nodes 0..<n are leaves; each join appends a node.
+      let nodes = 2 * n - 1
+      let weight = UnsafeMutableBufferPointer(rebasing: scratch[256..<(256 + nodes)])
+      let parent = UnsafeMutableBufferPointer(rebasing: scratch[767..<(767 + nodes)])
+      let depth = UnsafeMutableBufferPointer(rebasing: scratch[1278..<(1278 + nodes)])
+      let countOfLength = UnsafeMutableBufferPointer(rebasing: scratch[1789..<2045])
+      for index in 0..<n { weight[index] = frequencies[leaves[index]] }
+      var made = n
+      var nextLeaf = 0
+      var nextJoined = n
+      func takeSmallest() -> Int {
+        if nextLeaf < n, nextJoined >= made || weight[nextLeaf] <= weight[nextJoined] {
+          nextLeaf += 1
+          return nextLeaf - 1
+        }
+        nextJoined += 1
+        return nextJoined - 1
+      }
+      for _ in 1..<n {
+        let first = takeSmallest()
+        let second = takeSmallest()
+        parent[first] = made
+        parent[second] = made
+        weight[made] = weight[first] + weight[second]
+        made += 1
+      }
+      // A parent is made after its children: depths from the root (the last node) down.
+      depth[nodes - 1] = 0
+      for node in stride(from: nodes - 2, through: 0, by: -1) {
+        depth[node] = depth[parent[node]] + 1
+      }
+      // Depths stay below n, so n entries (at least maximumCodeLength + 1) hold them.
+      let levels = Swift.max(n, maximumCodeLength + 1)
+      for level in 0..<levels { countOfLength[level] = 0 }
+      for leaf in 0..<n { countOfLength[depth[leaf]] += 1 }
+      limitLengths(UnsafeMutableBufferPointer(rebasing: countOfLength[0..<levels]))
+      // Shortest codes to the most frequent bytes.
+      var length = 1
+      for index in stride(from: n - 1, through: 0, by: -1) {
+        // Bounded anyway, though the counts always add up to n (the buffers are unchecked).
+        while length < levels - 1, countOfLength[length] == 0 { length += 1 }
+        countOfLength[length] -= 1
+        lengths[leaves[index]] = UInt8(truncatingIfNeeded: length)
+      }
     }
     return lengths
   }
@@ -390,12 +424,13 @@ enum ContentCoding {
   /// Moves codes longer than ``maximumCodeLength`` up, keeping the code complete: two
   /// leaves at the deepest level become one a level up, and a shallower leaf splits into
   /// two to make room (the adjustment of JPEG, ITU T.81 Annex K.3).
-  private static func limitLengths(_ countOfLength: inout [Int]) {
+  private static func limitLengths(_ countOfLength: UnsafeMutableBufferPointer<Int>) {
     var deepest = countOfLength.count - 1
     while deepest > maximumCodeLength {
       while countOfLength[deepest] > 0 {
         var shallower = deepest - 2
-        while countOfLength[shallower] == 0 { shallower -= 1 }
+        // A complete code has a shallower leaf; bounded anyway (the buffer is unchecked).
+        while shallower > 0, countOfLength[shallower] == 0 { shallower -= 1 }
         countOfLength[deepest] -= 2
         countOfLength[deepest - 1] += 1
         countOfLength[shallower + 1] += 2
