@@ -278,12 +278,7 @@ extension PostgresRelayStore {
     var space: String
     var delta: ByteBuffer
 
-    func makeBindings() -> PostgresBindings {
-      var bindings = PostgresBindings(capacity: 2)
-      bindings.append(space)
-      bindings.append(delta)
-      return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(space, delta) }
 
     func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
   }
@@ -324,16 +319,20 @@ extension PostgresRelayStore {
     var space: String
     var after: Int64
 
-    func makeBindings() -> PostgresBindings {
-      var bindings = PostgresBindings(capacity: 2)
-      bindings.append(space)
-      bindings.append(after)
-      return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(space, after) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
       try row.decode((Int32, Int64, ByteBuffer).self)
     }
+  }
+}
+
+extension PostgresBindings {
+  /// The bindings `$1` and `$2` of a prepared statement.
+  init(_ first: some PostgresNonThrowingEncodable, _ second: some PostgresNonThrowingEncodable) {
+    self.init(capacity: 2)
+    append(first)
+    append(second)
   }
 }
 
