@@ -22,6 +22,20 @@ import Testing
     replica.document.text(of: "body", in: note)
   }
 
+  /// A phone that typed `text` into the note, recorded in `history`, and a laptop that
+  /// synced with it since.
+  static func typedOnPhoneThenSynced(_ text: String) -> (
+    phone: Replica, laptop: Replica, history: UndoHistory
+  ) {
+    var (phone, history) = device(1)
+    var (laptop, _) = device(2)
+    phone.transact(recordingUndoIn: &history) {
+      $0.insertText(text, at: 0, in: "body", of: note)
+    }
+    sync(&phone, &laptop)
+    return (phone, laptop, history)
+  }
+
   /// Sends each replica everything the other lacks.
   static func sync(_ a: inout Replica, _ b: inout Replica) {
     let toB = a.delta(since: b.context)
@@ -107,12 +121,7 @@ import Testing
 
   /// A remote insert inside a range being undone survives the undo, in place.
   @Test func aRemoteInsertInsideUndoneTextSurvives() {
-    var (phone, history) = Self.device(1)
-    var (laptop, _) = Self.device(2)
-    phone.transact(recordingUndoIn: &history) { tx in
-      tx.insertText("hello", at: 0, in: "body", of: Self.note)
-    }
-    Self.sync(&phone, &laptop)
+    var (phone, laptop, history) = Self.typedOnPhoneThenSynced("hello")
     laptop.transact { $0.insertText("X", at: 2, in: "body", of: Self.note) }
     Self.sync(&phone, &laptop)
     #expect(Self.body(phone) == "heXllo")
@@ -127,12 +136,7 @@ import Testing
   /// Undo after a remote delete of the same text does nothing harmful: nothing is left
   /// to take back, so the step is dropped and nothing is sent.
   @Test func undoAfterARemoteDeleteOfTheSameTextDoesNothing() {
-    var (phone, history) = Self.device(1)
-    var (laptop, _) = Self.device(2)
-    phone.transact(recordingUndoIn: &history) {
-      $0.insertText("abc", at: 0, in: "body", of: Self.note)
-    }
-    Self.sync(&phone, &laptop)
+    var (phone, laptop, history) = Self.typedOnPhoneThenSynced("abc")
     laptop.transact { $0.deleteText(0..<3, in: "body", of: Self.note) }
     Self.sync(&phone, &laptop)
     #expect(phone.undo(&history) == nil)
