@@ -161,6 +161,27 @@ import Testing
     #expect(Self.body(phone) == "zero one three")
   }
 
+  /// Undoing a tag added to an entity another device deleted since revives the entity
+  /// (any field edit does); redo then puts the tag back and leaves the entity deleted, as
+  /// it was before the undo.
+  @Test func redoOfATagUndoneOnADeletedEntityLeavesItDeleted() {
+    var (phone, history) = Self.device(1)
+    var (laptop, _) = Self.device(2)
+    phone.transact { $0.create(Self.note) }
+    phone.transact(recordingUndoIn: &history) {
+      $0.insert(.string("work"), into: "tags", of: Self.note)
+    }
+    Self.sync(&phone, &laptop)
+    laptop.transact { $0.delete(Self.note) }
+    Self.sync(&phone, &laptop)
+    #expect(!phone.document.contains(Self.note))
+    phone.undo(&history)
+    #expect(phone.document.elements(of: "tags", in: Self.note).isEmpty)
+    phone.redo(&history)
+    #expect(phone.document.elements(of: "tags", in: Self.note) == [.string("work")])
+    #expect(!phone.document.contains(Self.note))
+  }
+
   /// A history bounded to three steps forgets the oldest: five words typed as five steps
   /// undo back to the first two, and a grouped step counts once.
   @Test func aBoundedHistoryForgetsItsOldestSteps() {

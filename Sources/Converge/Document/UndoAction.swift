@@ -228,8 +228,10 @@ extension DocumentTransaction {
       commit(
         event: dot, on: key, field: field,
         .set([element: .remove(observing: observed, dot: dot)]))
-      recordUndo(.addElement(key, field: field, element: element))
+      // The revival first, as every edit records it: redo then restores the element
+      // before it hides the entity again.
       noteRevival(of: key, wasVisible: wasVisible, by: dot)
+      recordUndo(.addElement(key, field: field, element: element))
     case .addElement(let key, let field, let element):
       insert(element, into: field, of: key)
     case .deleteItems(let key, let field, let span):
