@@ -327,12 +327,11 @@ public struct DocumentTransaction: Sendable {
       isVisible: visibility.isVisible, change: textChange)
     if undoLog != nil {
       noteRevival(of: key, wasVisible: visibility.wasVisible, by: last)
-      undoLog?.recorded = true
       switch undo {
       case .deleteInserted:
-        undoLog?.noteTyped(RGA.ItemSpan(first: first, count: count), field: field, of: key)
+        recordUndo(.deleteItems(key, field: field, span: RGA.ItemSpan(first: first, count: count)))
       case .restoreDeleted:
-        undoLog?.append(.restoreDeleted(key, field: field, deletes: textDelta.deletes))
+        recordUndo(.restoreDeleted(key, field: field, deletes: textDelta.deletes))
       }
     }
     return first
