@@ -70,10 +70,9 @@ extension DocumentStore {
 
   /// Waits for the background sync, if one runs, and takes in what it did.
   func finishBackgroundSync() {
-    guard let work = running else { return }
+    guard running != nil else { return }
     backgroundSync.wait()
-    running = nil
-    if let outcome = backgroundSync.take() { _ = settle(outcome, of: work, background: true) }
+    collectBackgroundSync()
   }
 
   /// Updates the store after a sync: its deltas are durable (and reported last, since

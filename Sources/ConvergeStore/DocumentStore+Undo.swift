@@ -10,11 +10,7 @@ extension DocumentStore {
   public func transact(
     recordingUndoIn history: inout UndoHistory, _ body: (inout DocumentTransaction) -> Void
   ) -> Commit {
-    checkOutsideTransaction()
-    isTransacting = true
-    let commit = storedReplica.transact(recordingUndoIn: &history, body)
-    isTransacting = false
-    return logged(commit)
+    logged(transacting { $0.transact(recordingUndoIn: &history, body) })
   }
 
   /// Takes back the latest step of `history` with new operations, logged like any local
@@ -31,10 +27,5 @@ extension DocumentStore {
   public func redo(_ history: inout UndoHistory) -> Commit? {
     checkOutsideTransaction()
     return storedReplica.redo(&history).map(logged)
-  }
-
-  private func logged(_ commit: Commit) -> Commit {
-    if !commit.delta.isEmpty { append(commit.delta, local: true) }
-    return commit
   }
 }

@@ -208,13 +208,21 @@ public final class DocumentStore {
   /// - Complexity: the transaction's cost plus O(d) to encode and frame its delta.
   @discardableResult
   public func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
+    logged(transacting { $0.transact(body) })
+  }
+
+  /// Runs `transaction` on the replica, with every other use of the store trapping
+  /// meanwhile (the transaction holds the document).
+  func transacting(_ transaction: (inout Replica) -> Commit) -> Commit {
     checkOutsideTransaction()
     isTransacting = true
-    let commit = storedReplica.transact(body)
-    isTransacting = false
-    if !commit.delta.isEmpty {
-      append(commit.delta, local: true)
-    }
+    defer { isTransacting = false }
+    return transaction(&storedReplica)
+  }
+
+  /// Logs a local commit (group-committed, sent once durable) and returns it.
+  func logged(_ commit: Commit) -> Commit {
+    if !commit.delta.isEmpty { append(commit.delta, local: true) }
     return commit
   }
 
