@@ -347,7 +347,12 @@ enum ContentCoding {
     // One scratch buffer for the work arrays (a code is built for every text loaded):
     // leaves, then weights, parents and depths of the 2n - 1 nodes, then the count of
     // codes of each length.
-    withUnsafeTemporaryAllocation(of: Int.self, capacity: 256 + 3 * 511 + 256) { scratch in
+    // At most 256 leaves, so 511 nodes and depths below 256.
+    let (leafCapacity, nodeCapacity) = (256, 511)
+    let (weightStart, parentStart) = (leafCapacity, leafCapacity + nodeCapacity)
+    let (depthStart, countStart) = (parentStart + nodeCapacity, parentStart + 2 * nodeCapacity)
+    let capacity = countStart + leafCapacity
+    withUnsafeTemporaryAllocation(of: Int.self, capacity: capacity) { scratch in
       // Ascending by (frequency, byte value): the order the tree takes leaves in, sorted
       // as single integers (a frequency counts bytes in memory, far below 2^55).
       var n = 0
@@ -375,10 +380,10 @@ enum ContentCoding {
       // Two queues: leaves in order, then the joined nodes in the order they are made,
       // which is also ascending. Nodes 0..<n are leaves; each join appends a node.
       let nodes = 2 * n - 1
-      let weight = UnsafeMutableBufferPointer(rebasing: scratch[256..<(256 + nodes)])
-      let parent = UnsafeMutableBufferPointer(rebasing: scratch[767..<(767 + nodes)])
-      let depth = UnsafeMutableBufferPointer(rebasing: scratch[1278..<(1278 + nodes)])
-      let countOfLength = UnsafeMutableBufferPointer(rebasing: scratch[1789..<2045])
+      let weight = UnsafeMutableBufferPointer(rebasing: scratch[weightStart..<weightStart + nodes])
+      let parent = UnsafeMutableBufferPointer(rebasing: scratch[parentStart..<parentStart + nodes])
+      let depth = UnsafeMutableBufferPointer(rebasing: scratch[depthStart..<depthStart + nodes])
+      let countOfLength = UnsafeMutableBufferPointer(rebasing: scratch[countStart..<capacity])
       for index in 0..<n { weight[index] = frequencies[leaves[index]] }
       var made = n
       var nextLeaf = 0
