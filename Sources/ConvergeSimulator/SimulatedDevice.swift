@@ -58,6 +58,8 @@ struct SimulatedDevice {
   /// Makes one transaction of `workload` through the store and keeps it for its push.
   mutating func perform(_ workload: inout Workload, undoRate: Double = 0) -> Commit {
     let before = store.replica.context.counters(of: store.replica.id).maximum
+    // Without undo the workload draws exactly as it always did (recorded seeds and
+    // schedules replay unchanged) and records nothing.
     let commit =
       undoRate > 0
       ? workload.perform(on: store, undoRate: undoRate, history: &history)
