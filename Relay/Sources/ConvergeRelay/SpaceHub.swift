@@ -36,6 +36,12 @@ actor SpaceHub {
   private var isCatchingUp = false
   /// Entries announced with their bytes and not applied yet, by position.
   private var announced: [UInt64: [UInt8]] = [:]
+  /// Whether a read or an append of this space is in flight, and who waits for it. They
+  /// take turns, so a read never returns an entry whose append has not come back yet:
+  /// that entry would go out to every socket, its sender's included, before the append
+  /// could name the sender.
+  private var isUsingStore = false
+  private var storeQueue: [CheckedContinuation<Void, Never>] = []
 
   /// Announced entries a space keeps while it waits for the ones before them; past it,
   /// the rest are read from the store instead.
@@ -78,7 +84,7 @@ actor SpaceHub {
       while !Task.isCancelled {
         try? await Task.sleep(for: interval)
         // A failed read is retried at the next tick; the sockets keep their state.
-        try? await self?.refresh()
+        await self?.polled()
       }
     }
   }
@@ -98,6 +104,13 @@ actor SpaceHub {
     } else {
       isResumed = true
     }
+    catchUpIfNotified()
+  }
+
+  /// A poll tick: some appends may have gone unannounced, so the space reads the store
+  /// once no append of its own is in flight.
+  private func polled() {
+    isResumed = true
     catchUpIfNotified()
   }
 
@@ -155,15 +168,39 @@ actor SpaceHub {
   }
 
   /// Brings the cache up to the store's latest state and fans what was new out to the
-  /// subscribers. `own` names this process's entry, if the read may include one, and the
-  /// sockets whose deltas it holds: they are skipped for that entry alone, never for
-  /// entries other processes appended.
+  /// subscribers, once no append of this space is in flight.
   ///
   /// - Throws: the store's errors, or a `ConvergeDecodingError` for stored bytes that do
   ///   not decode; the cache is then left at the last entry that did.
-  func refresh(own: (position: UInt64, senders: Set<UInt64>)? = nil) async throws {
+  func refresh() async throws {
+    await takeStore()
+    defer { releaseStore() }
+    try await read()
+  }
+
+  /// Waits until no other read or append of this space is in flight.
+  private func takeStore() async {
+    guard isUsingStore else {
+      isUsingStore = true
+      return
+    }
+    await withCheckedContinuation { storeQueue.append($0) }
+  }
+
+  /// Hands the store to the next waiter, in arrival order.
+  private func releaseStore() {
+    if storeQueue.isEmpty {
+      isUsingStore = false
+    } else {
+      storeQueue.removeFirst().resume()
+    }
+  }
+
+  /// ``refresh()``'s read, for a caller that holds the store. `own` names this process's
+  /// entry, if the read may include one, and the sockets whose deltas it holds: they are
+  /// skipped for that entry alone, never for entries other processes appended.
+  private func read(own: (position: UInt64, senders: Set<UInt64>)? = nil) async throws {
     let log = try await store.read(space: space, after: appliedPosition)
-    // Another refresh may have run while this one read: skip what it applied.
     if let snapshot = log.snapshot, snapshot.through > appliedPosition {
       // Behind a compaction: what the snapshot has and the cache lacks is applied and
       // fanned out as one delta.
@@ -174,6 +211,7 @@ actor SpaceHub {
       snapshotPosition = max(snapshotPosition, snapshot.through)
       if !missing.isEmpty { broadcast(missing.encoded(), excluding: []) }
     }
+    // Announcements applied while this read was in flight are skipped.
     for entry in log.entries where entry.position > appliedPosition {
       replica.apply(try DocumentDelta(decoding: entry.delta))
       appliedPosition = entry.position
@@ -215,6 +253,7 @@ actor SpaceHub {
       for pending in batch { merged.merge(pending.delta) }
       let senders = Set(batch.compactMap(\.sender))
       let excluded = senders.count == 1 ? senders : []
+      await takeStore()
       do {
         let encoded = merged.encoded()
         let position = try await store.append(space: space, delta: encoded)
@@ -229,10 +268,12 @@ actor SpaceHub {
           broadcast(encoded, excluding: excluded)
         } else if position > appliedPosition {
           // Other processes appended before this entry: read them and it in order.
-          try await refresh(own: (position, excluded))
+          try await read(own: (position, excluded))
         }
+        releaseStore()
         for pending in batch { pending.done(.success(replica.context)) }
       } catch {
+        releaseStore()
         for pending in batch { pending.done(.failure(error)) }
       }
       await compactIfDue()

@@ -51,6 +51,36 @@ import Testing
     await relay.stop()
   }
 
+  /// A poll (here every millisecond) that reads while a push's append is in flight must
+  /// not send that push back to its sender: a pusher alone in its space hears only
+  /// acknowledgements.
+  @Test func aPusherAloneHearsOnlyItsAcknowledgements() async throws {
+    let relay = try await LiveRelay.start { $0.storePollInterval = .milliseconds(1) }
+    let id = ReplicaID(rawValue: 9)
+    let token = try await relay.token(space: "s", replicas: [id])
+    var replica = Replica(id: id)
+    let key = EntityKey(type: "note", id: "n")
+    var pushes: [[UInt8]] = []
+    for index in 0..<200 {
+      let commit = replica.transact { tx in
+        if index == 0 { tx.create(key) }
+        tx.insertText("x", at: .max, in: "body", of: key)
+      }
+      pushes.append(commit.delta.encoded())
+    }
+    let context = replica.context
+    let heard = try await exchange(
+      url: relay.url(space: "s"), token: token, messages: pushes, gap: .microseconds(200),
+      until: { received in
+        received.contains { bytes in
+          (try? RelayAcknowledgement(decoding: bytes[...]))?.durable.includes(context) == true
+        }
+      })
+    #expect(!heard.received.isEmpty)
+    #expect(heard.acknowledgements.count == heard.received.count)
+    await relay.stop()
+  }
+
   @Test func aRefusedClientStopsAndReportsWhy() async throws {
     let relay = try await LiveRelay.start()
     let client = try await RelayClient(
