@@ -164,6 +164,50 @@ import Testing
     }
   }
 
+  /// Register and set writes apply in place (no delta of their own is built): the
+  /// document must be that of applying the transaction's delta, for transactions that mix
+  /// them with creates, deletes and text on several entities. A transaction reports every
+  /// field an edit changed, so it reports at least what the net delta changes (an add
+  /// and a remove of one tag in one transaction is reported; the delta's net is nothing).
+  @Test func localFieldWritesEqualApplyingTheirDelta() {
+    let keys = (0..<3).map { EntityKey(type: "note", id: "n\($0)") }
+    let tags: [FieldValue] = [.string("a"), .string("b"), .int(3)]
+    for seed in UInt64(1)...20 {
+      var random = SeededGenerator(seed: seed, stream: 2)
+      var replica = Replica(id: ReplicaID(rawValue: 0xD4), wallClock: .fixed(0))
+      for step in 0..<100 {
+        let before = replica.document
+        let commit = replica.transact { tx in
+          for _ in 0..<Int.random(in: 1...4, using: &random) {
+            let key = keys.randomElement(using: &random) ?? keys[0]
+            let tag = tags.randomElement(using: &random) ?? tags[0]
+            switch Int.random(in: 0..<12, using: &random) {
+            case 0: tx.create(key)
+            case 1: tx.delete(key)
+            case 2..<5: tx.setValue(.int(Int64(step)), for: "rank", of: key)
+            case 5: tx.setValue(.string("t\(step)"), for: "title", of: key)
+            case 6..<8: tx.insert(tag, into: "tags", of: key)
+            case 8..<10: tx.remove(tag, from: "tags", of: key)
+            case 10: tx.insertText("x", at: 0, in: "title", of: key)
+            default: tx.insertText("y", at: 0, in: "body", of: key)
+            }
+          }
+        }
+        var general = before
+        let changes = general.apply(commit.delta)
+        #expect(general == replica.document, "seed \(seed), step \(step)")
+        let reported = Dictionary(
+          commit.changes.entities.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        for change in changes.entities {
+          #expect(reported[change.key]?.kind == change.kind, "seed \(seed), step \(step)")
+          #expect(
+            Set(change.fields).isSubset(of: reported[change.key]?.fields ?? []),
+            "seed \(seed), step \(step)")
+        }
+      }
+    }
+  }
+
   /// A keystroke's changes keep their one entity unbuilt; they must read exactly as the
   /// recorder's general path builds them, for every visibility before and after.
   @Test func singleTextChangesReadAsTheGeneralRecorderBuildsThem() {

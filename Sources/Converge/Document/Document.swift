@@ -290,6 +290,25 @@ extension Document {
     return true
   }
 
+  /// Applies the delta of one event, `dot`, of `key` that changes `field` (if any): what
+  /// ``apply(_:recording:)`` does with that delta (the context `[dot]`, and the entity
+  /// `key` with the presence `.add(dot)` and that one field), without building its
+  /// tables. A transaction's creates and its register and set writes take this path.
+  mutating func apply(
+    event dot: Dot, on key: EntityKey, field: FieldEdit?, recording recorder: inout ChangeRecorder
+  ) {
+    recorder.noteBefore(key, in: self)
+    events.note(key, replica: dot.replica, counter: dot.counter)
+    Self.merge(
+      event: dot, field: field, of: key, into: &entities[key, default: EntityRecord()],
+      recording: &recorder)
+    rebuildEventsIfStale()
+    context.insert(dot)
+    #if CONVERGE_INTERNAL_CHECKS
+      _checkInvariants()
+    #endif
+  }
+
   /// Joins one entity's delta into its record.
   private static func merge(
     _ entityDelta: EntityDelta, of key: EntityKey, into record: inout EntityRecord,
@@ -297,9 +316,28 @@ extension Document {
   ) {
     record.presence.merge(entityDelta.presence)
     for (name, fieldDelta) in entityDelta.fields {
-      let changes = integrate(fieldDelta, into: &record, field: name)
-      recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
+      merge(fieldDelta, of: key, field: name, into: &record, recording: &recorder)
     }
+  }
+
+  /// Joins one event into the entity's record: ``merge(_:of:into:recording:)`` for an
+  /// entity delta with the presence `.add(dot)` and `field` alone.
+  private static func merge(
+    event dot: Dot, field: FieldEdit?, of key: EntityKey, into record: inout EntityRecord,
+    recording recorder: inout ChangeRecorder
+  ) {
+    _ = record.noteLocalEvent(dot)
+    guard let field else { return }
+    merge(field.change, of: key, field: field.name, into: &record, recording: &recorder)
+  }
+
+  /// Joins one field's delta into the entity's record and notes what changed.
+  private static func merge(
+    _ fieldDelta: FieldDelta, of key: EntityKey, field name: String,
+    into record: inout EntityRecord, recording recorder: inout ChangeRecorder
+  ) {
+    let changes = integrate(fieldDelta, into: &record, field: name)
+    recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
   }
 
   /// Joins one field's delta into an entity record.

@@ -183,6 +183,21 @@ public struct DocumentDelta: Sendable, Equatable {
     context.formUnion(other.context)
   }
 
+  /// Joins the delta of one event, `dot`, of `key` that changes `field` (if any): the
+  /// context `[dot]`, and the entity `key` with the presence `.add(dot)` and that one
+  /// field, as ``merge(_:)`` would, without building that delta's tables.
+  mutating func merge(event dot: Dot, on key: EntityKey, field: FieldEdit?) {
+    context.insert(dot)
+    var entity = entities.removeValue(forKey: key) ?? EntityDelta()
+    entity.presence.added[dot.replica] = Swift.max(entity.presence.added[dot.replica], dot.counter)
+    if let field {
+      // Moved out, so the merge below edits the only reference.
+      let existing = entity.fields.removeValue(forKey: field.name)
+      entity.fields[field.name] = existing.map { $0.merged(with: field.change) } ?? field.change
+    }
+    entities[key] = entity
+  }
+
   /// The join of the two deltas.
   ///
   /// - Complexity: O(k + d) for k entities and d entries in `other`, plus a copy of
@@ -192,6 +207,12 @@ public struct DocumentDelta: Sendable, Equatable {
     result.merge(other)
     return result
   }
+}
+
+/// One field's change in one event: a register write or a set add.
+struct FieldEdit: Sendable {
+  var name: String
+  var change: FieldDelta
 }
 
 /// What a delta carries for one entity.

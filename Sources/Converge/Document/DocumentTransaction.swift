@@ -41,10 +41,7 @@ public struct DocumentTransaction: Sendable {
   public mutating func create(_ key: EntityKey) {
     let wasVisible = undoLog == nil || isVisible(key)
     let dot = nextDot()
-    var change = DocumentDelta()
-    change.context.insert(dot)
-    change.entities[key] = EntityDelta(presence: .add(dot))
-    commit(change)
+    commit(event: dot, on: key, edit: nil)
     if !wasVisible { recordUndo(.hideEntity(key, replica: dot.replica)) }
   }
 
@@ -393,14 +390,17 @@ public struct DocumentTransaction: Sendable {
 
   // MARK: Plumbing
 
-  /// Records a field change made with `dot`, which also advances the entity's version.
-  mutating func commit(
-    event dot: Dot, on key: EntityKey, field: String, _ change: FieldDelta
-  ) {
-    var delta = DocumentDelta()
-    delta.context.insert(dot)
-    delta.entities[key] = EntityDelta(presence: .add(dot), fields: [field: change])
-    commit(delta)
+  /// Records the event `dot` of `key`, which advances the entity's version and makes
+  /// `edit` (if any): the same as committing the delta of that one event, without
+  /// building it.
+  mutating func commit(event dot: Dot, on key: EntityKey, edit: FieldEdit?) {
+    document.apply(event: dot, on: key, field: edit, recording: &recorder)
+    delta.merge(event: dot, on: key, field: edit)
+  }
+
+  /// Records the event `dot` of `key` that changes `field` by `change`.
+  mutating func commit(event dot: Dot, on key: EntityKey, field: String, _ change: FieldDelta) {
+    commit(event: dot, on: key, edit: FieldEdit(name: field, change: change))
   }
 
   mutating func commit(_ change: DocumentDelta) {
