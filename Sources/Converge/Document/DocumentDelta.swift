@@ -188,14 +188,8 @@ public struct DocumentDelta: Sendable, Equatable {
   /// field, as ``merge(_:)`` would, without building that delta's tables.
   mutating func merge(event dot: Dot, on key: EntityKey, field: FieldEdit?) {
     context.insert(dot)
-    var entity = entities.removeValue(forKey: key) ?? EntityDelta()
-    entity.presence.added[dot.replica] = Swift.max(entity.presence.added[dot.replica], dot.counter)
-    if let field {
-      // Moved out, so the merge below edits the only reference.
-      let existing = entity.fields.removeValue(forKey: field.name)
-      entity.fields[field.name] = existing.map { $0.merged(with: field.change) } ?? field.change
-    }
-    entities[key] = entity
+    // Edited in place: one lookup, and no copy of the entity's table.
+    EntityDelta.merge(event: dot, field: field, into: &entities[key, default: EntityDelta()])
   }
 
   /// The join of the two deltas.
@@ -220,6 +214,18 @@ struct EntityDelta: Sendable, Equatable {
   /// The entity's versions (see ``Presence``), joined into the receiver's.
   var presence = Presence()
   var fields: [String: FieldDelta] = [:]
+
+  /// Joins the event `dot`, which changes `field` (if any), into `entity`.
+  static func merge(event dot: Dot, field: FieldEdit?, into entity: inout EntityDelta) {
+    entity.presence.added[dot.replica] = Swift.max(entity.presence.added[dot.replica], dot.counter)
+    guard let field else { return }
+    // Moved out, so the merge below edits the only reference.
+    if let existing = entity.fields.removeValue(forKey: field.name) {
+      entity.fields[field.name] = existing.merged(with: field.change)
+    } else {
+      entity.fields[field.name] = field.change
+    }
+  }
 }
 
 extension Document {
