@@ -39,6 +39,38 @@ import Testing
     }
   }
 
+  /// A peer that applies each delta itself and then calls `noteReceived(_:appliedTo:)` (a
+  /// relay committing through its store) owes and sends exactly what `receive` would
+  /// have made it owe and send, message for message, through a handshake and live pushes.
+  @Test func notingAnAppliedMessageEqualsReceivingIt() throws {
+    try forEachSeed(count: 100, base: 0x0A11ED) { random in
+      let network = DocumentNetwork(replicaCount: 2, rounds: 8, using: &random)
+      var a = network.replicas[0]
+      var (viaReceive, viaNote) = (network.replicas[1], network.replicas[1])
+      var sessionA = SyncSession(streamSeed: 1)
+      var (receiving, noting) = (SyncSession(streamSeed: 2), SyncSession(streamSeed: 2))
+      for round in 0..<12 {
+        if round.isMultiple(of: 3) {
+          let commit = a.randomTransaction(using: &random)
+          let push = sessionA.push(commit, from: a)
+          receiving.receive(push, into: &viaReceive)
+          viaNote.apply(push.delta ?? DocumentDelta())
+          noting.noteReceived(push, appliedTo: viaNote)
+        }
+        if let message = sessionA.makeMessage(for: a) {
+          receiving.receive(message, into: &viaReceive)
+          if let delta = message.delta { viaNote.apply(delta) }
+          noting.noteReceived(message, appliedTo: viaNote)
+        }
+        try ensure(receiving.owesMessage == noting.owesMessage, "owes differ in round \(round)")
+        let answer = receiving.makeMessage(for: viaReceive)
+        try ensure(answer == noting.makeMessage(for: viaNote), "answers differ in round \(round)")
+        if let answer { sessionA.receive(answer, into: &a) }
+      }
+      try ensure(viaReceive.document == viaNote.document, "documents differ")
+    }
+  }
+
   @Test func syncedReplicasExchangeTwoMessagesAndNoData() {
     var random = SeededGenerator(seed: 1)
     var a = Replica.seeded(using: &random)

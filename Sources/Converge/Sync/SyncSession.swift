@@ -194,6 +194,18 @@ public struct SyncSession: Sendable {
   {
     var changes = DocumentChanges()
     if let delta = message.delta { changes = replica.apply(delta) }
+    noteReceived(message, appliedTo: replica)
+    return changes
+  }
+
+  /// Notes what a message from the peer says the peer has, when the caller has already
+  /// applied the message's delta to `replica` some other way: a relay that commits it
+  /// through its store before its cache holds it. The session's side of
+  /// ``receive(_:into:)``, which is this after applying the delta; pass the message
+  /// whole, delta included, since whether it carried one decides whether it is answered.
+  ///
+  /// - Complexity: O(r + g) to compare contexts, for r replicas and g gaps.
+  public mutating func noteReceived(_ message: SyncMessage, appliedTo replica: Replica) {
     // The peer lost our stream (a refused frame, a restart): the next push starts anew.
     if message.requestsNewStream { restartOutgoingStream() }
     guard let stated = message.context else {
@@ -205,7 +217,7 @@ public struct SyncSession: Sendable {
           contextSent = replica.context
         }
       }
-      return changes
+      return
     }
     peerContext = stated
     // An opening, a request for a new stream, or the answer to our own opening is
@@ -220,7 +232,6 @@ public struct SyncSession: Sendable {
     let opens = message.delta == nil || message.requestsNewStream || awaitingAnswer
     answerOwed = opens ? differs : lacking
     awaitingAnswer = false
-    return changes
   }
 }
 
