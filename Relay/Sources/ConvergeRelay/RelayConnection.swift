@@ -102,17 +102,23 @@ struct RelayPeer {
         return .failure(RelayCloseReason(refreshing: error))
       }
     }
-    guard let stated = message.context else { return .success(replies) }
+    guard message.context != nil else { return .success(replies) }
     do {
       // Answer from what the store has now, which another process may have extended.
       try await hub.refresh()
     } catch {
       return .failure(RelayCloseReason(refreshing: error))
     }
-    var replica = await hub.replica
-    session.receive(
-      SyncMessage(context: stated, delta: nil, requestsNewStream: message.requestsNewStream),
-      into: &replica)
+    // The delta is in the space already: the session notes the message as it came,
+    // delta included. A message that carried one is the device's answer (or an outbox
+    // sent after its opening), answered only when the session owes it: for what the
+    // space lacks of what the device stated, or a new stream. Answering it because the
+    // space changed since the last answer would, under steady typing, make every answer
+    // draw another (the device answers a context that differs from its own, and with
+    // pushes in flight both ways the two never match): a handshake per round trip per
+    // device, each committing the device's in-flight pushes again.
+    session.noteReceived(message, appliedTo: await hub.replica)
+    if message.delta != nil, !session.owesMessage { return .success(replies) }
     return .success(replies + (await answer()))
   }
 

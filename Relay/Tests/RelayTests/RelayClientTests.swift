@@ -81,6 +81,30 @@ import Testing
     await relay.stop()
   }
 
+  /// A device's answer that carries its edits is acknowledged, and answered only when
+  /// the space lacks something the device stated: not because the space changed since the
+  /// relay's last answer (which would draw another answer from the device, and under steady
+  /// typing a handshake per round trip).
+  @Test func aDevicesAnswerWithDataDrawsOnlyItsAcknowledgement() async throws {
+    let relay = try await LiveRelay.start { $0.idleTimeout = .seconds(1) }
+    let id = ReplicaID(rawValue: 11)
+    let token = try await relay.token(space: "s", replicas: [id])
+    let (replica, delta) = edit(11, note: "n", title: "T")
+    let hello = SyncMessage(context: CausalContext(), delta: nil).encoded()
+    let answer = SyncMessage(context: replica.context, delta: delta).encoded()
+    let heard = try await exchange(
+      url: relay.url(space: "s"), token: token, messages: [hello, answer])
+    let handshakes = heard.received.filter {
+      !RelayAcknowledgement.isRelayEnvelope($0[...])
+        && (try? SyncMessage(decoding: $0))?.context != nil
+    }
+    #expect(handshakes.count == 1)  // the answer to the opening, and nothing after
+    #expect(heard.acknowledgements.count == 1)
+    #expect(heard.acknowledgements.first?.durable.includes(replica.context) == true)
+    #expect(heard.closeReason == .idleTimeout)
+    await relay.stop()
+  }
+
   @Test func aRefusedClientStopsAndReportsWhy() async throws {
     let relay = try await LiveRelay.start()
     let client = try await RelayClient(
