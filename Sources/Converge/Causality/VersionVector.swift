@@ -45,12 +45,12 @@ public struct VersionVector: Hashable, Sendable {
     return (entry.replica, entry.value)
   }
 
-  /// Whether some entry satisfies `predicate`, in no particular order.
   /// Calls `body` with every entry, in replica order, without building a list.
   func forEachEntry(_ body: (ReplicaID, UInt64) -> Void) {
     for entry in counters.storage { body(entry.replica, entry.value) }
   }
 
+  /// Whether some entry satisfies `predicate`, in no particular order.
   func containsEntry(where predicate: (ReplicaID, UInt64) -> Bool) -> Bool {
     counters.storage.contains { predicate($0.replica, $0.value) }
   }
@@ -61,6 +61,12 @@ public struct VersionVector: Hashable, Sendable {
   /// Whether `dot` is covered by this vector.
   public func contains(_ dot: Dot) -> Bool {
     dot.counter <= self[dot.replica]
+  }
+
+  /// Raises the entry of `dot`'s replica to `dot.counter` if it is lower: the same as
+  /// merging the vector of that one entry, without building it.
+  mutating func advance(to dot: Dot) {
+    if dot.counter > self[dot.replica] { self[dot.replica] = dot.counter }
   }
 
   /// Takes the larger entry for every replica.

@@ -95,7 +95,7 @@ struct EntityRecord: Sendable, Equatable {
   /// its visibility before and after the event.
   mutating func noteLocalEvent(_ last: Dot) -> (wasVisible: Bool, isVisible: Bool) {
     let wasVisible = isVisible
-    presence.added[last.replica] = Swift.max(presence.added[last.replica], last.counter)
+    presence.mergeAdd(last)
     return (wasVisible, isVisible)
   }
 }
@@ -326,7 +326,7 @@ extension Document {
     event dot: Dot, field: FieldEdit?, of key: EntityKey, into record: inout EntityRecord,
     recording recorder: inout ChangeRecorder
   ) {
-    _ = record.noteLocalEvent(dot)
+    record.presence.mergeAdd(dot)
     guard let field else { return }
     merge(field.change, of: key, field: field.name, into: &record, recording: &recorder)
   }

@@ -189,7 +189,7 @@ public struct DocumentDelta: Sendable, Equatable {
   mutating func merge(event dot: Dot, on key: EntityKey, field: FieldEdit?) {
     context.insert(dot)
     // Edited in place: one lookup, and no copy of the entity's table.
-    EntityDelta.merge(event: dot, field: field, into: &entities[key, default: EntityDelta()])
+    entities[key, default: EntityDelta()].merge(event: dot, field: field)
   }
 
   /// The join of the two deltas.
@@ -203,7 +203,7 @@ public struct DocumentDelta: Sendable, Equatable {
   }
 }
 
-/// One field's change in one event: a register write or a set add.
+/// One field's change in one local event: a register write, or a set add or remove.
 struct FieldEdit: Sendable {
   var name: String
   var change: FieldDelta
@@ -215,15 +215,15 @@ struct EntityDelta: Sendable, Equatable {
   var presence = Presence()
   var fields: [String: FieldDelta] = [:]
 
-  /// Joins the event `dot`, which changes `field` (if any), into `entity`.
-  static func merge(event dot: Dot, field: FieldEdit?, into entity: inout EntityDelta) {
-    entity.presence.added[dot.replica] = Swift.max(entity.presence.added[dot.replica], dot.counter)
+  /// Joins the local event `dot`, which changes `field` (if any).
+  mutating func merge(event dot: Dot, field: FieldEdit?) {
+    presence.mergeAdd(dot)
     guard let field else { return }
     // Moved out, so the merge below edits the only reference.
-    if let existing = entity.fields.removeValue(forKey: field.name) {
-      entity.fields[field.name] = existing.merged(with: field.change)
+    if let existing = fields.removeValue(forKey: field.name) {
+      fields[field.name] = existing.merged(with: field.change)
     } else {
-      entity.fields[field.name] = field.change
+      fields[field.name] = field.change
     }
   }
 }

@@ -348,20 +348,31 @@ public struct DocumentTransaction: Sendable {
       return
     }
     delta.context.insert(replica: last.replica, counters: counters)
-    var entity = delta.entities.removeValue(forKey: key) ?? EntityDelta()
-    let added = entity.presence.added[last.replica]
-    entity.presence.added[last.replica] = Swift.max(added, last.counter)
-    var existing = entity.fields.removeValue(forKey: field)
-    if case .text(var runs)? = existing {
-      existing = nil  // the runs are now uniquely referenced and grow in place
-      runs.inserts.append(contentsOf: textDelta.inserts)
-      runs.deletes.append(contentsOf: textDelta.deletes)
-      entity.fields[field] = .text(runs)
+    // Edited in place, as a register or set write's event is.
+    if Self.appendRuns(
+      textDelta, last: last, field: field, to: &delta.entities[key, default: EntityDelta()])
+    {
       textRunsPending = true
-    } else {
-      entity.fields[field] = existing.map { $0.merged(with: .text(textDelta)) } ?? .text(textDelta)
     }
-    delta.entities[key] = entity
+  }
+
+  /// Joins a local text edit, whose latest dot is `last`, into the transaction's
+  /// `entity`; returns whether its runs were appended to the field's earlier runs
+  /// unsorted.
+  private static func appendRuns(
+    _ textDelta: RGADelta, last: Dot, field: String, to entity: inout EntityDelta
+  ) -> Bool {
+    entity.presence.mergeAdd(last)
+    var existing = entity.fields.removeValue(forKey: field)
+    guard case .text(var runs)? = existing else {
+      entity.fields[field] = existing.map { $0.merged(with: .text(textDelta)) } ?? .text(textDelta)
+      return false
+    }
+    existing = nil  // the runs are now uniquely referenced and grow in place
+    runs.inserts.append(contentsOf: textDelta.inserts)
+    runs.deletes.append(contentsOf: textDelta.deletes)
+    entity.fields[field] = .text(runs)
+    return true
   }
 
   /// Brings the text runs that ``addToDelta(_:last:field:of:)`` appended into normal form.

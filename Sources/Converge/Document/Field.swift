@@ -118,6 +118,12 @@ struct Presence: Sendable, Equatable {
     return result
   }
 
+  /// Joins the local add `dot`: the same as merging ``add(_:)`` of it, without building
+  /// a one-entry vector.
+  mutating func mergeAdd(_ dot: Dot) {
+    added.advance(to: dot)
+  }
+
   /// Whether a peer whose gap-free prefix of events is `prefix` may lack an event folded
   /// into this presence.
   ///
@@ -139,7 +145,7 @@ struct Presence: Sendable, Equatable {
   /// The presence after a local remove with `dot` that observed `observed`.
   static func remove(observing observed: Presence, dot: Dot) -> Presence {
     var removed = observed.added
-    removed[dot.replica] = Swift.max(removed[dot.replica], dot.counter)
+    removed.advance(to: dot)
     return Presence(
       added: VersionVector(replica: dot.replica, counter: dot.counter), removed: removed)
   }
