@@ -11,7 +11,6 @@ import Converge
 struct PendingRecords: Sendable {
   /// The encoded deltas, one after another.
   private var payload = ByteWriter()
-  /// The encoded deltas, one after another.
   var payloadBytes: [UInt8] { payload.bytes }
   /// Where each delta ends in `payloadBytes`.
   private(set) var ends: [Int] = []
