@@ -78,7 +78,7 @@ struct RelayPeer {
       message = try session.decode(bytes)
     } catch ConvergeDecodingError.frameOutOfSequence {
       // A lost or stale frame: the session owes a handshake asking for a new stream.
-      return .success(await answer())
+      return .success(answer(for: await hub.replica))
     } catch {
       return .failure(.malformedMessage)
     }
@@ -117,14 +117,14 @@ struct RelayPeer {
     // draw another (the device answers a context that differs from its own, and with
     // pushes in flight both ways the two never match): a handshake per round trip per
     // device, each committing the device's in-flight pushes again.
-    session.noteReceived(message, appliedTo: await hub.replica)
+    let replica = await hub.replica
+    session.noteReceived(message, appliedTo: replica)
     if message.delta != nil, !session.owesMessage { return .success(replies) }
-    return .success(replies + (await answer()))
+    return .success(replies + answer(for: replica))
   }
 
-  /// The session's next message, if it owes one.
-  private mutating func answer() async -> [[UInt8]] {
-    let replica = await hub.replica
-    return session.makeEncodedMessage(for: replica).map { [$0] } ?? []
+  /// The session's next message for the space as `replica` holds it, if it has one.
+  private mutating func answer(for replica: Replica) -> [[UInt8]] {
+    session.makeEncodedMessage(for: replica).map { [$0] } ?? []
   }
 }

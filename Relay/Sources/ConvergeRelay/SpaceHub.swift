@@ -28,9 +28,9 @@ actor SpaceHub {
   private var subscribers: [UInt64: Subscriber] = [:]
   private var waiting: [PendingCommit] = []
   private var isFlushing = false
-  /// The last position the store announced, and whether it announced that some may
-  /// have gone unannounced (``RelayStoreEvent/resumed``); a refresh is owed while either
-  /// is ahead of ``appliedPosition``.
+  /// The last position the store announced, and whether some appends may have gone
+  /// unannounced (the store reported ``RelayStoreEvent/resumed``, or a poll came due); a
+  /// refresh is owed while either is ahead of ``appliedPosition``.
   private var announcedPosition: UInt64 = 0
   private var isResumed = false
   private var isCatchingUp = false
@@ -173,9 +173,15 @@ actor SpaceHub {
   /// - Throws: the store's errors, or a `ConvergeDecodingError` for stored bytes that do
   ///   not decode; the cache is then left at the last entry that did.
   func refresh() async throws {
+    try await usingStore { try await read() }
+  }
+
+  /// Runs `body` once no other read or append of this space is in flight, holding off
+  /// the others until it returns.
+  private func usingStore<T>(_ body: () async throws -> T) async rethrows -> T {
     await takeStore()
     defer { releaseStore() }
-    try await read()
+    return try await body()
   }
 
   /// Waits until no other read or append of this space is in flight.
@@ -253,33 +259,40 @@ actor SpaceHub {
       for pending in batch { merged.merge(pending.delta) }
       let senders = Set(batch.compactMap(\.sender))
       let excluded = senders.count == 1 ? senders : []
-      await takeStore()
+      let outcome: Result<CausalContext, any Error>
       do {
-        let encoded = merged.encoded()
-        let position = try await store.append(space: space, delta: encoded)
-        // Entries other processes appended just before this one may have been announced
-        // meanwhile.
-        applyAnnounced(through: max(position, 1) - 1)
-        if position == appliedPosition + 1 {
-          // Nothing else was appended meanwhile: the cache takes what was written
-          // without reading it back.
-          replica.apply(merged)
-          appliedPosition = position
-          broadcast(encoded, excluding: excluded)
-        } else if position > appliedPosition {
-          // Other processes appended before this entry: read them and it in order.
-          try await read(own: (position, excluded))
-        }
-        releaseStore()
-        for pending in batch { pending.done(.success(replica.context)) }
+        outcome = .success(try await usingStore { try await append(merged, excluding: excluded) })
       } catch {
-        releaseStore()
-        for pending in batch { pending.done(.failure(error)) }
+        outcome = .failure(error)
       }
+      for pending in batch { pending.done(outcome) }
       await compactIfDue()
     }
     isFlushing = false
     catchUpIfNotified()
+  }
+
+  /// Appends one group commit, `merged`, and brings the cache past it; `excluded` are the
+  /// sockets whose deltas it holds. Returns the space's context once it is durable.
+  private func append(_ merged: DocumentDelta, excluding excluded: Set<UInt64>) async throws
+    -> CausalContext
+  {
+    let encoded = merged.encoded()
+    let position = try await store.append(space: space, delta: encoded)
+    // Entries other processes appended just before this one may have been announced
+    // meanwhile.
+    applyAnnounced(through: max(position, 1) - 1)
+    if position == appliedPosition + 1 {
+      // Nothing else was appended meanwhile: the cache takes what was written without
+      // reading it back.
+      replica.apply(merged)
+      appliedPosition = position
+      broadcast(encoded, excluding: excluded)
+    } else if position > appliedPosition {
+      // Other processes appended before this entry: read them and it in order.
+      try await read(own: (position, excluded))
+    }
+    return replica.context
   }
 
   /// Replaces the log by a snapshot every ``compactionInterval`` entries. A failure only
