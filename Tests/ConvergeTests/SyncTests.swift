@@ -71,6 +71,35 @@ import Testing
     }
   }
 
+  /// Why `noteReceived(_:appliedTo:)` takes the message whole: an answer that carried
+  /// data is answered only for what the receiver still lacks of it, even when the
+  /// receiver changed meanwhile, while the same context without its delta reads as an
+  /// opening and is owed an answer whenever the contexts differ. A relay that noted its
+  /// devices' answers without their deltas traded a handshake per round trip with each.
+  @Test func anAnswerWithDataIsOwedNothingForTheReceiversOwnNewEdits() throws {
+    try forEachSeed(count: 100, base: 0xA75E7) { random in
+      let network = DocumentNetwork(replicaCount: 2, rounds: 6, using: &random)
+      var (a, b) = (network.replicas[0], network.replicas[1])
+      var (sessionA, sessionB) = (SyncSession(streamSeed: 1), SyncSession(streamSeed: 2))
+      let opening = try unwrap(sessionA.makeMessage(for: a), "a has nothing to open with")
+      sessionB.noteReceived(opening, appliedTo: b)
+      let answer = try unwrap(sessionB.makeMessage(for: b), "b does not answer the opening")
+      a.transact { $0.create(EntityKey(type: "note", id: "a-new")) }  // something b lacks
+      sessionA.receive(answer, into: &a)
+      let reply = try unwrap(sessionA.makeMessage(for: a), "a does not reply")
+      let delta = try unwrap(reply.delta, "a's reply carries nothing b lacks")
+      b.transact { $0.create(EntityKey(type: "note", id: "b-new")) }  // a does not have it yet
+      b.apply(delta)
+      var stripped = sessionB
+      sessionB.noteReceived(reply, appliedTo: b)
+      try ensure(!sessionB.owesMessage, "b owes an answer to a reply it lacks nothing of")
+      stripped.noteReceived(
+        SyncMessage(context: reply.context, delta: nil, requestsNewStream: reply.requestsNewStream),
+        appliedTo: b)
+      try ensure(stripped.owesMessage, "without its delta the reply reads as an opening")
+    }
+  }
+
   @Test func syncedReplicasExchangeTwoMessagesAndNoData() {
     var random = SeededGenerator(seed: 1)
     var a = Replica.seeded(using: &random)
@@ -205,4 +234,11 @@ import Testing
       try ensure(devices[1].document == devices[2].document, "devices 1 and 2 differ")
     }
   }
+}
+
+/// `value`, or an ``ExpectationFailure`` saying `message` (inside `forEachSeed`, which
+/// prints the seed).
+private func unwrap<T>(_ value: T?, _ message: @autoclosure () -> String) throws -> T {
+  guard let value else { throw ExpectationFailure(message()) }
+  return value
 }
