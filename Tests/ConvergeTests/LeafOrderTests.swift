@@ -58,8 +58,22 @@ import Testing
     try forEachSeed(count: 12, base: 0x1EAF) { random in
       var order = LeafOrder()
       var model = Model()
+      // The leaf of the latest seek, which local edits then change.
+      var sought: Int?
       for step in 0..<700 {
-        let leaf = model.leaves.randomElement(using: &random)?.id ?? 0
+        let total = model.leaves.reduce(0) { $0 + $1.visible }
+        if total > 0, Int.random(in: 0..<4, using: &random) == 0 {
+          // A local edit's seek: the leaf at an offset becomes the cursor.
+          let offset = Int.random(in: 0..<total, using: &random)
+          let found = order.seek(visible: offset)
+          try ensure(found == model.leaf(containing: offset, utf16: false), "seek \(offset)")
+          sought = found.leaf
+          continue
+        }
+        // Half the changes go to the sought leaf, as typing there does.
+        let leaf =
+          sought.flatMap { Bool.random(using: &random) ? $0 : nil }
+          ?? model.leaves.randomElement(using: &random)?.id ?? 0
         let position = model.position(of: leaf)
         if Bool.random(using: &random) {
           // Sometimes many insertions in one place, as typing at one spot does.
@@ -129,6 +143,21 @@ import Testing
             let expected = (rank, offset - counts[..<rank].reduce(0, +))
             try ensure(
               tree.search(offset, utf16: isUTF16) == expected, "search \(offset) \(isUTF16)")
+          }
+          // The same search counting more at one rank than the tree holds, as the leaf
+          // order's cursor asks.
+          if size > 0 {
+            let rank = Int.random(in: 0..<size, using: &random)
+            let extra = Int.random(in: -counts[rank]...7, using: &random)
+            var adjusted = counts
+            adjusted[rank] += extra
+            let offset = Int.random(in: 0...adjusted.reduce(0, +), using: &random)
+            var found = 0
+            while found < size, adjusted[..<(found + 1)].reduce(0, +) <= offset { found += 1 }
+            let expected = (found, offset - adjusted[..<found].reduce(0, +))
+            try ensure(
+              tree.search(offset, utf16: isUTF16, adding: extra, atRank: rank) == expected,
+              "search \(offset) adding \(extra) at \(rank)")
           }
         }
       }

@@ -15,6 +15,13 @@
 /// A text of one leaf (every short text: a note body, a title) has no blocks at all, only
 /// that leaf's counts, so that a library of short texts does not pay nine arrays per
 /// text; the blocks are built when the leaf first splits.
+///
+/// Typing stays in one leaf for many edits, so the order keeps a *cursor* on the leaf of
+/// the latest local edit (``seek(visible:)``): where that leaf starts, and its count. A
+/// position inside it is found without a search, and counts added to it wait in the
+/// cursor instead of walking the tree at every keystroke; they reach the blocks and the
+/// tree when another leaf changes, and every query counts them meanwhile. Replaying
+/// automerge-paper, this saved a fifth of the instructions.
 struct LeafOrder: Sendable {
   /// Leaves per block before the block splits in two.
   static let maxLeavesPerBlock = 32
@@ -42,6 +49,21 @@ struct LeafOrder: Sendable {
   /// For each leaf id, the block holding it and its position there.
   private var blockOfLeaf: [Int]
   private var slotOfLeaf: [Int]
+  /// The leaf of the latest local edit, while no leaf before it has changed.
+  private var cursor = Cursor()
+
+  /// A leaf whose start is known, with the counts added to it that its block and the
+  /// tree do not hold yet.
+  private struct Cursor: Sendable {
+    /// The leaf, or -1 for none.
+    var leaf = -1
+    /// Visible scalars of the leaves before `leaf`.
+    var start = 0
+    /// Visible scalars of `leaf`, pending counts included.
+    var visible = 0
+    var pendingVisible = 0
+    var pendingUTF16 = 0
+  }
 
   /// One empty leaf, id 0.
   init() {
@@ -128,6 +150,12 @@ struct LeafOrder: Sendable {
     blocks[block].utf16.withUnsafeBufferPointer { counts in
       for position in 0..<slot { utf16 &+= counts[position] }
     }
+    if cursor.leaf >= 0,
+      (blockRank[blockOfLeaf[cursor.leaf]], slotOfLeaf[cursor.leaf]) < (rank, slot)
+    {
+      visible &+= cursor.pendingVisible
+      utf16 &+= cursor.pendingUTF16
+    }
     return (visible, utf16)
   }
 
@@ -135,28 +163,57 @@ struct LeafOrder: Sendable {
   /// are skipped) and the offset inside it. `offset` must be below the total.
   func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
     guard !blocks.isEmpty else { return (0, offset) }
-    let (rank, remainder) = blockCounts.search(offset, utf16: false)
-    return find(remainder, inBlockAt: rank, utf16: false)
+    if cursor.leaf >= 0, offset >= cursor.start, offset - cursor.start < cursor.visible {
+      return (cursor.leaf, offset - cursor.start)
+    }
+    return search(offset, utf16: false)
   }
 
   /// The leaf whose UTF-16 code units hold offset `offset`, and the offset inside it.
   /// `offset` must be below the total.
   func leaf(containingUTF16 offset: Int) -> (leaf: Int, remainder: Int) {
     guard !blocks.isEmpty else { return (0, offset) }
-    let (rank, remainder) = blockCounts.search(offset, utf16: true)
-    return find(remainder, inBlockAt: rank, utf16: true)
+    return search(offset, utf16: true)
   }
 
-  private func find(_ offset: Int, inBlockAt rank: Int, utf16: Bool)
-    -> (leaf: Int, remainder: Int)
-  {
+  /// ``leaf(containingVisible:)`` for a local edit about to change that leaf: the leaf
+  /// found becomes the cursor, so that the next edit there skips the search and the
+  /// counts it adds wait in the cursor.
+  mutating func seek(visible offset: Int) -> (leaf: Int, remainder: Int) {
+    let found = leaf(containingVisible: offset)
+    if !blocks.isEmpty, found.leaf != cursor.leaf {
+      dropCursor()
+      let block = blocks[blockOfLeaf[found.leaf]]
+      cursor = Cursor(
+        leaf: found.leaf, start: offset - found.remainder,
+        visible: block.visible[slotOfLeaf[found.leaf]])
+    }
+    return found
+  }
+
+  /// The block-tree search and the scan of one block, counting the cursor's pending
+  /// counts where they belong.
+  private func search(_ offset: Int, utf16: Bool) -> (leaf: Int, remainder: Int) {
+    var pendingRank = -1
+    var pendingSlot = -1
+    var pending = 0
+    if cursor.leaf >= 0 {
+      pendingRank = blockRank[blockOfLeaf[cursor.leaf]]
+      pendingSlot = slotOfLeaf[cursor.leaf]
+      pending = utf16 ? cursor.pendingUTF16 : cursor.pendingVisible
+    }
+    let (rank, remainder) = blockCounts.search(
+      offset, utf16: utf16, adding: pending, atRank: pendingRank)
     // Past the end (unreachable for offsets below the total): the last leaf.
-    let block = blocks[blockOrder[Swift.min(rank, blockOrder.count - 1)]]
-    var rest = offset
+    let clamped = Swift.min(rank, blockOrder.count - 1)
+    let block = blocks[blockOrder[clamped]]
+    var rest = remainder
     let values = utf16 ? block.utf16 : block.visible
     for slot in values.indices {
-      if rest < values[slot] { return (block.leaves[slot], rest) }
-      rest -= values[slot]
+      let value =
+        clamped == pendingRank && slot == pendingSlot ? values[slot] + pending : values[slot]
+      if rest < value { return (block.leaves[slot], rest) }
+      rest -= value
     }
     return (block.leaves[block.leaves.count - 1], rest)
   }
@@ -168,6 +225,28 @@ struct LeafOrder: Sendable {
       soleUTF16 += utf16
       return
     }
+    if leaf == cursor.leaf {
+      cursor.visible += visible
+      cursor.pendingVisible += visible
+      cursor.pendingUTF16 += utf16
+      return
+    }
+    // A change elsewhere may move the cursor's start.
+    dropCursor()
+    addToBlocks(visible: visible, utf16: utf16, to: leaf)
+  }
+
+  /// Moves the cursor's pending counts into the blocks and the tree and forgets it.
+  private mutating func dropCursor() {
+    guard cursor.leaf >= 0 else { return }
+    let leaf = cursor.leaf
+    let (visible, utf16) = (cursor.pendingVisible, cursor.pendingUTF16)
+    cursor = Cursor()
+    addToBlocks(visible: visible, utf16: utf16, to: leaf)
+  }
+
+  private mutating func addToBlocks(visible: Int, utf16: Int, to leaf: Int) {
+    guard visible != 0 || utf16 != 0 else { return }
     let block = blockOfLeaf[leaf]
     let slot = slotOfLeaf[leaf]
     blocks[block].visible[slot] += visible
@@ -182,6 +261,15 @@ struct LeafOrder: Sendable {
   @discardableResult
   mutating func insertLeaf(after leaf: Int, visible: Int, utf16: Int) -> Int {
     if blocks.isEmpty { buildBlocks(visible: [soleVisible], utf16: [soleUTF16]) }
+    // The leaves before `leaf` keep their counts, so a cursor on `leaf` keeps its start;
+    // its pending counts go in first, since the blocks move.
+    let kept = cursor.leaf == leaf ? cursor : nil
+    dropCursor()
+    if var kept {
+      kept.pendingVisible = 0
+      kept.pendingUTF16 = 0
+      cursor = kept
+    }
     let newLeaf = leafCount
     let block = blockOfLeaf[leaf]
     let slot = slotOfLeaf[leaf] + 1
@@ -266,6 +354,15 @@ struct LeafOrder: Sendable {
   /// the blocks and that the counts and sums match `counts` (by leaf id); traps
   /// otherwise.
   func _checkInvariants(counts: (Int) -> (visible: Int, utf16: Int)) {
+    if cursor.leaf >= 0 {
+      precondition(!blocks.isEmpty, "a sole leaf has no cursor")
+      precondition(prefix(of: cursor.leaf).visible == cursor.start, "start of the cursor")
+      precondition(counts(cursor.leaf).visible == cursor.visible, "count of the cursor")
+      var flushed = self
+      flushed.dropCursor()
+      flushed._checkInvariants(counts: counts)
+      return
+    }
     guard !blocks.isEmpty else {
       precondition(blockOfLeaf.isEmpty && blockOrder.isEmpty, "a sole leaf has no blocks")
       precondition(counts(0) == (soleVisible, soleUTF16), "counts of the sole leaf")
@@ -364,18 +461,30 @@ struct CountTree: Sendable {
 
   /// The rank whose span of visible scalars (or UTF-16 code units) holds `offset`, and
   /// the offset inside it. Returns `count` when `offset` is past the end.
-  func search(_ offset: Int, utf16: Bool) -> (rank: Int, remainder: Int) {
+  ///
+  /// The search counts `extra` more at rank `extraRank` than the tree holds (none when
+  /// `extraRank` is -1).
+  func search(_ offset: Int, utf16: Bool, adding extra: Int = 0, atRank extraRank: Int = -1)
+    -> (rank: Int, remainder: Int)
+  {
     let size = count
     let component = utf16 ? 1 : 0
+    // One-based, as the nodes are.
+    let extraIndex = extraRank + 1
     var position = 0
     var remainder = offset
     var step = 1
     while step * 2 <= size { step *= 2 }
     while step > 0 {
       let next = position + step
-      if next <= size, nodes[2 * next + component] <= remainder {
-        position = next
-        remainder -= nodes[2 * next + component]
+      if next <= size {
+        // Node `next` sums the ranks after `position` up to `next`.
+        var value = nodes[2 * next + component]
+        if position < extraIndex && extraIndex <= next { value &+= extra }
+        if value <= remainder {
+          position = next
+          remainder -= value
+        }
       }
       step /= 2
     }

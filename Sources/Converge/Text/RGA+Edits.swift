@@ -77,7 +77,7 @@ extension RGA {
     var leaf = leafOrder.first
     var slot = 0
     if target > 0 {
-      let found = locateVisible(target - 1)
+      let found = seekVisible(target - 1)
       let run = leaves[found.leaf].runs[found.run]
       origin = Dot(replica: run.replica, counter: run.counter + UInt64(found.offset))
       if found.offset + 1 < run.length {
@@ -112,7 +112,9 @@ extension RGA {
   }
 
   /// The id of the first item at or after run `slot` of `leaf` in document order,
-  /// tombstones included; `nil` at the end of the text.
+  /// tombstones included; `nil` at the end of the text. Inlined into the edits, which
+  /// would otherwise copy the whole text to call it.
+  @inline(__always)
   func firstItem(from leaf: Int, slot: Int) -> Dot? {
     var current = leaf
     var position = slot
@@ -133,10 +135,10 @@ extension RGA {
     let total = upper - lower
     guard total > 0, firstDot.counter > 0 else { return }
     let (_, overflow) = firstDot.counter.addingReportingOverflow(UInt64(total))
-    guard !overflow, isFreshDeleteDot(firstDot) else { return }
+    guard !overflow, deleteLog.isFresh(deleteDot: firstDot) else { return }
     var done = 0
     while done < total {
-      let found = locateVisible(lower)
+      let found = seekVisible(lower)
       let run = leaves[found.leaf].runs[found.run]
       let length = Swift.min(total - done, run.length - found.offset)
       let delete = RGADelta.Delete(
@@ -149,14 +151,6 @@ extension RGA {
       done += length
     }
     checkInvariantsIfEnabled()
-  }
-
-  func isFreshDeleteDot(_ dot: Dot) -> Bool {
-    guard let last = deleteLog[dot.replica]?.last else { return true }
-    if last.dot.counter + last.count <= dot.counter { return true }
-    return newDeleteParts(
-      RGADelta.Delete(dot: dot, target: dot, count: 1, isDescending: false)
-    ).count == 1
   }
 
   /// Adds a delete whose dots all follow the log of its replica, or are new.
@@ -189,9 +183,36 @@ extension RGA {
     }
   }
 
+  /// Runs ``_checkInvariants()`` when compiled with `-DCONVERGE_INTERNAL_CHECKS`.
+  ///
+  /// The check is O(n log n) in the scalars held, so past 2,048 scalars it runs once
+  /// every n / 32 mutations, which keeps its amortized cost per mutation constant and a
+  /// 260,000-edit trace replay testable.
+  mutating func checkInvariantsIfEnabled() {
+    #if CONVERGE_INTERNAL_CHECKS
+      mutationsSinceCheck += 1
+      if content.count <= 2048 || mutationsSinceCheck * 32 >= content.count {
+        mutationsSinceCheck = 0
+        _checkInvariants()
+      }
+    #endif
+  }
+}
+
+/// The delete log's queries, on the log itself rather than the text: a call on the whole
+/// text from a mutating edit would copy it (296 bytes) to pass it.
+extension ReplicaMap where Value == [RGADelta.Delete] {
+  /// Whether no delete of `dot` is logged.
+  func isFresh(deleteDot dot: Dot) -> Bool {
+    guard let last = self[dot.replica]?.last else { return true }
+    if last.dot.counter + last.count <= dot.counter { return true }
+    return newParts(of: RGADelta.Delete(dot: dot, target: dot, count: 1, isDescending: false))
+      .count == 1
+  }
+
   /// The parts of `delete` whose delete dots are not in the log yet.
-  func newDeleteParts(_ delete: RGADelta.Delete) -> [RGADelta.Delete] {
-    guard let log = deleteLog[delete.dot.replica], !log.isEmpty else { return [delete] }
+  func newParts(of delete: RGADelta.Delete) -> [RGADelta.Delete] {
+    guard let log = self[delete.dot.replica], !log.isEmpty else { return [delete] }
     let lower = delete.dot.counter
     let upper = lower + delete.count
     let low = log.partitioningIndex { $0.dot.counter + $0.count > lower }
@@ -211,20 +232,5 @@ extension RGA {
       position += 1
     }
     return parts
-  }
-
-  /// Runs ``_checkInvariants()`` when compiled with `-DCONVERGE_INTERNAL_CHECKS`.
-  ///
-  /// The check is O(n log n) in the scalars held, so past 2,048 scalars it runs once
-  /// every n / 32 mutations, which keeps its amortized cost per mutation constant and a
-  /// 260,000-edit trace replay testable.
-  mutating func checkInvariantsIfEnabled() {
-    #if CONVERGE_INTERNAL_CHECKS
-      mutationsSinceCheck += 1
-      if content.count <= 2048 || mutationsSinceCheck * 32 >= content.count {
-        mutationsSinceCheck = 0
-        _checkInvariants()
-      }
-    #endif
   }
 }

@@ -467,7 +467,7 @@ extension RGA {
 
   private mutating func receive(_ delete: RGADelta.Delete, changes: inout [TextChange]) {
     guard delete.isWellFormed else { return }
-    for part in newDeleteParts(delete) {
+    for part in deleteLog.newParts(of: delete) {
       appendToDeleteLog(part)
       deleteTargets(part.targetRange, changes: &changes)
     }

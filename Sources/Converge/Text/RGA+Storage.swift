@@ -13,6 +13,20 @@ extension RGA {
   /// The item at visible position `position`, which must be below `count`.
   func locateVisible(_ position: Int) -> ItemLocation {
     let (leafID, remainder) = leafOrder.leaf(containingVisible: position)
+    return locateVisible(remainder, inLeaf: leafID)
+  }
+
+  /// ``locateVisible(_:)`` for a local edit about to change the item's leaf, which the
+  /// leaf order then keeps as its cursor.
+  mutating func seekVisible(_ position: Int) -> ItemLocation {
+    let (leafID, remainder) = leafOrder.seek(visible: position)
+    return locateVisible(remainder, inLeaf: leafID)
+  }
+
+  /// The visible item `remainder` of leaf `leafID`. Inlined: a call from a mutating
+  /// edit would copy the whole text to pass it (a 296-byte copy per keystroke).
+  @inline(__always)
+  private func locateVisible(_ remainder: Int, inLeaf leafID: Int) -> ItemLocation {
     var rest = remainder
     let runs = leaves[leafID].runs
     for index in runs.indices where !runs[index].deleted {
