@@ -91,24 +91,10 @@ extension EntityKey {
     from reader: inout ByteReader, _ readValue: (inout ByteReader) throws -> Value
   ) throws -> [EntityKey: Value] {
     // An entity is at least two empty strings, two empty vectors and a field count.
-    let count = try reader.readCount(minimumBytesPerElement: 5)
-    var map: [EntityKey: Value] = [:]
-    map.reserveCapacity(count)
-    var previous: EntityKey?
-    for _ in 0..<count {
-      let start = reader.offset
-      let key = try EntityKey(from: &reader)
-      if let previous, !(previous < key) {
-        throw ConvergeDecodingError.invalidValue(
-          offset: start, reason: "entities not strictly increasing")
-      }
-      let value = try readValue(&reader)
-      guard map.updateValue(value, forKey: key) == nil else {
-        throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate entity")
-      }
-      previous = key
-    }
-    return map
+    try reader.readSortedMap(
+      minimumBytesPerEntry: 5, keys: .init(plural: "entities", singular: "entity"),
+      readKey: { try EntityKey(from: &$0) }, precedes: <,
+      readValue: { reader, _ in try readValue(&reader) })
   }
 }
 
@@ -214,28 +200,17 @@ enum FieldWire {
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
   ) throws -> [FieldValue: Presence] {
     // An element is at least a tag byte and two empty vectors.
-    let count = try reader.readCount(minimumBytesPerElement: 3)
-    var elements: [FieldValue: Presence] = [:]
-    elements.reserveCapacity(count)
-    var previous: FieldValue?
-    for _ in 0..<count {
-      let start = reader.offset
-      let element = try FieldValue(from: &reader)
-      if let previous, !(previous < element) {
-        throw ConvergeDecodingError.invalidValue(
-          offset: start, reason: "set elements not strictly increasing")
-      }
-      let presence = try Presence(from: &reader, replicas: &table)
-      // Every element a replica holds, or a delta carries, was added somewhere.
-      guard !presence.added.isEmpty else {
-        throw ConvergeDecodingError.invalidValue(offset: start, reason: "set element never added")
-      }
-      guard elements.updateValue(presence, forKey: element) == nil else {
-        throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate set element")
-      }
-      previous = element
-    }
-    return elements
+    try reader.readSortedMap(
+      minimumBytesPerEntry: 3, keys: .init(plural: "set elements", singular: "set element"),
+      readKey: { try FieldValue(from: &$0) }, precedes: <,
+      readValue: { reader, start in
+        let presence = try Presence(from: &reader, replicas: &table)
+        // Every element a replica holds, or a delta carries, was added somewhere.
+        guard !presence.added.isEmpty else {
+          throw ConvergeDecodingError.invalidValue(offset: start, reason: "set element never added")
+        }
+        return presence
+      })
   }
 
   /// Reads a count and that many (name, field) pairs with names strictly increasing.
@@ -258,19 +233,10 @@ enum FieldWire {
   ) throws {
     // A field is at least an empty name and a tag.
     let count = try reader.readCount(minimumBytesPerElement: 2)
-    var previous: String?
-    for _ in 0..<count {
-      let start = reader.offset
-      let name = try reader.readString()
-      if let previous, !fieldNameOrder(previous, name) {
-        throw ConvergeDecodingError.invalidValue(
-          offset: start, reason: "field names not strictly increasing")
-      }
-      guard add(name, try readField(&reader)) else {
-        throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate field name")
-      }
-      previous = name
-    }
+    try reader.readSortedEntries(
+      count: count, keys: .init(plural: "field names", singular: "field name"),
+      readKey: { try $0.readString() }, precedes: fieldNameOrder,
+      readValue: { reader, name, _ in add(name, try readField(&reader)) })
   }
 
   /// Reads a field tag.

@@ -72,24 +72,9 @@ extension FieldValue {
     from reader: inout ByteReader
   ) throws -> [String: FieldValue] {
     // A field is at least an empty key (1 byte) and a null value (1 byte).
-    let count = try reader.readCount(minimumBytesPerElement: 2)
-    var fields: [String: FieldValue] = [:]
-    fields.reserveCapacity(count)
-    var previous: String?
-    for _ in 0..<count {
-      let start = reader.offset
-      let key = try reader.readString()
-      if let previous, !fieldNameOrder(previous, key) {
-        throw ConvergeDecodingError.invalidValue(
-          offset: start, reason: "record keys not strictly increasing")
-      }
-      let value = try FieldValue(from: &reader)
-      // Distinct scalars may still be equal strings (canonical equivalence).
-      guard fields.updateValue(value, forKey: key) == nil else {
-        throw ConvergeDecodingError.invalidValue(offset: start, reason: "duplicate record key")
-      }
-      previous = key
-    }
-    return fields
+    try reader.readSortedMap(
+      minimumBytesPerEntry: 2, keys: .init(plural: "record keys", singular: "record key"),
+      readKey: { try $0.readString() }, precedes: fieldNameOrder,
+      readValue: { reader, _ in try FieldValue(from: &reader) })
   }
 }
