@@ -11,22 +11,11 @@
 /// survives; strings are UTF-8; records list their keys sorted by Unicode scalars, each
 /// key once, and nest at most ``ByteReader/maximumDepth`` levels deep.
 extension FieldValue {
-  enum WireTag: UInt8 {
-    case null = 0
-    case bool = 1
-    case int = 2
-    case double = 3
-    case string = 4
-    case date = 5
-    case bytes = 6
-    case record = 7
-  }
-
   /// Writes the value.
   ///
   /// - Complexity: O(s log s) for a value of s bytes (record keys are sorted).
   package func write(to writer: inout ByteWriter) {
-    writer.writeUInt8(kindRank)
+    writer.writeUInt8(kind.rawValue)
     switch self {
     case .null: break
     case .bool(let value): writer.writeBool(value)
@@ -50,10 +39,10 @@ extension FieldValue {
   ///   duplicated; `invalidUTF8`; `nestingTooDeep`; `countTooLarge`; `truncated`.
   package init(from reader: inout ByteReader) throws {
     let start = reader.offset
-    guard let tag = WireTag(rawValue: try reader.readUInt8()) else {
+    guard let kind = Kind(rawValue: try reader.readUInt8()) else {
       throw ConvergeDecodingError.invalidValue(offset: start, reason: "unknown value tag")
     }
-    switch tag {
+    switch kind {
     case .null: self = .null
     case .bool: self = .bool(try reader.readBool())
     case .int: self = .int(try reader.readVarInt())

@@ -50,7 +50,7 @@ extension FieldValue: Hashable {
   /// Hashes the kind and the value, doubles and dates by bit pattern, consistently
   /// with `==`.
   public func hash(into hasher: inout Hasher) {
-    hasher.combine(kindRank)
+    hasher.combine(kind.rawValue)
     switch self {
     case .null: break
     case .bool(let value): hasher.combine(value)
@@ -63,17 +63,20 @@ extension FieldValue: Hashable {
     }
   }
 
-  /// The position of the case in the canonical order of kinds.
-  var kindRank: UInt8 {
+  /// The kinds of values in their canonical order: a kind's raw value is its rank, and
+  /// also the value's tag on the wire.
+  enum Kind: UInt8 { case null, bool, int, double, string, date, bytes, record }
+
+  var kind: Kind {
     switch self {
-    case .null: 0
-    case .bool: 1
-    case .int: 2
-    case .double: 3
-    case .string: 4
-    case .date: 5
-    case .bytes: 6
-    case .record: 7
+    case .null: .null
+    case .bool: .bool
+    case .int: .int
+    case .double: .double
+    case .string: .string
+    case .date: .date
+    case .bytes: .bytes
+    case .record: .record
     }
   }
 }
@@ -82,7 +85,7 @@ extension FieldValue: Comparable {
   /// A total order used to list set elements and record keys canonically: by kind, then
   /// by value (strings by their Unicode scalars, doubles and dates by bit pattern).
   public static func < (lhs: FieldValue, rhs: FieldValue) -> Bool {
-    if lhs.kindRank != rhs.kindRank { return lhs.kindRank < rhs.kindRank }
+    if lhs.kind != rhs.kind { return lhs.kind.rawValue < rhs.kind.rawValue }
     switch (lhs, rhs) {
     case (.bool(let a), .bool(let b)): return !a && b
     case (.int(let a), .int(let b)): return a < b
