@@ -12,6 +12,7 @@
 /// ```
 ///
 /// - Complexity: every write is amortized O(k) for k bytes written.
+@usableFromInline
 package struct ByteWriter: Sendable {
   /// The bytes written so far.
   public private(set) var bytes: [UInt8]

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-  import FoundationEssentials
-#else
-  import Foundation
-#endif
-
 /// Wire form of a set of counters (see `FORMAT.md`, "Counter ranges"): the number of
 /// ranges, then for each range in increasing order its gap and its width, both unsigned
 /// LEB128.
@@ -66,6 +60,7 @@ extension CausalContext {
   /// Writes the context; every replica of it must be in `table`.
   ///
   /// - Complexity: O(r log r + g) for r replicas and g ranges.
+  @usableFromInline
   package func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     let entries = entries
     writer.writeVarUInt(entries.count)
@@ -80,6 +75,7 @@ extension CausalContext {
   /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, `unknownReplicaIndex`,
   ///   `integerOverflow`, or `invalidValue` for indexes out of order or a replica with no
   ///   ranges.
+  @usableFromInline
   package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     // A replica is at least an index byte, a range count byte and one two-byte range.
     let count = try reader.readCount(minimumBytesPerElement: 4)
@@ -102,13 +98,7 @@ extension CausalContext {
   /// holding exactly its replicas, then the context.
   ///
   /// Equal contexts give equal bytes.
-  public func encoded() -> [UInt8] {
-    let table = ReplicaTable(replicas)
-    return Envelope.seal(kind: .causalContext) { writer in
-      table.write(to: &writer)
-      write(to: &writer, replicas: table)
-    }
-  }
+  public func encoded() -> [UInt8] { encodedStandalone() }
 
   /// Decodes a message made by ``encoded()``.
   ///
@@ -119,14 +109,6 @@ extension CausalContext {
   /// bytes; one that is not an array or a slice is copied once).
   @inlinable
   public init(decoding bytes: some Collection<UInt8>) throws {
-    self = try Envelope.decode(bytes, as: .causalContext, Self.readStandaloneBody)
-  }
-
-  @usableFromInline
-  static func readStandaloneBody(_ reader: inout ByteReader) throws -> CausalContext {
-    var table = try DecodedReplicaTable(from: &reader)
-    let context = try CausalContext(from: &reader, replicas: &table)
-    try table.checkAllReferenced(offset: reader.offset)
-    return context
+    try self.init(decodingStandalone: bytes)
   }
 }

@@ -22,6 +22,7 @@
 ///
 /// - Complexity: building is O(m log m) for m mentions; looking up an index is O(log r)
 ///   for r replicas.
+@usableFromInline
 package struct ReplicaTable: Sendable {
   /// Collects the replicas a message will mention, in any order and with repeats.
   public struct Builder: Sendable {
@@ -121,6 +122,7 @@ package struct ReplicaTable: Sendable {
 /// body does not mention, so a message has exactly one valid encoding.
 ///
 /// - Complexity: reading is O(r) for r replicas; resolving an index is O(1).
+@usableFromInline
 package struct DecodedReplicaTable: Sendable {
   /// The replicas, sorted by id; a replica's index is its position here.
   public let replicas: [ReplicaID]

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-  import FoundationEssentials
-#else
-  import Foundation
-#endif
-
 /// Wire form of a version vector inside a body (see `FORMAT.md`, "Version vector"): the
 /// number of entries, then for each entry sorted by replica its replica index and its
 /// counter, both unsigned LEB128. Indexes strictly increase; counters are at least 1
@@ -12,6 +6,7 @@ extension VersionVector {
   /// Writes the vector; every replica of it must be in `table`.
   ///
   /// - Complexity: O(r log r) for r replicas.
+  @usableFromInline
   package func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     let entries = entries
     writer.writeVarUInt(entries.count)
@@ -25,6 +20,7 @@ extension VersionVector {
   ///
   /// - Throws: `countTooLarge`, `truncated`, LEB128 errors, `unknownReplicaIndex`, or
   ///   `invalidValue` for indexes out of order or a zero counter.
+  @usableFromInline
   package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     // An entry is at least one index byte and one counter byte.
     let count = try reader.readCount(minimumBytesPerElement: 2)
@@ -48,13 +44,7 @@ extension VersionVector {
   /// holding exactly its replicas, then the vector.
   ///
   /// Equal vectors give equal bytes.
-  public func encoded() -> [UInt8] {
-    let table = ReplicaTable(replicas)
-    return Envelope.seal(kind: .versionVector) { writer in
-      table.write(to: &writer)
-      write(to: &writer, replicas: table)
-    }
-  }
+  public func encoded() -> [UInt8] { encodedStandalone() }
 
   /// Decodes a message made by ``encoded()``.
   ///
@@ -65,14 +55,6 @@ extension VersionVector {
   /// bytes; one that is not an array or a slice is copied once).
   @inlinable
   public init(decoding bytes: some Collection<UInt8>) throws {
-    self = try Envelope.decode(bytes, as: .versionVector, Self.readStandaloneBody)
-  }
-
-  @usableFromInline
-  static func readStandaloneBody(_ reader: inout ByteReader) throws -> VersionVector {
-    var table = try DecodedReplicaTable(from: &reader)
-    let vector = try VersionVector(from: &reader, replicas: &table)
-    try table.checkAllReferenced(offset: reader.offset)
-    return vector
+    try self.init(decodingStandalone: bytes)
   }
 }
