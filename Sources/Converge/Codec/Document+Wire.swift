@@ -249,18 +249,49 @@ enum FieldWire {
   }
 }
 
+/// The wire form of a document's or a delta's field, which differ only in where a text
+/// field's runs come from: a delta holds them, a document takes them from its text once
+/// per encoding (``EntityRecord/textRuns()``).
+extension FieldContent {
+  /// Adds the replicas the field names to `builder`; a text field's are those of `runs`.
+  func collectReplicas(into builder: inout ReplicaTable.Builder, runs: RGADelta?) {
+    switch self {
+    case .register(let register): FieldWire.collectReplicas(of: register, into: &builder)
+    case .set(let elements): FieldWire.collectReplicas(of: elements, into: &builder)
+    case .text: runs?.collectReplicas(into: &builder)
+    }
+  }
+
+  /// Writes the field's tag and payload; a text field's payload is `runs`, only evaluated
+  /// for text (inlined, so that the closure costs nothing).
+  @inline(__always)
+  func write(
+    to writer: inout ByteWriter, replicas table: ReplicaTable, runs: @autoclosure () -> RGADelta
+  ) {
+    switch self {
+    case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
+    case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
+    case .text:
+      writer.writeUInt8(FieldWireTag.text.rawValue)
+      runs().write(to: &writer, replicas: table)
+    }
+  }
+}
+
+extension FieldContent where Text == RGADelta {
+  /// The runs of a text field.
+  var runs: RGADelta? {
+    guard case .text(let runs) = self else { return nil }
+    return runs
+  }
+}
+
 extension EntityRecord {
   /// Adds the replicas of the presence, registers and sets to `builder`; those of text
   /// fields come from ``textRuns()``.
   func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
-    for field in fields.values {
-      switch field {
-      case .register(let register): FieldWire.collectReplicas(of: register, into: &builder)
-      case .set(let elements): FieldWire.collectReplicas(of: elements, into: &builder)
-      case .text: break
-      }
-    }
+    for field in fields.values { field.collectReplicas(into: &builder, runs: nil) }
   }
 
   /// Every text field's whole state as runs, by field name.
@@ -280,13 +311,7 @@ extension EntityRecord {
     writer.writeVarUInt(fields.count)
     for (name, field) in fields {
       writer.writeString(name)
-      switch field {
-      case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
-      case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
-      case .text:
-        writer.writeUInt8(FieldWireTag.text.rawValue)
-        (texts[name] ?? RGADelta()).write(to: &writer, replicas: table)
-      }
+      field.write(to: &writer, replicas: table, runs: texts[name] ?? RGADelta())
     }
   }
 

@@ -100,13 +100,7 @@ extension DocumentDelta {
 extension EntityDelta {
   func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
-    for field in fields.values {
-      switch field {
-      case .register(let register): FieldWire.collectReplicas(of: register, into: &builder)
-      case .set(let elements): FieldWire.collectReplicas(of: elements, into: &builder)
-      case .text(let delta): delta.collectReplicas(into: &builder)
-      }
-    }
+    for field in fields.values { field.collectReplicas(into: &builder, runs: field.runs) }
   }
 
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
@@ -114,13 +108,7 @@ extension EntityDelta {
     writer.writeVarUInt(fields.count)
     for (name, field) in fields.sorted(by: { fieldNameOrder($0.key, $1.key) }) {
       writer.writeString(name)
-      switch field {
-      case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
-      case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
-      case .text(let delta):
-        writer.writeUInt8(FieldWireTag.text.rawValue)
-        delta.write(to: &writer, replicas: table)
-      }
+      field.write(to: &writer, replicas: table, runs: field.runs ?? RGADelta())
     }
   }
 

@@ -150,15 +150,9 @@ public struct DocumentDelta: Sendable, Equatable {
   /// The latest register timestamp in the delta, for the receiving replica's clock.
   var latestTimestamp: Timestamp? {
     guard localTextEdit == nil else { return nil }  // text carries no timestamps
-    var latest: Timestamp?
-    for entity in entities.values {
-      for field in entity.fields.values {
-        if case .register(let register) = field, let stamp = register.stamp {
-          latest = Swift.max(latest ?? stamp.timestamp, stamp.timestamp)
-        }
-      }
+    return entities.values.reduce(nil) {
+      FieldDelta.latestTimestamp(of: $1.fields.values, after: $0)
     }
-    return latest
   }
 
   /// Joins another delta into this one; applying the result equals applying both.

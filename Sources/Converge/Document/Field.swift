@@ -1,19 +1,16 @@
-/// The state of one field of an entity: a register, an add-wins set, or text.
+/// One field of an entity: a last-writer-wins register, an add-wins set, or text held as
+/// `Text`, which is what a document's state and a delta differ in (``FieldState``,
+/// ``FieldDelta``).
 ///
 /// A schema gives every field one kind. Should two app versions disagree (a field that
 /// was a register became text), the kinds are ranked register < set < text and the
 /// higher kind replaces the lower one on every replica, so merge stays a join.
-enum FieldState: Sendable, Equatable {
+enum FieldContent<Text: Sendable & Equatable>: Sendable, Equatable {
   case register(LWWRegister<FieldValue>)
   /// Every element ever added, with its add and remove versions (removed ones stay as
   /// tombstones so a late add cannot resurrect them).
   case set([FieldValue: Presence])
-  /// Behind one reference: held inline, the RGA's few hundred bytes made every slot of
-  /// an entity's field table that large, registers and sets included.
-  case text(TextStorage)
-
-  /// A text field holding `text`.
-  static func text(holding text: RGA) -> FieldState { .text(TextStorage(text)) }
+  case text(Text)
 
   var kind: FieldKind {
     switch self {
@@ -22,6 +19,29 @@ enum FieldState: Sendable, Equatable {
     case .text: .text
     }
   }
+
+  /// The latest write timestamp among the registers of `fields` and `latest`.
+  static func latestTimestamp(of fields: some Sequence<Self>, after latest: Timestamp?)
+    -> Timestamp?
+  {
+    var latest = latest
+    for case .register(let register) in fields {
+      if let stamp = register.stamp {
+        latest = Swift.max(latest ?? stamp.timestamp, stamp.timestamp)
+      }
+    }
+    return latest
+  }
+}
+
+/// The state of one field of an entity. Text is behind one reference: held inline, the
+/// RGA's few hundred bytes made every slot of an entity's field table that large,
+/// registers and sets included.
+typealias FieldState = FieldContent<TextStorage>
+
+extension FieldContent where Text == TextStorage {
+  /// A text field holding `text`.
+  static func text(holding text: RGA) -> FieldState { .text(TextStorage(text)) }
 }
 
 /// A text field's RGA, shared between copies of a document until one of them edits it
@@ -53,19 +73,9 @@ public enum FieldKind: UInt8, Sendable, Comparable {
 }
 
 /// What a delta carries for one field.
-enum FieldDelta: Sendable, Equatable {
-  case register(LWWRegister<FieldValue>)
-  case set([FieldValue: Presence])
-  case text(RGADelta)
+typealias FieldDelta = FieldContent<RGADelta>
 
-  var kind: FieldKind {
-    switch self {
-    case .register: .register
-    case .set: .set
-    case .text: .text
-    }
-  }
-
+extension FieldContent where Text == RGADelta {
   /// Joins two deltas for the same field (used when grouping deltas).
   func merged(with other: FieldDelta) -> FieldDelta {
     switch (self, other) {

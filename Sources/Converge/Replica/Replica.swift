@@ -146,14 +146,6 @@ public enum ReplicaError: Error, Equatable, Sendable {
 extension Document {
   /// The latest register timestamp in the document.
   var latestTimestamp: Timestamp? {
-    var latest: Timestamp?
-    for record in entities.values {
-      for field in record.fields.values {
-        if case .register(let register) = field, let stamp = register.stamp {
-          latest = Swift.max(latest ?? stamp.timestamp, stamp.timestamp)
-        }
-      }
-    }
-    return latest
+    entities.values.reduce(nil) { FieldState.latestTimestamp(of: $1.fields.values, after: $0) }
   }
 }
