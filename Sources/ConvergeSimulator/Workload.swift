@@ -127,29 +127,17 @@ public struct Workload: Sendable {
   // MARK: Notes
 
   private mutating func noteEdit(_ tx: inout DocumentTransaction) {
-    let roll = Int.random(in: 0..<100, using: &random)
     guard
-      let id = Self.pick(
-        &knownNotes, random: &random, in: tx.document, type: SimulatedNote.entityType),
-      roll >= 5
-    else {
-      if knownNotes.count < Self.noteCap { createNote(&tx) } else { deleteNote(&tx) }
-      return
-    }
+      let (roll, id) = rollEdit(
+        \.knownNotes, type: SimulatedNote.entityType, cap: Self.noteCap, lifecycle: 5..<8, &tx,
+        create: { $0.createNote(&$1) }, delete: { $0.deleteNote(&$1) })
+    else { return }
     switch roll {
-    case 5..<7 where knownNotes.count > 3:
-      deleteNote(&tx)
-    case 5..<8:
-      createNote(&tx)
     case 8..<18:
       let title = newTitle()
       tx.update(SimulatedNote.self, id: id) { $0.title = title }
     case 18..<28:
-      let tag = Self.tags.randomElement(using: &random) ?? "home"
-      let adding = random.chance(0.6)
-      tx.update(SimulatedNote.self, id: id) { note in
-        if adding { note.tags.insert(tag) } else { note.tags.remove(tag) }
-      }
+      retag(SimulatedNote.self, id: id, tags: \.tags, fallback: "home", &tx)
     case 28..<30:
       let pinned = random.chance(0.5)
       tx.update(SimulatedNote.self, id: id) { $0.pinned = pinned }
@@ -164,20 +152,13 @@ public struct Workload: Sendable {
     var note = SimulatedNote()
     note.title = newTitle()
     if random.chance(0.5) { note.tags.insert(Self.tags.randomElement(using: &random) ?? "idea") }
-    // Now and then a note with a well-known id, such as a daily journal that several
-    // devices create concurrently (and re-create after a delete): one entity, one body.
-    var id = newID("note")
-    if random.chance(0.2) { id = Self.sharedNoteIDs.randomElement(using: &random) ?? id }
-    tx.create(note, id: id)
-    insertSorted(id, into: &knownNotes)
+    create(note, prefix: "note", sharedIDs: Self.sharedNoteIDs, known: \.knownNotes, &tx)
   }
 
   private mutating func deleteNote(_ tx: inout DocumentTransaction) {
-    guard !knownNotes.isEmpty else { return }
-    let index = Int.random(in: knownNotes.indices, using: &random)
-    tx.delete(SimulatedNote.self, id: knownNotes[index])
-    if typingNote == knownNotes[index] { typingNote = nil }
-    knownNotes.remove(at: index)
+    if let id = delete(SimulatedNote.self, known: \.knownNotes, &tx), typingNote == id {
+      typingNote = nil
+    }
   }
 
   /// Types a run of a few words at the cursor, moving the cursor (or note) sometimes.
@@ -221,8 +202,7 @@ public struct Workload: Sendable {
       return EntityKey(type: SimulatedNote.entityType, id: typingNote)
     }
     guard
-      let id = Self.pick(
-        &knownNotes, random: &random, in: tx.document, type: SimulatedNote.entityType)
+      let id = pick(\.knownNotes, in: tx.document, type: SimulatedNote.entityType)
     else {
       return nil
     }
@@ -236,19 +216,19 @@ public struct Workload: Sendable {
   // MARK: Tasks
 
   private mutating func taskEdit(_ tx: inout DocumentTransaction) {
-    let roll = Int.random(in: 0..<100, using: &random)
     guard
-      let id = Self.pick(
-        &knownTasks, random: &random, in: tx.document, type: SimulatedTask.entityType), roll >= 6
-    else {
-      if knownTasks.count < Self.taskCap { createTask(&tx) } else { deleteTask(&tx) }
-      return
-    }
+      let (roll, id) = rollEdit(
+        \.knownTasks, type: SimulatedTask.entityType, cap: Self.taskCap, lifecycle: 6..<10, &tx,
+        create: { workload, tx in
+          // Tasks stop growing at their cap even when the roll asks for a new one.
+          if workload.knownTasks.count < Self.taskCap {
+            workload.createTask(&tx)
+          } else {
+            workload.deleteTask(&tx)
+          }
+        }, delete: { $0.deleteTask(&$1) })
+    else { return }
     switch roll {
-    case 6..<8 where knownTasks.count > 3:
-      deleteTask(&tx)
-    case 6..<10:
-      if knownTasks.count < Self.taskCap { createTask(&tx) } else { deleteTask(&tx) }
     case 10..<25:
       let status = SimulatedTaskStatus.allCases.randomElement(using: &random) ?? .todo
       tx.update(SimulatedTask.self, id: id) { $0.status = status }
@@ -266,11 +246,7 @@ public struct Workload: Sendable {
       let flagged = random.chance(0.5)
       tx.update(SimulatedTask.self, id: id) { $0.flagged = flagged }
     case 53..<68:
-      let tag = Self.tags.randomElement(using: &random) ?? "work"
-      let adding = random.chance(0.6)
-      tx.update(SimulatedTask.self, id: id) { task in
-        if adding { task.tags.insert(tag) } else { task.tags.remove(tag) }
-      }
+      retag(SimulatedTask.self, id: id, tags: \.tags, fallback: "work", &tx)
     case 68..<90:
       let position = SimulatedBoardPosition(
         column: Self.columns.randomElement(using: &random) ?? "inbox",
@@ -286,17 +262,38 @@ public struct Workload: Sendable {
     var task = SimulatedTask()
     task.title = newTitle()
     task.priority = Int.random(in: 0...3, using: &random)
-    var id = newID("task")
-    if random.chance(0.2) { id = Self.sharedTaskIDs.randomElement(using: &random) ?? id }
-    tx.create(task, id: id)
-    insertSorted(id, into: &knownTasks)
+    create(task, prefix: "task", sharedIDs: Self.sharedTaskIDs, known: \.knownTasks, &tx)
   }
 
   private mutating func deleteTask(_ tx: inout DocumentTransaction) {
-    guard !knownTasks.isEmpty else { return }
-    let index = Int.random(in: knownTasks.indices, using: &random)
-    tx.delete(SimulatedTask.self, id: knownTasks[index])
-    knownTasks.remove(at: index)
+    _ = delete(SimulatedTask.self, known: \.knownTasks, &tx)
+  }
+
+  // MARK: Creating and deleting
+
+  /// Creates `model` under a new id or, now and then, a well-known one, such as a daily
+  /// journal that several devices create concurrently (and re-create after a delete): one
+  /// entity, one body.
+  private mutating func create<Model: EntityModel>(
+    _ model: Model, prefix: String, sharedIDs: [String],
+    known: WritableKeyPath<Workload, [String]>, _ tx: inout DocumentTransaction
+  ) {
+    var id = newID(prefix)
+    if random.chance(0.2) { id = sharedIDs.randomElement(using: &random) ?? id }
+    tx.create(model, id: id)
+    insertSorted(id, into: &self[keyPath: known])
+  }
+
+  /// Deletes a random entity of `known` and returns its id (nil when none is known).
+  private mutating func delete<Model: EntityModel>(
+    _ type: Model.Type, known: WritableKeyPath<Workload, [String]>,
+    _ tx: inout DocumentTransaction
+  ) -> String? {
+    guard !self[keyPath: known].isEmpty else { return nil }
+    let index = Int.random(in: self[keyPath: known].indices, using: &random)
+    let id = self[keyPath: known].remove(at: index)
+    tx.delete(type, id: id)
+    return id
   }
 
   // MARK: Choosing
@@ -309,14 +306,52 @@ public struct Workload: Sendable {
     knownTasks = document.keys(ofType: SimulatedTask.entityType).map(\.id)
   }
 
-  /// A random visible entity from `ids`, forgetting ids deleted meanwhile.
-  private static func pick(
-    _ ids: inout [String], random: inout SimulationRandom, in document: Document, type: String
+  /// Adds a random tag to entity `id` or, two times in five, removes it.
+  private mutating func retag<Model: EntityModel>(
+    _ type: Model.Type, id: String, tags: WritableKeyPath<Model, Set<String>>, fallback: String,
+    _ tx: inout DocumentTransaction
+  ) {
+    let tag = Self.tags.randomElement(using: &random) ?? fallback
+    let adding = random.chance(0.6)
+    tx.update(type, id: id) { model in
+      if adding { model[keyPath: tags].insert(tag) } else { model[keyPath: tags].remove(tag) }
+    }
+  }
+
+  /// Rolls 0..<100 for a change to the entities of `known`. A roll under `lifecycle`, or any
+  /// roll while none is visible, creates an entity (deletes one at `cap`); a roll in it
+  /// deletes one (its first two rolls, while more than three are known) or creates one.
+  /// Both return nil; any other roll returns with a random visible entity to edit.
+  private mutating func rollEdit(
+    _ known: WritableKeyPath<Workload, [String]>, type: String, cap: Int, lifecycle: Range<Int>,
+    _ tx: inout DocumentTransaction, create: (inout Workload, inout DocumentTransaction) -> Void,
+    delete: (inout Workload, inout DocumentTransaction) -> Void
+  ) -> (roll: Int, id: String)? {
+    let roll = Int.random(in: 0..<100, using: &random)
+    guard let id = pick(known, in: tx.document, type: type), roll >= lifecycle.lowerBound else {
+      if self[keyPath: known].count < cap { create(&self, &tx) } else { delete(&self, &tx) }
+      return nil
+    }
+    guard !lifecycle.contains(roll) else {
+      if roll < lifecycle.lowerBound + 2, self[keyPath: known].count > 3 {
+        delete(&self, &tx)
+      } else {
+        create(&self, &tx)
+      }
+      return nil
+    }
+    return (roll, id)
+  }
+
+  /// A random visible entity of `known`, forgetting ids deleted meanwhile.
+  private mutating func pick(
+    _ known: WritableKeyPath<Workload, [String]>, in document: Document, type: String
   ) -> String? {
-    while !ids.isEmpty {
-      let index = Int.random(in: ids.indices, using: &random)
-      if document.contains(EntityKey(type: type, id: ids[index])) { return ids[index] }
-      ids.remove(at: index)
+    while !self[keyPath: known].isEmpty {
+      let index = Int.random(in: self[keyPath: known].indices, using: &random)
+      let id = self[keyPath: known][index]
+      if document.contains(EntityKey(type: type, id: id)) { return id }
+      self[keyPath: known].remove(at: index)
     }
     return nil
   }
