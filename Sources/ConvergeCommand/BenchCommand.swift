@@ -4,47 +4,37 @@ import Foundation
 /// `converge bench TRACE [--json] [--runs N]`: the design's performance table, measured
 /// on a sequential trace in this build (run it with `swift run -c release`).
 enum BenchCommand {
-  static func run(_ arguments: [String]) -> Int32 {
-    var path: String?
+  struct Options {
     var json = false
     var runs = 5
     var only: String?
     var storeDirectory: String?
     var library: Int?
     var tasks = false
-    var rest = arguments[...]
-    while let argument = rest.popFirst() {
-      switch argument {
-      case "--json":
-        json = true
-      case "--library":
-        // A user's whole library in one replica (see LibraryBench).
-        guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return usage() }
-        library = value
-      case "--tasks":
-        tasks = true
-      case "--runs":
-        guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return usage() }
-        runs = value
-      case "--store":
-        // The trace typed through a durable store in this directory (see StoreBench).
-        guard let value = rest.popFirst() else { return usage() }
-        storeDirectory = value
-      case "--only":
-        // A profiler's mode: one untimed part of the bench, nothing printed.
-        guard let value = rest.popFirst(),
-          ["replay", "deltas", "merge", "small", "typing", "undo"].contains(value)
-        else {
-          return usage()
-        }
-        only = value
-      default:
-        guard path == nil, !argument.hasPrefix("-") else { return usage() }
-        path = argument
-      }
+  }
+
+  static func run(_ arguments: [String]) -> Int32 {
+    let parts = ["replay", "deltas", "merge", "small", "typing", "undo"]
+    guard
+      let (options, operands) = CommandOption.parse(
+        arguments, into: Options(),
+        [
+          .flag("--json", \.json),
+          // A user's whole library in one replica (see LibraryBench).
+          .value("--library", \.library, .positive),
+          .flag("--tasks", \.tasks),
+          .value("--runs", \.runs, .positive),
+          // The trace typed through a durable store in this directory (see StoreBench).
+          .value("--store", \.storeDirectory, .text),
+          // A profiler's mode: one untimed part of the bench, nothing printed.
+          .value("--only", \.only, .init { parts.contains($0) ? $0 : nil }),
+        ], operands: 1)
+    else { return usage() }
+    let (json, runs) = (options.json, options.runs)
+    if let library = options.library {
+      return LibraryBench.run(entities: library, tasks: options.tasks, json: json)
     }
-    if let library { return LibraryBench.run(entities: library, tasks: tasks, json: json) }
-    guard let path else { return usage() }
+    guard let path = operands.first else { return usage() }
     let report: TraceBenchmarkReport
     let anchorNanoseconds: Double
     let undo: UndoBench.Report
@@ -53,10 +43,10 @@ enum BenchCommand {
         FileHandleOutput.error("error: bench needs a sequential trace")
         return 1
       }
-      if let storeDirectory {
+      if let storeDirectory = options.storeDirectory {
         return try StoreBench.run(trace, directory: storeDirectory, runs: runs, json: json)
       }
-      if let only {
+      if let only = options.only {
         let succeeded: Bool
         switch only {
         case "replay": succeeded = trace.replayLocally().string == trace.endContent

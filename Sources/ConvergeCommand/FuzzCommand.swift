@@ -6,38 +6,29 @@ import Foundation
 /// failure and prints the command that replays it:
 /// `converge fuzz --property NAME --seed S --size N`.
 enum FuzzCommand {
-  static func run(_ arguments: [String]) -> Int32 {
+  struct Options {
     var seconds = 60.0
     var workers = ProcessInfo.processInfo.activeProcessorCount
     var seed = UInt64(Date().timeIntervalSince1970 * 1000)
     var propertyName: String?
     var size: Int?
-    var rest = arguments[...]
-    while let argument = rest.popFirst() {
-      let value = rest.first
-      switch argument {
-      case "--seconds":
-        guard let parsed = value.flatMap(Double.init), parsed > 0 else { return usage() }
-        seconds = parsed
-      case "--workers":
-        guard let parsed = value.flatMap({ Int($0) }), parsed > 0 else { return usage() }
-        workers = parsed
-      case "--seed":
-        guard let parsed = value.flatMap({ UInt64($0) }) else { return usage() }
-        seed = parsed
-      case "--property":
-        guard let value else { return usage() }
-        propertyName = value
-      case "--size":
-        guard let parsed = value.flatMap({ Int($0) }), parsed > 0 else { return usage() }
-        size = parsed
-      default:
-        return usage()
-      }
-      rest = rest.dropFirst()
-    }
+  }
+
+  static func run(_ arguments: [String]) -> Int32 {
+    guard
+      let options = CommandOption.parse(
+        arguments, into: Options(),
+        [
+          .value("--seconds", \.seconds, .seconds),
+          .value("--workers", \.workers, .positive),
+          .value("--seed", \.seed, .number),
+          .value("--property", \.propertyName, .text),
+          .value("--size", \.size, .positive),
+        ])?.options
+    else { return usage() }
+    let (seed, size) = (options.seed, options.size)
     let properties = PropertyRunner.standardProperties
-    if let propertyName {
+    if let propertyName = options.propertyName {
       guard let property = properties.first(where: { $0.name == propertyName }) else {
         FileHandleOutput.error("unknown property \(propertyName); known: \(properties.map(\.name))")
         return 2
@@ -52,10 +43,10 @@ enum FuzzCommand {
       return 0
     }
     print(
-      "fuzzing \(properties.count) properties for \(Int(seconds)) s on \(workers) workers, first seed \(seed)"
+      "fuzzing \(properties.count) properties for \(Int(options.seconds)) s on \(options.workers) workers, first seed \(seed)"
     )
     let summary = PropertyRunner.run(
-      properties, seconds: seconds, workers: workers, firstSeed: seed)
+      properties, seconds: options.seconds, workers: options.workers, firstSeed: seed)
     for (name, count) in summary.cases.sorted(by: { $0.key < $1.key }) {
       print("  \(name.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count) cases")
     }

@@ -4,24 +4,18 @@ import ConvergeTestSupport
 /// replicas typing one passage each at one position, forward or backward), counted as
 /// interleaved or diverged through the public `SharedText` API and through the reference FugueMax.
 enum PassagesCommand {
-  static func run(_ arguments: [String]) -> Int32 {
+  struct Options {
     var cases = 2_000
     var seed: UInt64 = 0xFA6E
-    var index = 0
-    while index < arguments.count {
-      let value = index + 1 < arguments.count ? arguments[index + 1] : nil
-      switch arguments[index] {
-      case "--cases":
-        guard let parsed = value.flatMap({ Int($0) }), parsed > 0 else { return usage() }
-        cases = parsed
-      case "--seed":
-        guard let parsed = value.flatMap({ UInt64($0) }) else { return usage() }
-        seed = parsed
-      default:
-        return usage()
-      }
-      index += 2
-    }
+  }
+
+  static func run(_ arguments: [String]) -> Int32 {
+    guard
+      let (cases, seed) = CommandOption.parse(
+        arguments, into: Options(),
+        [.value("--cases", \.cases, .positive), .value("--seed", \.seed, .number)]
+      ).map({ ($0.options.cases, $0.options.seed) })
+    else { return usage() }
     let text = PassageTally.run(count: cases, seed: seed) { $0.mergedWithText(using: &$1) }
     let reference = PassageTally.run(count: cases, seed: seed) {
       $0.mergedWithReference(using: &$1)

@@ -7,35 +7,25 @@ import Foundation
 /// replica; a concurrent one through one ``Replica`` per agent exchanging deltas.
 enum ReplayCommand {
   struct Options {
-    var path: String
+    var path = ""
     var json = false
     var iterations = 5
     var savePath: String?
   }
 
   static func parse(_ arguments: [String]) -> Options? {
-    var path: String?
-    var json = false
-    var iterations = 5
-    var savePath: String?
-    var rest = arguments[...]
-    while let argument = rest.popFirst() {
-      switch argument {
-      case "--json":
-        json = true
-      case "--save":
-        guard let value = rest.popFirst() else { return nil }
-        savePath = value
-      case "--iterations":
-        guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return nil }
-        iterations = value
-      default:
-        guard path == nil, !argument.hasPrefix("-") else { return nil }
-        path = argument
-      }
-    }
-    guard let path else { return nil }
-    return Options(path: path, json: json, iterations: iterations, savePath: savePath)
+    guard
+      case (var options, let operands)? = CommandOption.parse(
+        arguments, into: Options(),
+        [
+          .flag("--json", \.json),
+          .value("--save", \.savePath, .text),
+          .value("--iterations", \.iterations, .positive),
+        ], operands: 1),
+      let path = operands.first
+    else { return nil }
+    options.path = path
+    return options
   }
 
   static func run(_ arguments: [String]) -> Int32 {

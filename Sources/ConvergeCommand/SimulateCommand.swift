@@ -56,80 +56,31 @@ enum SimulateCommand {
   }
 
   static func parse(_ arguments: [String]) -> Options? {
-    var options = Options()
-    var rest = arguments[...]
-    func rate(_ text: String?) -> Double? {
-      guard let text, let value = Double(text), value >= 0, value <= 1 else { return nil }
-      return value
-    }
-    func count(_ text: String?, minimum: Int) -> Int? {
-      guard let text, let value = Int(text), value >= minimum else { return nil }
-      return value
-    }
-    while let argument = rest.popFirst() {
-      switch argument {
-      case "--json": options.json = true
-      case "--no-shrink": options.shrink = false
-      case "--no-live-push": options.configuration.livePush = false
-      case "--frames": options.configuration.framedPushes = true
-      case "--replay":
-        guard let path = rest.popFirst() else { return nil }
-        options.replay = path
-      case "--campaign":
-        guard let value = count(rest.popFirst(), minimum: 1) else { return nil }
-        options.campaign = value
-      case "--replicas":
-        guard let value = count(rest.popFirst(), minimum: 1) else { return nil }
-        options.configuration.replicas = value
-      case "--operations":
-        guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
-        options.configuration.operations = value
-      case "--anti-entropy":
-        guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
-        options.configuration.antiEntropyInterval = value
-      case "--library":
-        guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
-        options.configuration.library = value
-      case "--restarts":
-        guard let value = rate(rest.popFirst()) else { return nil }
-        options.configuration.restarts = value
-      case "--undo":
-        guard let value = rate(rest.popFirst()) else { return nil }
-        options.configuration.undo = value
-      case "--sync-interval":
-        guard let value = rest.popFirst().flatMap({ UInt64($0) }) else { return nil }
-        options.configuration.syncInterval = value
-      case "--message-limit":
-        guard let value = count(rest.popFirst(), minimum: 0) else { return nil }
-        options.configuration.messageLimit = value
-      case "--seed":
-        guard let value = rest.popFirst().flatMap({ UInt64($0) }) else { return nil }
-        options.configuration.seed = value
-      case "--workload":
-        guard let value = rest.popFirst().flatMap({ WorkloadKind(rawValue: $0) }) else {
-          return nil
-        }
-        options.configuration.workload = value
-      case "--loss":
-        guard let value = rate(rest.popFirst()) else { return nil }
-        options.configuration.faults.loss = value
-      case "--duplicate":
-        guard let value = rate(rest.popFirst()) else { return nil }
-        options.configuration.faults.duplicate = value
-      case "--reorder":
-        guard let value = rate(rest.popFirst()) else { return nil }
-        options.configuration.faults.reorder = value
-      case "--partitions":
-        guard let value = rate(rest.popFirst()) else { return nil }
-        options.configuration.faults.partitions = value
-      case "--offline":
-        guard let value = rate(rest.popFirst()) else { return nil }
-        options.configuration.faults.offline = value
-      default:
-        return nil
-      }
-    }
-    return options
+    CommandOption.parse(
+      arguments, into: Options(),
+      [
+        .flag("--json", \.json),
+        .flag("--no-shrink", \.shrink, false),
+        .flag("--no-live-push", \.configuration.livePush, false),
+        .flag("--frames", \.configuration.framedPushes),
+        .value("--replay", \.replay, .text),
+        .value("--campaign", \.campaign, .count(minimum: 1)),
+        .value("--replicas", \.configuration.replicas, .count(minimum: 1)),
+        .value("--operations", \.configuration.operations, .count(minimum: 0)),
+        .value("--anti-entropy", \.configuration.antiEntropyInterval, .count(minimum: 0)),
+        .value("--library", \.configuration.library, .count(minimum: 0)),
+        .value("--restarts", \.configuration.restarts, .rate),
+        .value("--undo", \.configuration.undo, .rate),
+        .value("--sync-interval", \.configuration.syncInterval, .number),
+        .value("--message-limit", \.configuration.messageLimit, .count(minimum: 0)),
+        .value("--seed", \.configuration.seed, .number),
+        .value("--workload", \.configuration.workload, .init(WorkloadKind.init(rawValue:))),
+        .value("--loss", \.configuration.faults.loss, .rate),
+        .value("--duplicate", \.configuration.faults.duplicate, .rate),
+        .value("--reorder", \.configuration.faults.reorder, .rate),
+        .value("--partitions", \.configuration.faults.partitions, .rate),
+        .value("--offline", \.configuration.faults.offline, .rate),
+      ])?.options
   }
 
   static func run(_ arguments: [String]) -> Int32 {

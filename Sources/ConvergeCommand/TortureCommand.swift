@@ -32,43 +32,38 @@ enum TortureCommand {
     var unmatchedStates = 0
   }
 
-  static func run(_ arguments: [String]) -> Int32 {
-    var directory: String?
+  struct Options {
     var seconds = 10.0
     var kills = Int.max
     var seed = UInt64.random(in: 1...UInt64.max)
     var json = false
-    var rest = arguments[...]
-    while let argument = rest.popFirst() {
-      switch argument {
-      case "--json": json = true
-      case "--seconds":
-        guard let value = rest.popFirst().flatMap(Double.init), value > 0 else { return usage() }
-        seconds = value
-      case "--kills":
-        guard let value = rest.popFirst().flatMap({ Int($0) }), value > 0 else { return usage() }
-        kills = value
-      case "--seed":
-        guard let value = rest.popFirst().flatMap({ UInt64($0) }) else { return usage() }
-        seed = value
-      default:
-        guard directory == nil, !argument.hasPrefix("-") else { return usage() }
-        directory = argument
-      }
-    }
-    guard let directory else { return usage() }
+  }
+
+  static func run(_ arguments: [String]) -> Int32 {
+    guard
+      let (options, operands) = CommandOption.parse(
+        arguments, into: Options(),
+        [
+          .flag("--json", \.json),
+          .value("--seconds", \.seconds, .seconds),
+          .value("--kills", \.kills, .positive),
+          .value("--seed", \.seed, .number),
+        ], operands: 1),
+      let directory = operands.first
+    else { return usage() }
     let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
     do {
-      let totals = try torture(absolute, seconds: seconds, kills: kills, seed: seed)
+      let totals = try torture(
+        absolute, seconds: options.seconds, kills: options.kills, seed: options.seed)
       let rows: [(String, String)] = [
-        ("seed", "\(seed)"), ("kills", "\(totals.kills)"),
+        ("seed", "\(options.seed)"), ("kills", "\(totals.kills)"),
         ("recovered_opens", "\(totals.recoveredOpens)"), ("cut_tails", "\(totals.cutTails)"),
         ("fresh_ids", "\(totals.freshIDs)"), ("commits", "\(totals.commits)"),
         ("durable_commits", "\(totals.durableCommits)"),
         ("lost_acknowledged", "\(totals.lostAcknowledged)"),
         ("unmatched_states", "\(totals.unmatchedStates)"),
       ]
-      if json {
+      if options.json {
         print("{" + rows.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
       } else {
         for (key, value) in rows {
@@ -79,7 +74,7 @@ enum TortureCommand {
       }
       return totals.lostAcknowledged == 0 && totals.unmatchedStates == 0 ? 0 : 1
     } catch {
-      FileHandleOutput.error("error: \(error) (seed \(seed))")
+      FileHandleOutput.error("error: \(error) (seed \(options.seed))")
       return 1
     }
   }

@@ -27,32 +27,24 @@ let usage = """
         kill writers of a durable store at random moments; check nothing acknowledged is lost
   """
 
+// Each command parses its own arguments and returns the exit status.
+let commands: [String: ([String]) -> Int32] = [
+  "replay": ReplayCommand.run, "simulate": SimulateCommand.run, "inspect": InspectCommand.run,
+  "bench": BenchCommand.run, "fuzz": FuzzCommand.run, "passages": PassagesCommand.run,
+  "torture": TortureCommand.run, "torture-child": TortureCommand.child,
+]
+
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
   print(usage)
   exit(2)
 }
 arguments.removeFirst()
-switch command {
-case "replay":
-  exit(ReplayCommand.run(arguments))
-case "simulate":
-  exit(SimulateCommand.run(arguments))
-case "inspect":
-  exit(InspectCommand.run(arguments))
-case "bench":
-  exit(BenchCommand.run(arguments))
-case "fuzz":
-  exit(FuzzCommand.run(arguments))
-case "passages":
-  exit(PassagesCommand.run(arguments))
-case "torture":
-  exit(TortureCommand.run(arguments))
-case "torture-child":
-  exit(TortureCommand.child(arguments))
-case "help", "--help", "-h":
+if let run = commands[command] {
+  exit(run(arguments))
+} else if ["help", "--help", "-h"].contains(command) {
   print(usage)
-default:
+} else {
   FileHandleOutput.error("unknown command \(command)\n\(usage)")
   exit(2)
 }
