@@ -121,17 +121,7 @@ enum BenchCommand {
       ("redo_all_ms", "redo every step", fixed(undo.redoAllMilliseconds) + " ms"),
       ("undo_redo_round_trip", "undo empties, redo restores", "\(undo.roundTrip)"),
     ]
-    if json {
-      let fields = rows.map { row -> String in
-        let number = row.value.split(separator: " ").first.map(String.init) ?? row.value
-        return "\"\(row.key)\": \(number)"
-      }
-      print("{" + fields.joined(separator: ", ") + "}")
-    } else {
-      for row in rows {
-        print(row.label.padding(toLength: 40, withPad: " ", startingAt: 0) + row.value)
-      }
-    }
+    FileHandleOutput.printRows(rows, json: json)
     return report.matchesEndContent && report.mergeConverged && report.framesConverged
       && undo.roundTrip ? 0 : 1
   }

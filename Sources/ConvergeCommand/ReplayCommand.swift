@@ -77,32 +77,25 @@ enum ReplayCommand {
     let best = sorted[0]
     let median = sorted[sorted.count / 2]
     let edits = trace.patches.count
-    let name = URL(fileURLWithPath: options.path).lastPathComponent
-    if options.json {
-      let fields: [(String, String)] = [
-        ("trace", "\"\(name)\""),
-        ("edits", "\(edits)"),
-        ("final_length", "\(finalLength)"),
-        ("matches_end_content", matches ? "true" : "false"),
+    let editsPerSecond = Int(Double(edits) / (best / 1000))
+    let peak = MemoryProbe.highWaterMark()
+    printSummary(
+      options, edits: edits, finalLength: finalLength, matches: matches,
+      fields: [
         ("replay_ms", format(best)),
         ("median_ms", format(median)),
         ("iterations", "\(options.iterations)"),
-        ("edits_per_second", "\(Int(Double(edits) / (best / 1000)))"),
+        ("edits_per_second", "\(editsPerSecond)"),
         ("peak_memory_growth_bytes", "\(memoryGrowth)"),
-        ("peak_rss_bytes", "\(MemoryProbe.highWaterMark())"),
-      ]
-      print("{" + fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
-    } else {
-      print("trace:            \(name)")
-      print("edits:            \(edits)")
-      print("final length:     \(finalLength) scalars")
-      print("matches end:      \(matches)")
-      print("replay:           best \(format(best)) ms, median \(format(median)) ms")
-      print("                  (\(options.iterations) iterations)")
-      print("edits per second: \(Int(Double(edits) / (best / 1000)))")
-      print("peak mem growth:  \(memoryGrowth / 1024) KiB (first run, VmHWM over VmRSS)")
-      print("peak RSS:         \(MemoryProbe.highWaterMark() / 1024) KiB (whole process)")
-    }
+        ("peak_rss_bytes", "\(peak)"),
+      ],
+      lines: [
+        "replay:           best \(format(best)) ms, median \(format(median)) ms",
+        "                  (\(options.iterations) iterations)",
+        "edits per second: \(editsPerSecond)",
+        "peak mem growth:  \(memoryGrowth / 1024) KiB (first run, VmHWM over VmRSS)",
+        "peak RSS:         \(peak / 1024) KiB (whole process)",
+      ])
     if !matches {
       FileHandleOutput.error("error: the replayed text differs from endContent")
       return 1
@@ -153,35 +146,23 @@ enum ReplayCommand {
       if best.map({ result.replayNanoseconds < $0.replayNanoseconds }) ?? true { best = result }
     }
     guard let best else { return 2 }
-    let name = URL(fileURLWithPath: options.path).lastPathComponent
-    let edits = trace.transactions.reduce(0) { $0 + $1.patches.count }
     let replayMilliseconds = Double(best.replayNanoseconds) / 1e6
     let mergeMilliseconds = Double(best.mergeNanoseconds) / 1e6
-    let finalLength = best.finalTexts.first?.unicodeScalars.count ?? 0
-    if options.json {
-      let fields: [(String, String)] = [
-        ("trace", "\"\(name)\""),
-        ("kind", "\"concurrent\""),
-        ("agents", "\(trace.agentCount)"),
-        ("edits", "\(edits)"),
-        ("final_length", "\(finalLength)"),
-        ("matches_end_content", best.matchesEndContent ? "true" : "false"),
+    printSummary(
+      options, kind: ("concurrent", trace.agentCount),
+      edits: trace.transactions.reduce(0) { $0 + $1.patches.count },
+      finalLength: best.finalTexts.first?.unicodeScalars.count ?? 0,
+      matches: best.matchesEndContent,
+      fields: [
         ("replay_ms", format(replayMilliseconds)),
         ("merge_ms", format(mergeMilliseconds)),
         ("delta_bytes", "\(best.deltaBytes)"),
         ("iterations", "\(options.iterations)"),
-      ]
-      print("{" + fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
-    } else {
-      print("trace:            \(name) (concurrent, \(trace.agentCount) agents)")
-      print("edits:            \(edits)")
-      print("final length:     \(finalLength) scalars")
-      print("matches end:      \(best.matchesEndContent)")
-      print(
-        "replay:           best \(format(replayMilliseconds)) ms (\(options.iterations) iterations)"
-      )
-      print("merging:          \(format(mergeMilliseconds)) ms of it applying other agents' deltas")
-    }
+      ],
+      lines: [
+        "replay:           best \(format(replayMilliseconds)) ms (\(options.iterations) iterations)",
+        "merging:          \(format(mergeMilliseconds)) ms of it applying other agents' deltas",
+      ])
     if !best.matchesEndContent {
       FileHandleOutput.error("error: the replicas' text differs from endContent")
       return 1
@@ -190,6 +171,31 @@ enum ReplayCommand {
       return save(first, to: savePath)
     }
     return 0
+  }
+
+  /// Prints what every replay reports, the trace (with its kind and agents, if not
+  /// sequential), its edits, final length and whether it matched, then its own `fields`
+  /// (with `--json`) or `lines`.
+  static func printSummary(
+    _ options: Options, kind: (name: String, agents: Int)? = nil, edits: Int, finalLength: Int,
+    matches: Bool, fields: [(String, String)], lines: [String]
+  ) {
+    let name = URL(fileURLWithPath: options.path).lastPathComponent
+    if options.json {
+      let kindFields = kind.map { [("kind", "\"\($0.name)\""), ("agents", "\($0.agents)")] } ?? []
+      let common = [("edits", "\(edits)"), ("final_length", "\(finalLength)")]
+      print(
+        FileHandleOutput.jsonObject(
+          [("trace", "\"\(name)\"")] + kindFields + common
+            + [("matches_end_content", "\(matches)")] + fields))
+    } else {
+      let kindNote = kind.map { " (\($0.name), \($0.agents) agents)" } ?? ""
+      print("trace:            \(name)\(kindNote)")
+      print("edits:            \(edits)")
+      print("final length:     \(finalLength) scalars")
+      print("matches end:      \(matches)")
+      for line in lines { print(line) }
+    }
   }
 
   static func format(_ milliseconds: Double) -> String {

@@ -60,7 +60,7 @@ enum StoreBench {
     let typed = (typingOnly.min() ?? 0) / edits * 1e6
     let cpuBase = (cpuWithout.min() ?? 0) / edits * 1e6
     let cpuTyped = (cpuTyping.min() ?? 0) / edits * 1e6
-    let rows: [(String, String, String)] = [
+    let rows: [(key: String, label: String, value: String)] = [
       ("edits", "edits", "\(trace.patches.count)"),
       ("without_store_us_per_edit", "commit + encode, no store", String(format: "%.3f", base)),
       ("store_us_per_edit", "commit through the store", String(format: "%.3f", stored)),
@@ -93,11 +93,8 @@ enum StoreBench {
       ),
       ("reopened_equal", "reopened store equals the replica", "\(reopenedEqual)"),
     ]
-    if json {
-      print("{" + rows.map { "\"\($0.0)\": \($0.2)" }.joined(separator: ", ") + "}")
-    } else {
-      for row in rows { print(row.1.padding(toLength: 40, withPad: " ", startingAt: 0) + row.2) }
-    }
+    // Every value here is a bare number, so the rows print as the design bench's do.
+    FileHandleOutput.printRows(rows, json: json)
     return reopenedEqual ? 0 : 1
   }
 

@@ -64,7 +64,7 @@ enum TortureCommand {
         ("unmatched_states", "\(totals.unmatchedStates)"),
       ]
       if options.json {
-        print("{" + rows.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}")
+        print(FileHandleOutput.jsonObject(rows))
       } else {
         for (key, value) in rows {
           print(
