@@ -24,10 +24,8 @@ extension LWWRegister {
     replicas: Int = 3, steps: Int = 24, using generator: inout SeededGenerator,
     value: (inout SeededGenerator) -> Value
   ) -> ReplicaNetwork<LWWRegister> {
-    var network = ReplicaNetwork(replicas: replicas, initial: LWWRegister(), using: &generator)
-    network.run(steps: steps, using: &generator) { replica, generator in
-      randomWrite(by: &replica, using: &generator, value: value)
+    ReplicaNetwork(replicas: replicas, initial: LWWRegister(), steps: steps, using: &generator) {
+      randomWrite(by: &$0, using: &$1, value: value)
     }
-    return network
   }
 }

@@ -31,10 +31,8 @@ extension ORSet where Element: Comparable {
     replicas: Int = 3, steps: Int = 24, using generator: inout SeededGenerator,
     element: (inout SeededGenerator) -> Element
   ) -> ReplicaNetwork<ORSet> {
-    var network = ReplicaNetwork(replicas: replicas, initial: ORSet(), using: &generator)
-    network.run(steps: steps, using: &generator) { replica, generator in
-      randomMutation(by: &replica, using: &generator, element: element)
+    ReplicaNetwork(replicas: replicas, initial: ORSet(), steps: steps, using: &generator) {
+      randomMutation(by: &$0, using: &$1, element: element)
     }
-    return network
   }
 }

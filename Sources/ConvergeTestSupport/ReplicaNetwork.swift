@@ -82,6 +82,16 @@ public struct ReplicaNetwork<State: Mergeable>: Sendable {
     updateWallClocks()
   }
 
+  /// `count` replicas from `initial` after `steps` random steps of `mutate` (see
+  /// ``run(steps:using:mutate:)``): a type's random network in one call.
+  public init(
+    replicas count: Int, initial: State, steps: Int, using generator: inout SeededGenerator,
+    mutate: (inout SimulatedReplica<State>, inout SeededGenerator) -> State
+  ) {
+    self.init(replicas: count, initial: initial, using: &generator)
+    run(steps: steps, using: &generator, mutate: mutate)
+  }
+
   /// Runs `steps` random steps. In each, one replica makes a local change (`mutate`
   /// returns its delta), receives a random handful of the deltas made so far (shuffled,
   /// some twice), merges another replica's whole state, or has its wall clock jump.
