@@ -74,16 +74,7 @@ extension ConcurrentTrace {
       }
       mergeTime += clock.now - mergeStart
       let commit = replicas[agent].transact { tx in
-        for patch in transaction.patches {
-          if patch.deleted > 0 {
-            tx.deleteText(patch.position..<patch.position + patch.deleted, in: field, of: key)
-          }
-          if !patch.inserted.isEmpty {
-            var inserted = String.UnicodeScalarView()
-            inserted.append(contentsOf: patch.inserted)
-            tx.insertText(String(inserted), at: patch.position, in: field, of: key)
-          }
-        }
+        for patch in transaction.patches { patch.apply(in: &tx, field: field, of: key) }
       }
       let carried = try transport.carry(commit.delta)
       bytes += carried.bytes

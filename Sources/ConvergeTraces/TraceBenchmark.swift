@@ -217,14 +217,7 @@ extension SequentialTrace {
 
   /// Types one patch into the benchmark's text field.
   public static func edit(_ patch: TracePatch, in tx: inout DocumentTransaction) {
-    if patch.deleted > 0 {
-      tx.deleteText(patch.position..<patch.position + patch.deleted, in: benchField, of: benchKey)
-    }
-    if !patch.inserted.isEmpty {
-      var inserted = String.UnicodeScalarView()
-      inserted.append(contentsOf: patch.inserted)
-      tx.insertText(String(inserted), at: patch.position, in: benchField, of: benchKey)
-    }
+    patch.apply(in: &tx, field: benchField, of: benchKey)
   }
 
   /// Forks at the middle: A applies the second half of the trace while B concurrently
@@ -264,6 +257,20 @@ extension SequentialTrace {
 }
 
 /// `duration` in milliseconds, for the benchmarks' figures.
+extension TracePatch {
+  /// Types this patch into text `field` of `key`: its deletion, then its insertion.
+  func apply(in tx: inout DocumentTransaction, field: String, of key: EntityKey) {
+    if deleted > 0 {
+      tx.deleteText(position..<position + deleted, in: field, of: key)
+    }
+    if !inserted.isEmpty {
+      var scalars = String.UnicodeScalarView()
+      scalars.append(contentsOf: inserted)
+      tx.insertText(String(scalars), at: position, in: field, of: key)
+    }
+  }
+}
+
 package func milliseconds(_ duration: Duration) -> Double {
   let (seconds, attoseconds) = duration.components
   return Double(seconds) * 1000 + Double(attoseconds) / 1e15
