@@ -35,23 +35,17 @@ public func checkJoinLaws<State>(
   ] {
     let forward = join(left, right)
     let backward = join(right, left)
+    // Both laws below show the pair and its join, then the state that broke them.
+    let pair = [(leftName, left), (rightName, right), ("\(leftName) ⊔ \(rightName)", forward)]
     guard equivalent(forward, backward) else {
-      throw violation(
-        "join is commutative",
-        [
-          (leftName, left), (rightName, right), ("\(leftName) ⊔ \(rightName)", forward),
-          ("\(rightName) ⊔ \(leftName)", backward),
-        ])
+      throw violation("join is commutative", pair + [("\(rightName) ⊔ \(leftName)", backward)])
     }
     // Joining what is already included changes nothing: x ⊔ (x ⊔ y) = x ⊔ y.
     let absorbed = join(left, forward)
     guard equivalent(absorbed, forward) else {
       throw violation(
         "join is idempotent (absorbs an included state)",
-        [
-          (leftName, left), (rightName, right), ("\(leftName) ⊔ \(rightName)", forward),
-          ("\(leftName) ⊔ (\(leftName) ⊔ \(rightName))", absorbed),
-        ])
+        pair + [("\(leftName) ⊔ (\(leftName) ⊔ \(rightName))", absorbed)])
     }
   }
   let leftFirst = join(join(a, b), c)
