@@ -65,23 +65,30 @@ struct ArgumentValue<Value> {
   init(_ read: @escaping (String) -> Value?) {
     self.read = read
   }
+}
 
+extension ArgumentValue where Value == String {
   /// Any text, such as a path.
-  static var text: ArgumentValue<String> { .init { $0 } }
+  static var text: Self { .init { $0 } }
+}
+
+extension ArgumentValue where Value == Int {
   /// A count or size of at least `minimum`.
-  static func count(minimum: Int) -> ArgumentValue<Int> {
+  static func count(minimum: Int) -> Self {
     .init { text in Int(text).flatMap { $0 >= minimum ? $0 : nil } }
   }
   /// A count or size of at least one.
-  static var positive: ArgumentValue<Int> { count(minimum: 1) }
+  static var positive: Self { count(minimum: 1) }
+}
+
+extension ArgumentValue where Value == Double {
   /// A duration in seconds, more than zero.
-  static var seconds: ArgumentValue<Double> {
-    .init { text in Double(text).flatMap { $0 > 0 ? $0 : nil } }
-  }
+  static var seconds: Self { .init { text in Double(text).flatMap { $0 > 0 ? $0 : nil } } }
   /// A probability, from 0 to 1.
-  static var rate: ArgumentValue<Double> {
-    .init { text in Double(text).flatMap { $0 >= 0 && $0 <= 1 ? $0 : nil } }
-  }
+  static var rate: Self { .init { text in Double(text).flatMap { $0 >= 0 && $0 <= 1 ? $0 : nil } } }
+}
+
+extension ArgumentValue where Value == UInt64 {
   /// A seed or any other unsigned 64-bit number.
-  static var number: ArgumentValue<UInt64> { .init { UInt64($0) } }
+  static var number: Self { .init { UInt64($0) } }
 }

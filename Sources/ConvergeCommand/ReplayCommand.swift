@@ -60,10 +60,7 @@ enum ReplayCommand {
       var text = SharedText(replica: ReplicaID(rawValue: 1))
       let start = clock.now
       text = replay(trace, into: text)
-      let elapsed = clock.now - start
-      let components = elapsed.components
-      timings.append(
-        Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15)
+      timings.append(milliseconds(clock.now - start))
       if iteration == 0 {
         // The first run's peak: the high-water mark, reset before the run, over the
         // resident set before it.

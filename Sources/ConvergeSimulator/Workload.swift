@@ -266,7 +266,7 @@ public struct Workload: Sendable {
   }
 
   private mutating func deleteTask(_ tx: inout DocumentTransaction) {
-    _ = delete(SimulatedTask.self, known: \.knownTasks, &tx)
+    delete(SimulatedTask.self, known: \.knownTasks, &tx)
   }
 
   // MARK: Creating and deleting
@@ -285,6 +285,7 @@ public struct Workload: Sendable {
   }
 
   /// Deletes a random entity of `known` and returns its id (nil when none is known).
+  @discardableResult
   private mutating func delete<Model: EntityModel>(
     _ type: Model.Type, known: WritableKeyPath<Workload, [String]>,
     _ tx: inout DocumentTransaction
