@@ -11,11 +11,12 @@ enum PassagesCommand {
 
   static func run(_ arguments: [String]) -> Int32 {
     guard
-      let (cases, seed) = CommandOption.parse(
+      let options = CommandOption.parse(
         arguments, into: Options(),
         [.value("--cases", \.cases, .positive), .value("--seed", \.seed, .number)]
-      ).map({ ($0.options.cases, $0.options.seed) })
+      )?.options
     else { return usage() }
+    let (cases, seed) = (options.cases, options.seed)
     let text = PassageTally.run(count: cases, seed: seed) { $0.mergedWithText(using: &$1) }
     let reference = PassageTally.run(count: cases, seed: seed) {
       $0.mergedWithReference(using: &$1)

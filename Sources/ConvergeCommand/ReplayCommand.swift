@@ -7,6 +7,7 @@ import Foundation
 /// replica; a concurrent one through one ``Replica`` per agent exchanging deltas.
 enum ReplayCommand {
   struct Options {
+    /// The trace: the command's one operand, set once the flags are read.
     var path = ""
     var json = false
     var iterations = 5
