@@ -206,3 +206,23 @@ import Testing
     }
   }
 }
+
+/// A key hashes its type and id once, when made or changed: equal keys hash alike however
+/// they were made, and a changed key is the key of its new type and id.
+@Suite struct EntityKeyHashingTests {
+  @Test func equalKeysHashAlikeAndAChangedKeyIsItsNewValue() throws {
+    try forEachSeed(count: 20, base: 0xE17) { random in
+      let names = ["note", "task", "tag", "", "é", "note/1"]
+      func pick() -> String { names.randomElement(using: &random) ?? "" }
+      let (type, id) = (pick(), pick())
+      var changed = EntityKey(type: pick(), id: pick())
+      changed.type = type
+      changed.id = id
+      let fresh = EntityKey(type: type, id: id)
+      try ensure(changed == fresh && changed.hashValue == fresh.hashValue, "\(fresh)")
+      try ensure(Set([changed, fresh]).count == 1, "one element")
+      let other = EntityKey(type: type, id: id + "x")
+      try ensure(other != fresh && Set([other, fresh]).count == 2, "distinct keys")
+    }
+  }
+}
