@@ -1,6 +1,7 @@
-import Converge
 import ConvergeTestSupport
 import Testing
+
+@testable import Converge
 
 @Suite struct TextUnicodeTests {
   static let samples = [
@@ -112,5 +113,44 @@ import Testing
     #expect(resumed.string == "Jello!" && laptop.string == "Jello!")
     #expect(resumed == laptop)
     #expect(laptop.delta(since: resumed.dots).isEmpty)
+  }
+}
+
+/// The one-pass UTF-8 decoder behind `insertText` against the standard library's scalar
+/// and UTF-16 views, on every UTF-8 length's boundaries and on seeded random strings.
+@Suite struct StringScalarDecodingTests {
+  static func check(_ string: String) throws {
+    let (scalars, utf16Count) = string.scalarsAndUTF16Count()
+    try ensure(scalars == Array(string.unicodeScalars), "scalars of \(string.debugDescription)")
+    try ensure(utf16Count == string.utf16.count, "UTF-16 count of \(string.debugDescription)")
+  }
+
+  @Test func boundariesOfEveryUTF8Length() throws {
+    let boundaries: [UInt32] = [
+      0, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFD, 0xFFFF, 0x10000, 0x10FFFF,
+    ]
+    try Self.check("")
+    for value in boundaries {
+      let scalar = try #require(Unicode.Scalar(value))
+      try Self.check(String(String.UnicodeScalarView([scalar])))
+    }
+    for sample in TextUnicodeTests.samples { try Self.check(sample) }
+  }
+
+  @Test func randomStringsDecodeAsTheScalarView() throws {
+    try forEachSeed(count: 200, base: 0x5CA1A) { random in
+      var view = String.UnicodeScalarView()
+      for _ in 0..<Int.random(in: 0..<40, using: &random) {
+        // Each UTF-8 length about equally often.
+        let ranges: [ClosedRange<UInt32>] = [
+          0...0x7F, 0x80...0x7FF, 0x800...0xD7FF, 0x10000...0x10FFFF,
+        ]
+        let range = ranges[Int.random(in: 0..<ranges.count, using: &random)]
+        if let scalar = Unicode.Scalar(UInt32.random(in: range, using: &random)) {
+          view.append(scalar)
+        }
+      }
+      try Self.check(String(view))
+    }
   }
 }

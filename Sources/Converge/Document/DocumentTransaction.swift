@@ -157,13 +157,7 @@ public struct DocumentTransaction: Sendable {
     // One pass over the string for the scalars and their UTF-16 length: counting either
     // view on its own walks the string again (and the UTF-16 count of a non-ASCII string
     // allocates an index cache on it).
-    var scalars: [Unicode.Scalar] = []
-    scalars.reserveCapacity(string.utf8.count)
-    var utf16Count = 0
-    for scalar in string.unicodeScalars {
-      scalars.append(scalar)
-      utf16Count &+= scalar.value > 0xFFFF ? 2 : 1
-    }
+    let (scalars, utf16Count) = string.scalarsAndUTF16Count()
     insertScalars(scalars, utf16Count: utf16Count, at: position, in: field, of: key)
   }
 
