@@ -169,9 +169,7 @@ extension SessionStream {
   private mutating func readInsert(_ tag: UInt8, at offset: Int, from reader: inout ByteReader)
     throws -> RGADelta.Insert
   {
-    guard let author else {
-      throw ConvergeDecodingError.invalidValue(offset: offset, reason: "run before its author")
-    }
+    let author = try Self.required(self.author, at: offset, reason: "run before its author")
     let counter = try readCounter(predicted: tag & 0x08 != 0, at: offset, from: &reader)
     var length = 1
     if tag & 0x80 == 0 {
@@ -196,10 +194,7 @@ extension SessionStream {
     let origin: Dot?
     switch (tag >> 5) & 0x03 {
     case 0:
-      guard let lastInserted else {
-        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "no previous insert")
-      }
-      origin = lastInserted
+      origin = try Self.required(lastInserted, at: offset, reason: "no previous insert")
     case 1:
       origin = nil
     case 2:
@@ -250,9 +245,7 @@ extension SessionStream {
   private mutating func readDelete(_ tag: UInt8, at offset: Int, from reader: inout ByteReader)
     throws -> RGADelta.Delete
   {
-    guard let author else {
-      throw ConvergeDecodingError.invalidValue(offset: offset, reason: "run before its author")
-    }
+    let author = try Self.required(self.author, at: offset, reason: "run before its author")
     let counter = try readCounter(predicted: tag & 0x08 != 0, at: offset, from: &reader)
     var count: UInt64 = 1
     if tag & 0x40 == 0 {
@@ -270,14 +263,10 @@ extension SessionStream {
     let target: Dot
     switch (tag >> 4) & 0x03 {
     case 0:
-      guard let predictedDeleteTarget else {
-        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "no predicted target")
-      }
-      target = predictedDeleteTarget
+      target = try Self.required(predictedDeleteTarget, at: offset, reason: "no predicted target")
     case 1:
-      guard let predicted = predictedDeleteTarget else {
-        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "no predicted target")
-      }
+      let predicted = try Self.required(
+        predictedDeleteTarget, at: offset, reason: "no predicted target")
       let counter = predicted.counter &+ UInt64(bitPattern: try reader.readVarInt())
       target = Dot(replica: predicted.replica, counter: counter)
     case 2:
@@ -300,10 +289,7 @@ extension SessionStream {
     throws -> UInt64
   {
     if predicted {
-      guard let nextCounter else {
-        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "no predicted counter")
-      }
-      return nextCounter
+      return try Self.required(nextCounter, at: offset, reason: "no predicted counter")
     }
     let counterOffset = reader.offset
     let counter = try reader.readVarUInt()
@@ -311,6 +297,18 @@ extension SessionStream {
       throw ConvergeDecodingError.invalidValue(offset: counterOffset, reason: "counter 0")
     }
     return counter
+  }
+
+  /// `value`, which a record at `offset` relies on (the author, a prediction): a frame
+  /// whose stream has none is `invalidValue` at `offset` for `reason`.
+  @inline(__always)
+  private static func required<Value>(_ value: Value?, at offset: Int, reason: String) throws
+    -> Value
+  {
+    guard let value else {
+      throw ConvergeDecodingError.invalidValue(offset: offset, reason: reason)
+    }
+    return value
   }
 
   private mutating func readReplica(from reader: inout ByteReader) throws -> ReplicaID {
