@@ -62,12 +62,9 @@ extension CausalContext {
   /// - Complexity: O(r log r + g) for r replicas and g ranges.
   @usableFromInline
   package func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
-    let entries = entries
-    writer.writeVarUInt(entries.count)
-    for (replica, counters) in entries {
-      table.writeIndex(of: replica, to: &writer)
-      counters.write(to: &writer)
-    }
+    table.writeEntries(
+      entries, replica: { $0.replica }, to: &writer,
+      value: { entry, writer in entry.counters.write(to: &writer) })
   }
 
   /// Reads a context written by ``write(to:replicas:)``.

@@ -8,12 +8,9 @@ extension VersionVector {
   /// - Complexity: O(r log r) for r replicas.
   @usableFromInline
   package func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
-    let entries = entries
-    writer.writeVarUInt(entries.count)
-    for (replica, counter) in entries {
-      table.writeIndex(of: replica, to: &writer)
-      writer.writeVarUInt(counter)
-    }
+    table.writeEntries(
+      entries, replica: { $0.replica }, to: &writer,
+      value: { entry, writer in writer.writeVarUInt(entry.counter) })
   }
 
   /// Reads a vector written by ``write(to:replicas:)``.
