@@ -57,19 +57,8 @@ extension Document {
 
   @usableFromInline
   static func readBody(_ reader: inout ByteReader) throws -> Document {
-    var table = try DecodedReplicaTable(from: &reader)
     var document = Document()
-    document.context = try CausalContext(from: &reader, replicas: &table)
-    document.entities = try EntityKey.readMap(from: &reader) { reader in
-      try EntityRecord(from: &reader, replicas: &table)
-    }
-    try table.checkAllReferenced(offset: reader.offset)
-    for record in document.entities.values {
-      for case .register(let register) in record.fields.values {
-        try FieldWire.checkRegister(
-          register, presence: record.presence, context: document.context, offset: reader.offset)
-      }
-    }
+    (document.context, document.entities) = try EntityRecord.readBody(from: &reader)
     document.events = EventIndex(document.entities)
     return document
   }
@@ -113,6 +102,40 @@ extension Presence {
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let added = try VersionVector(from: &reader, replicas: &table)
     self.init(added: added, removed: try VersionVector(from: &reader, replicas: &table))
+  }
+}
+
+/// An entity as a document's or a delta's body holds it: its presence, then its fields.
+protocol WireEntity {
+  associatedtype Text: Sendable & Equatable
+  associatedtype Fields: Sequence where Fields.Element == FieldContent<Text>
+  var presence: Presence { get }
+  /// The entity's fields, in any order.
+  var fieldContents: Fields { get }
+  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws
+}
+
+extension WireEntity {
+  /// Reads what a document's and a delta's bodies share: the replica table, the causal
+  /// context, and the entities sorted by key; then checks that the body uses every
+  /// replica of the table and that every register's write is in the context and within
+  /// its entity's version (``FieldWire/checkRegister(_:presence:context:offset:)``).
+  static func readBody(
+    from reader: inout ByteReader
+  ) throws -> (context: CausalContext, entities: [EntityKey: Self]) {
+    var table = try DecodedReplicaTable(from: &reader)
+    let context = try CausalContext(from: &reader, replicas: &table)
+    let entities = try EntityKey.readMap(from: &reader) { reader in
+      try Self(from: &reader, replicas: &table)
+    }
+    try table.checkAllReferenced(offset: reader.offset)
+    for entity in entities.values {
+      for case .register(let register) in entity.fieldContents {
+        try FieldWire.checkRegister(
+          register, presence: entity.presence, context: context, offset: reader.offset)
+      }
+    }
+    return (context, entities)
   }
 }
 
@@ -286,7 +309,10 @@ extension FieldContent where Text == RGADelta {
   }
 }
 
-extension EntityRecord {
+extension EntityRecord: WireEntity {
+  typealias Text = TextStorage
+  var fieldContents: [FieldState] { fields.values }
+
   /// Adds the replicas of the presence, registers and sets to `builder`; those of text
   /// fields come from ``textRuns()``.
   func collectReplicas(into builder: inout ReplicaTable.Builder) {

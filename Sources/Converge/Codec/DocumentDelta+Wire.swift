@@ -75,19 +75,8 @@ extension DocumentDelta {
   }
 
   static func readBody(_ reader: inout ByteReader) throws -> DocumentDelta {
-    var table = try DecodedReplicaTable(from: &reader)
     var delta = DocumentDelta()
-    delta.context = try CausalContext(from: &reader, replicas: &table)
-    delta.entities = try EntityKey.readMap(from: &reader) { reader in
-      try EntityDelta(from: &reader, replicas: &table)
-    }
-    try table.checkAllReferenced(offset: reader.offset)
-    for entity in delta.entities.values {
-      for case .register(let register) in entity.fields.values {
-        try FieldWire.checkRegister(
-          register, presence: entity.presence, context: delta.context, offset: reader.offset)
-      }
-    }
+    (delta.context, delta.entities) = try EntityDelta.readBody(from: &reader)
     // A delta with the compact form has no other encoding.
     guard delta.textEdit == nil else {
       throw ConvergeDecodingError.invalidValue(
@@ -97,7 +86,10 @@ extension DocumentDelta {
   }
 }
 
-extension EntityDelta {
+extension EntityDelta: WireEntity {
+  typealias Text = RGADelta
+  var fieldContents: Dictionary<String, FieldDelta>.Values { fields.values }
+
   func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
     for field in fields.values { field.collectReplicas(into: &builder, runs: field.runs) }
