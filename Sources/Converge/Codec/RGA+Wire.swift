@@ -25,7 +25,7 @@ extension RGADelta {
     var inserts: [TextWire.InsertRun] = []
     inserts.reserveCapacity(self.inserts.count)
     for insert in self.inserts.sorted(by: { $0.id < $1.id }) where insert.length > 0 {
-      guard let last = inserts.last, last.id.replica == insert.id.replica else {
+      guard let last = inserts.last?.header, last.id.replica == insert.id.replica else {
         inserts.append(TextWire.InsertRun(insert))
         continue
       }
@@ -37,9 +37,9 @@ extension RGADelta {
         guard overlap < UInt64(insert.length) else { continue }
         piece = insert.slice(from: Int(overlap), length: insert.length - Int(overlap))
       }
-      if TextWire.continues(last, with: piece) {
+      if TextWire.continues(last, with: TextWire.RunHeader(piece)) {
         inserts[inserts.count - 1].parts.append(piece)
-        inserts[inserts.count - 1].length += piece.length
+        inserts[inserts.count - 1].header.length += piece.length
       } else {
         inserts.append(TextWire.InsertRun(piece))
       }
@@ -97,7 +97,10 @@ extension RGADelta {
       deletes.isEmpty
       ? TextWire.InsertIDs([])
       : TextWire.InsertIDs(
-        inserts.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) })
+        inserts.map { run in
+          let id = run.header.id
+          return (id.replica, id.counter..<id.counter + UInt64(run.header.length))
+        })
     TextWire.writeDeletes(deletes, insertIDs: ids, to: &writer, replicas: table)
   }
 
@@ -119,6 +122,15 @@ extension RGADelta {
     let inserts = try TextWire.attachContent(
       content, to: headers, deleted: RGADelta.DeletedRanges(deletes))
     self.init(inserts: inserts, deletes: deletes)
+  }
+}
+
+extension TextWire.RunHeader {
+  /// The header of `insert`: its id, Lamport number, origins and length.
+  init(_ insert: RGADelta.Insert) {
+    self.init(
+      id: insert.id, lamport: insert.lamport, origin: insert.origin,
+      rightOrigin: insert.rightOrigin, length: insert.length)
   }
 }
 
@@ -224,19 +236,15 @@ enum TextWire {
   /// An insert run as written: one record, whose parts may differ in whether they
   /// carry content.
   struct InsertRun {
-    var id: Dot
-    var lamport: UInt64
-    var origin: Dot?
-    var rightOrigin: Dot?
-    var length: Int
+    /// The run's id, Lamport number, origins and length, as a reader gets them back.
+    var header: RunHeader
     var parts: [RGADelta.Insert]
 
+    /// The number of ids the run holds.
+    var length: Int { header.length }
+
     init(_ insert: RGADelta.Insert) {
-      id = insert.id
-      lamport = insert.lamport
-      origin = insert.origin
-      rightOrigin = insert.rightOrigin
-      length = insert.length
+      header = RunHeader(insert)
       parts = [insert]
     }
   }
@@ -246,7 +254,7 @@ enum TextWire {
   static let placeholder: Unicode.Scalar = "\u{FFFD}"
 
   /// Whether `next` continues the run `last` exactly, so the two are one run.
-  static func continues(_ last: InsertRun, with next: RGADelta.Insert) -> Bool {
+  static func continues(_ last: RunHeader, with next: RunHeader) -> Bool {
     let length = UInt64(last.length)
     let (end, overflow) = last.id.counter.addingReportingOverflow(length)
     let (lamportEnd, lamportOverflow) = last.lamport.addingReportingOverflow(length)
@@ -285,28 +293,87 @@ enum TextWire {
     return (run, taken < next.count ? next.part(from: taken, count: next.count - taken) : nil)
   }
 
+  // MARK: Groups
+
+  /// `runs` cut into groups of consecutive runs of one replica, the unit both kinds of
+  /// runs are written in: the replica's index, the run count, then the runs.
+  @inline(__always)
+  static func groups<Run>(of runs: [Run], replica: (Run) -> ReplicaID) -> [ArraySlice<Run>] {
+    var groups: [ArraySlice<Run>] = []
+    var groupStart = 0
+    for index in runs.indices
+    where index + 1 == runs.count || replica(runs[index + 1]) != replica(runs[index]) {
+      groups.append(runs[groupStart...index])
+      groupStart = index + 1
+    }
+    return groups
+  }
+
+  /// Reads `groupCount` groups written as ``groups(of:replica:)`` cuts them: each its
+  /// replica's index (after the previous group's), its number of runs (at least one, each
+  /// at least `minimumBytesPerRun` bytes), then its runs, which `readRuns` appends to the
+  /// result given the group's replica and run count (the capacity is reserved).
+  ///
+  /// - Throws: what ``DecodedReplicaTable/readReplica(from:after:)``,
+  ///   ``ByteReader/readCount(minimumBytesPerElement:)`` and `readRuns` throw, and
+  ///   `invalidValue` for a group without runs.
+  @inline(__always)
+  static func readGroups<Run>(
+    _ groupCount: Int, minimumBytesPerRun: Int, from reader: inout ByteReader,
+    replicas table: inout DecodedReplicaTable,
+    _ readRuns: (
+      _ replica: ReplicaID, _ runCount: Int, inout ByteReader, inout DecodedReplicaTable,
+      _ runs: inout [Run]
+    ) throws -> Void
+  ) throws -> [Run] {
+    var runs: [Run] = []
+    var previousReplica: Int?
+    for _ in 0..<groupCount {
+      let (index, replica) = try table.readReplica(from: &reader, after: previousReplica)
+      previousReplica = index
+      let runsStart = reader.offset
+      let runCount = try reader.readCount(minimumBytesPerElement: minimumBytesPerRun)
+      guard runCount > 0 else {
+        throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
+      }
+      runs.reserveCapacity(runs.count + runCount)
+      try readRuns(replica, runCount, &reader, &table, &runs)
+    }
+    return runs
+  }
+
+  /// Appends `run`, read from `offset`, to `runs` as the group's latest, `previous`,
+  /// refusing it (`invalidValue` for `reason`) when it continues the previous run of its
+  /// group: an encoder joins such runs into one, so every run on the wire is maximal.
+  @inline(__always)
+  static func appendMaximal<Run>(
+    _ run: Run, to runs: inout [Run], previous: inout Run?, at offset: Int, reason: String,
+    continues: (_ last: Run, _ next: Run) -> Bool
+  ) throws {
+    if let last = previous, continues(last, run) {
+      throw ConvergeDecodingError.invalidValue(offset: offset, reason: reason)
+    }
+    runs.append(run)
+    previous = run
+  }
+
   // MARK: Inserts
 
   static func writeInserts(
     _ inserts: [InsertRun], deleted: RGADelta.DeletedRanges, to writer: inout ByteWriter,
     replicas table: ReplicaTable
   ) {
-    var groups: [ArraySlice<InsertRun>] = []
-    var groupStart = 0
-    for index in inserts.indices
-    where index + 1 == inserts.count || inserts[index + 1].id.replica != inserts[index].id.replica {
-      groups.append(inserts[groupStart...index])
-      groupStart = index + 1
-    }
+    let groups = groups(of: inserts) { $0.header.id.replica }
     writer.writeVarUInt(groups.count)
     var scalarCount = 0
     for group in groups {
-      guard let first = group.first else { continue }
+      guard let first = group.first?.header else { continue }
       table.writeIndex(of: first.id.replica, to: &writer)
       writer.writeVarUInt(group.count)
       var nextFree: UInt64 = 1
       var predictedLamport = first.id.counter
-      for insert in group {
+      for run in group {
+        let insert = run.header
         let length = UInt64(insert.length)
         scalarCount += insert.length
         writer.writeVarUInt(insert.id.counter - nextFree)
@@ -393,18 +460,10 @@ enum TextWire {
   ) throws -> (headers: [RunHeader], content: (bytes: ArraySlice<UInt8>, offset: Int)) {
     // A group is at least a replica index, a run count and one 5-byte run.
     let groupCount = try reader.readCount(minimumBytesPerElement: 7)
-    var headers: [RunHeader] = []
-    var previousReplica: Int?
-    for _ in 0..<groupCount {
-      let (replicaIndex, replica) = try table.readReplica(from: &reader, after: previousReplica)
-      previousReplica = replicaIndex
-      let runsStart = reader.offset
-      // A run is at least gap, length, Lamport, origin and right origin: 5 bytes.
-      let runCount = try reader.readCount(minimumBytesPerElement: 5)
-      guard runCount > 0 else {
-        throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
-      }
-      headers.reserveCapacity(headers.count + runCount)
+    // A run is at least gap, length, Lamport, origin and right origin: 5 bytes.
+    let headers: [RunHeader] = try readGroups(
+      groupCount, minimumBytesPerRun: 5, from: &reader, replicas: &table
+    ) { replica, runCount, reader, table, headers in
       var nextFree: UInt64 = 1
       var predictedLamport: UInt64?
       var previous: RunHeader?
@@ -438,16 +497,9 @@ enum TextWire {
         let header = RunHeader(
           id: Dot(replica: replica, counter: counter), lamport: lamport, origin: origin,
           rightOrigin: rightOrigin, length: length)
-        if let previous, previous.id.counter &+ UInt64(previous.length) == counter,
-          previous.lamport &+ UInt64(previous.length) == lamport,
-          origin == Dot(replica: replica, counter: counter - 1),
-          rightOrigin == previous.rightOrigin
-        {
-          throw ConvergeDecodingError.invalidValue(
-            offset: start, reason: "insert run continues the previous one")
-        }
-        headers.append(header)
-        previous = header
+        try appendMaximal(
+          header, to: &headers, previous: &previous, at: start,
+          reason: "insert run continues the previous one", continues: continues)
         predictedLamport = lamportEnd
         nextFree = end
       }
@@ -535,15 +587,7 @@ enum TextWire {
     _ deletes: [RGADelta.Delete], insertIDs: InsertIDs, to writer: inout ByteWriter,
     replicas table: ReplicaTable
   ) {
-    var groups: [ArraySlice<RGADelta.Delete>] = []
-    var groupStart = 0
-    for index in deletes.indices
-    where index + 1 == deletes.count
-      || deletes[index + 1].dot.replica != deletes[index].dot.replica
-    {
-      groups.append(deletes[groupStart...index])
-      groupStart = index + 1
-    }
+    let groups = groups(of: deletes) { $0.dot.replica }
     writer.writeVarUInt(groups.count)
     for group in groups {
       guard let first = group.first else { continue }
@@ -577,18 +621,10 @@ enum TextWire {
     let groupCount = try reader.readCount(minimumBytesPerElement: 4)
     guard groupCount > 0 else { return [] }
     let insertIDs = makeInsertIDs()
-    var deletes: [RGADelta.Delete] = []
-    var previousReplica: Int?
-    for _ in 0..<groupCount {
-      let (replicaIndex, replica) = try table.readReplica(from: &reader, after: previousReplica)
-      previousReplica = replicaIndex
-      let runsStart = reader.offset
-      // A run is at least shape and target counter: 2 bytes.
-      let runCount = try reader.readCount(minimumBytesPerElement: 2)
-      guard runCount > 0 else {
-        throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
-      }
-      deletes.reserveCapacity(deletes.count + runCount)
+    // A run is at least shape and target counter: 2 bytes.
+    return try readGroups(
+      groupCount, minimumBytesPerRun: 2, from: &reader, replicas: &table
+    ) { replica, runCount, reader, table, deletes in
       var nextFree: UInt64 = 1
       var previousTarget: UInt64 = 0
       var impliedReplica = replica
@@ -654,16 +690,12 @@ enum TextWire {
           dot: Dot(replica: replica, counter: counter),
           target: Dot(replica: targetReplica, counter: target), count: count,
           isDescending: isDescending)
-        if let previous, canExtend(previous, with: delete) {
-          throw ConvergeDecodingError.invalidValue(
-            offset: start, reason: "delete run continues the previous one")
-        }
-        deletes.append(delete)
-        previous = delete
+        try appendMaximal(
+          delete, to: &deletes, previous: &previous, at: start,
+          reason: "delete run continues the previous one", continues: canExtend)
         previousTarget = lastTarget
         nextFree = end
       }
     }
-    return deletes
   }
 }
