@@ -336,7 +336,11 @@ enum TextWire {
       guard runCount > 0 else {
         throw ConvergeDecodingError.invalidValue(offset: runsStart, reason: "empty run group")
       }
-      runs.reserveCapacity(runs.count + runCount)
+      // At least doubled: reserving exactly the group's runs copied every earlier run
+      // again at each group, quadratic in the groups a message (a hostile one) holds.
+      if runs.capacity < runs.count + runCount {
+        runs.reserveCapacity(Swift.max(runs.count + runCount, 2 * runs.capacity))
+      }
       try readRuns(replica, runCount, &reader, &table, &runs)
     }
     return runs
