@@ -21,7 +21,7 @@
 /// position inside it is found without a search, and counts added to it wait in the
 /// cursor instead of walking the tree at every keystroke; they reach the blocks and the
 /// tree when another leaf changes, and every query counts them meanwhile. Replaying
-/// automerge-paper, this saved a fifth of the instructions.
+/// automerge-paper locally, this saved a sixth of the instructions (466 M to 385 M).
 struct LeafOrder: Sendable {
   /// Leaves per block before the block splits in two.
   static let maxLeavesPerBlock = 32
@@ -236,13 +236,18 @@ struct LeafOrder: Sendable {
     addToBlocks(visible: visible, utf16: utf16, to: leaf)
   }
 
-  /// Moves the cursor's pending counts into the blocks and the tree and forgets it.
-  private mutating func dropCursor() {
+  /// Moves the cursor's pending counts into the blocks and the tree; the cursor stays.
+  private mutating func flushCursor() {
     guard cursor.leaf >= 0 else { return }
-    let leaf = cursor.leaf
-    let (visible, utf16) = (cursor.pendingVisible, cursor.pendingUTF16)
+    addToBlocks(visible: cursor.pendingVisible, utf16: cursor.pendingUTF16, to: cursor.leaf)
+    cursor.pendingVisible = 0
+    cursor.pendingUTF16 = 0
+  }
+
+  /// Flushes the cursor and forgets it.
+  private mutating func dropCursor() {
+    flushCursor()
     cursor = Cursor()
-    addToBlocks(visible: visible, utf16: utf16, to: leaf)
   }
 
   private mutating func addToBlocks(visible: Int, utf16: Int, to leaf: Int) {
@@ -263,13 +268,8 @@ struct LeafOrder: Sendable {
     if blocks.isEmpty { buildBlocks(visible: [soleVisible], utf16: [soleUTF16]) }
     // The leaves before `leaf` keep their counts, so a cursor on `leaf` keeps its start;
     // its pending counts go in first, since the blocks move.
-    let kept = cursor.leaf == leaf ? cursor : nil
-    dropCursor()
-    if var kept {
-      kept.pendingVisible = 0
-      kept.pendingUTF16 = 0
-      cursor = kept
-    }
+    flushCursor()
+    if cursor.leaf != leaf { cursor = Cursor() }
     let newLeaf = leafCount
     let block = blockOfLeaf[leaf]
     let slot = slotOfLeaf[leaf] + 1
