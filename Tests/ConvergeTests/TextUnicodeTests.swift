@@ -137,6 +137,26 @@ import Testing
     for sample in TextUnicodeTests.samples { try Self.check(sample) }
   }
 
+  /// The same decoder validating, as for a wire's text content: it refuses overlong
+  /// forms, surrogates, values above U+10FFFF, stray bytes and cut scalars, and reads
+  /// valid UTF-8 as the standard library does.
+  @Test func validatingRefusesMalformedUTF8AndReadsValid() throws {
+    let malformed: [[UInt8]] = [
+      [0xC0, 0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
+      [0xF0, 0x80, 0x80, 0x80], [0xFF], [0x80], [0x61, 0xE2], [0xF0, 0x9F, 0x98],
+    ]
+    for bytes in malformed {
+      let refused = bytes.withUnsafeBufferPointer { (try? UTF8Scalars.decode($0)) == nil }
+      try ensure(refused, "refuses \(bytes)")
+    }
+    for sample in TextUnicodeTests.samples + ["\u{10FFFF}\u{FFFF}\u{80}"] {
+      let decoded = try Array(sample.utf8).withUnsafeBufferPointer { try UTF8Scalars.decode($0) }
+      try ensure(decoded.scalars == Array(sample.unicodeScalars), "reads \(sample)")
+      try ensure(
+        decoded.scalars.count + decoded.supplementary == sample.utf16.count, "UTF-16 of \(sample)")
+    }
+  }
+
   @Test func randomStringsDecodeAsTheScalarView() throws {
     try forEachSeed(count: 200, base: 0x5CA1A) { random in
       var view = String.UnicodeScalarView()

@@ -1,0 +1,105 @@
+/// The one UTF-8 decoder: a wire's text content, which it validates strictly, and a
+/// String's storage, which is valid already (decoding it here instead of iterating
+/// `unicodeScalars`, 29 instructions a scalar, saved an eighth of creating a note).
+enum UTF8Scalars {
+  /// Bytes that are not strictly valid UTF-8.
+  struct Invalid: Error {}
+
+  /// The scalars of strictly valid UTF-8 (no overlong forms, surrogates or values above
+  /// U+10FFFF), and how many lie outside the Basic Multilingual Plane (take two UTF-16
+  /// code units).
+  ///
+  /// A String's storage is valid already: with `validating` false (a constant, so the
+  /// checks compile away where this is inlined) the bytes are trusted, which makes
+  /// creating a note 2% cheaper in instructions.
+  ///
+  /// - Complexity: O(n) for n bytes.
+  @inline(__always)
+  static func decode(
+    _ input: UnsafeBufferPointer<UInt8>, validating: Bool = true
+  ) throws(Invalid) -> (
+    scalars: [Unicode.Scalar], supplementary: Int
+  ) {
+    var supplementary = 0
+    var failed = false
+    let scalars = [Unicode.Scalar](unsafeUninitializedCapacity: input.count) { output, written in
+      var position = 0
+      let end = input.count
+      // Continuation byte `position + step` if it is in `low...high`.
+      func continuation(_ step: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> UInt32? {
+        guard validating else { return UInt32(input[position &+ step] & 0x3F) }
+        guard position + step < end else { return nil }
+        let byte = input[position + step]
+        guard byte >= low, byte <= high else { return nil }
+        return UInt32(byte & 0x3F)
+      }
+      while position < end {
+        let lead = input[position]
+        if lead < 0x80 {
+          output[written] = Unicode.Scalar(lead)
+          written += 1
+          position += 1
+          continue
+        }
+        var value: UInt32?
+        switch lead {
+        case 0xC2...0xDF:
+          if let last = continuation(1) { value = UInt32(lead & 0x1F) << 6 | last }
+          position += 2
+        case 0xE0...0xEF:
+          // No overlong forms (E0 needs A0 or more), no surrogates (ED at most 9F).
+          if let second = continuation(1, lead == 0xE0 ? 0xA0 : 0x80, lead == 0xED ? 0x9F : 0xBF),
+            let last = continuation(2)
+          {
+            value = UInt32(lead & 0x0F) << 12 | second << 6 | last
+          }
+          position += 3
+        case 0xF0...0xF4:
+          // No overlong forms (F0 needs 90 or more), nothing above U+10FFFF.
+          if let second = continuation(1, lead == 0xF0 ? 0x90 : 0x80, lead == 0xF4 ? 0x8F : 0xBF),
+            let third = continuation(2), let last = continuation(3)
+          {
+            value = UInt32(lead & 0x07) << 18 | second << 12 | third << 6 | last
+          }
+          position += 4
+          supplementary += 1
+        default:
+          value = nil
+        }
+        guard let value else {
+          failed = true
+          return
+        }
+        if validating {
+          guard let scalar = Unicode.Scalar(value) else {
+            failed = true
+            return
+          }
+          output[written] = scalar
+        } else {
+          // Valid UTF-8 decodes to a valid scalar value.
+          output[written] = unsafeBitCast(value, to: Unicode.Scalar.self)
+        }
+        written += 1
+      }
+    }
+    if failed { throw Invalid() }
+    return (scalars, supplementary)
+  }
+}
+
+extension String {
+  /// The string's Unicode scalars and their UTF-16 length, decoded in one pass over its
+  /// UTF-8 storage.
+  ///
+  /// - Complexity: O(n) for n UTF-8 bytes.
+  func scalarsAndUTF16Count() -> (scalars: [Unicode.Scalar], utf16Count: Int) {
+    var string = self
+    guard let decoded = try? string.withUTF8({ try UTF8Scalars.decode($0, validating: false) })
+    else {
+      // Unreachable: a String's storage is valid UTF-8.
+      return (Array(unicodeScalars), utf16.count)
+    }
+    return (decoded.scalars, decoded.scalars.count + decoded.supplementary)
+  }
+}
