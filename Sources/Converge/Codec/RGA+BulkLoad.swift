@@ -111,12 +111,13 @@ private struct StateLoader {
     var offset: Int
     var child: Int
     var lamport: UInt64
-    var replica: ReplicaID
-    var counter: UInt64
+    /// The child's first item.
+    var id: Dot
 
-    /// Whether this child comes before `other` under the same item.
+    /// Whether this child comes before `other` under the same item: the greater Lamport
+    /// number first, then the greater id.
     func sortsBefore(_ other: Attachment) -> Bool {
-      (lamport, replica, counter) > (other.lamport, other.replica, other.counter)
+      (lamport, id) > (other.lamport, other.id)
     }
   }
 
@@ -340,13 +341,14 @@ private struct StateLoader {
     for parent in 0...headers.count { starts[parent + 1] += starts[parent] }
     var next = starts
     let placeholder = Attachment(
-      parent: 0, offset: 0, child: 0, lamport: 0, replica: ReplicaID(rawValue: 0), counter: 0)
+      parent: 0, offset: 0, child: 0, lamport: 0,
+      id: Dot(replica: ReplicaID(rawValue: 0), counter: 0))
     var sorted = [Attachment](repeating: placeholder, count: starts[headers.count + 1])
     for (index, header) in headers.enumerated() where parents[index] >= 0 {
       let parent = parents[index]
       sorted[next[parent]] = Attachment(
         parent: parent, offset: offsets[index], child: index, lamport: header.lamport,
-        replica: header.id.replica, counter: header.id.counter)
+        id: header.id)
       next[parent] += 1
     }
     firstChild = starts
@@ -426,8 +428,8 @@ private struct StateLoader {
         }
         let next = Attachment(
           parent: index + 1, offset: offset, child: index,
-          lamport: header.lamport + UInt64(offset) + 1, replica: header.id.replica,
-          counter: header.id.counter + UInt64(offset) + 1)
+          lamport: header.lamport + UInt64(offset) + 1,
+          id: Dot(replica: header.id.replica, counter: header.id.counter + UInt64(offset) + 1))
         var split = first
         while split < last, attachments[split].sortsBefore(next) { split += 1 }
         if split < last { stack.append(.children(split..<last)) }
