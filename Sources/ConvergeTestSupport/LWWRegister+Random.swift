@@ -1,15 +1,15 @@
 import Converge
 
-extension LWWRegister {
+extension LWWRegister: RandomlyMutable {
   /// A random write by `replica`, which returns its delta.
   ///
   /// Most writers first observe the current stamp's timestamp, as a replica's clock does
   /// when it merges; the others write with whatever their skewed clock says, so some
   /// writes lose on arrival and are ignored. Rarely, the clock observes a forged
   /// ``Timestamp/max`` and saturates, so stamps then order by their dots alone.
-  public static func randomWrite(
+  public static func randomMutation(
     by replica: inout SimulatedReplica<LWWRegister>, using generator: inout SeededGenerator,
-    value: (inout SeededGenerator) -> Value
+    content value: (inout SeededGenerator) -> Value
   ) -> LWWRegister {
     if let stamp = replica.state.stamp, Int.random(in: 0..<10, using: &generator) < 8 {
       replica.clock.observe(stamp.timestamp)
@@ -19,13 +19,4 @@ extension LWWRegister {
     return replica.state.set(value(&generator), stamp: stamp)
   }
 
-  /// A network of `replicas` registers after `steps` random writes and exchanges.
-  public static func randomNetwork(
-    replicas: Int = 3, steps: Int = 24, using generator: inout SeededGenerator,
-    value: (inout SeededGenerator) -> Value
-  ) -> ReplicaNetwork<LWWRegister> {
-    ReplicaNetwork(replicas: replicas, initial: LWWRegister(), steps: steps, using: &generator) {
-      randomWrite(by: &$0, using: &$1, value: value)
-    }
-  }
 }

@@ -1,6 +1,6 @@
 import Converge
 
-extension ORSet where Element: Comparable {
+extension ORSet: RandomlyMutable where Element: Comparable {
   /// A random change by `replica`, which returns its delta: mostly adds and removes of
   /// elements from `element` (a small domain makes re-adds and concurrent add/remove
   /// pairs common), sometimes a `removeAll`.
@@ -9,7 +9,7 @@ extension ORSet where Element: Comparable {
   /// `Set` iteration order, which changes from one process to the next.
   public static func randomMutation(
     by replica: inout SimulatedReplica<ORSet>, using generator: inout SeededGenerator,
-    element: (inout SeededGenerator) -> Element
+    content element: (inout SeededGenerator) -> Element
   ) -> ORSet {
     switch Int.random(in: 0..<100, using: &generator) {
     case 0..<55:
@@ -26,13 +26,4 @@ extension ORSet where Element: Comparable {
     }
   }
 
-  /// A network of `replicas` sets after `steps` random changes and exchanges.
-  public static func randomNetwork(
-    replicas: Int = 3, steps: Int = 24, using generator: inout SeededGenerator,
-    element: (inout SeededGenerator) -> Element
-  ) -> ReplicaNetwork<ORSet> {
-    ReplicaNetwork(replicas: replicas, initial: ORSet(), steps: steps, using: &generator) {
-      randomMutation(by: &$0, using: &$1, element: element)
-    }
-  }
 }

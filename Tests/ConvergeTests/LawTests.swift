@@ -25,7 +25,7 @@ import Testing
 
   @Test func lwwRegisterMergeIsAJoin() throws {
     try forEachSeed(count: Self.cases, base: 0x1_0000) { random in
-      let network = LWWRegister.randomNetwork(using: &random, value: Self.smallValue)
+      let network = LWWRegister.randomNetwork(using: &random, content: Self.smallValue)
       let (a, b, c) = Self.pickThree(network, using: &random)
       try checkJoinLaws(a, b, c)
     }
@@ -33,20 +33,20 @@ import Testing
 
   @Test func lwwRegisterDeltasDecompose() throws {
     try forEachSeed(count: Self.cases, base: 0x2_0000) { random in
-      let network = LWWRegister.randomNetwork(using: &random, value: Self.smallValue)
+      let network = LWWRegister.randomNetwork(using: &random, content: Self.smallValue)
       let (writer, other) = network.randomPair(using: &random)
       try checkDeltaLaws(
         from: network.replicas[writer], concurrent: network.replicas[other].state,
         steps: .random(in: 1...5, using: &random), using: &random
       ) { replica, random in
-        LWWRegister.randomWrite(by: &replica, using: &random, value: Self.smallValue)
+        LWWRegister.randomMutation(by: &replica, using: &random, content: Self.smallValue)
       }
     }
   }
 
   @Test func lwwRegisterDeltaSinceIsWhatThePeerLacks() throws {
     try forEachSeed(count: Self.cases, base: 0x3_0000) { random in
-      let network = LWWRegister.randomNetwork(using: &random, value: Self.smallValue)
+      let network = LWWRegister.randomNetwork(using: &random, content: Self.smallValue)
       let (receiver, sender) = network.randomPair(using: &random)
       try checkDeltaSyncLaw(
         receiver: network.replicas[receiver].state, sender: network.replicas[sender].state
@@ -61,7 +61,7 @@ import Testing
 
   @Test func orSetMergeIsAJoin() throws {
     try forEachSeed(count: Self.cases, base: 0x4_0000) { random in
-      let network = ORSet.randomNetwork(using: &random, element: Self.smallValue)
+      let network = ORSet.randomNetwork(using: &random, content: Self.smallValue)
       let (a, b, c) = Self.pickThree(network, using: &random)
       try checkJoinLaws(a, b, c)
     }
@@ -69,20 +69,20 @@ import Testing
 
   @Test func orSetDeltasDecompose() throws {
     try forEachSeed(count: Self.cases, base: 0x5_0000) { random in
-      let network = ORSet.randomNetwork(using: &random, element: Self.smallValue)
+      let network = ORSet.randomNetwork(using: &random, content: Self.smallValue)
       let (mutator, other) = network.randomPair(using: &random)
       try checkDeltaLaws(
         from: network.replicas[mutator], concurrent: network.replicas[other].state,
         steps: .random(in: 1...5, using: &random), using: &random
       ) { replica, random in
-        ORSet.randomMutation(by: &replica, using: &random, element: Self.smallValue)
+        ORSet.randomMutation(by: &replica, using: &random, content: Self.smallValue)
       }
     }
   }
 
   @Test func orSetDeltaSinceIsWhatThePeerLacks() throws {
     try forEachSeed(count: Self.cases, base: 0x6_0000) { random in
-      let network = ORSet.randomNetwork(using: &random, element: Self.smallValue)
+      let network = ORSet.randomNetwork(using: &random, content: Self.smallValue)
       let (receiver, sender) = network.randomPair(using: &random)
       let receiverState = network.replicas[receiver].state
       let senderState = network.replicas[sender].state
@@ -106,7 +106,7 @@ import Testing
 
   @Test func orSetStatesStayCanonical() throws {
     try forEachSeed(count: Self.cases, base: 0x7_0000) { random in
-      let network = ORSet.randomNetwork(using: &random, element: Self.smallValue)
+      let network = ORSet.randomNetwork(using: &random, content: Self.smallValue)
       for replica in network.replicas {
         for (element, dots) in replica.state.store.entries {
           try ensure(!dots.isEmpty, "\(element) present with no dot in \(replica.state)")
@@ -137,7 +137,7 @@ import Testing
   @Test func joinLawCheckerCatchesALastMergedWinsRegister() {
     let violation = #expect(throws: LawViolation.self) {
       try forEachSeed(count: 200, base: 0x8_0000) { random in
-        let network = LWWRegister.randomNetwork(using: &random, value: Self.smallValue)
+        let network = LWWRegister.randomNetwork(using: &random, content: Self.smallValue)
         let (a, b, c) = Self.pickThree(network, using: &random)
         try checkJoinLaws(LastMergedWins(register: a), .init(register: b), .init(register: c))
       }
@@ -172,14 +172,14 @@ import Testing
     let join = name == "intersection" ? Self.intersection : Self.unionIgnoringContexts
     let violation = #expect(throws: LawViolation.self) {
       try forEachSeed(count: 200, base: 0x9_0000) { random in
-        let network = ORSet.randomNetwork(using: &random, element: Self.smallValue)
+        let network = ORSet.randomNetwork(using: &random, content: Self.smallValue)
         let (mutator, other) = network.randomPair(using: &random)
         try checkDeltaLaws(
           from: network.replicas[mutator], state: \.state,
           concurrent: network.replicas[other].state, steps: 4, using: &random, join: join,
           equivalent: (==)
         ) { replica, random in
-          ORSet.randomMutation(by: &replica, using: &random, element: Self.smallValue)
+          ORSet.randomMutation(by: &replica, using: &random, content: Self.smallValue)
         }
       }
     }
