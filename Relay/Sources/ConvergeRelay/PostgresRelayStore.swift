@@ -13,21 +13,27 @@ import Synchronization
 /// The ``RelayStore`` for several relay nodes: PostgreSQL holds every space's log and
 /// snapshot, and any node serves any space.
 ///
-/// - An append is one statement, hence one transaction: it advances the space's row in
-///   `converge_relay_heads` (`INSERT … ON CONFLICT DO UPDATE … RETURNING`, which holds
-///   that row's lock until commit) and inserts the entry at the new head. A second
-///   appender to the space waits for the lock, so positions are gap-free and commit in
-///   position order: a reader that sees position n sees every position before it. (A
-///   `bigserial` would not do: a reader can see row 2 committed while row 1 is in flight
-///   and skip row 1 for good.)
-/// - Once the append has committed, a second statement announces it with `NOTIFY`,
-///   carrying the entry itself when it fits the payload. Not in the append's own
-///   transaction: PostgreSQL serializes the commits of every transaction that notifies,
-///   in the whole cluster, behind one lock held through the commit's WAL flush, so
-///   notifying appends of unrelated spaces waited for each other's fsync one at a time
-///   (fan-out p99 301 ms with two nodes and 100 devices). The announcement commits
-///   without waiting for its WAL flush (the entry is durable already); one lost with a
-///   crash only delays other nodes until they next read the space.
+/// - Appends are written in batches: whatever appends are waiting when the previous batch
+///   returns go together, one per space (a second append to a space waits for the next
+///   batch). A batch is one statement, hence one transaction and one WAL flush: for each
+///   space it advances the space's row in `converge_relay_heads` (`INSERT … ON CONFLICT DO
+///   UPDATE … RETURNING`, which holds that row's lock until commit) and inserts the entry at
+///   the new head. A second appender to a space waits for the lock, so positions are
+///   gap-free and commit in position order: a reader that sees position n sees every
+///   position before it. (A `bigserial` would not do: a reader can see row 2 committed
+///   while row 1 is in flight and skip row 1 for good.) A batch locks its spaces' rows in
+///   the order of their names, so two nodes' batches never wait for each other in a cycle.
+///   One transaction per batch instead of one per append is what keeps PostgreSQL and the
+///   relay's client side off the two-node bench's critical path.
+/// - Once a batch has committed, its callers are answered and a second statement
+///   announces its entries with `NOTIFY`, each carrying its entry when it fits the payload.
+///   Not in the append's own transaction: PostgreSQL serializes the commits of every
+///   transaction that notifies, in the whole cluster, behind one lock held through the
+///   commit's WAL flush, so notifying appends of unrelated spaces waited for each other's
+///   fsync one at a time (fan-out p99 301 ms with two nodes and 100 devices). The
+///   announcement commits without waiting for its WAL flush (the entries are durable
+///   already); one lost with a crash only delays other nodes until they next read the
+///   space.
 /// - A read is one statement, so it sees one snapshot of the database: the rows, or the
 ///   snapshot that replaced them.
 /// - Compaction upserts the snapshot only when it covers more than the stored one (one
@@ -44,7 +50,12 @@ public final class PostgresRelayStore: RelayStore {
   private let listener: Task<Void, Never>
   private let subscribers: EventSubscribers
   private let logger: Logger
+  private let appends = AppendQueue()
   static let channel = "converge_relay"
+  /// Appends one batch holds at most.
+  static let batchLimit = 256
+  /// Delta bytes one batch holds at most (a larger single delta goes alone).
+  static let batchByteLimit = 4 << 20
 
   private init(
     client: PostgresClient, pool: Task<Void, Never>, listener: Task<Void, Never>,
@@ -141,27 +152,74 @@ public final class PostgresRelayStore: RelayStore {
   }
 
   public func append(space: String, delta: [UInt8]) async throws -> UInt64 {
-    let rows = try await client.execute(Append(space: space, delta: ByteBuffer(bytes: delta)))
-    var position: Int64?
-    for try await value in rows { position = value }
-    guard let position, position > 0 else {
-      throw RelayStoreError.unexpectedRow("append returned no position")
+    try await withCheckedThrowingContinuation { continuation in
+      let waiting = AppendQueue.Waiting(space: space, delta: delta, continuation: continuation)
+      if appends.enqueue(waiting) { Task { await self.writeBatches() } }
     }
-    await announce(space: space, position: UInt64(position), delta: delta)
-    return UInt64(position)
   }
 
-  /// Notifies every node of a committed entry (see the type's notes). A failure is only
-  /// logged: the entry is durable, and other nodes read it at their next append to the
-  /// space or their next poll.
-  private func announce(space: String, position: UInt64, delta: [UInt8]) async {
-    guard let payload = Self.payload(space: space, position: position, delta: delta) else {
-      return
+  /// Writes batches until no append waits (see the type's notes); one writer at a time.
+  private func writeBatches() async {
+    while true {
+      let batch = appends.nextBatch(limit: Self.batchLimit, byteLimit: Self.batchByteLimit)
+      guard !batch.isEmpty else { return }
+      let positions: [UInt64]
+      do {
+        positions = try await appendBatch(batch)
+      } catch {
+        for waiting in batch { waiting.continuation.resume(throwing: error) }
+        continue
+      }
+      for (waiting, position) in zip(batch, positions) {
+        waiting.continuation.resume(returning: position)
+      }
+      await announce(batch, positions: positions)
     }
+  }
+
+  /// Appends `batch` (one entry per space) in one transaction and returns each entry's
+  /// position, in the batch's order. A deadlock, which the ordered locking rules out
+  /// between this store's batches but not against other writers, is retried.
+  private func appendBatch(_ batch: [AppendQueue.Waiting]) async throws -> [UInt64] {
+    let sorted = batch.indices.sorted { batch[$0].space < batch[$1].space }
+    let statement = AppendBatch(
+      spaces: sorted.map { batch[$0].space },
+      deltas: sorted.map { ByteBuffer(bytes: batch[$0].delta) })
+    var attempt = 0
+    while true {
+      do {
+        var found: [String: UInt64] = [:]
+        for try await (space, position) in try await client.execute(statement) {
+          guard position > 0 else { throw RelayStoreError.unexpectedRow("append position") }
+          found[space] = UInt64(position)
+        }
+        return try batch.map { waiting in
+          guard let position = found[waiting.space] else {
+            throw RelayStoreError.unexpectedRow("append returned no position")
+          }
+          return position
+        }
+      } catch let error as PSQLError
+        where error.serverInfo?[.sqlState] == PostgresError.Code.deadlockDetected.raw
+        && attempt < 3
+      {
+        attempt += 1
+      }
+    }
+  }
+
+  /// Notifies every node of a committed batch (see the type's notes). A failure is only
+  /// logged: the entries are durable, and other nodes read them at their next append to
+  /// the space or their next poll.
+  private func announce(_ batch: [AppendQueue.Waiting], positions: [UInt64]) async {
+    let payloads = zip(batch, positions).compactMap { waiting, position in
+      Self.payload(space: waiting.space, position: position, delta: waiting.delta)
+    }
+    guard !payloads.isEmpty else { return }
     do {
-      for try await _ in try await client.execute(Announce(payload: payload)) {}
+      for try await _ in try await client.execute(Announce(payloads: payloads)) {}
     } catch {
-      logger.warning("could not announce an append: \(String(reflecting: error))")
+      logger.warning("could not announce appends: \(String(reflecting: error))")
     }
   }
 
@@ -260,43 +318,50 @@ public final class PostgresRelayStore: RelayStore {
 /// connection: parsing and planning them on every execution took about a third of
 /// PostgreSQL's CPU time in the two-node bench (`perf record -a`).
 extension PostgresRelayStore {
-  /// The append (see the type's notes): the space's head row advanced and the entry
-  /// inserted at it, in one statement.
-  struct Append: PostgresPreparedStatement {
+  /// A batch of appends, one per space, the spaces in ascending order (see the type's
+  /// notes): each space's head row advanced and its entry inserted at it, in one
+  /// statement. Returns each space and its entry's position.
+  struct AppendBatch: PostgresPreparedStatement {
     static let sql = """
-      WITH head AS (
-        INSERT INTO converge_relay_heads AS h(space, head) VALUES ($1, 1)
+      WITH input AS (
+        SELECT space, delta, ord FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY
+          AS t(space, delta, ord)),
+      head AS (
+        INSERT INTO converge_relay_heads AS h(space, head)
+        SELECT space, 1 FROM input ORDER BY ord
         ON CONFLICT (space) DO UPDATE SET head = h.head + 1
-        RETURNING head)
+        RETURNING h.space, h.head)
       INSERT INTO converge_relay_log(space, position, delta)
-      SELECT $1, head, $2 FROM head
-      RETURNING position
+      SELECT input.space, head.head, input.delta FROM input JOIN head USING (space)
+      RETURNING space, position
       """
-    static let bindingDataTypes: [PostgresDataType] = [.text, .bytea]
-    typealias Row = Int64
+    static let bindingDataTypes: [PostgresDataType] = [.textArray, .byteaArray]
+    typealias Row = (String, Int64)
 
-    var space: String
-    var delta: ByteBuffer
+    var spaces: [String]
+    var deltas: [ByteBuffer]
 
-    func makeBindings() -> PostgresBindings { PostgresBindings(space, delta) }
+    func makeBindings() -> PostgresBindings { PostgresBindings(spaces, deltas) }
 
-    func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((String, Int64).self) }
   }
 
-  /// The announcement of a committed entry, committed without waiting for its WAL flush.
+  /// The announcement of committed entries, one notification each, committed without
+  /// waiting for its WAL flush.
   struct Announce: PostgresPreparedStatement {
     static let sql = """
       SELECT set_config('synchronous_commit', 'off', true),
-        pg_notify('converge_relay', $1)::text
+        pg_notify('converge_relay', payload)::text
+      FROM unnest($1::text[]) AS payload
       """
-    static let bindingDataTypes: [PostgresDataType] = [.text]
+    static let bindingDataTypes: [PostgresDataType] = [.textArray]
     typealias Row = Void
 
-    var payload: String
+    var payloads: [String]
 
     func makeBindings() -> PostgresBindings {
       var bindings = PostgresBindings(capacity: 1)
-      bindings.append(payload)
+      bindings.append(payloads)
       return bindings
     }
 
@@ -333,6 +398,62 @@ extension PostgresBindings {
     self.init(capacity: 2)
     append(first)
     append(second)
+  }
+}
+
+/// The appends waiting for ``PostgresRelayStore``'s next batch, oldest first.
+final class AppendQueue: Sendable {
+  struct Waiting: Sendable {
+    var space: String
+    var delta: [UInt8]
+    var continuation: CheckedContinuation<UInt64, any Error>
+  }
+
+  private struct State {
+    var waiting: [Waiting] = []
+    var isWriting = false
+  }
+  private let state = Mutex(State())
+
+  /// Queues `waiting`; returns whether the caller must start the writer (none runs).
+  func enqueue(_ waiting: Waiting) -> Bool {
+    state.withLock { state in
+      state.waiting.append(waiting)
+      guard !state.isWriting else { return false }
+      state.isWriting = true
+      return true
+    }
+  }
+
+  /// Takes the next batch: the oldest waiting append of each space, oldest first, up to
+  /// `limit` appends and `byteLimit` delta bytes (at least one append). Empty, and the
+  /// writer done, when nothing waits.
+  func nextBatch(limit: Int, byteLimit: Int) -> [Waiting] {
+    state.withLock { state in
+      guard !state.waiting.isEmpty else {
+        state.isWriting = false
+        return []
+      }
+      var batch: [Waiting] = []
+      var rest: [Waiting] = []
+      var spaces: Set<String> = []
+      var bytes = 0
+      for waiting in state.waiting {
+        // A space's later appends wait behind its first, taken or not.
+        let isFirstOfSpace = spaces.insert(waiting.space).inserted
+        let fits =
+          batch.isEmpty
+          || (batch.count < limit && bytes + waiting.delta.count <= byteLimit)
+        if isFirstOfSpace, fits {
+          batch.append(waiting)
+          bytes += waiting.delta.count
+        } else {
+          rest.append(waiting)
+        }
+      }
+      state.waiting = rest
+      return batch
+    }
   }
 }
 
