@@ -15,7 +15,7 @@ import Testing
   private func dot(_ counter: UInt64) -> Dot { Dot(replica: hostile, counter: counter) }
 
   private func delta(
-    context counters: [ClosedRange<UInt64>], presence: Presence, fields: [String: FieldDelta]
+    context counters: [ClosedRange<UInt64>], presence: Presence, fields: FieldTable<FieldDelta>
   ) -> DocumentDelta {
     var delta = DocumentDelta()
     for range in counters { delta.context.insert(replica: hostile, counters: range) }

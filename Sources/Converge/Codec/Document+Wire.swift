@@ -236,13 +236,25 @@ enum FieldWire {
       })
   }
 
-  /// Reads a count and that many (name, field) pairs with names strictly increasing.
+  /// Reads a count and that many (name, field) pairs with names strictly increasing into
+  /// a table, refusing a name equal (as a `String`: canonically equivalent) to an earlier
+  /// one.
   static func readFields<Field>(
     from reader: inout ByteReader, _ readField: (inout ByteReader) throws -> Field
-  ) throws -> [String: Field] {
-    var fields: [String: Field] = [:]
+  ) throws -> FieldTable<Field> {
+    var fields = FieldTable<Field>()
+    // Names in scalar order can still be equal as strings ("é" and "e\u{301}"), and not
+    // next to each other: past a few fields, a set finds them without a quadratic scan.
+    var names: Set<String> = []
     try readFields(from: &reader, readField) { name, field in
-      fields.updateValue(field, forKey: name) == nil
+      if fields.count < 16 {
+        guard fields.index(forKey: name) == nil else { return false }
+      } else {
+        if names.isEmpty { names = Set(fields.keys) }
+        guard names.insert(name).inserted else { return false }
+      }
+      fields.append(name, field)
+      return true
     }
     return fields
   }
@@ -343,30 +355,13 @@ extension EntityRecord: WireEntity {
 
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     presence = try Presence(from: &reader, replicas: &table)
-    var fields = FieldTable()
-    // Names in scalar order can still be equal as strings ("é" and "e\u{301}"), and not
-    // next to each other: past a few fields, a set finds them without a quadratic scan.
-    var names: Set<String> = []
-    try FieldWire.readFields(
-      from: &reader,
-      { reader -> FieldState in
-        switch try FieldWire.readTag(from: &reader) {
-        case .register: .register(try FieldWire.readRegister(from: &reader, replicas: &table))
-        case .emptyRegister: .register(LWWRegister())
-        case .set: .set(try FieldWire.readSet(from: &reader, replicas: &table))
-        case .text: .text(holding: try RGA(from: &reader, replicas: &table))
-        }
-      },
-      add: { name, field in
-        if fields.count < 16 {
-          guard fields.index(forKey: name) == nil else { return false }
-        } else {
-          if names.isEmpty { names = Set(fields.keys) }
-          guard names.insert(name).inserted else { return false }
-        }
-        fields.append(name, field)
-        return true
-      })
-    self.fields = fields
+    fields = try FieldWire.readFields(from: &reader) { reader -> FieldState in
+      switch try FieldWire.readTag(from: &reader) {
+      case .register: .register(try FieldWire.readRegister(from: &reader, replicas: &table))
+      case .emptyRegister: .register(LWWRegister())
+      case .set: .set(try FieldWire.readSet(from: &reader, replicas: &table))
+      case .text: .text(holding: try RGA(from: &reader, replicas: &table))
+      }
+    }
   }
 }

@@ -88,7 +88,7 @@ extension DocumentDelta {
 
 extension EntityDelta: WireEntity {
   typealias Text = RGADelta
-  var fieldContents: Dictionary<String, FieldDelta>.Values { fields.values }
+  var fieldContents: [FieldDelta] { fields.values }
 
   func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
@@ -98,7 +98,7 @@ extension EntityDelta: WireEntity {
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     presence.write(to: &writer, replicas: table)
     writer.writeVarUInt(fields.count)
-    for (name, field) in fields.sorted(by: { fieldNameOrder($0.key, $1.key) }) {
+    for (name, field) in fields {
       writer.writeString(name)
       field.write(to: &writer, replicas: table, runs: field.runs ?? RGADelta())
     }

@@ -65,7 +65,7 @@ public struct Document: Sendable {
 struct EntityRecord: Sendable, Equatable {
   /// `added`: the entity's latest event per replica; `removed`: what deletes observed.
   var presence = Presence()
-  var fields = FieldTable()
+  var fields = FieldTable<FieldState>()
 
   var isVisible: Bool { presence.isPresent }
 

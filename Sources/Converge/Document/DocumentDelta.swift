@@ -207,7 +207,7 @@ struct FieldEdit: Sendable {
 struct EntityDelta: Sendable, Equatable {
   /// The entity's versions (see ``Presence``), joined into the receiver's.
   var presence = Presence()
-  var fields: [String: FieldDelta] = [:]
+  var fields = FieldTable<FieldDelta>()
 
   /// Joins the local event `dot`, which changes `field` (if any).
   mutating func merge(event dot: Dot, field: FieldEdit?) {
@@ -260,23 +260,24 @@ extension Document {
     to delta: inout DocumentDelta
   ) {
     var entityDelta = EntityDelta()
+    // In name order, so each field goes at the end of the delta's table.
     for (name, field) in record.fields {
       switch field {
       case .register(let register):
         let missing = register.delta(since: known)
-        if missing.stamp != nil { entityDelta.fields[name] = .register(missing) }
+        if missing.stamp != nil { entityDelta.fields.append(name, .register(missing)) }
       case .set(let elements):
         guard elements.values.contains(where: { $0.mayHaveEvents(unknownTo: prefix) }) else {
           continue
         }
         let missing = elements.filter { $0.value.mayHaveEvents(unknownTo: prefix) }
-        entityDelta.fields[name] = .set(missing)
+        entityDelta.fields.append(name, .set(missing))
       case .text(let storage):
         let text = storage.text
         // Most texts of a document have nothing new for a peer: skip them in O(r).
         guard text.mayHaveEvents(unknownTo: prefix) else { continue }
         let missing = text.delta(since: known)
-        if !missing.isEmpty { entityDelta.fields[name] = .text(missing) }
+        if !missing.isEmpty { entityDelta.fields.append(name, .text(missing)) }
       }
     }
     // A field change travels with the entity's versions, so the receiver's presence

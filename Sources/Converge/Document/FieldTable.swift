@@ -1,4 +1,6 @@
 /// An entity's fields by name: two parallel arrays sorted by name (``fieldNameOrder``).
+/// A document's entity holds its fields' states in one (`FieldTable<FieldState>`), a
+/// delta's entity its fields' changes (`FieldTable<FieldDelta>`).
 ///
 /// An entity has a handful of fields, so a short scan of inline small strings beats
 /// hashing, and two arrays cost a fraction of a hash table's buckets: at 50,000 notes the
@@ -6,17 +8,17 @@
 /// the encoding writes them, and equal tables have equal arrays.
 ///
 /// - Complexity: lookup O(f) for f fields; adding a field O(f).
-struct FieldTable: Sendable, Equatable, Sequence {
+struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
   /// The field names, sorted.
   private(set) var keys: [String] = []
   /// The fields, in the order of ``keys``; edited in place at an index from
   /// ``index(forKey:)``.
-  var values: [FieldState] = []
+  var values: [Value] = []
 
   init() {}
 
   /// The table of `fields`, whatever their order.
-  init<S: Sequence>(_ fields: S) where S.Element == (key: String, value: FieldState) {
+  init<S: Sequence>(_ fields: S) where S.Element == (key: String, value: Value) {
     let sorted = fields.sorted { fieldNameOrder($0.key, $1.key) }
     keys = sorted.map(\.key)
     values = sorted.map(\.value)
@@ -24,9 +26,14 @@ struct FieldTable: Sendable, Equatable, Sequence {
 
   /// Adds the field `name`, which must come after every name in the table (a decoder
   /// checks its input's order before it calls this).
-  mutating func append(_ name: String, _ field: FieldState) {
+  mutating func append(_ name: String, _ field: Value) {
     keys.append(name)
     values.append(field)
+  }
+
+  /// The field first in name order, if any.
+  var first: (key: String, value: Value)? {
+    keys.first.map { (key: $0, value: values[0]) }
   }
 
   var count: Int { keys.count }
@@ -37,7 +44,15 @@ struct FieldTable: Sendable, Equatable, Sequence {
     keys.firstIndex(of: name)
   }
 
-  subscript(name: String) -> FieldState? {
+  /// Removes the field `name` and returns what it held, if the entity had it.
+  @discardableResult
+  mutating func removeValue(forKey name: String) -> Value? {
+    guard let position = index(forKey: name) else { return nil }
+    keys.remove(at: position)
+    return values.remove(at: position)
+  }
+
+  subscript(name: String) -> Value? {
     get { index(forKey: name).map { values[$0] } }
     set {
       if let position = index(forKey: name) {
@@ -55,7 +70,23 @@ struct FieldTable: Sendable, Equatable, Sequence {
     }
   }
 
-  func makeIterator() -> Zip2Sequence<[String], [FieldState]>.Iterator {
-    zip(keys, values).makeIterator()
+  /// The fields in name order, as `(key, value)` pairs like a dictionary's.
+  struct Iterator: IteratorProtocol {
+    fileprivate var base: Zip2Sequence<[String], [Value]>.Iterator
+
+    mutating func next() -> (key: String, value: Value)? {
+      base.next().map { (key: $0.0, value: $0.1) }
+    }
+  }
+
+  func makeIterator() -> Iterator {
+    Iterator(base: zip(keys, values).makeIterator())
+  }
+}
+
+extension FieldTable: ExpressibleByDictionaryLiteral {
+  /// The table of the literal's fields, whatever their order.
+  init(dictionaryLiteral elements: (String, Value)...) {
+    self.init(elements.lazy.map { (key: $0.0, value: $0.1) })
   }
 }
