@@ -41,8 +41,8 @@ public struct EntityKey: Hashable, Comparable, Sendable {
   /// in the same order whatever its locale.
   public static func < (lhs: EntityKey, rhs: EntityKey) -> Bool {
     // UTF-8 orders bytes as their scalars, and reads several times faster.
-    if lhs.type != rhs.type { return lhs.type.utf8.lexicographicallyPrecedes(rhs.type.utf8) }
-    return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
+    if lhs.type != rhs.type { return utf8Precedes(lhs.type, rhs.type) }
+    return utf8Precedes(lhs.id, rhs.id)
   }
 }
 
@@ -53,6 +53,5 @@ extension EntityKey: CustomStringConvertible {
 
 /// Orders field names by their Unicode scalars, the same on every device.
 func fieldNameOrder(_ lhs: String, _ rhs: String) -> Bool {
-  // UTF-8 orders bytes as their scalars.
-  lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+  utf8Precedes(lhs, rhs)
 }

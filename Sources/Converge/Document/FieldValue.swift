@@ -91,7 +91,7 @@ extension FieldValue: Comparable {
     case (.int(let a), .int(let b)): return a < b
     case (.double(let a), .double(let b)): return a.bitPattern < b.bitPattern
     case (.string(let a), .string(let b)):
-      return a.utf8.lexicographicallyPrecedes(b.utf8)  // the same order as their scalars
+      return utf8Precedes(a, b)  // the same order as their scalars
     case (.date(let a), .date(let b)):
       return a.timeIntervalSinceReferenceDate.bitPattern
         < b.timeIntervalSinceReferenceDate.bitPattern

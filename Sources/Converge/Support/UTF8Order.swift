@@ -1,0 +1,15 @@
+/// Whether `lhs` comes before `rhs` in the order of their Unicode scalars: the order of
+/// their UTF-8 bytes, which UTF-8 keeps. Compared over the strings' contiguous storage
+/// where they have it (every native string), a byte at a time; the `utf8` views' generic
+/// comparison cost several times as much.
+func utf8Precedes(_ lhs: String, _ rhs: String) -> Bool {
+  let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
+    rhs.utf8.withContiguousStorageIfAvailable { right in
+      for index in 0..<Swift.min(left.count, right.count) where left[index] != right[index] {
+        return left[index] < right[index]
+      }
+      return left.count < right.count
+    }
+  }
+  return (compared ?? nil) ?? lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+}
