@@ -174,3 +174,30 @@ import Testing
     }
   }
 }
+
+/// `utf8Precedes`, which orders field names, entity keys and string values, agrees with
+/// comparing the strings' Unicode scalars, on strings that share long prefixes, differ in
+/// length, and mix every UTF-8 length.
+@Suite struct UTF8OrderTests {
+  @Test func ordersAsTheScalarsDo() throws {
+    try forEachSeed(count: 200, base: 0x0DE7) { random in
+      func draw() -> String {
+        var view = String.UnicodeScalarView()
+        for _ in 0..<Int.random(in: 0..<24, using: &random) {
+          // A small alphabet of each UTF-8 length, so prefixes are often shared.
+          let alphabet: [UInt32] = [0x61, 0x62, 0x7F, 0xE9, 0x7FF, 0x4E2D, 0xFFFD, 0x1F600]
+          if let scalar = Unicode.Scalar(alphabet[Int.random(in: 0..<8, using: &random)]) {
+            view.append(scalar)
+          }
+        }
+        return String(view)
+      }
+      let left = draw()
+      let right = Bool.random(using: &random) ? left + draw() : draw()
+      for (a, b) in [(left, right), (right, left), (left, left)] {
+        let expected = a.unicodeScalars.lexicographicallyPrecedes(b.unicodeScalars)
+        try ensure(utf8Precedes(a, b) == expected, "\(a.debugDescription) < \(b.debugDescription)")
+      }
+    }
+  }
+}
