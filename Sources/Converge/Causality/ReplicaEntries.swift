@@ -19,6 +19,17 @@ struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
     storage.sort { $0.replica < $1.replica }
   }
 
+  /// Adds `replica`, which must come after every replica present (a decoder reads a
+  /// replica table's strictly increasing indexes, hence its replicas in order).
+  mutating func append(_ replica: ReplicaID, _ value: Value) {
+    assert(storage.last.map { $0.replica < replica } ?? true, "entries out of order")
+    storage.append((replica, value))
+  }
+
+  mutating func reserveCapacity(_ capacity: Int) {
+    storage.reserveCapacity(capacity)
+  }
+
   var count: Int { storage.count }
   var isEmpty: Bool { storage.isEmpty }
 

@@ -21,8 +21,9 @@ extension VersionVector {
   package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     // An entry is at least one index byte and one counter byte.
     let count = try reader.readCount(minimumBytesPerElement: 2)
-    var counters: [ReplicaID: UInt64] = [:]
-    counters.reserveCapacity(count)
+    // Indexes strictly increase, and the table's replicas do: the entries come sorted.
+    var entries = ReplicaEntries<UInt64>()
+    entries.reserveCapacity(count)
     var previous: Int?
     for _ in 0..<count {
       let (index, replica) = try table.readReplica(from: &reader, after: previous)
@@ -31,10 +32,10 @@ extension VersionVector {
       guard counter > 0 else {
         throw ConvergeDecodingError.invalidValue(offset: start, reason: "zero counter")
       }
-      counters[replica] = counter
+      entries.append(replica, counter)
       previous = index
     }
-    self.init(counters)
+    self.init(entries: entries)
   }
 
   /// The vector as a standalone ``MessageKind/versionVector`` message: a replica table
