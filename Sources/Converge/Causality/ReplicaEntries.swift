@@ -19,15 +19,10 @@ struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
     storage.sort { $0.replica < $1.replica }
   }
 
-  /// Adds `replica`, which must come after every replica present (a decoder reads a
-  /// replica table's strictly increasing indexes, hence its replicas in order).
-  mutating func append(_ replica: ReplicaID, _ value: Value) {
-    assert(storage.last.map { $0.replica < replica } ?? true, "entries out of order")
-    storage.append((replica, value))
-  }
-
-  mutating func reserveCapacity(_ capacity: Int) {
-    storage.reserveCapacity(capacity)
+  /// The entries of `sorted`: ascending by replica, each replica once (what a decoder
+  /// reads from a replica table's strictly increasing indexes).
+  init(sorted: [(replica: ReplicaID, value: Value)]) {
+    storage = sorted
   }
 
   var count: Int { storage.count }

@@ -17,9 +17,9 @@ public struct VersionVector: Hashable, Sendable {
       uniquePairs: counters.lazy.filter { $0.value > 0 }.map { ($0.key, $0.value) })
   }
 
-  /// The vector of `entries`: sorted by replica, each replica once, no zero counter.
-  init(entries: ReplicaEntries<UInt64>) {
-    counters = entries
+  /// The vector of `entries`: ascending by replica, each replica once, no zero counter.
+  init(sortedEntries entries: [(replica: ReplicaID, value: UInt64)]) {
+    counters = ReplicaEntries(sorted: entries)
   }
 
   /// The vector holding one entry, `replica: counter` (nothing if `counter` is 0).

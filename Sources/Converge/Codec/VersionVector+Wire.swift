@@ -22,7 +22,7 @@ extension VersionVector {
     // An entry is at least one index byte and one counter byte.
     let count = try reader.readCount(minimumBytesPerElement: 2)
     // Indexes strictly increase, and the table's replicas do: the entries come sorted.
-    var entries = ReplicaEntries<UInt64>()
+    var entries: [(replica: ReplicaID, value: UInt64)] = []
     entries.reserveCapacity(count)
     var previous: Int?
     for _ in 0..<count {
@@ -32,10 +32,10 @@ extension VersionVector {
       guard counter > 0 else {
         throw ConvergeDecodingError.invalidValue(offset: start, reason: "zero counter")
       }
-      entries.append(replica, counter)
+      entries.append((replica, counter))
       previous = index
     }
-    self.init(entries: entries)
+    self.init(sortedEntries: entries)
   }
 
   /// The vector as a standalone ``MessageKind/versionVector`` message: a replica table
