@@ -22,6 +22,7 @@ struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
   /// The entries of `sorted`: ascending by replica, each replica once (what a decoder
   /// reads from a replica table's strictly increasing indexes).
   init(sorted: [(replica: ReplicaID, value: Value)]) {
+    assert(zip(sorted, sorted.dropFirst()).allSatisfy { $0.replica < $1.replica })
     storage = sorted
   }
 
