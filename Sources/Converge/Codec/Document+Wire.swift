@@ -108,10 +108,9 @@ extension Presence {
 /// An entity as a document's or a delta's body holds it: its presence, then its fields.
 protocol WireEntity {
   associatedtype Text: Sendable & Equatable
-  associatedtype Fields: Sequence where Fields.Element == FieldContent<Text>
   var presence: Presence { get }
-  /// The entity's fields, in any order.
-  var fieldContents: Fields { get }
+  /// The entity's fields by name: a document's and a delta's share the one table.
+  var fields: FieldTable<FieldContent<Text>> { get }
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws
 }
 
@@ -130,7 +129,7 @@ extension WireEntity {
     }
     try table.checkAllReferenced(offset: reader.offset)
     for entity in entities.values {
-      for case .register(let register) in entity.fieldContents {
+      for case .register(let register) in entity.fields.values {
         try FieldWire.checkRegister(
           register, presence: entity.presence, context: context, offset: reader.offset)
       }
@@ -323,7 +322,6 @@ extension FieldContent where Text == RGADelta {
 
 extension EntityRecord: WireEntity {
   typealias Text = TextStorage
-  var fieldContents: [FieldState] { fields.values }
 
   /// Adds the replicas of the presence, registers and sets to `builder`; those of text
   /// fields come from ``textRuns()``.

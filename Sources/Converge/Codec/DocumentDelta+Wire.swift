@@ -88,7 +88,6 @@ extension DocumentDelta {
 
 extension EntityDelta: WireEntity {
   typealias Text = RGADelta
-  var fieldContents: [FieldDelta] { fields.values }
 
   func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
