@@ -45,6 +45,13 @@ final class StoreFixture: Sendable {
     }
   }
 
+  /// `count` stores on the database, as `count` relay processes would open it.
+  func open(_ count: Int) async throws -> [any RelayStore] {
+    var stores: [any RelayStore] = []
+    for _ in 0..<count { stores.append(try await open()) }
+    return stores
+  }
+
   func space(_ name: String) -> String { prefix + name }
 
   func remove() { try? FileManager.default.removeItem(atPath: directory) }
@@ -84,55 +91,26 @@ final class StoreFixture: Sendable {
     await closeStore(store)
   }
 
-  /// 100 appenders at once, through four stores (four relay processes' worth of
-  /// connections): distinct positions 1…100 and a log that reads back gap-free.
-  @Test(arguments: StoreKind.available) func concurrentAppendersLeaveAGapFreeSequence(
-    kind: StoreKind
-  ) async throws {
+  /// Appenders at once through four stores (four relay processes' worth of
+  /// connections): 100 to one space, or 400 to eight spaces, where each store writes many
+  /// spaces in one transaction and its batches contend with the others' for the same
+  /// spaces' rows (a batch that took them in another order would deadlock). Every space's
+  /// positions are 1…n, each returned once, and its log reads back gap-free with the
+  /// delta written at each position.
+  @Test(arguments: StoreKind.available, [1, 8])
+  func concurrentAppendersLeaveGapFreeSequences(kind: StoreKind, spaceCount: Int) async throws {
     let fixture = StoreFixture(kind)
     defer { fixture.remove() }
-    var stores: [any RelayStore] = []
-    for _ in 0..<4 { stores.append(try await fixture.open()) }
-    let space = fixture.space("a")
-    let pool = stores
-    let positions = try await withThrowingTaskGroup(of: (UInt64, UInt8).self) { group in
-      for index in 0..<100 {
-        group.addTask {
-          let delta = UInt8(index)
-          return (try await pool[index % pool.count].append(space: space, delta: [delta]), delta)
-        }
-      }
-      return try await group.reduce(into: []) { $0.append($1) }
-    }
-    #expect(positions.map(\.0).sorted() == Array(1...100))
-    let log = try await stores[1].read(space: space, after: 0)
-    #expect(log.entries.map(\.position) == Array(1...100))
-    let written = Dictionary(uniqueKeysWithValues: positions.map { ($0.0, [$0.1]) })
-    #expect(log.entries.allSatisfy { written[$0.position] == $0.delta })
-    for store in stores { await closeStore(store) }
-  }
-
-  /// 400 appenders at once to eight spaces through four stores: each store writes many
-  /// spaces in one transaction, its batches contending with the others' for the same
-  /// spaces' rows (a batch that took them in another order would deadlock). Every
-  /// space's positions are 1…50, each returned once, and its log reads back gap-free
-  /// with the delta written at each position.
-  @Test(arguments: StoreKind.available) func concurrentAppendsToManySpacesStayGapFreePerSpace(
-    kind: StoreKind
-  ) async throws {
-    let fixture = StoreFixture(kind)
-    defer { fixture.remove() }
-    var stores: [any RelayStore] = []
-    for _ in 0..<4 { stores.append(try await fixture.open()) }
-    let spaces = (0..<8).map { fixture.space("s\($0)") }
-    let pool = stores
+    let stores = try await fixture.open(4)
+    let spaces = (0..<spaceCount).map { fixture.space("s\($0)") }
+    let perSpace = spaceCount == 1 ? 100 : 50
     let written = try await withThrowingTaskGroup(of: (String, UInt64, [UInt8]).self) {
       group in
-      for index in 0..<400 {
+      for index in 0..<perSpace * spaceCount {
         group.addTask {
-          let space = spaces[index % spaces.count]
+          let space = spaces[index % spaceCount]
           let delta = [UInt8(index % 256), UInt8(index / 256)]
-          let position = try await pool[(index / 3) % pool.count].append(
+          let position = try await stores[(index / 3) % stores.count].append(
             space: space, delta: delta)
           return (space, position, delta)
         }
@@ -141,9 +119,9 @@ final class StoreFixture: Sendable {
     }
     for space in spaces {
       let mine = written.filter { $0.0 == space }
-      #expect(mine.map(\.1).sorted() == Array(1...50))
+      #expect(mine.map(\.1).sorted() == Array(1...UInt64(perSpace)))
       let log = try await stores[2].read(space: space, after: 0)
-      #expect(log.entries.map(\.position) == Array(1...50))
+      #expect(log.entries.map(\.position) == Array(1...UInt64(perSpace)))
       let byPosition = Dictionary(uniqueKeysWithValues: mine.map { ($0.1, $0.2) })
       #expect(log.entries.allSatisfy { byPosition[$0.position] == $0.delta })
     }
