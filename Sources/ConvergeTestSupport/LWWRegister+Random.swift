@@ -18,5 +18,4 @@ extension LWWRegister: RandomlyMutable {
     let stamp = Stamp(timestamp: replica.tick(), dot: replica.nextDot())
     return replica.state.set(value(&generator), stamp: stamp)
   }
-
 }

@@ -25,5 +25,4 @@ extension ORSet: RandomlyMutable where Element: Comparable {
       return replica.state.removeAll()
     }
   }
-
 }

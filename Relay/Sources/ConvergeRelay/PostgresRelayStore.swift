@@ -161,7 +161,9 @@ public final class PostgresRelayStore: RelayStore {
   /// Writes batches until no append waits (see the type's notes); one writer at a time.
   private func writeBatches() async {
     while true {
+      // In name order: the order the statement locks the spaces' head rows in.
       let batch = appends.nextBatch(limit: Self.batchLimit, byteLimit: Self.batchByteLimit)
+        .sorted { $0.space < $1.space }
       guard !batch.isEmpty else { return }
       let positions: [UInt64]
       do {
@@ -177,34 +179,21 @@ public final class PostgresRelayStore: RelayStore {
     }
   }
 
-  /// Appends `batch` (one entry per space) in one transaction and returns each entry's
-  /// position, in the batch's order. A deadlock, which the ordered locking rules out
-  /// between this store's batches but not against other writers, is retried.
+  /// Appends `batch` (one entry per space, sorted by space) in one transaction and
+  /// returns each entry's position, in the batch's order.
   private func appendBatch(_ batch: [AppendQueue.Waiting]) async throws -> [UInt64] {
-    let sorted = batch.indices.sorted { batch[$0].space < batch[$1].space }
     let statement = AppendBatch(
-      spaces: sorted.map { batch[$0].space },
-      deltas: sorted.map { ByteBuffer(bytes: batch[$0].delta) })
-    var attempt = 0
-    while true {
-      do {
-        var found: [String: UInt64] = [:]
-        for try await (space, position) in try await client.execute(statement) {
-          guard position > 0 else { throw RelayStoreError.unexpectedRow("append position") }
-          found[space] = UInt64(position)
-        }
-        return try batch.map { waiting in
-          guard let position = found[waiting.space] else {
-            throw RelayStoreError.unexpectedRow("append returned no position")
-          }
-          return position
-        }
-      } catch let error as PSQLError
-        where error.serverInfo?[.sqlState] == PostgresError.Code.deadlockDetected.raw
-        && attempt < 3
-      {
-        attempt += 1
+      spaces: batch.map(\.space), deltas: batch.map { ByteBuffer(bytes: $0.delta) })
+    var found: [String: UInt64] = [:]
+    for try await (space, position) in try await client.execute(statement) {
+      guard position > 0 else { throw RelayStoreError.unexpectedRow("append position") }
+      found[space] = UInt64(position)
+    }
+    return try batch.map { waiting in
+      guard let position = found[waiting.space] else {
+        throw RelayStoreError.unexpectedRow("append returned no position")
       }
+      return position
     }
   }
 
