@@ -235,42 +235,41 @@ enum FieldWire {
       })
   }
 
-  /// Reads a count and that many (name, field) pairs with names strictly increasing into
-  /// a table, refusing a name equal (as a `String`: canonically equivalent) to an earlier
-  /// one.
-  static func readFields<Field>(
-    from reader: inout ByteReader, _ readField: (inout ByteReader) throws -> Field
-  ) throws -> FieldTable<Field> {
-    var fields = FieldTable<Field>()
+  /// Reads an entity's fields into a table: a count, then that many (name, field) pairs
+  /// with names strictly increasing, a text field's content read by `readText` (a
+  /// document's text or a delta's runs). Refuses a name equal (as a `String`:
+  /// canonically equivalent) to an earlier one.
+  static func readFields<Text>(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    readText: (inout ByteReader, inout DecodedReplicaTable) throws -> Text
+  ) throws -> FieldTable<FieldContent<Text>> {
+    var fields = FieldTable<FieldContent<Text>>()
     // Names in scalar order can still be equal as strings ("é" and "e\u{301}"), and not
     // next to each other: past a few fields, a set finds them without a quadratic scan.
     var names: Set<String> = []
-    try readFields(from: &reader, readField) { name, field in
-      if fields.count < 16 {
-        guard fields.index(forKey: name) == nil else { return false }
-      } else {
-        if names.isEmpty { names = Set(fields.keys) }
-        guard names.insert(name).inserted else { return false }
-      }
-      fields.append(name, field)
-      return true
-    }
-    return fields
-  }
-
-  /// Reads a count and that many (name, field) pairs with names strictly increasing,
-  /// handing each to `add` in that order; `add` returns `false` for a name equal (as a
-  /// `String`: canonically equivalent) to an earlier one, which is refused.
-  static func readFields<Field>(
-    from reader: inout ByteReader, _ readField: (inout ByteReader) throws -> Field,
-    add: (String, Field) -> Bool
-  ) throws {
     // A field is at least an empty name and a tag.
     let count = try reader.readCount(minimumBytesPerElement: 2)
     try reader.readSortedEntries(
       count: count, keys: .init(plural: "field names", singular: "field name"),
       readKey: { try $0.readString() }, precedes: fieldNameOrder,
-      readValue: { reader, name, _ in add(name, try readField(&reader)) })
+      readValue: { reader, name, _ in
+        let field: FieldContent<Text> =
+          switch try readTag(from: &reader) {
+          case .register: .register(try readRegister(from: &reader, replicas: &table))
+          case .emptyRegister: .register(LWWRegister())
+          case .set: .set(try readSet(from: &reader, replicas: &table))
+          case .text: .text(try readText(&reader, &table))
+          }
+        if fields.count < 16 {
+          guard fields.index(forKey: name) == nil else { return false }
+        } else {
+          if names.isEmpty { names = Set(fields.keys) }
+          guard names.insert(name).inserted else { return false }
+        }
+        fields.append(name, field)
+        return true
+      })
+    return fields
   }
 
   /// Reads a field tag.
@@ -353,13 +352,8 @@ extension EntityRecord: WireEntity {
 
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     presence = try Presence(from: &reader, replicas: &table)
-    fields = try FieldWire.readFields(from: &reader) { reader -> FieldState in
-      switch try FieldWire.readTag(from: &reader) {
-      case .register: .register(try FieldWire.readRegister(from: &reader, replicas: &table))
-      case .emptyRegister: .register(LWWRegister())
-      case .set: .set(try FieldWire.readSet(from: &reader, replicas: &table))
-      case .text: .text(holding: try RGA(from: &reader, replicas: &table))
-      }
+    fields = try FieldWire.readFields(from: &reader, replicas: &table) { reader, table in
+      TextStorage(try RGA(from: &reader, replicas: &table))
     }
   }
 }

@@ -105,13 +105,8 @@ extension EntityDelta: WireEntity {
 
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let presence = try Presence(from: &reader, replicas: &table)
-    let fields = try FieldWire.readFields(from: &reader) { reader -> FieldDelta in
-      switch try FieldWire.readTag(from: &reader) {
-      case .register: .register(try FieldWire.readRegister(from: &reader, replicas: &table))
-      case .emptyRegister: .register(LWWRegister())
-      case .set: .set(try FieldWire.readSet(from: &reader, replicas: &table))
-      case .text: .text(try RGADelta(fromDelta: &reader, replicas: &table))
-      }
+    let fields = try FieldWire.readFields(from: &reader, replicas: &table) { reader, table in
+      try RGADelta(fromDelta: &reader, replicas: &table)
     }
     self.init(presence: presence, fields: fields)
   }
