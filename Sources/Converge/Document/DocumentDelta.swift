@@ -169,9 +169,7 @@ public struct DocumentDelta: Sendable, Equatable {
         continue
       }
       existing.presence.merge(incoming.presence)
-      for (name, field) in incoming.fields {
-        existing.fields[name] = existing.fields[name].map { $0.merged(with: field) } ?? field
-      }
+      for (name, field) in incoming.fields { existing.merge(field, into: name) }
       entities[key] = existing
     }
     context.formUnion(other.context)
@@ -213,11 +211,27 @@ struct EntityDelta: Sendable, Equatable {
   mutating func merge(event dot: Dot, field: FieldEdit?) {
     presence.mergeAdd(dot)
     guard let field else { return }
-    // Moved out, so the merge below edits the only reference.
-    if let existing = fields.removeValue(forKey: field.name) {
-      fields[field.name] = existing.merged(with: field.change)
-    } else {
-      fields[field.name] = field.change
+    merge(field.change, into: field.name)
+  }
+
+  /// Joins `change` into the field `name` (which it adds if missing), in its slot.
+  mutating func merge(_ change: FieldDelta, into name: String) {
+    guard let position = fields.index(forKey: name) else {
+      fields[name] = change
+      return
+    }
+    let existing = fields.values[position]
+    fields.values[position].vacate()  // so the merge below edits the only reference
+    fields.values[position] = existing.merged(with: change)
+  }
+
+  /// Brings the runs of every text field into normal form, each in its slot.
+  mutating func normalizeTextRuns() {
+    for position in fields.values.indices {
+      guard case .text(var runs) = fields.values[position] else { continue }
+      fields.values[position].vacate()  // keeps the runs uniquely referenced
+      runs.normalize()
+      fields.values[position] = .text(runs)
     }
   }
 }

@@ -357,15 +357,16 @@ public struct DocumentTransaction: Sendable {
     _ textDelta: RGADelta, last: Dot, field: String, to entity: inout EntityDelta
   ) -> Bool {
     entity.presence.mergeAdd(last)
-    var existing = entity.fields.removeValue(forKey: field)
-    guard case .text(var runs)? = existing else {
-      entity.fields[field] = existing.map { $0.merged(with: .text(textDelta)) } ?? .text(textDelta)
+    guard let position = entity.fields.index(forKey: field),
+      case .text(var runs) = entity.fields.values[position]
+    else {
+      entity.merge(.text(textDelta), into: field)
       return false
     }
-    existing = nil  // the runs are now uniquely referenced and grow in place
+    entity.fields.values[position].vacate()  // the runs are now uniquely referenced
     runs.inserts.append(contentsOf: textDelta.inserts)
     runs.deletes.append(contentsOf: textDelta.deletes)
-    entity.fields[field] = .text(runs)
+    entity.fields.values[position] = .text(runs)
     return true
   }
 
@@ -374,17 +375,13 @@ public struct DocumentTransaction: Sendable {
   mutating func finishDelta() -> DocumentDelta {
     guard textRunsPending else { return takeDelta() }
     textRunsPending = false
-    for key in Array(delta.entities.keys) {
-      guard var entity = delta.entities.removeValue(forKey: key) else { continue }
-      for name in Array(entity.fields.keys) {
-        guard case .text(var runs)? = entity.fields[name] else { continue }
-        entity.fields[name] = nil  // keeps the runs uniquely referenced
-        runs.normalize()
-        entity.fields[name] = .text(runs)
-      }
-      delta.entities[key] = entity
-    }
+    Self.normalizeTextRuns(in: &delta.entities)
     return takeDelta()
+  }
+
+  /// Normalizes every entity's text runs in place (one access to the entities).
+  private static func normalizeTextRuns(in entities: inout [EntityKey: EntityDelta]) {
+    for index in entities.indices { entities.values[index].normalizeTextRuns() }
   }
 
   private mutating func takeDelta() -> DocumentDelta {

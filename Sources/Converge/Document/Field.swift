@@ -12,6 +12,13 @@ enum FieldContent<Text: Sendable & Equatable>: Sendable, Equatable {
   case set([FieldValue: Presence])
   case text(Text)
 
+  /// Leaves an empty register in the content's place, so that a copy of the content
+  /// taken before holds its only reference and changes in place: a field table's slot is
+  /// vacated and filled again instead of removed and inserted.
+  mutating func vacate() {
+    self = .register(LWWRegister())
+  }
+
   var kind: FieldKind {
     switch self {
     case .register: .register

@@ -44,14 +44,6 @@ struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
     keys.firstIndex(of: name)
   }
 
-  /// Removes the field `name` and returns what it held, if the entity had it.
-  @discardableResult
-  mutating func removeValue(forKey name: String) -> Value? {
-    guard let position = index(forKey: name) else { return nil }
-    keys.remove(at: position)
-    return values.remove(at: position)
-  }
-
   subscript(name: String) -> Value? {
     get { index(forKey: name).map { values[$0] } }
     set {
