@@ -50,7 +50,8 @@ import Testing
   /// The compact-form test as it was before its single-run shortcut.
   static func generalTextEdit(of delta: DocumentDelta) -> DocumentDelta.TextEdit? {
     guard delta.entities.count == 1, let (key, entity) = delta.entities.first,
-      entity.fields.count == 1, let (field, fieldDelta) = entity.fields.first,
+      entity.fields.count == 1, let field = entity.fields.keys.first,
+      let fieldDelta = entity.fields.values.first,
       case .text(let runs) = fieldDelta, entity.presence.removed.isEmpty,
       entity.presence.added.count == 1, delta.context.replicaCount == 1,
       let (replica, counters) = DocumentDelta.events(of: runs),

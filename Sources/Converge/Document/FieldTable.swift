@@ -31,11 +31,6 @@ struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
     values.append(field)
   }
 
-  /// The field first in name order, if any.
-  var first: (key: String, value: Value)? {
-    keys.first.map { (key: $0, value: values[0]) }
-  }
-
   var count: Int { keys.count }
   var isEmpty: Bool { keys.isEmpty }
 
