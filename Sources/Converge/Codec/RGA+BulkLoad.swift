@@ -516,7 +516,8 @@ private struct StateLoader {
       text.utf16Count = leaves.reduce(0) { $0 + $1.utf16 }
     }
     text.content = scalars
-    buildIndex(into: &text)
+    // A text of one leaf keeps no index (see `RGA+Storage.swift`).
+    if text.leaves.count > 1 { buildIndex(into: &text) }
     for (index, header) in headers.enumerated() {
       text.maxLamport = Swift.max(text.maxLamport, header.lamport + UInt64(header.length - 1))
       if !visited[index] { buffer(index, into: &text) }
@@ -599,22 +600,9 @@ private struct StateLoader {
 
   /// Buffers the deleted counters `list` of `replica` that no integrated run holds.
   func bufferUnresolved(_ list: [Range<UInt64>], of replica: ReplicaID, into text: inout RGA) {
-    let entries = Array(text.index[replica]?.entries ?? ReplicaIndex().entries)
-    var position = 0
     for target in list {
-      var cursor = target.lowerBound
-      while position < entries.count, entries[position].upper <= cursor { position += 1 }
-      while cursor < target.upperBound {
-        guard position < entries.count, entries[position].lower < target.upperBound else {
-          text.unresolvedDeletes.add(replica: replica, cursor..<target.upperBound)
-          break
-        }
-        let entry = entries[position]
-        if cursor < entry.lower {
-          text.unresolvedDeletes.add(replica: replica, cursor..<entry.lower)
-        }
-        cursor = Swift.max(cursor, entry.upper)
-        if entry.upper <= target.upperBound { position += 1 }
+      for range in text.notIntegrated(of: replica, target.lowerBound, target.upperBound) {
+        text.unresolvedDeletes.add(replica: replica, range)
       }
     }
   }

@@ -57,11 +57,7 @@ extension RGA {
     guard firstDot.counter > 0 else { return false }
     let (end, overflow) = firstDot.counter.addingReportingOverflow(UInt64(length))
     guard !overflow else { return false }
-    if let replicaIndex = index[firstDot.replica],
-      !replicaIndex.isDisjoint(from: firstDot.counter, end)
-    {
-      return false
-    }
+    guard integratesNone(of: firstDot.replica, firstDot.counter, end) else { return false }
     return !pendingInserts.overlaps(replica: firstDot.replica, firstDot.counter..<end)
   }
 

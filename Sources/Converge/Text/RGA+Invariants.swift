@@ -124,9 +124,10 @@ extension RGA: Equatable {
           precondition(run.deleted && run.utf16 == run.length, "a run without content")
         }
         precondition(
-          index[run.replica]?.leaf(containing: run.counter) == leafID
-            && index[run.replica]?.leaf(containing: run.counter + UInt64(run.length - 1))
-              == leafID,
+          leaves.count == 1
+            || index[run.replica]?.leaf(containing: run.counter) == leafID
+              && index[run.replica]?.leaf(containing: run.counter + UInt64(run.length - 1))
+                == leafID,
           "index entry of run \(run.firstID)")
         if let origin = run.origin { precondition(isIntegrated(origin), "origin missing") }
         if let right = run.rightOrigin {
@@ -143,6 +144,7 @@ extension RGA: Equatable {
       totalUTF16 += utf16
     }
     precondition(count == totalVisible && utf16Count == totalUTF16, "total counts")
+    precondition(leaves.count > 1 || index.isEmpty, "a text of one leaf keeps no index")
     for (replica, replicaIndex) in index {
       var indexed: UInt64 = 0
       replicaIndex._checkChunks()
@@ -170,8 +172,7 @@ extension RGA: Equatable {
           precondition(ranges[position - 1].upperBound < target.lowerBound, "unjoined targets")
         }
         precondition(
-          (index[replica]?.missing(target.lowerBound, target.upperBound)
-            ?? [target]) == [target],
+          notIntegrated(of: replica, target.lowerBound, target.upperBound) == [target],
           "buffered delete target is present")
       }
     }

@@ -66,16 +66,8 @@ extension RGA {
   ///
   /// - Complexity: O(r + e) for e index entries and delete runs.
   public func addDots(to context: inout CausalContext) {
-    for (replica, replicaIndex) in index {
-      var ranges: [ClosedRange<UInt64>] = []
-      for entry in replicaIndex.entries {
-        if let last = ranges.last, last.upperBound + 1 == entry.lower {
-          ranges[ranges.count - 1] = last.lowerBound...(entry.upper - 1)
-        } else {
-          ranges.append(entry.lower...(entry.upper - 1))
-        }
-      }
-      for range in ranges { context.insert(replica: replica, counters: range) }
+    forEachIntegratedRange { replica, lower, upper, _ in
+      context.insert(replica: replica, counters: lower...(upper - 1))
     }
     for insert in pendingInserts {
       context.insert(
@@ -97,15 +89,19 @@ extension RGA {
   ///   result, plus the size of the result.
   public func delta(since context: CausalContext) -> RGADelta {
     var inserts: [RGADelta.Insert] = []
-    for (replica, replicaIndex) in index {
-      let known = context.counters(of: replica)
-      for entry in replicaIndex.entries {
-        let lacking = CounterRanges(entry.lower...(entry.upper - 1)).subtracting(known)
-        for range in lacking.ranges {
-          appendInserts(
-            replica: replica, lower: range.lowerBound, upper: range.upperBound + 1,
-            leaf: entry.leaf, to: &inserts)
-        }
+    // The ranges come replica by replica from the index; a leaf's runs mostly share one.
+    var knownReplica: ReplicaID?
+    var known = CounterRanges()
+    forEachIntegratedRange { replica, lower, upper, leaf in
+      if knownReplica != replica {
+        knownReplica = replica
+        known = context.counters(of: replica)
+      }
+      let lacking = CounterRanges(lower...(upper - 1)).subtracting(known)
+      for range in lacking.ranges {
+        appendInserts(
+          replica: replica, lower: range.lowerBound, upper: range.upperBound + 1,
+          leaf: leaf, to: &inserts)
       }
     }
     for pending in pendingInserts {
@@ -190,14 +186,13 @@ extension RGA {
     guard isWellFormed(insert) else { return }
     let lower = insert.id.counter
     let upper = lower + UInt64(insert.length)
-    if pendingInserts.isEmpty, index[insert.id.replica]?.isDisjoint(from: lower, upper) ?? true {
+    if pendingInserts.isEmpty, integratesNone(of: insert.id.replica, lower, upper) {
       // All new, nothing buffered (the common case): no ranges to compute.
       maxLamport = Swift.max(maxLamport, insert.lamport + UInt64(insert.length - 1))
       integrateOrBuffer(insert, changes: &changes)
       return
     }
-    var lacking =
-      index[insert.id.replica]?.missing(lower, upper) ?? [lower..<upper]
+    var lacking = notIntegrated(of: insert.id.replica, lower, upper)
     if !pendingInserts.isEmpty {
       lacking = lacking.flatMap { pendingInserts.missing(replica: insert.id.replica, $0) }
     }
@@ -475,8 +470,7 @@ extension RGA {
 
   /// Deletes the items of `target` that are integrated and buffers the others.
   private mutating func deleteTargets(_ target: TargetRange, changes: inout [TextChange]) {
-    let missing =
-      index[target.replica]?.missing(target.lower, target.upper) ?? [target.lower..<target.upper]
+    let missing = notIntegrated(of: target.replica, target.lower, target.upper)
     for range in missing { unresolvedDeletes.add(replica: target.replica, range) }
     var cursor = target.lower
     while cursor < target.upper {

@@ -41,7 +41,9 @@ extension RGA {
   /// leaf (so that placing or deleting there needs no second scan of the leaf).
   @inline(__always)
   func locate(_ dot: Dot) -> ItemLocation? {
-    guard let leafID = index[dot.replica]?.leaf(containing: dot.counter) else { return nil }
+    // A text of one leaf keeps no index: the scan below is its lookup.
+    guard let leafID = leaves.count == 1 ? 0 : index[dot.replica]?.leaf(containing: dot.counter)
+    else { return nil }
     let runs = leaves[leafID].runs
     var scalars = 0
     var utf16 = 0
@@ -58,8 +60,73 @@ extension RGA {
     return nil
   }
 
+  @inline(__always)
   func isIntegrated(_ dot: Dot) -> Bool {
-    index[dot.replica]?.entry(containing: dot.counter) != nil
+    guard leaves.count > 1 else { return leaves[0].runs.contains { $0.contains(dot) } }
+    return index[dot.replica]?.entry(containing: dot.counter) != nil
+  }
+
+  // MARK: Ids
+
+  // A text of one leaf keeps no per-replica index (``index`` stays empty): its at most
+  // ``maxRunsPerLeaf`` runs are scanned instead, which costs less than a lookup, and a
+  // short note's body saves the index's five allocations. The leaf's first split builds
+  // the index, and leaves are never joined again, so a text of several leaves always
+  // has one. The lookups are inlined: called from a mutating merge, a call would copy
+  // the whole text to pass it.
+
+  /// Whether no integrated id of `replica` lies in `lower..<upper`.
+  @inline(__always)
+  func integratesNone(of replica: ReplicaID, _ lower: UInt64, _ upper: UInt64) -> Bool {
+    guard leaves.count > 1 else {
+      return !leaves[0].runs.contains { run in
+        run.replica == replica && run.counter < upper
+          && lower < run.counter + UInt64(run.length)
+      }
+    }
+    return index[replica]?.isDisjoint(from: lower, upper) ?? true
+  }
+
+  /// The parts of `lower..<upper` of `replica` that are not integrated, in order.
+  @inline(__always)
+  func notIntegrated(of replica: ReplicaID, _ lower: UInt64, _ upper: UInt64)
+    -> [Range<UInt64>]
+  {
+    guard leaves.count > 1 else {
+      var integrated: [Range<UInt64>] = []
+      for run in leaves[0].runs where run.replica == replica {
+        let ids = run.counter..<run.counter + UInt64(run.length)
+        if ids.overlaps(lower..<upper) { integrated.append(ids) }
+      }
+      guard !integrated.isEmpty else { return [lower..<upper] }
+      integrated.sort { $0.lowerBound < $1.lowerBound }
+      var missing: [Range<UInt64>] = []
+      var cursor = lower
+      for ids in integrated {
+        if ids.lowerBound > cursor { missing.append(cursor..<ids.lowerBound) }
+        cursor = Swift.max(cursor, ids.upperBound)
+      }
+      if cursor < upper { missing.append(cursor..<upper) }
+      return missing
+    }
+    return index[replica]?.missing(lower, upper) ?? [lower..<upper]
+  }
+
+  /// Calls `body` with every integrated id range and the leaf that holds it: the index's
+  /// entries, or the runs of a text of one leaf, in no particular order.
+  @inline(__always)
+  func forEachIntegratedRange(
+    _ body: (_ replica: ReplicaID, _ lower: UInt64, _ upper: UInt64, _ leaf: Int) -> Void
+  ) {
+    guard leaves.count > 1 else {
+      for run in leaves[0].runs {
+        body(run.replica, run.counter, run.counter + UInt64(run.length), 0)
+      }
+      return
+    }
+    for (replica, replicaIndex) in index {
+      for entry in replicaIndex.entries { body(replica, entry.lower, entry.upper, entry.leaf) }
+    }
   }
 
   /// The visible scalar and UTF-16 offsets of the start of run `run` of leaf `leaf`.
@@ -123,8 +190,10 @@ extension RGA {
       leaves[leaf].runs.insert(run, at: position)
     }
     adjustCounts(leaf: leaf, scalars: run.visibleLength, utf16: run.visibleUTF16)
-    let slot = index.slotCreating(run.replica, default: ReplicaIndex())
-    index.values[slot].assign(run.counter, run.counter + UInt64(run.length), to: leaf)
+    if leaves.count > 1 {
+      let slot = index.slotCreating(run.replica, default: ReplicaIndex())
+      index.values[slot].assign(run.counter, run.counter + UInt64(run.length), to: leaf)
+    }
     splitLeafIfNeeded(leaf)
   }
 
@@ -170,6 +239,8 @@ extension RGA {
   /// Splits a leaf that holds too many runs into two halves.
   mutating func splitLeafIfNeeded(_ leaf: Int) {
     guard leaves[leaf].runs.count > Self.maxRunsPerLeaf else { return }
+    // The text's first split: from now on ids are found through the index.
+    if leaves.count == 1 { assignToIndex(leaves[leaf].runs, leaf: leaf) }
     let half = leaves[leaf].runs.count / 2
     var moved = Leaf()
     moved.runs = Array(leaves[leaf].runs[half...])
@@ -183,13 +254,18 @@ extension RGA {
     leafOrder.add(visible: -moved.visible, utf16: -moved.utf16, to: leaf)
     let newID = leafOrder.insertLeaf(after: leaf, visible: moved.visible, utf16: moved.utf16)
     leaves.append(moved)
-    // The moved runs' ids, sorted and joined where one range's counters continue
-    // another's of the same replica (the parts of a run split by inserts or deletes
-    // usually move together), so the index changes once per joined range, not per run.
-    // Runs that continue the one before them in document order join at once.
+    assignToIndex(moved.runs, leaf: newID)
+  }
+
+  /// Records in the index that the ids of `runs` live in `leaf`: sorted and joined where
+  /// one range's counters continue another's of the same replica (the parts of a run split
+  /// by inserts or deletes usually move together), so the index changes once per joined
+  /// range, not per run. Runs that continue the one before them in document order join at
+  /// once.
+  private mutating func assignToIndex(_ runs: [Run], leaf: Int) {
     var ranges: [TargetRange] = []
-    ranges.reserveCapacity(moved.runs.count)
-    for run in moved.runs {
+    ranges.reserveCapacity(runs.count)
+    for run in runs {
       let upper = run.counter + UInt64(run.length)
       if let last = ranges.last, last.replica == run.replica, last.upper == run.counter {
         ranges[ranges.count - 1].upper = upper
@@ -203,11 +279,11 @@ extension RGA {
       if range.replica == joined.replica && range.lower == joined.upper {
         joined.upper = range.upper
       } else {
-        assignToIndex(joined, leaf: newID)
+        assignToIndex(joined, leaf: leaf)
         joined = range
       }
     }
-    assignToIndex(joined, leaf: newID)
+    assignToIndex(joined, leaf: leaf)
   }
 
   /// Sorts the ranges of at most one leaf's runs in place. The standard sort swaps

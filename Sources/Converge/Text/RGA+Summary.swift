@@ -5,9 +5,15 @@ extension RGA {
   /// can skip the text without walking it.
   ///
   /// - Complexity: O(r) for r replicas: the id index and the delete log are sorted, so
-  ///   each replica's latest event is its last entry.
+  ///   each replica's latest event is its last entry (a text of one leaf, which keeps no
+  ///   index, checks its at most ``maxRunsPerLeaf`` runs).
   func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
     guard pendingInserts.isEmpty, unresolvedDeletes.isEmpty else { return true }
+    if leaves.count == 1 {
+      for run in leaves[0].runs where run.counter + UInt64(run.length - 1) > prefix[run.replica] {
+        return true
+      }
+    }
     for (replica, replicaIndex) in index {
       if let last = replicaIndex.last, last.upper - 1 > prefix[replica] { return true }
     }

@@ -62,7 +62,8 @@
 /// document order, sit in blocks of at most 32 with their visible scalar and UTF-16
 /// counts, and Fenwick trees over the blocks' totals (``LeafOrder``), so a position is
 /// found in O(log n). A per-replica sorted index, in chunks of at most 128 entries
-/// (``ReplicaIndex``), maps id ranges to leaves, so an id is found in O(log n) as well.
+/// (``ReplicaIndex``), maps id ranges to leaves, so an id is found in O(log n) as well;
+/// a text of one leaf has no index until that leaf splits, and scans its runs instead.
 /// Content lives in one contiguous buffer. Nothing recurses. With n scalars (visible or
 /// not), L leaves and p buffered items:
 ///
@@ -169,7 +170,8 @@ public struct RGA: Sendable {
   /// Every scalar inserted with content, append-only (tombstones that arrived without
   /// content take no room).
   var content: [Unicode.Scalar] = []
-  /// Per replica: which leaf holds each integrated id range.
+  /// Per replica: which leaf holds each integrated id range; empty while the text is one
+  /// leaf (see `RGA+Storage.swift`).
   var index = ReplicaMap<ReplicaIndex>()
   /// Per deleting replica: every delete known, sorted by delete dot.
   var deleteLog = ReplicaMap<[RGADelta.Delete]>()

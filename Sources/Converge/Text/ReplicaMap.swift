@@ -9,6 +9,8 @@ struct ReplicaMap<Value: Sendable>: Sendable, Sequence {
 
   private static var linearLimit: Int { 8 }
 
+  var isEmpty: Bool { keys.isEmpty }
+
   init() {}
 
   func slot(of replica: ReplicaID) -> Int? {
