@@ -154,6 +154,8 @@ private struct StateLoader {
 
   // The walk's output.
   var leaves: [RGA.Leaf] = []
+  /// The text's content as UTF-16, in the order the walk places the runs.
+  var content: [UInt16] = []
   var placements: [Placement] = []
   var visited: [Bool] = []
   /// The leaf being filled, and the run whose items end it (-1: none).
@@ -386,6 +388,11 @@ private struct StateLoader {
     visited = Array(repeating: false, count: headers.count)
     leaves.reserveCapacity(headers.count / (RGA.maxRunsPerLeaf / 2) + 1)
     placements.reserveCapacity(headers.count + segments.count)
+    var units = scalars.count
+    if hasSupplementary {
+      for scalar in scalars where scalar.value > 0xFFFF { units += 1 }
+    }
+    content.reserveCapacity(units)
     // Per run: its next unvisited child and the segment its next item is in.
     var nextChild = Array(firstChild.dropFirst())
     var nextSegment = segmentStart
@@ -458,14 +465,11 @@ private struct StateLoader {
         rightOrigin: header.rightOrigin, hasContent: false, deleted: deleted, contentStart: 0,
         length: length, utf16: length)
       if !deleted {
+        // The text's content is written in document order, as the runs are placed.
         run.hasContent = true
-        run.contentStart = piece.contentStart + (cursor - piece.offset)
-        if hasSupplementary {
-          for scalar in scalars[run.contentStart..<run.contentStart + length]
-          where scalar.value > 0xFFFF {
-            run.utf16 += 1
-          }
-        }
+        run.contentStart = content.count
+        let first = piece.contentStart + (cursor - piece.offset)
+        run.utf16 = RGA.appendUTF16(of: scalars[first..<first + length], to: &content)
       }
       place(run, header: index)
       cursor = upper
@@ -479,7 +483,7 @@ private struct StateLoader {
     let upper = run.counter + UInt64(run.length)
     if lastHeader == header, let last = filling.runs.last, last.deleted == run.deleted,
       last.counter + UInt64(last.length) == run.counter,
-      run.deleted || last.contentStart + last.length == run.contentStart
+      run.deleted || last.contentStart + last.utf16 == run.contentStart
     {
       filling.runs[filling.runs.count - 1].length += run.length
       filling.runs[filling.runs.count - 1].utf16 += run.utf16
@@ -515,7 +519,7 @@ private struct StateLoader {
       text.count = leaves.reduce(0) { $0 + $1.visible }
       text.utf16Count = leaves.reduce(0) { $0 + $1.utf16 }
     }
-    text.content = scalars
+    text.content = content
     // A text of one leaf keeps no index (see `RGA+Storage.swift`).
     if text.leaves.count > 1 { buildIndex(into: &text) }
     for (index, header) in headers.enumerated() {

@@ -16,17 +16,16 @@ extension RGA {
     guard length > 0, let lamport = nextLamport(for: length),
       isFresh(firstDot, length: length)
     else { return RGADelta() }
-    let start = content.count
-    content.append(contentsOf: scalars)
+    let (start, utf16) = appendContent(scalars)
     let origins = insertLocally(
-      firstDot: firstDot, lamport: lamport, contentStart: start, length: length,
+      firstDot: firstDot, lamport: lamport, contentStart: start, length: length, utf16: utf16,
       at: position)
     // One run with content is already in normal form: no sorting or joining to do.
     var delta = RGADelta()
     delta.inserts = [
       RGADelta.Insert(
         id: firstDot, lamport: lamport, origin: origins.left, rightOrigin: origins.right,
-        scalars: Array(content[start..<start + length]))
+        scalars: Array(scalars))
     ]
     return delta
   }
@@ -66,7 +65,8 @@ extension RGA {
   /// where the run goes, so no concurrent sibling has to be skipped.
   @discardableResult
   mutating func insertLocally(
-    firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, at position: Int
+    firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, utf16: Int,
+    at position: Int
   ) -> (left: Dot?, right: Dot?) {
     let target = Swift.min(Swift.max(position, 0), count)
     var origin: Dot?
@@ -84,7 +84,7 @@ extension RGA {
     }
     let rightOrigin = placeLocalRun(
       firstDot: firstDot, lamport: lamport, contentStart: contentStart, length: length,
-      origin: origin, leaf: leaf, slot: slot)
+      utf16: utf16, origin: origin, leaf: leaf, slot: slot)
     return (origin, rightOrigin)
   }
 
@@ -92,11 +92,10 @@ extension RGA {
   /// after its origin `origin`; returns its right origin, the item that follows it.
   @inline(__always)
   mutating func placeLocalRun(
-    firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, origin: Dot?, leaf: Int,
-    slot: Int
+    firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, utf16: Int, origin: Dot?,
+    leaf: Int, slot: Int
   ) -> Dot? {
     let rightOrigin = firstItem(from: leaf, slot: slot)
-    let utf16 = utf16Length(contentStart..<contentStart + length)
     let run = Run(
       replica: firstDot.replica, counter: firstDot.counter, lamport: lamport, origin: origin,
       rightOrigin: rightOrigin, deleted: false, contentStart: contentStart, length: length,

@@ -32,7 +32,7 @@ extension RGA: Equatable {
     for leafID in leafOrder.documentOrder {
       for run in leaves[leafID].runs {
         if !run.deleted {
-          scalars.append(contentsOf: content[run.contentStart..<run.contentStart + run.length])
+          appendScalars(of: run, from: 0, count: run.length, to: &scalars)
         }
         if let last = runs.last, last.replica == run.replica, last.deleted == run.deleted,
           last.counter + UInt64(last.length) == run.counter,
@@ -116,10 +116,18 @@ extension RGA: Equatable {
       for run in leaf.runs {
         precondition(run.length > 0, "empty run")
         if run.hasContent {
-          precondition(run.contentStart >= 0 && run.contentStart + run.length <= content.count)
-          precondition(
-            run.utf16 == utf16Length(run.contentStart..<run.contentStart + run.length),
-            "UTF-16 count of a run")
+          precondition(run.contentStart >= 0 && run.contentStart + run.utf16 <= content.count)
+          var units = content[run.contentStart..<run.contentStart + run.utf16].makeIterator()
+          var decoder = UTF16()
+          var scalars = 0
+          decoding: while true {
+            switch decoder.decode(&units) {
+            case .scalarValue: scalars += 1
+            case .emptyInput: break decoding
+            case .error: preconditionFailure("a run's content is not UTF-16")
+            }
+          }
+          precondition(scalars == run.length, "UTF-16 count of a run")
         } else {
           precondition(run.deleted && run.utf16 == run.length, "a run without content")
         }

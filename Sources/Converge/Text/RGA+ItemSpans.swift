@@ -22,8 +22,7 @@ extension RGA {
       let run = leaves[found.leaf].runs[found.run]
       guard run.deleted, run.hasContent else { return nil }
       let taken = Swift.min(run.length - found.offset, Int(end - counter))
-      let start = run.contentStart + found.offset
-      scalars.append(contentsOf: content[start..<start + taken])
+      appendScalars(of: run, from: found.offset, count: taken, to: &scalars)
       counter += UInt64(taken)
     }
     return scalars
@@ -91,16 +90,15 @@ extension RGA {
       leaf = found.leaf
       slot = found.run + 1
     }
-    let start = content.count
-    content.append(contentsOf: scalars)
+    let (start, utf16) = appendContent(scalars)
     let rightOrigin = placeLocalRun(
-      firstDot: firstDot, lamport: lamport, contentStart: start, length: length, origin: item,
-      leaf: leaf, slot: slot)
+      firstDot: firstDot, lamport: lamport, contentStart: start, length: length, utf16: utf16,
+      origin: item, leaf: leaf, slot: slot)
     var delta = RGADelta()
     delta.inserts = [
       RGADelta.Insert(
         id: firstDot, lamport: lamport, origin: item, rightOrigin: rightOrigin,
-        scalars: Array(content[start..<start + length]))
+        scalars: Array(scalars))
     ]
     return (delta, position)
   }

@@ -142,7 +142,6 @@ extension RGA {
       let to = Swift.min(upper, runUpper)
       guard from < to else { continue }
       let offset = Int(from - run.counter)
-      let start = run.contentStart + offset
       let id = Dot(replica: replica, counter: from)
       let lamport = run.lamport + UInt64(offset)
       let origin = offset == 0 ? run.origin : Dot(replica: replica, counter: from - 1)
@@ -154,7 +153,7 @@ extension RGA {
             droppedLength: Int(to - from))
           : RGADelta.Insert(
             id: id, lamport: lamport, origin: origin, rightOrigin: run.rightOrigin,
-            scalars: Array(content[start..<start + Int(to - from)])))
+            scalars: scalars(of: run, from: offset, count: Int(to - from))))
     }
   }
 
@@ -436,9 +435,7 @@ extension RGA {
       } else {
         (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
       }
-      let start = content.count
-      content.append(contentsOf: insert.content)
-      let utf16 = utf16Length(start..<start + length)
+      let (start, utf16) = appendContent(insert.content)
       let run = Run(
         replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
         origin: insert.origin, rightOrigin: insert.rightOrigin, deleted: false,
@@ -487,10 +484,10 @@ extension RGA {
         let (leafScalars, leafUTF16) = leafOrder.prefix(of: found.leaf)
         let scalarOffset = leafScalars + found.scalarsBefore
         let utf16Offset = leafUTF16 + found.utf16Before
-        let before = run.contentStart + found.offset
         let start = scalarOffset + found.offset
-        let startUTF16 = utf16Offset + utf16Length(run.contentStart..<before)
-        let removedUTF16 = utf16Length(before..<before + length)
+        let before = utf16Count(of: run, scalars: found.offset)
+        let startUTF16 = utf16Offset + before
+        let removedUTF16 = utf16Count(of: run, scalars: found.offset + length) - before
         markDeleted(leaf: found.leaf, run: found.run, offset: found.offset, length: length)
         changes.append(
           TextChange(

@@ -140,12 +140,119 @@ extension RGA {
     return (scalars, utf16)
   }
 
-  /// UTF-16 code units of `content[range]`.
+  // MARK: Content
+
+  /// Appends `scalars` to `content` as UTF-16; returns where their code units start and
+  /// how many there are.
   @inline(__always)
-  func utf16Length(_ range: Range<Int>) -> Int {
-    var total = 0
-    for position in range { total += content[position].value > 0xFFFF ? 2 : 1 }
-    return total
+  mutating func appendContent<C: Collection<Unicode.Scalar>>(_ scalars: C) -> (
+    start: Int, utf16: Int
+  ) {
+    let start = content.count
+    return (start, Self.appendUTF16(of: scalars, to: &content))
+  }
+
+  /// Appends the UTF-16 code units of `scalars` to `buffer`; returns how many there are.
+  @inline(__always)
+  static func appendUTF16<C: Collection<Unicode.Scalar>>(
+    of scalars: C, to buffer: inout [UInt16]
+  ) -> Int {
+    let start = buffer.count
+    var units = scalars.count
+    for scalar in scalars where scalar.value > 0xFFFF { units &+= 1 }
+    // At least doubled: a body typed at once takes what it needs, and typing one scalar
+    // at a time still grows the buffer geometrically.
+    if buffer.capacity < start + units {
+      buffer.reserveCapacity(Swift.max(start + units, 2 * buffer.capacity))
+    }
+    guard units > 16 else {
+      // A keystroke or a word: appended unit by unit.
+      for scalar in scalars { encode(scalar) { buffer.append($0) } }
+      return units
+    }
+    // A body or a paste: zeroed, then written through one pointer. Appending unit by unit
+    // checked the buffer's uniqueness at every unit, twice the cost of the rest of
+    // inserting a note's body.
+    buffer.append(contentsOf: repeatElement(0, count: units))
+    buffer.withUnsafeMutableBufferPointer { buffer in
+      var position = start
+      for scalar in scalars {
+        encode(scalar) { unit in
+          buffer[position] = unit
+          position &+= 1
+        }
+      }
+    }
+    return units
+  }
+
+  /// Calls `body` with the UTF-16 code units of `scalar`.
+  @inline(__always)
+  static func encode(_ scalar: Unicode.Scalar, _ body: (UInt16) -> Void) {
+    if scalar.value < 0x1_0000 {
+      body(UInt16(truncatingIfNeeded: scalar.value))
+    } else {
+      let value = scalar.value &- 0x1_0000
+      body(UInt16(truncatingIfNeeded: 0xD800 &+ value >> 10))
+      body(UInt16(truncatingIfNeeded: 0xDC00 &+ value & 0x3FF))
+    }
+  }
+
+  /// The UTF-16 code units of the first `scalars` scalars of `run` (its ids when it has no
+  /// content). Counted only when the run holds a supplementary scalar.
+  @inline(__always)
+  func utf16Count(of run: Run, scalars: Int) -> Int {
+    guard run.utf16 != run.length else { return scalars }
+    var position = run.contentStart
+    for _ in 0..<scalars { position &+= UTF16.isLeadSurrogate(content[position]) ? 2 : 1 }
+    return position - run.contentStart
+  }
+
+  /// Appends `length` scalars of the content of `run`, from its scalar `offset`, to
+  /// `scalars`.
+  func appendScalars(
+    of run: Run, from offset: Int, count length: Int, to scalars: inout [Unicode.Scalar]
+  ) {
+    let start = run.contentStart + utf16Count(of: run, scalars: offset)
+    content.withUnsafeBufferPointer { units in
+      Self.decode(units, from: start, scalars: length) { scalars.append($0) }
+    }
+  }
+
+  /// `length` scalars of the content of `run`, from its scalar `offset`.
+  func scalars(of run: Run, from offset: Int, count length: Int) -> [Unicode.Scalar] {
+    let start = run.contentStart + utf16Count(of: run, scalars: offset)
+    // Written in place: appending scalar by scalar checked the array's uniqueness at each.
+    return content.withUnsafeBufferPointer { units in
+      [Unicode.Scalar](unsafeUninitializedCapacity: length) { scalars, written in
+        Self.decode(units, from: start, scalars: length) { scalar in
+          scalars.initializeElement(at: written, to: scalar)
+          written &+= 1
+        }
+      }
+    }
+  }
+
+  /// Calls `body` with `count` scalars decoded from `units` at `start`. The units were
+  /// encoded from scalars, so they decode; a unit that did not would read as U+FFFD.
+  @inline(__always)
+  static func decode(
+    _ units: UnsafeBufferPointer<UInt16>, from start: Int, scalars count: Int,
+    _ body: (Unicode.Scalar) -> Void
+  ) {
+    var position = start
+    for _ in 0..<count {
+      let unit = units[position]
+      if UTF16.isLeadSurrogate(unit), position + 1 < units.count {
+        let value =
+          0x1_0000 &+ (UInt32(unit) &- 0xD800) << 10 &+ (UInt32(units[position + 1]) &- 0xDC00)
+        body(Unicode.Scalar(value) ?? "\u{FFFD}")
+        position &+= 2
+      } else {
+        body(Unicode.Scalar(unit) ?? "\u{FFFD}")
+        position &+= 1
+      }
+    }
   }
 
   /// Whether `right` continues `left` exactly, so the two can be one run.
@@ -154,7 +261,7 @@ extension RGA {
     return left.replica == right.replica && left.counter + length == right.counter
       && left.lamport + length == right.lamport && left.deleted == right.deleted
       && left.hasContent == right.hasContent
-      && (!left.hasContent || left.contentStart + left.length == right.contentStart)
+      && (!left.hasContent || left.contentStart + left.utf16 == right.contentStart)
       && right.origin == Dot(replica: left.replica, counter: left.counter + length - 1)
       && right.rightOrigin == left.rightOrigin
   }
@@ -168,15 +275,12 @@ extension RGA {
     right.counter += step
     right.lamport += step
     right.origin = Dot(replica: original.replica, counter: original.counter + step - 1)
-    right.contentStart += offset
+    let units = utf16Count(of: original, scalars: offset)
+    right.contentStart += units
     right.length -= offset
-    if original.hasContent && original.utf16 != original.length {
-      right.utf16 = utf16Length(right.contentStart..<right.contentStart + right.length)
-    } else {
-      right.utf16 = right.length
-    }
+    right.utf16 = original.utf16 - units
     leaves[leaf].runs[run].length = offset
-    leaves[leaf].runs[run].utf16 = original.utf16 - right.utf16
+    leaves[leaf].runs[run].utf16 = units
     leaves[leaf].runs.insert(right, at: run + 1)
   }
 

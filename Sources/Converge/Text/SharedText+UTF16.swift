@@ -16,8 +16,7 @@ extension RGA {
     let found = locateVisible(target)
     let run = leaves[found.leaf].runs[found.run]
     let start = visibleOffsets(leaf: found.leaf, run: found.run).utf16
-    if run.utf16 == run.length { return start + found.offset }
-    return start + utf16Length(run.contentStart..<run.contentStart + found.offset)
+    return start + utf16Count(of: run, scalars: found.offset)
   }
 
   /// The scalar position of UTF-16 offset `offset` (clamped to `0...utf16Count`); an
@@ -39,11 +38,12 @@ extension RGA {
         continue
       }
       if run.utf16 == run.length { return scalars + rest }
-      for position in run.contentStart..<run.contentStart + run.length {
-        let width = content[position].value > 0xFFFF ? 2 : 1
-        if rest == 0 { return scalars }
+      var position = run.contentStart
+      while rest > 0 {
+        let width = UTF16.isLeadSurrogate(content[position]) ? 2 : 1
         if rest < width { return rounding == .down ? scalars : scalars + 1 }
         rest -= width
+        position += width
         scalars += 1
       }
       return scalars

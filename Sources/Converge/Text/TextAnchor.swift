@@ -130,9 +130,7 @@ extension RGA {
     // anchor keeps to its far side.
     let through = found.offset + (anchor.affinity == .preceding ? 1 : 0)
     scalars &+= through
-    utf16 &+=
-      run.utf16 == run.length
-      ? through : utf16Length(run.contentStart..<run.contentStart + through)
+    utf16 &+= utf16Count(of: run, scalars: through)
     return (scalars, utf16)
   }
 }
