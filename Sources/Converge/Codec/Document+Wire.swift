@@ -159,9 +159,9 @@ enum FieldWire {
   }
 
   static func collectReplicas(
-    of elements: [FieldValue: Presence], into builder: inout ReplicaTable.Builder
+    of elements: SetElements, into builder: inout ReplicaTable.Builder
   ) {
-    for presence in elements.values { presence.collectReplicas(into: &builder) }
+    for presence in elements.presences { presence.collectReplicas(into: &builder) }
   }
 
   /// Writes the tag and payload of a register.
@@ -208,31 +208,46 @@ enum FieldWire {
 
   /// Writes the tag and payload of a set: elements sorted by ``FieldValue``'s order.
   static func write(
-    _ elements: [FieldValue: Presence], to writer: inout ByteWriter, replicas table: ReplicaTable
+    _ elements: SetElements, to writer: inout ByteWriter, replicas table: ReplicaTable
   ) {
     writer.writeUInt8(FieldWireTag.set.rawValue)
     writer.writeVarUInt(elements.count)
-    for element in elements.keys.sorted() {
-      element.write(to: &writer)
-      elements[element]?.write(to: &writer, replicas: table)
+    for entry in elements.inWireOrder {
+      entry.element.write(to: &writer)
+      entry.presence.write(to: &writer, replicas: table)
     }
   }
 
   static func readSet(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
-  ) throws -> [FieldValue: Presence] {
+  ) throws -> SetElements {
     // An element is at least a tag byte and two empty vectors.
-    try reader.readSortedMap(
-      minimumBytesPerEntry: 3, keys: .init(plural: "set elements", singular: "set element"),
+    let count = try reader.readCount(minimumBytesPerElement: 3)
+    var entries: [SetElements.Entry] = []
+    entries.reserveCapacity(count)
+    var starts: [Int] = []
+    starts.reserveCapacity(count)
+    try reader.readSortedEntries(
+      count: count, keys: .init(plural: "set elements", singular: "set element"),
       readKey: { try FieldValue(from: &$0) }, precedes: <,
-      readValue: { reader, start in
+      readValue: { reader, element, start in
         let presence = try Presence(from: &reader, replicas: &table)
         // Every element a replica holds, or a delta carries, was added somewhere.
         guard !presence.added.isEmpty else {
-          throw ConvergeDecodingError.invalidValue(offset: start, reason: "set element never added")
+          throw ConvergeDecodingError.invalidValue(
+            offset: start, reason: "set element never added")
         }
-        return presence
+        entries.append(SetElements.Entry(element: element, presence: presence))
+        starts.append(start)
+        return true
       })
+    // Two spellings of one element (canonically equivalent strings) are far apart in the
+    // wire's byte order: found once every element is read.
+    let (elements, duplicateAt) = SetElements.reading(entries, starts: starts)
+    if let duplicateAt {
+      throw ConvergeDecodingError.invalidValue(offset: duplicateAt, reason: "duplicate set element")
+    }
+    return elements
   }
 
   /// Reads an entity's fields into a table: a count, then that many (name, field) pairs

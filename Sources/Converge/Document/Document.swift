@@ -179,7 +179,7 @@ extension Document {
   /// - Complexity: O(k log k + k r) for k elements ever added and r replicas.
   public func elements(of field: String, in key: EntityKey) -> [FieldValue] {
     guard case .set(let elements)? = entities[key]?.fields[field] else { return [] }
-    return elements.filter { $0.value.isPresent }.keys.sorted()
+    return elements.filter(\.isPresent).map(\.key).sorted()
   }
 
   /// The content of a text field (empty if it has none or is of another kind).
@@ -358,19 +358,14 @@ extension Document {
       record.fields[field] = .register(register)
       return (register.value != before, [])
     case .set(let incoming):
-      var elements: [FieldValue: Presence] = [:]
+      var elements = SetElements()
       if let slot = record.fields.index(forKey: field) {
         // Moved out, not copied: the table's reference would make the edit copy the set.
         var taken = FieldState.register(LWWRegister())
         swap(&taken, &record.fields.values[slot])
         if case .set(let existing) = consume taken { elements = existing }
       }
-      var changed = false
-      for (value, presence) in incoming {
-        let before = elements[value]?.isPresent ?? false
-        elements[value, default: Presence()].merge(presence)
-        if elements[value]?.isPresent != before { changed = true }
-      }
+      let changed = elements.merge(incoming)
       record.fields[field] = .set(elements)
       return (changed, [])
     case .text(let incoming):

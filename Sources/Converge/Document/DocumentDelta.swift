@@ -281,10 +281,10 @@ extension Document {
         let missing = register.delta(since: known)
         if missing.stamp != nil { entityDelta.fields.append(name, .register(missing)) }
       case .set(let elements):
-        guard elements.values.contains(where: { $0.mayHaveEvents(unknownTo: prefix) }) else {
+        guard elements.presences.contains(where: { $0.mayHaveEvents(unknownTo: prefix) }) else {
           continue
         }
-        let missing = elements.filter { $0.value.mayHaveEvents(unknownTo: prefix) }
+        let missing = elements.filter { $0.mayHaveEvents(unknownTo: prefix) }
         entityDelta.fields.append(name, .set(missing))
       case .text(let storage):
         let text = storage.text

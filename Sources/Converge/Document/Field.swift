@@ -9,7 +9,7 @@ enum FieldContent<Text: Sendable & Equatable>: Sendable, Equatable {
   case register(LWWRegister<FieldValue>)
   /// Every element ever added, with its add and remove versions (removed ones stay as
   /// tombstones so a late add cannot resurrect them).
-  case set([FieldValue: Presence])
+  case set(SetElements)
   case text(Text)
 
   /// Leaves an empty register in the content's place, so that a copy of the content
@@ -89,7 +89,7 @@ extension FieldContent where Text == RGADelta {
     case (.register(let a), .register(let b)):
       return .register(a.merging(b))
     case (.set(let a), .set(let b)):
-      return .set(a.merging(b) { $0.merging($1) })
+      return .set(a.merging(b))
     case (.text(let a), .text(let b)):
       return .text(a.merged(with: b))
     default:

@@ -117,7 +117,7 @@ public struct MessageSummary: Sendable {
         case .register(let register)?:
           lines.append("  \(name): register \(register.value.map { "\($0)" } ?? "(empty)")")
         case .set(let elements)?:
-          let present = elements.values.filter(\.isPresent).count
+          let present = elements.presences.filter(\.isPresent).count
           lines.append("  \(name): set, \(present) elements (\(elements.count) with removed)")
         case .text(let storage)?:
           let text = storage.text
