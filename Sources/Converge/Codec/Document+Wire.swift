@@ -223,10 +223,8 @@ enum FieldWire {
   ) throws -> SetElements {
     // An element is at least a tag byte and two empty vectors.
     let count = try reader.readCount(minimumBytesPerElement: 3)
-    var entries: [SetElements.Entry] = []
+    var entries: [(entry: SetElements.Entry, start: Int)] = []
     entries.reserveCapacity(count)
-    var starts: [Int] = []
-    starts.reserveCapacity(count)
     try reader.readSortedEntries(
       count: count, keys: .init(plural: "set elements", singular: "set element"),
       readKey: { try FieldValue(from: &$0) }, precedes: <,
@@ -237,13 +235,12 @@ enum FieldWire {
           throw ConvergeDecodingError.invalidValue(
             offset: start, reason: "set element never added")
         }
-        entries.append(SetElements.Entry(element: element, presence: presence))
-        starts.append(start)
+        entries.append((SetElements.Entry(element: element, presence: presence), start))
         return true
       })
     // Two spellings of one element (canonically equivalent strings) are far apart in the
     // wire's byte order: found once every element is read.
-    let (elements, duplicateAt) = SetElements.reading(entries, starts: starts)
+    let (elements, duplicateAt) = SetElements.reading(entries)
     if let duplicateAt {
       throw ConvergeDecodingError.invalidValue(offset: duplicateAt, reason: "duplicate set element")
     }

@@ -141,29 +141,27 @@ struct SetElements: Sendable, Sequence {
     entries.sorted { $0.element < $1.element }
   }
 
-  /// The set of `entries`, read from the wire; the position in `starts` of an entry that
-  /// equals an earlier one, if any (a reader in order meets the second of the pair
-  /// there), leaving the set empty.
-  static func reading(_ entries: [Entry], starts: [Int]) -> (SetElements, duplicateAt: Int?) {
-    let order = entries.indices.sorted { a, b in
-      (entries[a].hash, starts[a]) < (entries[b].hash, starts[b])
-    }
+  /// The set of the entries `read` from the wire, each with its offset; or the offset of
+  /// an entry that equals an earlier one, if any (where a reader in order meets the second
+  /// of the pair), and an empty set.
+  static func reading(_ read: [(entry: Entry, start: Int)]) -> (SetElements, duplicateAt: Int?) {
+    var read = read
+    // By hash value, then offset: equal elements sit together, the first one read first.
+    if read.count > 1 { read.sort { ($0.entry.hash, $0.start) < ($1.entry.hash, $1.start) } }
     var duplicateAt: Int?
     var groupStart = 0
-    for position in order.indices {
-      let current = order[position]
-      if position > 0, entries[order[position - 1]].hash != entries[current].hash {
+    for position in read.indices {
+      if position > 0, read[position - 1].entry.hash != read[position].entry.hash {
         groupStart = position
       }
-      for earlier in order[groupStart..<position]
-      where entries[earlier].element == entries[current].element {
-        duplicateAt = Swift.min(duplicateAt ?? starts[current], starts[current])
+      for earlier in read[groupStart..<position]
+      where earlier.entry.element == read[position].entry.element {
+        duplicateAt = Swift.min(duplicateAt ?? read[position].start, read[position].start)
       }
     }
-    guard duplicateAt == nil else { return (SetElements(), duplicateAt) }
     var result = SetElements()
-    result.entries = order.map { entries[$0] }
-    return (result, nil)
+    if duplicateAt == nil { result.entries = read.map(\.entry) }
+    return (result, duplicateAt)
   }
 
   /// The elements and their presences, as `(key, value)` pairs like a dictionary's.
