@@ -154,8 +154,11 @@ private struct StateLoader {
 
   // The walk's output.
   var leaves: [RGA.Leaf] = []
-  /// The text's content as UTF-16, in the order the walk places the runs.
-  var content: [UInt16] = []
+  /// The scalars the placed runs hold, in the order the walk places them (one range for
+  /// runs that continue one another), which is the order of the text's UTF-16 content;
+  /// and the code units they take.
+  var contentRanges: [Range<Int>] = []
+  var contentUnits = 0
   var placements: [Placement] = []
   var visited: [Bool] = []
   /// The leaf being filled, and the run whose items end it (-1: none).
@@ -388,11 +391,6 @@ private struct StateLoader {
     visited = Array(repeating: false, count: headers.count)
     leaves.reserveCapacity(headers.count / (RGA.maxRunsPerLeaf / 2) + 1)
     placements.reserveCapacity(headers.count + segments.count)
-    var units = scalars.count
-    if hasSupplementary {
-      for scalar in scalars where scalar.value > 0xFFFF { units += 1 }
-    }
-    content.reserveCapacity(units)
     // Per run: its next unvisited child and the segment its next item is in.
     var nextChild = Array(firstChild.dropFirst())
     var nextSegment = segmentStart
@@ -467,9 +465,19 @@ private struct StateLoader {
       if !deleted {
         // The text's content is written in document order, as the runs are placed.
         run.hasContent = true
-        run.contentStart = content.count
+        run.contentStart = contentUnits
         let first = piece.contentStart + (cursor - piece.offset)
-        run.utf16 = RGA.appendUTF16(of: scalars[first..<first + length], to: &content)
+        if hasSupplementary {
+          for scalar in scalars[first..<first + length] where scalar.value > 0xFFFF {
+            run.utf16 += 1
+          }
+        }
+        contentUnits += run.utf16
+        if let last = contentRanges.last, last.upperBound == first {
+          contentRanges[contentRanges.count - 1] = last.lowerBound..<first + length
+        } else {
+          contentRanges.append(first..<first + length)
+        }
       }
       place(run, header: index)
       cursor = upper
@@ -519,7 +527,7 @@ private struct StateLoader {
       text.count = leaves.reduce(0) { $0 + $1.visible }
       text.utf16Count = leaves.reduce(0) { $0 + $1.utf16 }
     }
-    text.content = content
+    text.content = contentInPlacementOrder()
     // A text of one leaf keeps no index (see `RGA+Storage.swift`).
     if text.leaves.count > 1 { buildIndex(into: &text) }
     for (index, header) in headers.enumerated() {
@@ -538,6 +546,25 @@ private struct StateLoader {
       let slot = text.deleteLog.slotCreating(deletes[index].dot.replica, default: [])
       text.deleteLog.values[slot] = Array(deletes[groupStart...index])
       groupStart = index + 1
+    }
+  }
+
+  /// The placed runs' scalars as UTF-16, written in one pass: encoded run by run into a
+  /// growing array, the loader spent more on the array's checks than on the runs.
+  func contentInPlacementOrder() -> [UInt16] {
+    scalars.withUnsafeBufferPointer { scalars in
+      [UInt16](unsafeUninitializedCapacity: contentUnits) { units, written in
+        for range in contentRanges {
+          for scalar in scalars[range] {
+            RGA.encode(scalar) { unit in
+              // Always below the capacity: the walk counted these units.
+              guard written < units.count else { return }
+              units.initializeElement(at: written, to: unit)
+              written += 1
+            }
+          }
+        }
+      }
     }
   }
 
@@ -604,9 +631,33 @@ private struct StateLoader {
 
   /// Buffers the deleted counters `list` of `replica` that no integrated run holds.
   func bufferUnresolved(_ list: [Range<UInt64>], of replica: ReplicaID, into text: inout RGA) {
+    guard text.leaves.count > 1 else {
+      // One leaf, no index: its few runs are scanned per target.
+      for target in list {
+        for range in text.notIntegrated(of: replica, target.lowerBound, target.upperBound) {
+          text.unresolvedDeletes.add(replica: replica, range)
+        }
+      }
+      return
+    }
+    // Every deleted counter of the state comes here: one walk along the sorted targets
+    // and the replica's sorted index entries.
+    let entries = Array(text.index[replica]?.entries ?? ReplicaIndex().entries)
+    var position = 0
     for target in list {
-      for range in text.notIntegrated(of: replica, target.lowerBound, target.upperBound) {
-        text.unresolvedDeletes.add(replica: replica, range)
+      var cursor = target.lowerBound
+      while position < entries.count, entries[position].upper <= cursor { position += 1 }
+      while cursor < target.upperBound {
+        guard position < entries.count, entries[position].lower < target.upperBound else {
+          text.unresolvedDeletes.add(replica: replica, cursor..<target.upperBound)
+          break
+        }
+        let entry = entries[position]
+        if cursor < entry.lower {
+          text.unresolvedDeletes.add(replica: replica, cursor..<entry.lower)
+        }
+        cursor = Swift.max(cursor, entry.upper)
+        if entry.upper <= target.upperBound { position += 1 }
       }
     }
   }
