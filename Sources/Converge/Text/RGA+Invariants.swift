@@ -32,7 +32,7 @@ extension RGA: Equatable {
     for leafID in leafOrder.documentOrder {
       for run in leaves[leafID].runs {
         if !run.deleted {
-          appendScalars(of: run, from: 0, count: run.length, to: &scalars)
+          scalars += self.scalars(of: run, from: 0, count: run.length)
         }
         if let last = runs.last, last.replica == run.replica, last.deleted == run.deleted,
           last.counter + UInt64(last.length) == run.counter,

@@ -22,7 +22,7 @@ extension RGA {
       let run = leaves[found.leaf].runs[found.run]
       guard run.deleted, run.hasContent else { return nil }
       let taken = Swift.min(run.length - found.offset, Int(end - counter))
-      appendScalars(of: run, from: found.offset, count: taken, to: &scalars)
+      scalars += self.scalars(of: run, from: found.offset, count: taken)
       counter += UInt64(taken)
     }
     return scalars

@@ -212,10 +212,14 @@ public struct RGA: Sendable {
   ///
   /// - Complexity: O(n).
   public var scalars: [Unicode.Scalar] {
-    var result: [Unicode.Scalar] = []
-    result.reserveCapacity(count)
-    forEachVisibleScalar(upTo: count) { result.append($0) }
-    return result
+    // Written in place: appending scalar by scalar checked the array's uniqueness at each.
+    [Unicode.Scalar](unsafeUninitializedCapacity: count) { scalars, written in
+      forEachVisibleScalar(upTo: count) { scalar in
+        guard written < scalars.count else { return }
+        scalars.initializeElement(at: written, to: scalar)
+        written += 1
+      }
+    }
   }
 
   /// The first `maxLength` visible scalars (all of them if fewer): a list row's preview of
