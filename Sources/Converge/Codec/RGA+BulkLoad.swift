@@ -631,18 +631,12 @@ private struct StateLoader {
 
   /// Buffers the deleted counters `list` of `replica` that no integrated run holds.
   func bufferUnresolved(_ list: [Range<UInt64>], of replica: ReplicaID, into text: inout RGA) {
-    guard text.leaves.count > 1 else {
-      // One leaf, no index: its few runs are scanned per target.
-      for target in list {
-        for range in text.notIntegrated(of: replica, target.lowerBound, target.upperBound) {
-          text.unresolvedDeletes.add(replica: replica, range)
-        }
-      }
-      return
-    }
     // Every deleted counter of the state comes here: one walk along the sorted targets
-    // and the replica's sorted index entries.
-    let entries = Array(text.index[replica]?.entries ?? ReplicaIndex().entries)
+    // and the replica's sorted index entries (a text of one leaf: its runs, sorted).
+    let entries =
+      text.leaves.count > 1
+      ? Array(text.index[replica]?.entries ?? ReplicaIndex().entries)
+      : text.oneLeafEntries(of: replica)
     var position = 0
     for target in list {
       var cursor = target.lowerBound

@@ -93,23 +93,20 @@ extension RGA {
     -> [Range<UInt64>]
   {
     guard leaves.count > 1 else {
-      var integrated: [Range<UInt64>] = []
-      for run in leaves[0].runs where run.replica == replica {
-        let ids = run.counter..<run.counter + UInt64(run.length)
-        if ids.overlaps(lower..<upper) { integrated.append(ids) }
+      guard integratesNone(of: replica, lower, upper) else {
+        return ReplicaIndex(entries: oneLeafEntries(of: replica)).missing(lower, upper)
       }
-      guard !integrated.isEmpty else { return [lower..<upper] }
-      integrated.sort { $0.lowerBound < $1.lowerBound }
-      var missing: [Range<UInt64>] = []
-      var cursor = lower
-      for ids in integrated {
-        if ids.lowerBound > cursor { missing.append(cursor..<ids.lowerBound) }
-        cursor = Swift.max(cursor, ids.upperBound)
-      }
-      if cursor < upper { missing.append(cursor..<upper) }
-      return missing
+      return [lower..<upper]
     }
     return index[replica]?.missing(lower, upper) ?? [lower..<upper]
+  }
+
+  /// The entries the index would hold for `replica` in a text of one leaf: its runs of
+  /// that replica, sorted by counter.
+  func oneLeafEntries(of replica: ReplicaID) -> [ReplicaIndex.Entry] {
+    leaves[0].runs.lazy.filter { $0.replica == replica }
+      .map { ReplicaIndex.Entry(lower: $0.counter, upper: $0.counter + UInt64($0.length), leaf: 0) }
+      .sorted { $0.lower < $1.lower }
   }
 
   /// Calls `body` with every integrated id range and the leaf that holds it: the index's
@@ -328,12 +325,13 @@ extension RGA {
   /// Splits a leaf that holds too many runs into two halves.
   mutating func splitLeafIfNeeded(_ leaf: Int) {
     guard leaves[leaf].runs.count > Self.maxRunsPerLeaf else { return }
-    // The text's first split: from now on ids are found through the index.
-    if leaves.count == 1 { assignToIndex(leaves[leaf].runs, leaf: leaf) }
     let half = leaves[leaf].runs.count / 2
     var moved = Leaf()
     moved.runs = Array(leaves[leaf].runs[half...])
     leaves[leaf].runs.removeSubrange(half...)
+    // The text's first split: from now on ids are found through the index, which gets the
+    // runs that stay here too.
+    if leaves.count == 1 { assignToIndex(leaves[leaf].runs, leaf: leaf) }
     for run in moved.runs {
       moved.visible += run.visibleLength
       moved.utf16 += run.visibleUTF16
