@@ -170,6 +170,84 @@ import Testing
     }
   }
 
+  /// A code table for `lengths` written by hand: `split` cuts each gap of unused values
+  /// into skips, `trailing` nibbles follow the last used value (`symbolCount` covers
+  /// them), and an odd count of nibbles is padded with `padding`.
+  static func table(
+    _ lengths: [UInt8], symbolCount: Int? = nil, split: (Int) -> [Int],
+    trailing: [UInt8] = [], padding: UInt8 = 0
+  ) -> [UInt8] {
+    let used = (lengths.lastIndex { $0 > 0 } ?? -1) + 1
+    var nibbles: [UInt8] = []
+    var symbol = 0
+    while symbol < used {
+      var gap = 0
+      while lengths[symbol + gap] == 0 { gap += 1 }
+      for run in split(gap) {
+        nibbles +=
+          run > 16 ? [13, UInt8((run - 17) >> 4), UInt8((run - 17) & 15)] : [0, UInt8(run - 1)]
+      }
+      symbol += gap
+      nibbles.append(lengths[symbol])
+      symbol += 1
+    }
+    nibbles += trailing
+    if !nibbles.count.isMultiple(of: 2) { nibbles.append(padding) }
+    var writer = ByteWriter()
+    writer.writeVarUInt(symbolCount ?? used)
+    for pair in stride(from: 0, to: nibbles.count, by: 2) {
+      writer.writeUInt8(nibbles[pair] << 4 | nibbles[pair + 1])
+    }
+    return writer.bytes
+  }
+
+  @Test func tablesWrittenAnotherWayAreRefused() throws {
+    // The lengths alone do not pin the table down: a gap could be cut into other skips,
+    // the table could describe unused values past the last used one, and padding could
+    // be any nibble. Only the one way is accepted, so a content has one encoding.
+    func canonicalSplit(_ gap: Int) -> [Int] {
+      var runs = [Int](repeating: 272, count: gap / 272)
+      if gap % 272 > 0 { runs.append(gap % 272) }
+      return runs
+    }
+    var paddingTried = false
+    try forEachSeed(count: 20, base: 0x7AB) { random in
+      var content = Self.prose(count: Int.random(in: 300..<900, using: &random), using: &random)
+      content += [0x01, 0xFE, 0xFE]  // a first gap of 1, and long gaps
+      let field = Self.field(content)
+      try #require(field.first == ContentCoding.marker)
+      let lengths = ContentCoding.codeLengths(frequencies: ContentCoding.frequencies(content[...]))
+      var written = ByteWriter()
+      ContentCoding.writeTable(lengths, to: &written)
+      let canonical = Self.table(lengths, split: canonicalSplit)
+      try #require(canonical == written.bytes)
+      var header = ByteWriter()
+      header.writeUInt8(ContentCoding.marker)
+      header.writeVarUInt(content.count)
+      let bits = Array(field[(header.bytes.count + canonical.count)...])
+      func coded(table: [UInt8]) -> [UInt8] { header.bytes + table + bits }
+      try #require(try Self.decode(coded(table: canonical)) == content)
+      let used = (lengths.lastIndex { $0 > 0 } ?? 0) + 1
+      var others = [
+        // A gap of 2 or more cut into two skips; one of more than 16 into two short ones.
+        Self.table(lengths, split: { $0 > 1 ? [1] + canonicalSplit($0 - 1) : canonicalSplit($0) }),
+        Self.table(lengths, split: { $0 > 16 ? [16, $0 - 16] : canonicalSplit($0) }),
+        // An unused value described after the last used one.
+        Self.table(lengths, symbolCount: used + 1, split: canonicalSplit, trailing: [0, 0]),
+      ]
+      let padded = Self.table(lengths, split: canonicalSplit, padding: 5)
+      if padded != canonical {
+        others.append(padded)
+        paddingTried = true
+      }
+      for table in others {
+        #expect(table != canonical)
+        #expect(throws: ConvergeDecodingError.self) { try Self.decode(coded(table: table)) }
+      }
+    }
+    #expect(paddingTried)
+  }
+
   @Test func damagedCodedFieldsAreRefusedOrCanonical() throws {
     // Whatever a damaged field decodes to, it is the one encoding of that content.
     try forEachSeed(count: 2_000, base: 0xDA3) { random in

@@ -26,14 +26,14 @@ enum ContentCoding {
 
   /// Writes `content` (valid UTF-8) as a `bytes` field, coded when that is smaller.
   static func write(_ content: [UInt8], to writer: inout ByteWriter) {
-    guard let (lengths, table) = codeIfShorter(content[...]) else {
+    guard let lengths = codeLengthsIfShorter(content[...]) else {
       writer.writeLengthPrefixedBytes(content)
       return
     }
     var coded = ByteWriter(capacity: content.count)
     coded.writeUInt8(marker)
     coded.writeVarUInt(content.count)
-    coded.writeBytes(table)
+    writeTable(lengths, to: &coded)
     let codes = canonicalCodes(lengths: lengths)
     // Codes are written most significant bit first; `buffer`'s low `filled` bits are
     // not yet written out.
@@ -56,48 +56,28 @@ enum ContentCoding {
   /// ``minimumCodedLength`` bytes, and a coded field shorter than they are); nil when
   /// they are written raw. Encoder and decoder both decide with it.
   static func codeLengthsIfShorter(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
-    codeIfShorter(bytes)?.lengths
-  }
-
-  /// ``codeLengthsIfShorter(_:)`` with the code table as written, which a decoder
-  /// compares with the one it read instead of writing it a second time.
-  private static func codeIfShorter(_ bytes: ArraySlice<UInt8>) -> (
-    lengths: [UInt8], table: [UInt8]
-  )? {
     guard bytes.count >= minimumCodedLength else { return nil }
     let frequencies = Self.frequencies(bytes)
     let lengths = codeLengths(frequencies: frequencies)
-    var table = ByteWriter()
-    writeTable(lengths, to: &table)
-    let size = codedSize(
-      count: bytes.count, frequencies: frequencies, lengths: lengths, tableSize: table.bytes.count)
-    return size < bytes.count ? (lengths, table.bytes) : nil
+    let size = codedSize(count: bytes.count, frequencies: frequencies, lengths: lengths)
+    return size < bytes.count ? lengths : nil
   }
 
   /// The size of the coded field's content (marker, length, code table, bits).
   static func codedSize(count: Int, frequencies: [Int], lengths: [UInt8]) -> Int {
-    var table = ByteWriter()
-    writeTable(lengths, to: &table)
-    return codedSize(
-      count: count, frequencies: frequencies, lengths: lengths, tableSize: table.bytes.count)
-  }
-
-  /// The size of the coded field's content, given the size of its code table.
-  static func codedSize(count: Int, frequencies: [Int], lengths: [UInt8], tableSize: Int) -> Int {
     var bits = 0
     for symbol in 0..<256 { bits += frequencies[symbol] * Int(lengths[symbol]) }
-    return 1 + varUIntSize(count) + tableSize + (bits + 7) / 8
+    return 1 + varUIntSize(count) + tableSize(lengths) + (bits + 7) / 8
   }
 
   /// Writes the code lengths of byte values `0 ..< s`, where `s - 1` is the last used
   /// one: `s`, then one nibble per used value and short runs of nibbles for unused ones
   /// (§8.3.1), so a table of 60 letters and signs takes about 40 bytes.
   static func writeTable(_ lengths: [UInt8], to writer: inout ByteWriter) {
-    let symbolCount = (lengths.lastIndex { $0 > 0 } ?? -1) + 1
-    writer.writeVarUInt(symbolCount)
+    writer.writeVarUInt(symbolCount(lengths))
     // Nibbles go out in pairs, high first; a lone last one is padded with zero.
     var high: UInt8?
-    func put(_ nibble: UInt8) {
+    forEachTableNibble(lengths) { nibble in
       if let first = high {
         writer.writeUInt8(first << 4 | nibble)
         high = nil
@@ -105,10 +85,30 @@ enum ContentCoding {
         high = nibble
       }
     }
+    if let first = high { writer.writeUInt8(first << 4) }
+  }
+
+  /// The bytes ``writeTable(_:to:)`` writes for `lengths`.
+  static func tableSize(_ lengths: [UInt8]) -> Int {
+    var nibbles = 0
+    forEachTableNibble(lengths) { _ in nibbles += 1 }
+    return varUIntSize(symbolCount(lengths)) + (nibbles + 1) / 2
+  }
+
+  /// One more than the largest used byte value.
+  private static func symbolCount(_ lengths: [UInt8]) -> Int {
+    (lengths.lastIndex { $0 > 0 } ?? -1) + 1
+  }
+
+  /// Calls `body` with each nibble of the table of `lengths`, in order: a used value's
+  /// length, or a gap of unused values as `longestSkip`-long skips and then one short or
+  /// long skip for the rest (the one way ``readTable(from:)`` accepts).
+  private static func forEachTableNibble(_ lengths: [UInt8], _ body: (UInt8) -> Void) {
+    let symbolCount = symbolCount(lengths)
     var symbol = 0
     while symbol < symbolCount {
       guard lengths[symbol] == 0 else {
-        put(lengths[symbol])
+        body(lengths[symbol])
         symbol += 1
         continue
       }
@@ -119,17 +119,16 @@ enum ContentCoding {
         let run = Swift.min(unused, longestSkip)
         if run > longestShortSkip {
           let extra = UInt8(run - longestShortSkip - 1)
-          put(longSkipToken)
-          put(extra >> 4)
-          put(extra & 0x0F)
+          body(longSkipToken)
+          body(extra >> 4)
+          body(extra & 0x0F)
         } else {
-          put(shortSkipToken)
-          put(UInt8(run - 1))
+          body(shortSkipToken)
+          body(UInt8(run - 1))
         }
         unused -= run
       }
     }
-    if let first = high { writer.writeUInt8(first << 4) }
   }
 
   /// Table tokens: a nibble 1...12 is the next value's code length; `0 k` skips k + 1
@@ -157,10 +156,10 @@ enum ContentCoding {
   /// - Throws: `invalidValue` for a code that is not canonical (lengths that are not
   ///   those of the content's byte frequencies, coded content that is not shorter than
   ///   its UTF-8 or shorter than ``minimumCodedLength``, raw content that the code would
-  ///   shorten), bits that decode to nothing, padding that is not zero, or a bit stream
-  ///   that does not end with the content; `countTooLarge` for a length the bits cannot
-  ///   hold; LEB128 errors and `truncated`. Memory stays within eight bytes per input
-  ///   byte.
+  ///   shorten, a table not written the one way), bits that decode to nothing, padding
+  ///   that is not zero, or a bit stream that does not end with the content;
+  ///   `countTooLarge` for a length the bits cannot hold; LEB128 errors and `truncated`.
+  ///   Memory stays within eight bytes per input byte.
   static func decode(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
     guard field.first == marker else {
       // Raw: refused if the coded form would have been chosen.
@@ -177,34 +176,48 @@ enum ContentCoding {
     let rawCount = try reader.readVarUInt()
     let tableStart = reader.offset
     let lengths = try readTable(from: &reader)
-    // Reader offsets count from the message; the field's indices from its storage.
-    let tableBytes = field[
-      (tableStart - offset + field.startIndex)..<(reader.offset - offset + field.startIndex)]
     let bitsStart = reader.offset
     let bits = try reader.readBytes(count: reader.remainingCount)
     // Every byte takes at least one bit: this bounds the output by the input.
     guard rawCount <= UInt64(bits.count) * 8 else {
       throw ConvergeDecodingError.countTooLarge(offset: countStart)
     }
-    let (table, width) = try decodingTable(lengths: lengths, offset: tableStart)
     let count = try ByteReader.checkedInt(rawCount, at: countStart)
     let content = try decodeBits(
-      bits, count: count, table: table, width: width, offset: bitsStart)
-    // The content must be coded (long enough, shorter coded), with the lengths its byte
-    // frequencies give, and the table written the one way.
-    guard let expected = codeIfShorter(content[...]), expected.lengths == lengths else {
+      bits, count: count, lengths: lengths, tableOffset: tableStart, offset: bitsStart)
+    // The content must be coded (long enough, and the field shorter than the UTF-8),
+    // with the lengths its byte frequencies give. The table was read the one way it is
+    // written, so equal lengths mean an equal table.
+    guard count >= minimumCodedLength, field.count < count,
+      equal(codeLengths(frequencies: frequencies(content[...])), lengths)
+    else {
       throw ConvergeDecodingError.invalidValue(
         offset: tableStart, reason: "coded text content that is not the canonical form")
-    }
-    guard expected.table.elementsEqual(tableBytes) else {
-      throw ConvergeDecodingError.invalidValue(
-        offset: tableStart, reason: "code table that is not written canonically")
     }
     return content[...]
   }
 
-  /// Reads a table written by ``writeTable(_:to:)``; the caller checks that it is the
-  /// canonical one.
+  /// Whether two tables of 256 code lengths are equal (compared eight at a time: the
+  /// element-wise `==` of the arrays was a twentieth of a library's load).
+  private static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == 256, b.count == 256 else { return a == b }
+    return a.withUnsafeBytes { a in
+      b.withUnsafeBytes { b in
+        var differ: UInt64 = 0
+        for offset in stride(from: 0, to: 256, by: 8) {
+          differ |=
+            a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            ^ b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        }
+        return differ == 0
+      }
+    }
+  }
+
+  /// Reads a table written by ``writeTable(_:to:)``, refusing any other way of writing
+  /// its lengths: a table that ends in a skip or a nonzero padding nibble, or a gap of
+  /// unused values split otherwise than ``forEachTableNibble(_:_:)`` splits it. The
+  /// caller checks the lengths themselves.
   private static func readTable(from reader: inout ByteReader) throws -> [UInt8] {
     let start = reader.offset
     let rawSymbolCount = try reader.readVarUInt()
@@ -224,7 +237,12 @@ enum ContentCoding {
       pending = byte & 0x0F
       return byte >> 4
     }
+    func notCanonical(_ reason: String) -> ConvergeDecodingError {
+      .invalidValue(offset: reader.offset, reason: reason)
+    }
     var symbol = 0
+    // The skip just read, if the last token was one.
+    var previousSkip: Int?
     while symbol < symbolCount {
       let token = try nextNibble()
       var skip = 0
@@ -234,57 +252,98 @@ enum ContentCoding {
       case 1...UInt8(maximumCodeLength):
         lengths[symbol] = token
         symbol += 1
+        previousSkip = nil
+        continue
       default:
-        throw ConvergeDecodingError.invalidValue(
-          offset: reader.offset, reason: "bad code table token")
+        throw notCanonical("bad code table token")
+      }
+      // Only a longest skip is followed by another skip (a gap is written as longest
+      // skips, then one for the rest).
+      if let previous = previousSkip, previous != longestSkip {
+        throw notCanonical("code table gap not written the one way")
       }
       guard skip <= symbolCount - symbol else {
-        throw ConvergeDecodingError.invalidValue(
-          offset: reader.offset, reason: "code table runs past its values")
+        throw notCanonical("code table runs past its values")
       }
       symbol += skip
+      previousSkip = skip
+    }
+    // The last value described is a used one, and a lone last nibble is padded with 0.
+    guard previousSkip == nil, pending ?? 0 == 0 else {
+      throw notCanonical("code table not written the one way")
     }
     return lengths
   }
 
-  /// For every prefix of `width` bits, the symbol whose code starts it and the code's
-  /// length (`symbol << 4 | length`); 0 where no code does. `width` is the longest code's
-  /// length: a short text's code rarely needs all 12 bits, and filling a 4,096-entry
-  /// table for it cost more than decoding it.
-  private static func decodingTable(lengths: [UInt8], offset: Int) throws -> (
-    table: [UInt16], width: Int
-  ) {
-    // Kraft's inequality: the codes must fit in the table.
-    var space = 0
-    for length in lengths where length > 0 {
-      guard Int(length) <= maximumCodeLength else {
-        throw ConvergeDecodingError.invalidValue(offset: offset, reason: "code longer than 12 bits")
-      }
-      space += 1 << (maximumCodeLength - Int(length))
-    }
-    guard space <= 1 << maximumCodeLength else {
-      throw ConvergeDecodingError.invalidValue(offset: offset, reason: "oversubscribed code")
-    }
-    let codes = canonicalCodes(lengths: lengths)
-    // At most 12 (checked above), at least 1 so that the table is never empty.
-    let width = Swift.min(Swift.max(Int(lengths.max() ?? 1), 1), maximumCodeLength)
-    var table = [UInt16](repeating: 0, count: 1 << width)
-    for symbol in 0..<256 where lengths[symbol] > 0 {
-      let shift = width - Int(lengths[symbol])
-      let first = Int(codes[symbol]) << shift
-      let entry = UInt16(symbol) << 4 | UInt16(lengths[symbol])
-      for index in first..<first + 1 << shift { table[index] = entry }
-    }
-    return (table, width)
-  }
+  /// The bits of the table below which a code is decoded with one lookup; longer codes
+  /// (rare values) are found by their canonical ranges. A short text's code rarely needs
+  /// all 12 bits, and filling a 4,096-entry table for it cost more than decoding it.
+  static let lookupBits = 9
 
+  /// Decodes `count` bytes from `bits` with the canonical code of `lengths`.
+  ///
+  /// Codes of at most ``lookupBits`` bits are decoded with one lookup in a table of the
+  /// first bits (`symbol << 4 | length`, 0 where a longer code or none starts). A longer
+  /// code is found by its length: the codes of one length are consecutive, from the
+  /// length's first code, in byte-value order.
   private static func decodeBits(
-    _ bits: ArraySlice<UInt8>, count: Int, table: [UInt16], width: Int, offset: Int
+    _ bits: ArraySlice<UInt8>, count: Int, lengths: [UInt8], tableOffset: Int, offset: Int
   ) throws -> [UInt8] {
-    let invalid = ConvergeDecodingError.invalidValue(
-      offset: offset, reason: "text content bits that do not decode")
-    return try bits.withUnsafeBufferPointer { input in
-      try table.withUnsafeBufferPointer { table in
+    let levels = maximumCodeLength + 1
+    // The scratch holds, per length, the count of codes, the first code, the index of its
+    // first value in `symbols` and the next free one; then the used values by (length,
+    // value); then the lookup table.
+    let (firstCodeStart, firstIndexStart, nextIndexStart) = (levels, 2 * levels, 3 * levels)
+    let symbolsStart = 4 * levels
+    let tableStart = symbolsStart + 256
+    let capacity = tableStart + 1 << lookupBits
+    return try withUnsafeTemporaryAllocation(of: Int.self, capacity: capacity) { scratch in
+      for index in 0..<levels { scratch[index] = 0 }
+      // Kraft's inequality: the codes must fit in the table.
+      var space = 0
+      var longest = 1
+      for length in lengths where length > 0 {
+        guard Int(length) <= maximumCodeLength else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: tableOffset, reason: "code longer than 12 bits")
+        }
+        space += 1 << (maximumCodeLength - Int(length))
+        scratch[Int(length)] += 1
+        longest = Swift.max(longest, Int(length))
+      }
+      guard space <= 1 << maximumCodeLength else {
+        throw ConvergeDecodingError.invalidValue(
+          offset: tableOffset, reason: "oversubscribed code")
+      }
+      var code = 0
+      var first = 0
+      for length in 1..<levels {
+        code = (code + scratch[length - 1]) << 1
+        scratch[firstCodeStart + length] = code
+        scratch[firstIndexStart + length] = first
+        scratch[nextIndexStart + length] = first
+        first += scratch[length]
+      }
+      // Codes fit in their lengths (Kraft), so every index below stays in the table.
+      let width = Swift.min(longest, lookupBits)
+      for index in tableStart..<tableStart + 1 << width { scratch[index] = 0 }
+      for symbol in 0..<256 where lengths[symbol] > 0 {
+        let length = Int(lengths[symbol])
+        let index = scratch[nextIndexStart + length]
+        scratch[nextIndexStart + length] = index + 1
+        scratch[symbolsStart + index] = symbol
+        guard length <= width else { continue }
+        let shift = width - length
+        let start =
+          (scratch[firstCodeStart + length] + index - scratch[firstIndexStart + length])
+          << shift
+        for entry in start..<start + 1 << shift {
+          scratch[tableStart + entry] = symbol << 4 | length
+        }
+      }
+      let invalid = ConvergeDecodingError.invalidValue(
+        offset: offset, reason: "text content bits that do not decode")
+      return try bits.withUnsafeBufferPointer { input in
         try [UInt8](unsafeUninitializedCapacity: count) { output, written in
           // The next bits to decode, most significant first; `available` of them are real.
           var buffer: UInt64 = 0
@@ -310,8 +369,20 @@ enum ContentCoding {
                 }
               }
             }
-            let entry = table[Int(buffer >> UInt64(64 - width))]
-            let length = Int(entry & 0x0F)
+            var entry = scratch[tableStart + Int(buffer >> UInt64(64 - width))]
+            if entry == 0 {
+              // A code longer than the table, or none: try each longer length.
+              for length in width + 1..<longest + 1 {
+                let rank = Int(buffer >> UInt64(64 - length)) - scratch[firstCodeStart + length]
+                if rank >= 0, rank < scratch[length] {
+                  entry =
+                    scratch[symbolsStart + scratch[firstIndexStart + length] + rank] << 4
+                    | length
+                  break
+                }
+              }
+            }
+            let length = entry & 0x0F
             guard length > 0, length <= available else { throw invalid }
             output[written] = UInt8(truncatingIfNeeded: entry >> 4)
             written += 1
