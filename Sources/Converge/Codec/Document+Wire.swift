@@ -89,8 +89,7 @@ extension EntityKey {
 
 extension Presence {
   func collectReplicas(into builder: inout ReplicaTable.Builder) {
-    builder.insert(contentsOf: added.replicas)
-    builder.insert(contentsOf: removed.replicas)
+    forEachLatest { replica, _ in builder.insert(replica) }
   }
 
   /// Writes `added`, then `removed`, as version vectors.
@@ -100,8 +99,28 @@ extension Presence {
   }
 
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
-    let added = try VersionVector(from: &reader, replicas: &table)
-    self.init(added: added, removed: try VersionVector(from: &reader, replicas: &table))
+    // Most presences are one add: read without building a vector for it.
+    var entries: [(replica: ReplicaID, value: UInt64)] = []
+    var only: Dot?
+    try VersionVector.readEntries(from: &reader, replicas: &table) { count in
+      if count > 1 { entries.reserveCapacity(count) }
+    } entry: { replica, counter in
+      if only == nil, entries.isEmpty {
+        only = Dot(replica: replica, counter: counter)
+      } else {
+        if let first = only { entries.append((first.replica, first.counter)) }
+        only = nil
+        entries.append((replica, counter))
+      }
+    }
+    let removed = try VersionVector(from: &reader, replicas: &table)
+    if removed.isEmpty, entries.isEmpty {
+      self.init()
+      if let only { mergeAdd(only) }
+    } else {
+      if let only { entries.append((only.replica, only.counter)) }
+      self.init(added: VersionVector(sortedEntries: entries), removed: removed)
+    }
   }
 }
 
@@ -200,7 +219,7 @@ enum FieldWire {
       throw ConvergeDecodingError.invalidValue(
         offset: offset, reason: "register write that is not in the message's context")
     }
-    guard dot.counter <= presence.added[dot.replica] else {
+    guard dot.counter <= presence.addedCounter(of: dot.replica) else {
       throw ConvergeDecodingError.invalidValue(
         offset: offset, reason: "register write newer than its entity's version")
     }
@@ -231,7 +250,7 @@ enum FieldWire {
       readValue: { reader, element, start in
         let presence = try Presence(from: &reader, replicas: &table)
         // Every element a replica holds, or a delta carries, was added somewhere.
-        guard !presence.added.isEmpty else {
+        guard presence.hasAdds else {
           throw ConvergeDecodingError.invalidValue(
             offset: start, reason: "set element never added")
         }

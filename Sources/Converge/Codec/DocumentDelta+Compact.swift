@@ -58,7 +58,7 @@ extension DocumentDelta {
       var fieldIterator = entity.fields.makeIterator()
       guard let (onlyField, fieldDelta) = fieldIterator.next(),
         case .text(let textRuns) = fieldDelta,
-        entity.presence.removed.isEmpty, let onlyAdded = entity.presence.added.onlyEntry
+        let onlyAdded = entity.presence.onlyAdd
       else { return nil }
       (key, field, runs, added) = (onlyKey, onlyField, textRuns, onlyAdded)
     }

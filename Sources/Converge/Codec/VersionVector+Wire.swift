@@ -19,23 +19,36 @@ extension VersionVector {
   ///   `invalidValue` for indexes out of order or a zero counter.
   @usableFromInline
   package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
-    // An entry is at least one index byte and one counter byte.
-    let count = try reader.readCount(minimumBytesPerElement: 2)
-    // Indexes strictly increase, and the table's replicas do: the entries come sorted.
     var entries: [(replica: ReplicaID, value: UInt64)] = []
-    entries.reserveCapacity(count)
+    try Self.readEntries(from: &reader, replicas: &table) { count in
+      entries.reserveCapacity(count)
+    } entry: { replica, counter in
+      entries.append((replica, counter))
+    }
+    self.init(sortedEntries: entries)
+  }
+
+  /// Reads a vector written by ``write(to:replicas:)`` without building it: `count` gets
+  /// the number of entries, then `entry` each entry in replica order.
+  static func readEntries(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    count: (Int) -> Void, entry: (ReplicaID, UInt64) -> Void
+  ) throws {
+    // An entry is at least one index byte and one counter byte.
+    let entries = try reader.readCount(minimumBytesPerElement: 2)
+    count(entries)
+    // Indexes strictly increase, and the table's replicas do: the entries come sorted.
     var previous: Int?
-    for _ in 0..<count {
+    for _ in 0..<entries {
       let (index, replica) = try table.readReplica(from: &reader, after: previous)
       let start = reader.offset
       let counter = try reader.readVarUInt()
       guard counter > 0 else {
         throw ConvergeDecodingError.invalidValue(offset: start, reason: "zero counter")
       }
-      entries.append((replica, counter))
+      entry(replica, counter)
       previous = index
     }
-    self.init(sortedEntries: entries)
   }
 
   /// The vector as a standalone ``MessageKind/versionVector`` message: a replica table

@@ -52,7 +52,7 @@ struct EventIndex: Sendable {
   init(_ entities: [EntityKey: EntityRecord]) {
     var entries: [ReplicaID: [(counter: UInt64, key: EntityKey)]] = [:]
     for (key, record) in entities {
-      Self.forEachEntry(of: record.presence) { replica, counter in
+      record.presence.forEachLatest { replica, counter in
         entries[replica, default: []].append((counter, key))
       }
     }
@@ -63,17 +63,6 @@ struct EventIndex: Sendable {
     }
   }
 
-  /// Calls `body` with each replica of `presence` and its entry: the larger of `added`
-  /// and `removed`.
-  static func forEachEntry(of presence: Presence, _ body: (ReplicaID, UInt64) -> Void) {
-    presence.added.forEachEntry { replica, counter in
-      body(replica, Swift.max(counter, presence.removed[replica]))
-    }
-    presence.removed.forEachEntry { replica, counter in
-      if presence.added[replica] == 0 { body(replica, counter) }
-    }
-  }
-
   /// Notes that `key`'s presence now has `counter` for `replica`.
   mutating func note(_ key: EntityKey, replica: ReplicaID, counter: UInt64) {
     entryCount += logs[replica, default: Log()].note(key, counter: counter)
@@ -81,7 +70,7 @@ struct EventIndex: Sendable {
 
   /// Notes every entry of `presence` for `key`.
   mutating func note(_ key: EntityKey, presence: Presence) {
-    Self.forEachEntry(of: presence) { replica, counter in
+    presence.forEachLatest { replica, counter in
       note(key, replica: replica, counter: counter)
     }
   }
@@ -119,7 +108,7 @@ struct EventIndex: Sendable {
       }
     }
     for (key, record) in entities {
-      Self.forEachEntry(of: record.presence) { replica, counter in
+      record.presence.forEachLatest { replica, counter in
         precondition(
           (highest[replica]?[key] ?? 0) >= counter,
           "\(key): the event index lacks \(replica):\(counter)")

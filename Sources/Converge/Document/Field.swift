@@ -113,20 +113,106 @@ extension FieldContent where Text == RGADelta {
 /// So every change, including a removal, is an event that ``Document/delta(since:)`` can
 /// name exactly, instead of re-sending every removal ever made.
 ///
+/// Most presences are one add and nothing else (an entity or a tag one device made), so
+/// that case is held inline: the replica and counter of the add. Any other presence keeps
+/// both vectors behind one reference. Inline exactly when `removed` is empty and `added`
+/// has at most one entry, so equal presences have equal forms. A tag cost two 64-byte
+/// heap blocks for its vectors' arrays before, an entity one.
+///
 /// - Complexity: O(r) for r replicas that touched the element.
 struct Presence: Sendable, Equatable {
-  var added = VersionVector()
-  var removed = VersionVector()
+  /// Both vectors, when the presence is not a single add.
+  private var vectors: Vectors?
+  /// Without `vectors`: the only add's replica and counter (counter 0, replica 0: none).
+  private var onlyReplica = ReplicaID(rawValue: 0)
+  private var onlyCounter: UInt64 = 0
+
+  /// The two vectors of a general presence, changed in place only through a reference
+  /// known to be unique (`@unchecked Sendable`, like ``TextStorage``).
+  private final class Vectors: @unchecked Sendable {
+    var added: VersionVector
+    var removed: VersionVector
+
+    init(added: VersionVector, removed: VersionVector) {
+      self.added = added
+      self.removed = removed
+    }
+  }
+
+  /// No add, no remove.
+  init() {}
+
+  init(added: VersionVector, removed: VersionVector = VersionVector()) {
+    if removed.isEmpty, added.count <= 1 {
+      if let (replica, counter) = added.onlyEntry {
+        onlyReplica = replica
+        onlyCounter = counter
+      }
+    } else {
+      vectors = Vectors(added: added, removed: removed)
+    }
+  }
+
+  /// Each replica's latest add (for an entity: its latest event of any kind).
+  var added: VersionVector {
+    get {
+      if let vectors { return vectors.added }
+      return VersionVector(replica: onlyReplica, counter: onlyCounter)
+    }
+    set { self = Presence(added: newValue, removed: removed) }
+  }
+
+  /// What the latest removes had observed of each replica.
+  var removed: VersionVector {
+    get { vectors?.removed ?? VersionVector() }
+    set { self = Presence(added: added, removed: newValue) }
+  }
+
+  /// The counter of `replica`'s latest add (0 if none).
+  func addedCounter(of replica: ReplicaID) -> UInt64 {
+    if let vectors { return vectors.added[replica] }
+    return replica == onlyReplica ? onlyCounter : 0
+  }
+
+  /// Whether some replica added it (a set element that was never added is no element).
+  var hasAdds: Bool { vectors.map { !$0.added.isEmpty } ?? (onlyCounter > 0) }
+
+  /// The add, when the presence is one add and no remove.
+  var onlyAdd: (replica: ReplicaID, counter: UInt64)? {
+    vectors == nil && onlyCounter > 0 ? (onlyReplica, onlyCounter) : nil
+  }
 
   var isPresent: Bool {
+    guard let vectors else { return onlyCounter > 0 }
     // Entries are never zero, so without removes any add is present.
-    if removed.isEmpty { return !added.isEmpty }
-    return added.containsEntry { replica, counter in counter > removed[replica] }
+    if vectors.removed.isEmpty { return !vectors.added.isEmpty }
+    return vectors.added.containsEntry { replica, counter in counter > vectors.removed[replica] }
+  }
+
+  /// The general form's vectors, unique to this presence, for changing in place.
+  private mutating func uniqueVectors() -> Vectors {
+    if let vectors, isKnownUniquelyReferenced(&self.vectors) { return vectors }
+    let unique = Vectors(added: added, removed: removed)
+    vectors = unique
+    onlyReplica = ReplicaID(rawValue: 0)
+    onlyCounter = 0
+    return unique
   }
 
   mutating func merge(_ other: Presence) {
-    added.merge(other.added)
-    removed.merge(other.removed)
+    guard let theirs = other.vectors else {
+      if other.onlyCounter > 0 {
+        mergeAdd(Dot(replica: other.onlyReplica, counter: other.onlyCounter))
+      }
+      return
+    }
+    if vectors == nil, onlyCounter == 0 {
+      self = other
+      return
+    }
+    let mine = uniqueVectors()
+    mine.added.merge(theirs.added)
+    mine.removed.merge(theirs.removed)
   }
 
   func merging(_ other: Presence) -> Presence {
@@ -138,7 +224,33 @@ struct Presence: Sendable, Equatable {
   /// Joins the local add `dot`: the same as merging ``add(_:)`` of it, without building
   /// a one-entry vector.
   mutating func mergeAdd(_ dot: Dot) {
-    added.advance(to: dot)
+    if vectors == nil {
+      if onlyCounter == 0 {
+        onlyReplica = dot.replica
+        onlyCounter = dot.counter
+        return
+      }
+      if dot.replica == onlyReplica {
+        onlyCounter = Swift.max(onlyCounter, dot.counter)
+        return
+      }
+    }
+    uniqueVectors().added.advance(to: dot)
+  }
+
+  /// Calls `body` with each replica of the presence and its entry: the larger of its
+  /// `added` and `removed` counters.
+  func forEachLatest(_ body: (ReplicaID, UInt64) -> Void) {
+    guard let vectors else {
+      if onlyCounter > 0 { body(onlyReplica, onlyCounter) }
+      return
+    }
+    vectors.added.forEachEntry { replica, counter in
+      body(replica, Swift.max(counter, vectors.removed[replica]))
+    }
+    vectors.removed.forEachEntry { replica, counter in
+      if vectors.added[replica] == 0 { body(replica, counter) }
+    }
   }
 
   /// Whether a peer whose gap-free prefix of events is `prefix` may lack an event folded
@@ -151,12 +263,15 @@ struct Presence: Sendable, Equatable {
   /// ever. Every event folded in has a dot at or below its replica's entry, so a peer
   /// whose prefix covers every entry has them all.
   func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
-    !prefix.dominates(added) || !prefix.dominates(removed)
+    guard let vectors else { return prefix[onlyReplica] < onlyCounter }
+    return !prefix.dominates(vectors.added) || !prefix.dominates(vectors.removed)
   }
 
   /// The presence after a local add with `dot`.
   static func add(_ dot: Dot) -> Presence {
-    Presence(added: VersionVector(replica: dot.replica, counter: dot.counter))
+    var presence = Presence()
+    presence.mergeAdd(dot)
+    return presence
   }
 
   /// The presence after a local remove with `dot` that observed `observed`.
@@ -165,5 +280,13 @@ struct Presence: Sendable, Equatable {
     removed.advance(to: dot)
     return Presence(
       added: VersionVector(replica: dot.replica, counter: dot.counter), removed: removed)
+  }
+
+  static func == (lhs: Presence, rhs: Presence) -> Bool {
+    switch (lhs.vectors, rhs.vectors) {
+    case (nil, nil): lhs.onlyReplica == rhs.onlyReplica && lhs.onlyCounter == rhs.onlyCounter
+    case (let a?, let b?): a === b || (a.added == b.added && a.removed == b.removed)
+    default: false
+    }
   }
 }
