@@ -6,6 +6,12 @@ import ConvergeTestSupport
 let richAlphabet: [Unicode.Scalar] = Array(
   "ab é\u{301}😀👩\u{200D}👧中文\n".unicodeScalars)
 let asciiAlphabet: [Unicode.Scalar] = Array("abcdefgh ".unicodeScalars)
+/// Scalars of one UTF-8 width each (three bytes; four bytes), whose runs locate an offset
+/// without counting, and two widths (two and four bytes) that average three bytes a
+/// scalar like the first, which must still be counted.
+let threeByteAlphabet: [Unicode.Scalar] = Array("中文字\u{E000}".unicodeScalars)
+let fourByteAlphabet: [Unicode.Scalar] = Array("😀🌱👩".unicodeScalars)
+let twoAndFourByteAlphabet: [Unicode.Scalar] = Array("éñ😀🌱".unicodeScalars)
 
 func randomScalars<G: RandomNumberGenerator>(
   _ alphabet: [Unicode.Scalar], maxLength: Int, using random: inout G

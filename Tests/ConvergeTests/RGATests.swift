@@ -29,7 +29,10 @@ import Testing
     #expect(overflow.isEmpty && rga.string == "ab")
   }
 
-  @Test(arguments: [("ascii", asciiAlphabet), ("rich", richAlphabet)])
+  @Test(arguments: [
+    ("ascii", asciiAlphabet), ("rich", richAlphabet), ("three bytes", threeByteAlphabet),
+    ("four bytes", fourByteAlphabet), ("two and four bytes", twoAndFourByteAlphabet),
+  ])
   func randomEditsMatchAnArrayOracle(name: String, alphabet: [Unicode.Scalar]) {
     let start = baseSeed(0x5EED_0001)
     for offset in 0..<UInt64(fuzzIterations(60)) {
@@ -54,6 +57,11 @@ import Testing
       }
       let utf16 = oracle.reduce(0) { $0 + ($1.value > 0xFFFF ? 2 : 1) }
       #expect(peer.rga.utf16Count == utf16, "seed \(seed)")
+      let string = String(String.UnicodeScalarView(oracle))
+      #expect(peer.rga.string == string, "seed \(seed)")
+      let half = oracle.count / 2
+      #expect(
+        peer.rga.prefix(half) == String(String.UnicodeScalarView(oracle[..<half])), "seed \(seed)")
       var expected = 0
       for (position, scalar) in oracle.enumerated() {
         #expect(peer.rga.utf16Offset(ofScalarOffset: position) == expected, "seed \(seed)")

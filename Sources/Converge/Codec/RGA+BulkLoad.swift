@@ -103,6 +103,8 @@ private struct StateLoader {
     var length: Int
     /// Where its scalars start in `scalars`; -1 for a tombstone (no content).
     var contentStart: Int
+    /// Where its UTF-8 starts in `bytes` (for a visible piece).
+    var byteStart = 0
   }
 
   /// A run hanging under an item: `parent` is the run index plus one (0 is the head).
@@ -138,8 +140,10 @@ private struct StateLoader {
 
   let headers: [TextWire.RunHeader]
   let scalars: [Unicode.Scalar]
-  /// Whether a scalar of the content takes two UTF-16 code units.
-  let hasSupplementary: Bool
+  /// The content's UTF-8, as read.
+  let bytes: ArraySlice<UInt8>
+  /// Whether every scalar of the content is ASCII: then a run's scalars are its bytes.
+  var isASCII: Bool { bytes.count == scalars.count }
   /// Per replica, the deleted counters: sorted, disjoint, not touching.
   let targets: ReplicaMap<[Range<UInt64>]>
   /// The segments of run `h` are `segments[segmentStart[h]..<segmentStart[h + 1]]`.
@@ -154,11 +158,15 @@ private struct StateLoader {
 
   // The walk's output.
   var leaves: [RGA.Leaf] = []
-  /// The scalars the placed runs hold, in the order the walk places them (one range for
-  /// runs that continue one another), which is the order of the text's UTF-16 content;
-  /// and the code units they take.
+  /// The UTF-8 of the scalars the placed runs hold, ranges of `bytes` from its start, in
+  /// the order the walk places them (one range for runs that continue one another), which
+  /// is the order of the text's content; and the bytes they take.
   var contentRanges: [Range<Int>] = []
-  var contentUnits = 0
+  var contentBytes = 0
+  /// Where the last walk through a segment's UTF-8 ended (its segment, scalar offset in
+  /// it and byte): a run's parts are placed in order, so each walk starts from there
+  /// instead of from the segment's start.
+  var walked = (segment: -1, scalar: 0, byte: 0)
   var placements: [Placement] = []
   var visited: [Bool] = []
   /// The leaf being filled, and the run whose items end it (-1: none).
@@ -170,7 +178,8 @@ private struct StateLoader {
     content: (bytes: ArraySlice<UInt8>, offset: Int)
   ) throws {
     self.headers = headers
-    (scalars, hasSupplementary) = try TextWire.decodeScalars(content.bytes, offset: content.offset)
+    bytes = content.bytes
+    scalars = try TextWire.decodeScalars(content.bytes, offset: content.offset).scalars
     targets = Self.targetRanges(deletes)
     try cutSegments(contentOffset: content.offset)
     attachRuns()
@@ -264,6 +273,7 @@ private struct StateLoader {
     segmentStart.reserveCapacity(headers.count + 1)
     segments.reserveCapacity(headers.count)
     var contentCursor = 0
+    var byteCursor = 0
     var replica: ReplicaID?
     var list: [Range<UInt64>] = []
     var position = 0
@@ -293,8 +303,11 @@ private struct StateLoader {
           let length = Int(visibleEnd - cursor)
           guard length <= scalars.count - contentCursor else { throw mismatch }
           segments.append(
-            Segment(offset: Int(cursor - lower), length: length, contentStart: contentCursor))
+            Segment(
+              offset: Int(cursor - lower), length: length, contentStart: contentCursor,
+              byteStart: byteCursor))
           contentCursor += length
+          byteCursor = isASCII ? contentCursor : utf8Counts(from: byteCursor, scalars: length).end
           cursor = visibleEnd
         }
         guard cursor < upper else { break }
@@ -461,22 +474,30 @@ private struct StateLoader {
         origin: cursor == 0
           ? header.origin : Dot(replica: header.id.replica, counter: counter - 1),
         rightOrigin: header.rightOrigin, hasContent: false, deleted: deleted, contentStart: 0,
-        length: length, utf16: length)
+        length: length, utf16: length, utf8: length)
       if !deleted {
         // The text's content is written in document order, as the runs are placed.
         run.hasContent = true
-        run.contentStart = contentUnits
-        let first = piece.contentStart + (cursor - piece.offset)
-        if hasSupplementary {
-          for scalar in scalars[first..<first + length] where scalar.value > 0xFFFF {
-            run.utf16 += 1
+        run.contentStart = contentBytes
+        var first = piece.contentStart + (cursor - piece.offset)
+        if !isASCII {
+          // The piece's bytes, walked to this run's scalars.
+          let offset = cursor - piece.offset
+          var from = (scalar: 0, byte: piece.byteStart)
+          if walked.segment == segment, walked.scalar <= offset {
+            from = (walked.scalar, walked.byte)
           }
+          first = utf8Counts(from: from.byte, scalars: offset - from.scalar).end
+          let (end, supplementary) = utf8Counts(from: first, scalars: length)
+          run.utf8 = end - first
+          run.utf16 += supplementary
+          walked = (segment, offset + length, end)
         }
-        contentUnits += run.utf16
+        contentBytes += run.utf8
         if let last = contentRanges.last, last.upperBound == first {
-          contentRanges[contentRanges.count - 1] = last.lowerBound..<first + length
+          contentRanges[contentRanges.count - 1] = last.lowerBound..<first + run.utf8
         } else {
-          contentRanges.append(first..<first + length)
+          contentRanges.append(first..<first + run.utf8)
         }
       }
       place(run, header: index)
@@ -491,10 +512,11 @@ private struct StateLoader {
     let upper = run.counter + UInt64(run.length)
     if lastHeader == header, let last = filling.runs.last, last.deleted == run.deleted,
       last.counter + UInt64(last.length) == run.counter,
-      run.deleted || last.contentStart + last.utf16 == run.contentStart
+      run.deleted || last.contentStart + last.utf8 == run.contentStart
     {
       filling.runs[filling.runs.count - 1].length += run.length
       filling.runs[filling.runs.count - 1].utf16 += run.utf16
+      filling.runs[filling.runs.count - 1].utf8 += run.utf8
       filling.visible += run.visibleLength
       filling.utf16 += run.visibleUTF16
       placements[placements.count - 1].upper = upper
@@ -549,22 +571,32 @@ private struct StateLoader {
     }
   }
 
-  /// The placed runs' scalars as UTF-16, written in one pass: encoded run by run into a
-  /// growing array, the loader spent more on the array's checks than on the runs.
-  func contentInPlacementOrder() -> [UInt16] {
-    scalars.withUnsafeBufferPointer { scalars in
-      [UInt16](unsafeUninitializedCapacity: contentUnits) { units, written in
-        for range in contentRanges {
-          for scalar in scalars[range] {
-            RGA.encode(scalar) { unit in
-              // Always below the capacity: the walk counted these units.
-              guard written < units.count else { return }
-              units.initializeElement(at: written, to: unit)
-              written += 1
-            }
-          }
-        }
+  /// The placed runs' UTF-8, copied range by range from the input in one pass.
+  func contentInPlacementOrder() -> [UInt8] {
+    var content: [UInt8] = []
+    content.reserveCapacity(contentBytes)
+    for range in contentRanges {
+      content.append(
+        contentsOf: bytes[bytes.startIndex + range.lowerBound..<bytes.startIndex + range.upperBound]
+      )
+    }
+    return content
+  }
+
+  /// Where the UTF-8 of `scalars` scalars from byte `start` of `bytes` ends, and how many
+  /// of them are supplementary (four bytes, two UTF-16 code units). `bytes` is valid
+  /// UTF-8 (it was decoded) holding them.
+  func utf8Counts(from start: Int, scalars: Int) -> (end: Int, supplementary: Int) {
+    bytes.withUnsafeBufferPointer { bytes in
+      var position = start
+      var supplementary = 0
+      for _ in 0..<scalars {
+        guard position < bytes.count else { break }
+        let width = RGA.utf8Width(lead: bytes[position])
+        position &+= width
+        if width == 4 { supplementary &+= 1 }
       }
+      return (position, supplementary)
     }
   }
 

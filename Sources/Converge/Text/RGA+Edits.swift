@@ -16,10 +16,10 @@ extension RGA {
     guard length > 0, let lamport = nextLamport(for: length),
       isFresh(firstDot, length: length)
     else { return RGADelta() }
-    let (start, utf16) = appendContent(scalars)
+    let (start, utf16, utf8) = appendContent(scalars)
     let origins = insertLocally(
       firstDot: firstDot, lamport: lamport, contentStart: start, length: length, utf16: utf16,
-      at: position)
+      utf8: utf8, at: position)
     // One run with content is already in normal form: no sorting or joining to do.
     var delta = RGADelta()
     delta.inserts = [
@@ -65,7 +65,7 @@ extension RGA {
   /// where the run goes, so no concurrent sibling has to be skipped.
   @discardableResult
   mutating func insertLocally(
-    firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, utf16: Int,
+    firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, utf16: Int, utf8: Int,
     at position: Int
   ) -> (left: Dot?, right: Dot?) {
     let target = Swift.min(Swift.max(position, 0), count)
@@ -84,7 +84,7 @@ extension RGA {
     }
     let rightOrigin = placeLocalRun(
       firstDot: firstDot, lamport: lamport, contentStart: contentStart, length: length,
-      utf16: utf16, origin: origin, leaf: leaf, slot: slot)
+      utf16: utf16, utf8: utf8, origin: origin, leaf: leaf, slot: slot)
     return (origin, rightOrigin)
   }
 
@@ -92,14 +92,14 @@ extension RGA {
   /// after its origin `origin`; returns its right origin, the item that follows it.
   @inline(__always)
   mutating func placeLocalRun(
-    firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, utf16: Int, origin: Dot?,
-    leaf: Int, slot: Int
+    firstDot: Dot, lamport: UInt64, contentStart: Int, length: Int, utf16: Int, utf8: Int,
+    origin: Dot?, leaf: Int, slot: Int
   ) -> Dot? {
     let rightOrigin = firstItem(from: leaf, slot: slot)
     let run = Run(
       replica: firstDot.replica, counter: firstDot.counter, lamport: lamport, origin: origin,
       rightOrigin: rightOrigin, deleted: false, contentStart: contentStart, length: length,
-      utf16: utf16)
+      utf16: utf16, utf8: utf8)
     insertRun(run, leaf: leaf, at: slot)
     maxLamport = lamport + UInt64(length - 1)
     checkInvariantsIfEnabled()

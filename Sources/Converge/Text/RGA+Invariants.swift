@@ -116,20 +116,25 @@ extension RGA: Equatable {
       for run in leaf.runs {
         precondition(run.length > 0, "empty run")
         if run.hasContent {
-          precondition(run.contentStart >= 0 && run.contentStart + run.utf16 <= content.count)
-          var units = content[run.contentStart..<run.contentStart + run.utf16].makeIterator()
-          var decoder = UTF16()
-          var scalars = 0
+          precondition(run.contentStart >= 0 && run.contentStart + run.utf8 <= content.count)
+          var bytes = content[run.contentStart..<run.contentStart + run.utf8].makeIterator()
+          var decoder = UTF8()
+          var (scalars, units) = (0, 0)
           decoding: while true {
-            switch decoder.decode(&units) {
-            case .scalarValue: scalars += 1
+            switch decoder.decode(&bytes) {
+            case .scalarValue(let scalar):
+              scalars += 1
+              units += UTF16.width(scalar)
             case .emptyInput: break decoding
-            case .error: preconditionFailure("a run's content is not UTF-16")
+            case .error: preconditionFailure("a run's content is not UTF-8")
             }
           }
-          precondition(scalars == run.length, "UTF-16 count of a run")
+          precondition(scalars == run.length, "scalar count of a run's UTF-8")
+          precondition(units == run.utf16, "UTF-16 count of a run")
         } else {
-          precondition(run.deleted && run.utf16 == run.length, "a run without content")
+          precondition(
+            run.deleted && run.utf16 == run.length && run.utf8 == run.length,
+            "a run without content")
         }
         precondition(
           leaves.count == 1

@@ -90,10 +90,10 @@ extension RGA {
       leaf = found.leaf
       slot = found.run + 1
     }
-    let (start, utf16) = appendContent(scalars)
+    let (start, utf16, utf8) = appendContent(scalars)
     let rightOrigin = placeLocalRun(
       firstDot: firstDot, lamport: lamport, contentStart: start, length: length, utf16: utf16,
-      origin: item, leaf: leaf, slot: slot)
+      utf8: utf8, origin: item, leaf: leaf, slot: slot)
     var delta = RGADelta()
     delta.inserts = [
       RGADelta.Insert(

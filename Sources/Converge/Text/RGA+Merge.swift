@@ -421,7 +421,7 @@ extension RGA {
       let run = Run(
         replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
         origin: insert.origin, rightOrigin: insert.rightOrigin, hasContent: false,
-        deleted: true, contentStart: 0, length: length, utf16: length)
+        deleted: true, contentStart: 0, length: length, utf16: length, utf8: length)
       insertRun(run, leaf: leaf, at: slot)
     } else {
       var (scalarOffset, utf16Offset) = (0, 0)
@@ -435,11 +435,11 @@ extension RGA {
       } else {
         (scalarOffset, utf16Offset) = visibleOffsets(leaf: leaf, run: slot)
       }
-      let (start, utf16) = appendContent(insert.content)
+      let (start, utf16, utf8) = appendContent(insert.content)
       let run = Run(
         replica: insert.id.replica, counter: insert.id.counter, lamport: insert.lamport,
         origin: insert.origin, rightOrigin: insert.rightOrigin, deleted: false,
-        contentStart: start, length: length, utf16: utf16)
+        contentStart: start, length: length, utf16: utf16, utf8: utf8)
       insertRun(run, leaf: leaf, at: slot)
       changes.append(
         TextChange(

@@ -139,75 +139,138 @@ extension RGA {
 
   // MARK: Content
 
-  /// Appends `scalars` to `content` as UTF-16; returns where their code units start and
-  /// how many there are.
+  /// Appends `scalars` to `content` as UTF-8; returns where their bytes start, and how
+  /// many UTF-16 code units and UTF-8 bytes they take.
   @inline(__always)
   mutating func appendContent<C: Collection<Unicode.Scalar>>(_ scalars: C) -> (
-    start: Int, utf16: Int
+    start: Int, utf16: Int, utf8: Int
   ) {
     let start = content.count
-    return (start, Self.appendUTF16(of: scalars, to: &content))
+    let utf16 = Self.appendUTF8(of: scalars, to: &content)
+    return (start, utf16, content.count - start)
   }
 
-  /// Appends the UTF-16 code units of `scalars` to `buffer`; returns how many there are.
+  /// Appends the UTF-8 of `scalars` to `buffer`; returns how many UTF-16 code units they
+  /// take.
   @inline(__always)
-  static func appendUTF16<C: Collection<Unicode.Scalar>>(
-    of scalars: C, to buffer: inout [UInt16]
+  static func appendUTF8<C: Collection<Unicode.Scalar>>(
+    of scalars: C, to buffer: inout [UInt8]
   ) -> Int {
-    let start = buffer.count
+    var utf16 = 0
     guard scalars.count > 16 else {
-      // A keystroke or a word: appended unit by unit, the array growing as it does.
-      for scalar in scalars { Self.encode(scalar) { buffer.append($0) } }
-      return buffer.count - start
+      // A keystroke or a word: appended byte by byte, the array growing as it does.
+      for scalar in scalars {
+        utf16 &+= scalar.value > 0xFFFF ? 2 : 1
+        guard scalar.isASCII else {
+          UTF8.encode(scalar) { buffer.append($0) }
+          continue
+        }
+        buffer.append(UInt8(truncatingIfNeeded: scalar.value))
+      }
+      return utf16
     }
-    // A body or a paste: counted, zeroed, then written through one pointer. Appending unit
-    // by unit checked the buffer's uniqueness at every unit, twice the cost of the rest of
+    // A body or a paste: counted, zeroed, then written through one pointer. Appending byte
+    // by byte checked the buffer's uniqueness at every byte, twice the cost of the rest of
     // inserting a note's body. At least doubled, so that pastes still grow the buffer
     // geometrically.
-    var units = scalars.count
-    for scalar in scalars where scalar.value > 0xFFFF { units &+= 1 }
-    if buffer.capacity < start + units {
-      buffer.reserveCapacity(Swift.max(start + units, 2 * buffer.capacity))
+    let start = buffer.count
+    var bytes = 0
+    for scalar in scalars {
+      let value = scalar.value
+      bytes &+= value < 0x80 ? 1 : value < 0x800 ? 2 : value < 0x1_0000 ? 3 : 4
+      utf16 &+= value > 0xFFFF ? 2 : 1
     }
-    buffer.append(contentsOf: repeatElement(0, count: units))
+    if buffer.capacity < start + bytes {
+      buffer.reserveCapacity(Swift.max(start + bytes, 2 * buffer.capacity))
+    }
+    buffer.append(contentsOf: repeatElement(0, count: bytes))
     buffer.withUnsafeMutableBufferPointer { buffer in
+      // Written by hand: the standard library's encoder, through a closure, was a tenth
+      // of creating a note. The count above sized the buffer for these bytes.
       var position = start
       for scalar in scalars {
-        Self.encode(scalar) { unit in
-          buffer[position] = unit
+        let value = scalar.value
+        if value < 0x80 {
+          buffer[position] = UInt8(truncatingIfNeeded: value)
           position &+= 1
+        } else if value < 0x800 {
+          buffer[position] = UInt8(truncatingIfNeeded: 0xC0 | value >> 6)
+          buffer[position &+ 1] = UInt8(truncatingIfNeeded: 0x80 | value & 0x3F)
+          position &+= 2
+        } else if value < 0x1_0000 {
+          buffer[position] = UInt8(truncatingIfNeeded: 0xE0 | value >> 12)
+          buffer[position &+ 1] = UInt8(truncatingIfNeeded: 0x80 | value >> 6 & 0x3F)
+          buffer[position &+ 2] = UInt8(truncatingIfNeeded: 0x80 | value & 0x3F)
+          position &+= 3
+        } else {
+          buffer[position] = UInt8(truncatingIfNeeded: 0xF0 | value >> 18)
+          buffer[position &+ 1] = UInt8(truncatingIfNeeded: 0x80 | value >> 12 & 0x3F)
+          buffer[position &+ 2] = UInt8(truncatingIfNeeded: 0x80 | value >> 6 & 0x3F)
+          buffer[position &+ 3] = UInt8(truncatingIfNeeded: 0x80 | value & 0x3F)
+          position &+= 4
         }
       }
     }
-    return units
+    return utf16
   }
 
-  /// Calls `body` with the UTF-16 code units of `scalar`: the standard library's encoder,
-  /// after a direct path for the basic plane (the encoder fills a small buffer first,
-  /// which cost a library's load 1% more instructions).
+  /// The UTF-8 bytes and UTF-16 code units of the first `scalars` scalars of `run` (its
+  /// ids when it has no content): direct when every scalar of the run has one width (all
+  /// ASCII; all three bytes, such as CJK text; all four bytes, such as emoji), counted
+  /// otherwise.
   @inline(__always)
-  static func encode(_ scalar: Unicode.Scalar, _ body: (UInt16) -> Void) {
-    guard scalar.value > 0xFFFF else { return body(UInt16(truncatingIfNeeded: scalar.value)) }
-    UTF16.encode(scalar, into: body)
+  func prefixCounts(of run: Run, scalars: Int) -> (utf8: Int, utf16: Int) {
+    guard run.utf8 != run.length else { return (scalars, scalars) }
+    // Without supplementary scalars a scalar takes at most three bytes, so three bytes a
+    // scalar on average means three each.
+    if run.utf16 == run.length, run.utf8 == 3 * run.length { return (3 * scalars, scalars) }
+    if run.utf8 == 4 * run.length { return (4 * scalars, 2 * scalars) }
+    return countedPrefix(of: run, scalars: scalars)
   }
 
-  /// The UTF-16 code units of the first `scalars` scalars of `run` (its ids when it has no
-  /// content). Counted only when the run holds a supplementary scalar.
+  /// ``prefixCounts(of:scalars:)`` of a run that is not ASCII, walking its bytes: out of
+  /// line, so that the edits it is inlined into stay small.
+  @inline(never)
+  func countedPrefix(of run: Run, scalars: Int) -> (utf8: Int, utf16: Int) {
+    var position = run.contentStart
+    var units = 0
+    for _ in 0..<scalars {
+      let width = Self.utf8Width(lead: content[position])
+      position &+= width
+      units &+= width == 4 ? 2 : 1
+    }
+    return (position - run.contentStart, units)
+  }
+
+  /// The UTF-16 code units of the first `scalars` scalars of `run`.
   @inline(__always)
   func utf16Count(of run: Run, scalars: Int) -> Int {
     guard run.utf16 != run.length else { return scalars }
-    var position = run.contentStart
-    for _ in 0..<scalars { position &+= UTF16.isLeadSurrogate(content[position]) ? 2 : 1 }
-    return position - run.contentStart
+    return prefixCounts(of: run, scalars: scalars).utf16
+  }
+
+  /// The bytes of the UTF-8 sequence `lead` starts (`content` holds valid UTF-8).
+  @inline(__always)
+  static func utf8Width(lead: UInt8) -> Int {
+    lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
   }
 
   /// `length` scalars of the content of `run`, from its scalar `offset`.
   func scalars(of run: Run, from offset: Int, count length: Int) -> [Unicode.Scalar] {
-    let start = run.contentStart + utf16Count(of: run, scalars: offset)
+    let start = run.contentStart + prefixCounts(of: run, scalars: offset).utf8
     // Written in place: appending scalar by scalar checked the array's uniqueness at each.
-    return content.withUnsafeBufferPointer { units in
+    return content.withUnsafeBufferPointer { bytes in
       [Unicode.Scalar](unsafeUninitializedCapacity: length) { scalars, written in
-        Self.decode(units, from: start, scalars: length) { scalar in
+        if run.utf8 == run.length, length <= bytes.count - start {
+          // ASCII: a scalar a byte.
+          for index in 0..<length {
+            scalars.initializeElement(at: index, to: Unicode.Scalar(bytes[start &+ index]))
+          }
+          written = length
+          return
+        }
+        Self.decode(bytes, from: start, scalars: length) { scalar in
+          guard written < scalars.count else { return }
           scalars.initializeElement(at: written, to: scalar)
           written &+= 1
         }
@@ -215,26 +278,52 @@ extension RGA {
     }
   }
 
-  /// Calls `body` with `count` scalars decoded from `units` at `start`. The units were
-  /// encoded from scalars, so they decode; a unit that did not would read as U+FFFD.
+  /// Calls `body` with `count` scalars decoded from the UTF-8 `bytes` at `start`. The
+  /// bytes were encoded from scalars, so they decode; a sequence that did not (or that
+  /// ran past the end) would read as U+FFFD.
   @inline(__always)
   static func decode(
-    _ units: UnsafeBufferPointer<UInt16>, from start: Int, scalars count: Int,
+    _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, scalars count: Int,
     _ body: (Unicode.Scalar) -> Void
   ) {
     var position = start
     for _ in 0..<count {
-      let unit = units[position]
-      if UTF16.isLeadSurrogate(unit), position + 1 < units.count {
-        let value =
-          0x1_0000 &+ (UInt32(unit) &- 0xD800) << 10 &+ (UInt32(units[position + 1]) &- 0xDC00)
-        body(Unicode.Scalar(value) ?? "\u{FFFD}")
-        position &+= 2
-      } else {
-        body(Unicode.Scalar(unit) ?? "\u{FFFD}")
-        position &+= 1
-      }
+      guard position < bytes.count else { return body("\u{FFFD}") }
+      position = decodeScalar(bytes, at: position, body)
     }
+  }
+
+  /// Calls `body` with the scalars of the `count` UTF-8 bytes of `bytes` at `start`.
+  @inline(__always)
+  static func decode(
+    _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, bytes count: Int,
+    _ body: (Unicode.Scalar) -> Void
+  ) {
+    var position = start
+    let end = Swift.min(start + count, bytes.count)
+    while position < end { position = decodeScalar(bytes, at: position, body) }
+  }
+
+  /// Calls `body` with the scalar whose UTF-8 starts at `position`; returns where the
+  /// next one starts.
+  @inline(__always)
+  private static func decodeScalar(
+    _ bytes: UnsafeBufferPointer<UInt8>, at position: Int, _ body: (Unicode.Scalar) -> Void
+  ) -> Int {
+    let lead = bytes[position]
+    guard lead >= 0x80 else {
+      body(Unicode.Scalar(lead))
+      return position &+ 1
+    }
+    let width = utf8Width(lead: lead)
+    guard width <= bytes.count - position else {
+      body("\u{FFFD}")
+      return bytes.count
+    }
+    var value = UInt32(lead) & (width == 2 ? 0x1F : width == 3 ? 0x0F : 0x07)
+    for offset in 1..<width { value = value << 6 | UInt32(bytes[position &+ offset] & 0x3F) }
+    body(Unicode.Scalar(value) ?? "\u{FFFD}")
+    return position &+ width
   }
 
   /// Whether `right` continues `left` exactly, so the two can be one run.
@@ -243,7 +332,7 @@ extension RGA {
     return left.replica == right.replica && left.counter + length == right.counter
       && left.lamport + length == right.lamport && left.deleted == right.deleted
       && left.hasContent == right.hasContent
-      && (!left.hasContent || left.contentStart + left.utf16 == right.contentStart)
+      && (!left.hasContent || left.contentStart + left.utf8 == right.contentStart)
       && right.origin == Dot(replica: left.replica, counter: left.counter + length - 1)
       && right.rightOrigin == left.rightOrigin
   }
@@ -257,12 +346,14 @@ extension RGA {
     right.counter += step
     right.lamport += step
     right.origin = Dot(replica: original.replica, counter: original.counter + step - 1)
-    let units = utf16Count(of: original, scalars: offset)
-    right.contentStart += units
+    let (bytes, units) = prefixCounts(of: original, scalars: offset)
+    right.contentStart += bytes
     right.length -= offset
     right.utf16 = original.utf16 - units
+    right.utf8 = original.utf8 - bytes
     leaves[leaf].runs[run].length = offset
     leaves[leaf].runs[run].utf16 = units
+    leaves[leaf].runs[run].utf8 = bytes
     leaves[leaf].runs.insert(right, at: run + 1)
   }
 
@@ -272,6 +363,7 @@ extension RGA {
     if position > 0, canJoin(leaves[leaf].runs[position - 1], run) {
       leaves[leaf].runs[position - 1].length += run.length
       leaves[leaf].runs[position - 1].utf16 += run.utf16
+      leaves[leaf].runs[position - 1].utf8 += run.utf8
     } else {
       leaves[leaf].runs.insert(run, at: position)
     }
@@ -313,11 +405,13 @@ extension RGA {
       let next = leaves[leaf].runs.remove(at: position + 1)
       leaves[leaf].runs[position].length += next.length
       leaves[leaf].runs[position].utf16 += next.utf16
+      leaves[leaf].runs[position].utf8 += next.utf8
     }
     if position > 0, canJoin(leaves[leaf].runs[position - 1], leaves[leaf].runs[position]) {
       let current = leaves[leaf].runs.remove(at: position)
       leaves[leaf].runs[position - 1].length += current.length
       leaves[leaf].runs[position - 1].utf16 += current.utf16
+      leaves[leaf].runs[position - 1].utf8 += current.utf8
     }
     splitLeafIfNeeded(leaf)
   }

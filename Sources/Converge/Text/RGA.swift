@@ -98,7 +98,7 @@ public struct RGA: Sendable {
   /// item has the run's right origin.
   struct Run: Sendable, Equatable {
     // Stored in this order, the origins without Optional's tag (counter 0 is never an
-    // id), so that a run takes 88 bytes: leaves move their runs on every insert.
+    // id), so that a run takes 96 bytes: leaves move their runs on every insert.
     var replica: ReplicaID
     var counter: UInt64
     var lamport: UInt64
@@ -108,19 +108,23 @@ public struct RGA: Sendable {
     /// dropped by the sender, has none).
     var hasContent: Bool
     var deleted: Bool
-    /// Where the run's UTF-16 code units start in `content`, if it has content (they run
-    /// for ``utf16`` units).
+    /// Where the run's UTF-8 starts in `content`, if it has content (it runs for ``utf8``
+    /// bytes).
     var contentStart: Int
     var length: Int
     /// UTF-16 code units of the run's scalars.
     var utf16: Int
+    /// UTF-8 bytes of the run's scalars; `length` for a run without content, which reads
+    /// as ASCII wherever offsets are counted.
+    var utf8: Int
 
     /// Stands for `nil` in the origins' storage.
     private static let none = Dot(replica: ReplicaID(rawValue: 0), counter: 0)
 
     init(
       replica: ReplicaID, counter: UInt64, lamport: UInt64, origin: Dot?, rightOrigin: Dot?,
-      hasContent: Bool = true, deleted: Bool, contentStart: Int, length: Int, utf16: Int
+      hasContent: Bool = true, deleted: Bool, contentStart: Int, length: Int, utf16: Int,
+      utf8: Int
     ) {
       self.replica = replica
       self.counter = counter
@@ -132,6 +136,7 @@ public struct RGA: Sendable {
       self.contentStart = contentStart
       self.length = length
       self.utf16 = utf16
+      self.utf8 = utf8
     }
 
     /// The origin of the first item; `nil` is the head of the text.
@@ -168,12 +173,12 @@ public struct RGA: Sendable {
   var leaves: [Leaf] = [Leaf()]
   /// Leaf ids in document order, with their visible scalar and UTF-16 counts.
   var leafOrder = LeafOrder()
-  /// Every scalar inserted with content, as UTF-16 code units, append-only (tombstones
-  /// that arrived without content take no room). Two bytes a scalar for all but the
-  /// supplementary ones, where scalars took four: at 50,000 notes, a body's 405 scalars
-  /// were 1,620 of a note's 3,533 bytes. A run finds a scalar's units by counting when
-  /// its units outnumber its scalars, directly otherwise (see `RGA+Storage.swift`).
-  var content: [UInt16] = []
+  /// Every scalar inserted with content, as UTF-8, append-only (tombstones that arrived
+  /// without content take no room). A byte a scalar for ASCII, where scalars took four
+  /// (and UTF-16 two): at 50,000 notes, a body's 405 scalars were 1,620 of a note's 3,533
+  /// bytes. A run finds a scalar's bytes directly when it is ASCII, by counting otherwise
+  /// (see `RGA+Storage.swift`); the visible text copies out as a string's own UTF-8.
+  var content: [UInt8] = []
   /// Per replica: which leaf holds each integrated id range; empty while the text is one
   /// leaf (see `RGA+Storage.swift`).
   var index = ReplicaMap<ReplicaIndex>()
@@ -227,36 +232,46 @@ public struct RGA: Sendable {
   ///
   /// - Complexity: O(k + l) for k scalars returned and l leaves before the last of them.
   public func prefix(_ maxLength: Int) -> String {
-    // Encoded straight into the string's storage: appending scalar by scalar to a
-    // String's scalar view cost a hundred times more.
+    // The runs' UTF-8 copied straight into the string's storage.
     let length = Swift.max(0, Swift.min(maxLength, count))
     var utf8Count = 0
-    forEachVisibleScalar(upTo: length) { utf8Count &+= UTF8.width($0) }
-    return String(unsafeUninitializedCapacity: utf8Count) { buffer in
-      var written = 0
-      forEachVisibleScalar(upTo: length) { scalar in
-        UTF8.encode(scalar) { unit in
-          buffer[written] = unit
-          written &+= 1
+    forEachVisibleRange(upTo: length) { utf8Count &+= $0.count }
+    return content.withUnsafeBufferPointer { content in
+      String(unsafeUninitializedCapacity: utf8Count) { buffer in
+        var written = 0
+        forEachVisibleRange(upTo: length) { range in
+          guard range.count <= buffer.count - written else { return }
+          let target = UnsafeMutableBufferPointer(rebasing: buffer[written..<written + range.count])
+          written += target.initialize(
+            fromContentsOf: UnsafeBufferPointer(rebasing: content[range]))
         }
+        return written
       }
-      return written
     }
   }
 
-  /// Calls `body` with the first `length` visible scalars in order; `length` must not
-  /// exceed `count`.
+  /// Calls `body` with the visible scalars in order, the first `length` of them; `length`
+  /// must not exceed `count`.
   private func forEachVisibleScalar(upTo length: Int, _ body: (Unicode.Scalar) -> Void) {
-    var remaining = length
     content.withUnsafeBufferPointer { content in
-      for leafID in leafOrder.documentOrder {
+      forEachVisibleRange(upTo: length) { range in
+        Self.decode(content, from: range.lowerBound, bytes: range.count, body)
+      }
+    }
+  }
+
+  /// Calls `body` with the range of `content` of each visible run in order, up to the
+  /// first `length` visible scalars.
+  private func forEachVisibleRange(upTo length: Int, _ body: (Range<Int>) -> Void) {
+    var remaining = length
+    for leafID in leafOrder.documentOrder {
+      guard remaining > 0 else { return }
+      for run in leaves[leafID].runs where !run.deleted {
         guard remaining > 0 else { return }
-        for run in leaves[leafID].runs where !run.deleted {
-          guard remaining > 0 else { return }
-          let taken = Swift.min(run.length, remaining)
-          Self.decode(content, from: run.contentStart, scalars: taken, body)
-          remaining -= taken
-        }
+        let taken = Swift.min(run.length, remaining)
+        let bytes = taken == run.length ? run.utf8 : prefixCounts(of: run, scalars: taken).utf8
+        body(run.contentStart..<run.contentStart + bytes)
+        remaining -= taken
       }
     }
   }

@@ -40,10 +40,11 @@ extension RGA {
       if run.utf16 == run.length { return scalars + rest }
       var position = run.contentStart
       while rest > 0 {
-        let width = UTF16.isLeadSurrogate(content[position]) ? 2 : 1
+        let bytes = Self.utf8Width(lead: content[position])
+        let width = bytes == 4 ? 2 : 1
         if rest < width { return rounding == .down ? scalars : scalars + 1 }
         rest -= width
-        position += width
+        position += bytes
         scalars += 1
       }
       return scalars

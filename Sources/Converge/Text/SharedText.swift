@@ -122,10 +122,10 @@ public struct SharedText: Sendable {
     let length = scalars.count
     guard length > 0, let lamport = rga.nextLamport(for: length), let dots = allocate(length)
     else { return }
-    let (start, utf16) = rga.appendContent(scalars)
+    let (start, utf16, utf8) = rga.appendContent(scalars)
     _ = rga.insertLocally(
       firstDot: dots, lamport: lamport, contentStart: start, length: length, utf16: utf16,
-      at: position)
+      utf8: utf8, at: position)
   }
 
   /// Integrates a remote delta; see ``RGA/apply(_:)``.
