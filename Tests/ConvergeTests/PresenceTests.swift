@@ -79,14 +79,14 @@ import Testing
           a.mayHaveEvents(unknownTo: prefix)
             == (!prefix.dominates(modelA.added) || !prefix.dominates(modelA.removed)))
       }
-      let copy = a
+      let (copy, modelCopy) = (a, modelA)
       a.merge(b)
       modelA.added.merge(modelB.added)
       modelA.removed.merge(modelB.removed)
       Self.expectMatches(a, modelA)
       #expect(a == b.merging(copy))
-      // The merge changed `a` only: a copy sharing its vectors is untouched.
-      Self.expectMatches(copy, Model(added: copy.added, removed: copy.removed))
+      // The merge changed `a` only: a copy sharing its vectors still holds what `a` held.
+      Self.expectMatches(copy, modelCopy)
     }
   }
 
