@@ -101,10 +101,8 @@ private struct StateLoader {
     /// Where the piece starts in its run.
     var offset: Int
     var length: Int
-    /// Where its scalars start in `scalars`; -1 for a tombstone (no content).
-    var contentStart: Int
-    /// Where its UTF-8 starts in `bytes` (for a visible piece).
-    var byteStart = 0
+    /// Where its UTF-8 starts in `bytes`, from its start; -1 for a tombstone (no content).
+    var byteStart: Int
   }
 
   /// A run hanging under an item: `parent` is the run index plus one (0 is the head).
@@ -139,11 +137,12 @@ private struct StateLoader {
   }
 
   let headers: [TextWire.RunHeader]
-  let scalars: [Unicode.Scalar]
-  /// The content's UTF-8, as read.
+  /// The content's UTF-8, as read (validated), and how many scalars it holds: the runs
+  /// take their bytes from it, and only runs left waiting decode theirs.
   let bytes: ArraySlice<UInt8>
+  let scalarCount: Int
   /// Whether every scalar of the content is ASCII: then a run's scalars are its bytes.
-  var isASCII: Bool { bytes.count == scalars.count }
+  var isASCII: Bool { bytes.count == scalarCount }
   /// Per replica, the deleted counters: sorted, disjoint, not touching.
   let targets: ReplicaMap<[Range<UInt64>]>
   /// The segments of run `h` are `segments[segmentStart[h]..<segmentStart[h + 1]]`.
@@ -179,7 +178,7 @@ private struct StateLoader {
   ) throws {
     self.headers = headers
     bytes = content.bytes
-    scalars = try TextWire.decodeScalars(content.bytes, offset: content.offset).scalars
+    scalarCount = try TextWire.countScalars(content.bytes, offset: content.offset)
     targets = Self.targetRanges(deletes)
     try cutSegments(contentOffset: content.offset)
     attachRuns()
@@ -301,20 +300,18 @@ private struct StateLoader {
         }
         if cursor < visibleEnd {
           let length = Int(visibleEnd - cursor)
-          guard length <= scalars.count - contentCursor else { throw mismatch }
+          guard length <= scalarCount - contentCursor else { throw mismatch }
           segments.append(
-            Segment(
-              offset: Int(cursor - lower), length: length, contentStart: contentCursor,
-              byteStart: byteCursor))
+            Segment(offset: Int(cursor - lower), length: length, byteStart: byteCursor))
           contentCursor += length
-          byteCursor = isASCII ? contentCursor : utf8Counts(from: byteCursor, scalars: length).end
+          byteCursor = isASCII ? contentCursor : advance(from: byteCursor, scalars: length).end
           cursor = visibleEnd
         }
         guard cursor < upper else { break }
         // `list[position]` covers `cursor`: a tombstone up to its end or the run's.
         let deletedEnd = Swift.min(list[position].upperBound, upper)
         segments.append(
-          Segment(offset: Int(cursor - lower), length: Int(deletedEnd - cursor), contentStart: -1))
+          Segment(offset: Int(cursor - lower), length: Int(deletedEnd - cursor), byteStart: -1))
         cursor = deletedEnd
         if list[position].upperBound <= upper { position += 1 }
       }
@@ -324,7 +321,7 @@ private struct StateLoader {
       groups.values[slot] = groupStart..<headers.count
     }
     segmentStart.append(segments.count)
-    guard contentCursor == scalars.count else { throw mismatch }
+    guard contentCursor == scalarCount else { throw mismatch }
   }
 
   /// The run holding `dot` and the offset of `dot` in it, if any run does. `ends` holds
@@ -468,7 +465,7 @@ private struct StateLoader {
       let upper = Swift.min(to, pieceEnd)
       let length = upper - cursor
       let counter = header.id.counter + UInt64(cursor)
-      let deleted = piece.contentStart < 0
+      let deleted = piece.byteStart < 0
       var run = RGA.Run(
         replica: header.id.replica, counter: counter, lamport: header.lamport + UInt64(cursor),
         origin: cursor == 0
@@ -479,7 +476,7 @@ private struct StateLoader {
         // The text's content is written in document order, as the runs are placed.
         run.hasContent = true
         run.contentStart = contentBytes
-        var first = piece.contentStart + (cursor - piece.offset)
+        var first = piece.byteStart + (cursor - piece.offset)
         if !isASCII {
           // The piece's bytes, walked to this run's scalars.
           let offset = cursor - piece.offset
@@ -487,8 +484,8 @@ private struct StateLoader {
           if walked.segment == segment, walked.scalar <= offset {
             from = (walked.scalar, walked.byte)
           }
-          first = utf8Counts(from: from.byte, scalars: offset - from.scalar).end
-          let (end, supplementary) = utf8Counts(from: first, scalars: length)
+          first = advance(from: from.byte, scalars: offset - from.scalar).end
+          let (end, supplementary) = advance(from: first, scalars: length)
           run.utf8 = end - first
           run.utf16 += supplementary
           walked = (segment, offset + length, end)
@@ -583,21 +580,9 @@ private struct StateLoader {
     return content
   }
 
-  /// Where the UTF-8 of `scalars` scalars from byte `start` of `bytes` ends, and how many
-  /// of them are supplementary (four bytes, two UTF-16 code units). `bytes` is valid
-  /// UTF-8 (it was decoded) holding them.
-  func utf8Counts(from start: Int, scalars: Int) -> (end: Int, supplementary: Int) {
-    bytes.withUnsafeBufferPointer { bytes in
-      var position = start
-      var supplementary = 0
-      for _ in 0..<scalars {
-        guard position < bytes.count else { break }
-        let width = RGA.utf8Width(lead: bytes[position])
-        position &+= width
-        if width == 4 { supplementary &+= 1 }
-      }
-      return (position, supplementary)
-    }
+  /// ``UTF8Scalars/advance(_:from:scalars:)`` in the content (valid: it was checked).
+  func advance(from start: Int, scalars: Int) -> (end: Int, supplementary: Int) {
+    bytes.withUnsafeBufferPointer { UTF8Scalars.advance($0, from: start, scalars: scalars) }
   }
 
   /// The id index: placements sorted by run (a stable counting sort, as each run's items
@@ -648,10 +633,15 @@ private struct StateLoader {
       let slice = run.slice(from: piece.offset, length: piece.length)
       // Not reaching the head, the run has an origin; it waits for it first.
       guard let origin = slice.origin else { continue }
-      if piece.contentStart < 0 {
+      if piece.byteStart < 0 {
         text.pendingInserts.add(slice, waitingFor: origin)
       } else {
-        let content = scalars[piece.contentStart..<piece.contentStart + piece.length]
+        // Decoded only here: most runs take their bytes as they are.
+        let end = advance(from: piece.byteStart, scalars: piece.length).end
+        let utf8 = bytes[bytes.startIndex + piece.byteStart..<bytes.startIndex + end]
+        let content =
+          ((try? utf8.withUnsafeBufferPointer { try UTF8Scalars.decode($0, validating: false) })?
+          .scalars ?? [])[...]
         text.pendingInserts.add(
           RGADelta.Insert(
             id: slice.id, lamport: slice.lamport, origin: slice.origin,

@@ -27,4 +27,18 @@ extension TextWire {
     else { throw ConvergeDecodingError.invalidUTF8(offset: offset) }
     return (decoded.scalars, decoded.supplementary > 0)
   }
+
+  /// The number of scalars of strictly valid UTF-8, checked as ``decodeScalars(_:offset:)``
+  /// checks it, without building them.
+  ///
+  /// - Throws: `invalidUTF8` at `offset`.
+  static func countScalars(_ bytes: ArraySlice<UInt8>, offset: Int) throws -> Int {
+    var count = 0
+    guard
+      (try? bytes.withUnsafeBufferPointer {
+        try UTF8Scalars.forEachScalar(of: $0) { _ in count += 1 }
+      }) != nil
+    else { throw ConvergeDecodingError.invalidUTF8(offset: offset) }
+    return count
+  }
 }

@@ -23,68 +23,100 @@ enum UTF8Scalars {
     var supplementary = 0
     var failed = false
     let scalars = [Unicode.Scalar](unsafeUninitializedCapacity: input.count) { output, written in
-      var position = 0
-      let end = input.count
-      // Continuation byte `position + step` if it is in `low...high`.
-      func continuation(_ step: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> UInt32? {
-        guard validating else { return UInt32(input[position &+ step] & 0x3F) }
-        guard position + step < end else { return nil }
-        let byte = input[position + step]
-        guard byte >= low, byte <= high else { return nil }
-        return UInt32(byte & 0x3F)
-      }
-      while position < end {
-        let lead = input[position]
-        if lead < 0x80 {
-          output[written] = Unicode.Scalar(lead)
-          written += 1
-          position += 1
-          continue
-        }
-        var value: UInt32?
-        switch lead {
-        case 0xC2...0xDF:
-          if let last = continuation(1) { value = UInt32(lead & 0x1F) << 6 | last }
-          position += 2
-        case 0xE0...0xEF:
-          // No overlong forms (E0 needs A0 or more), no surrogates (ED at most 9F).
-          if let second = continuation(1, lead == 0xE0 ? 0xA0 : 0x80, lead == 0xED ? 0x9F : 0xBF),
-            let last = continuation(2)
-          {
-            value = UInt32(lead & 0x0F) << 12 | second << 6 | last
-          }
-          position += 3
-        case 0xF0...0xF4:
-          // No overlong forms (F0 needs 90 or more), nothing above U+10FFFF.
-          if let second = continuation(1, lead == 0xF0 ? 0x90 : 0x80, lead == 0xF4 ? 0x8F : 0xBF),
-            let third = continuation(2), let last = continuation(3)
-          {
-            value = UInt32(lead & 0x07) << 18 | second << 12 | third << 6 | last
-          }
-          position += 4
-          supplementary += 1
-        default:
-          value = nil
-        }
-        guard let value else {
-          failed = true
-          return
-        }
-        if validating {
-          guard let scalar = Unicode.Scalar(value) else {
-            failed = true
-            return
-          }
+      do {
+        supplementary = try forEachScalar(of: input, validating: validating) { scalar in
           output[written] = scalar
-        } else {
-          // Valid UTF-8 decodes to a valid scalar value.
-          output[written] = unsafeBitCast(value, to: Unicode.Scalar.self)
+          written += 1
         }
-        written += 1
+      } catch {
+        failed = true
       }
     }
     if failed { throw Invalid() }
     return (scalars, supplementary)
+  }
+
+  /// Calls `body` with each scalar of `input` in order; returns how many lie outside the
+  /// Basic Multilingual Plane. Validates as ``decode(_:validating:)`` does (and stops at
+  /// the first invalid sequence) unless `validating` is false: then the bytes are trusted
+  /// (a String's storage, a text's own content).
+  @inline(__always)
+  static func forEachScalar(
+    of input: UnsafeBufferPointer<UInt8>, validating: Bool = true,
+    _ body: (Unicode.Scalar) -> Void
+  ) throws(Invalid) -> Int {
+    var supplementary = 0
+    var position = 0
+    let end = input.count
+    // Continuation byte `position + step` if it is in `low...high`.
+    func continuation(_ step: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> UInt32? {
+      guard validating else { return UInt32(input[position &+ step] & 0x3F) }
+      guard position + step < end else { return nil }
+      let byte = input[position + step]
+      guard byte >= low, byte <= high else { return nil }
+      return UInt32(byte & 0x3F)
+    }
+    while position < end {
+      let lead = input[position]
+      if lead < 0x80 {
+        body(Unicode.Scalar(lead))
+        position += 1
+        continue
+      }
+      var value: UInt32?
+      switch lead {
+      case 0xC2...0xDF:
+        if let last = continuation(1) { value = UInt32(lead & 0x1F) << 6 | last }
+        position += 2
+      case 0xE0...0xEF:
+        // No overlong forms (E0 needs A0 or more), no surrogates (ED at most 9F).
+        if let second = continuation(1, lead == 0xE0 ? 0xA0 : 0x80, lead == 0xED ? 0x9F : 0xBF),
+          let last = continuation(2)
+        {
+          value = UInt32(lead & 0x0F) << 12 | second << 6 | last
+        }
+        position += 3
+      case 0xF0...0xF4:
+        // No overlong forms (F0 needs 90 or more), nothing above U+10FFFF.
+        if let second = continuation(1, lead == 0xF0 ? 0x90 : 0x80, lead == 0xF4 ? 0x8F : 0xBF),
+          let third = continuation(2), let last = continuation(3)
+        {
+          value = UInt32(lead & 0x07) << 18 | second << 12 | third << 6 | last
+        }
+        position += 4
+        supplementary += 1
+      default:
+        value = nil
+      }
+      guard let value else { throw Invalid() }
+      if validating {
+        guard let scalar = Unicode.Scalar(value) else { throw Invalid() }
+        body(scalar)
+      } else {
+        // Valid UTF-8 decodes to a valid scalar value.
+        body(unsafeBitCast(value, to: Unicode.Scalar.self))
+      }
+    }
+    return supplementary
+  }
+
+  /// Where the `scalars` scalars of valid UTF-8 `input` from byte `start` end (at most at
+  /// its end), and how many of them lie outside the Basic Multilingual Plane, read from
+  /// their lead bytes alone.
+  @inline(__always)
+  static func advance(
+    _ input: UnsafeBufferPointer<UInt8>, from start: Int, scalars: Int
+  ) -> (end: Int, supplementary: Int) {
+    var position = start
+    var supplementary = 0
+    for _ in 0..<scalars {
+      guard position < input.count else { break }
+      let lead = input[position]
+      let width = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
+      position &+= width
+      if width == 4 { supplementary &+= 1 }
+    }
+    return (Swift.min(position, input.count), supplementary)
   }
 }
 

@@ -232,14 +232,10 @@ extension RGA {
   /// line, so that the edits it is inlined into stay small.
   @inline(never)
   func countedPrefix(of run: Run, scalars: Int) -> (utf8: Int, utf16: Int) {
-    var position = run.contentStart
-    var units = 0
-    for _ in 0..<scalars {
-      let width = Self.utf8Width(lead: content[position])
-      position &+= width
-      units &+= width == 4 ? 2 : 1
+    let end = content.withUnsafeBufferPointer {
+      UTF8Scalars.advance($0, from: run.contentStart, scalars: scalars)
     }
-    return (position - run.contentStart, units)
+    return (end.end - run.contentStart, scalars + end.supplementary)
   }
 
   /// The UTF-16 code units of the first `scalars` scalars of `run`.
@@ -249,81 +245,31 @@ extension RGA {
     return prefixCounts(of: run, scalars: scalars).utf16
   }
 
-  /// The bytes of the UTF-8 sequence `lead` starts (`content` holds valid UTF-8).
-  @inline(__always)
-  static func utf8Width(lead: UInt8) -> Int {
-    lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
-  }
-
   /// `length` scalars of the content of `run`, from its scalar `offset`.
   func scalars(of run: Run, from offset: Int, count length: Int) -> [Unicode.Scalar] {
     let start = run.contentStart + prefixCounts(of: run, scalars: offset).utf8
+    let through = offset + length
+    let end =
+      run.contentStart
+      + (through == run.length ? run.utf8 : prefixCounts(of: run, scalars: through).utf8)
     // Written in place: appending scalar by scalar checked the array's uniqueness at each.
-    return content.withUnsafeBufferPointer { bytes in
-      [Unicode.Scalar](unsafeUninitializedCapacity: length) { scalars, written in
-        if run.utf8 == run.length, length <= bytes.count - start {
-          // ASCII: a scalar a byte.
-          for index in 0..<length {
-            scalars.initializeElement(at: index, to: Unicode.Scalar(bytes[start &+ index]))
-          }
-          written = length
-          return
-        }
-        Self.decode(bytes, from: start, scalars: length) { scalar in
-          guard written < scalars.count else { return }
-          scalars.initializeElement(at: written, to: scalar)
-          written &+= 1
-        }
+    return [Unicode.Scalar](unsafeUninitializedCapacity: length) { scalars, written in
+      forEachScalar(inContent: start..<end) { scalar in
+        guard written < scalars.count else { return }
+        scalars.initializeElement(at: written, to: scalar)
+        written &+= 1
       }
     }
   }
 
-  /// Calls `body` with `count` scalars decoded from the UTF-8 `bytes` at `start`. The
-  /// bytes were encoded from scalars, so they decode; a sequence that did not (or that
-  /// ran past the end) would read as U+FFFD.
+  /// Calls `body` with the scalars of the UTF-8 `content[range]` (the text's own, valid
+  /// UTF-8: decoded without checks).
   @inline(__always)
-  static func decode(
-    _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, scalars count: Int,
-    _ body: (Unicode.Scalar) -> Void
-  ) {
-    var position = start
-    for _ in 0..<count {
-      guard position < bytes.count else { return body("\u{FFFD}") }
-      position = decodeScalar(bytes, at: position, body)
+  func forEachScalar(inContent range: Range<Int>, _ body: (Unicode.Scalar) -> Void) {
+    content.withUnsafeBufferPointer { content in
+      let bytes = UnsafeBufferPointer(rebasing: content[range])
+      _ = try? UTF8Scalars.forEachScalar(of: bytes, validating: false, body)
     }
-  }
-
-  /// Calls `body` with the scalars of the `count` UTF-8 bytes of `bytes` at `start`.
-  @inline(__always)
-  static func decode(
-    _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, bytes count: Int,
-    _ body: (Unicode.Scalar) -> Void
-  ) {
-    var position = start
-    let end = Swift.min(start + count, bytes.count)
-    while position < end { position = decodeScalar(bytes, at: position, body) }
-  }
-
-  /// Calls `body` with the scalar whose UTF-8 starts at `position`; returns where the
-  /// next one starts.
-  @inline(__always)
-  private static func decodeScalar(
-    _ bytes: UnsafeBufferPointer<UInt8>, at position: Int, _ body: (Unicode.Scalar) -> Void
-  ) -> Int {
-    let lead = bytes[position]
-    guard lead >= 0x80 else {
-      body(Unicode.Scalar(lead))
-      return position &+ 1
-    }
-    let width = utf8Width(lead: lead)
-    guard width <= bytes.count - position else {
-      body("\u{FFFD}")
-      return bytes.count
-    }
-    var value = UInt32(lead) & (width == 2 ? 0x1F : width == 3 ? 0x0F : 0x07)
-    for offset in 1..<width { value = value << 6 | UInt32(bytes[position &+ offset] & 0x3F) }
-    body(Unicode.Scalar(value) ?? "\u{FFFD}")
-    return position &+ width
   }
 
   /// Whether `right` continues `left` exactly, so the two can be one run.

@@ -253,11 +253,7 @@ public struct RGA: Sendable {
   /// Calls `body` with the visible scalars in order, the first `length` of them; `length`
   /// must not exceed `count`.
   private func forEachVisibleScalar(upTo length: Int, _ body: (Unicode.Scalar) -> Void) {
-    content.withUnsafeBufferPointer { content in
-      forEachVisibleRange(upTo: length) { range in
-        Self.decode(content, from: range.lowerBound, bytes: range.count, body)
-      }
-    }
+    forEachVisibleRange(upTo: length) { forEachScalar(inContent: $0, body) }
   }
 
   /// Calls `body` with the range of `content` of each visible run in order, up to the

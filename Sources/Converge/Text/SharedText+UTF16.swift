@@ -38,16 +38,18 @@ extension RGA {
         continue
       }
       if run.utf16 == run.length { return scalars + rest }
-      var position = run.contentStart
-      while rest > 0 {
-        let bytes = Self.utf8Width(lead: content[position])
-        let width = bytes == 4 ? 2 : 1
-        if rest < width { return rounding == .down ? scalars : scalars + 1 }
-        rest -= width
-        position += bytes
-        scalars += 1
+      return content.withUnsafeBufferPointer { content in
+        var position = run.contentStart
+        while rest > 0 {
+          let next = UTF8Scalars.advance(content, from: position, scalars: 1)
+          let width = 1 + next.supplementary
+          if rest < width { return rounding == .down ? scalars : scalars + 1 }
+          rest -= width
+          position = next.end
+          scalars += 1
+        }
+        return scalars
       }
-      return scalars
     }
     return scalars
   }
