@@ -99,28 +99,25 @@ extension Presence {
   }
 
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
-    // Most presences are one add: read without building a vector for it.
-    var entries: [(replica: ReplicaID, value: UInt64)] = []
-    var only: Dot?
-    try VersionVector.readEntries(from: &reader, replicas: &table) { count in
-      if count > 1 { entries.reserveCapacity(count) }
+    // Most presences are one add: its entry is kept apart, so no vector is built for it.
+    var first: Dot?
+    var rest: [(replica: ReplicaID, value: UInt64)] = []
+    try VersionVector.readEntries(from: &reader, replicas: &table) { _ in
     } entry: { replica, counter in
-      if only == nil, entries.isEmpty {
-        only = Dot(replica: replica, counter: counter)
+      if first == nil {
+        first = Dot(replica: replica, counter: counter)
       } else {
-        if let first = only { entries.append((first.replica, first.counter)) }
-        only = nil
-        entries.append((replica, counter))
+        rest.append((replica, counter))
       }
     }
     let removed = try VersionVector(from: &reader, replicas: &table)
-    if removed.isEmpty, entries.isEmpty {
-      self.init()
-      if let only { mergeAdd(only) }
-    } else {
-      if let only { entries.append((only.replica, only.counter)) }
-      self.init(added: VersionVector(sortedEntries: entries), removed: removed)
+    guard rest.isEmpty, removed.isEmpty else {
+      let added = (first.map { [($0.replica, $0.counter)] } ?? []) + rest
+      self.init(added: VersionVector(sortedEntries: added), removed: removed)
+      return
     }
+    self.init()
+    if let first { mergeAdd(first) }
   }
 }
 
