@@ -13,7 +13,10 @@ import Testing
     let (status, data) = try BuiltProduct.run(
       "converge",
       [
-        "torture", directory.path, "--kills", "6", "--seed", "\(seed)", "--json",
+        // The kills bound the run, not the clock: torture's default 10 s cut a run of the
+        // internal-checks build short at 5 kills on a busy host.
+        "torture", directory.path, "--kills", "6", "--seconds", "3600", "--seed", "\(seed)",
+        "--json",
       ])
     let output = String(decoding: data, as: UTF8.self)
     #expect(status == 0, "seed \(seed): \(output)")
