@@ -60,6 +60,7 @@ extension Document {
     var document = Document()
     (document.context, document.entities) = try EntityRecord.readBody(from: &reader)
     document.events = EventIndex(document.entities)
+    document.shareFieldNames()
     return document
   }
 }

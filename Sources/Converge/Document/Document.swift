@@ -42,6 +42,8 @@ public struct Document: Sendable {
   var entities: [EntityKey: EntityRecord]
   /// Which entities each replica's events touched (derived from `entities`).
   var events = EventIndex()
+  /// Lists of field names the entities' tables share (memory only, not state).
+  var fieldNames = FieldNameLists()
 
   /// An empty document.
   public init() {
@@ -58,6 +60,16 @@ public struct Document: Sendable {
 
   mutating func rebuildEventsIfStale() {
     if events.needsRebuild(entityCount: entities.count) { events = EventIndex(entities) }
+  }
+
+  /// Makes entities whose fields have the same names share one list of them, as edits
+  /// do (see ``FieldNameLists``); for a document built another way, such as decoded.
+  mutating func shareFieldNames() {
+    var index = entities.startIndex
+    while index != entities.endIndex {
+      entities.values[index].fields.shareNames(with: &fieldNames)
+      entities.formIndex(after: &index)
+    }
   }
 }
 
@@ -247,7 +259,7 @@ extension Document {
       // Edited in place: one lookup, and no copy of the record's storage.
       Self.merge(
         entityDelta, of: key, into: &entities[key, default: EntityRecord()],
-        recording: &recorder)
+        names: &fieldNames, recording: &recorder)
     }
     rebuildEventsIfStale()
     context.formUnion(delta.context)
@@ -301,7 +313,7 @@ extension Document {
     events.note(key, replica: dot.replica, counter: dot.counter)
     Self.merge(
       event: dot, field: field, of: key, into: &entities[key, default: EntityRecord()],
-      recording: &recorder)
+      names: &fieldNames, recording: &recorder)
     rebuildEventsIfStale()
     context.insert(dot)
     #if CONVERGE_INTERNAL_CHECKS
@@ -309,40 +321,45 @@ extension Document {
     #endif
   }
 
-  /// Joins one entity's delta into its record.
+  /// Joins one entity's delta into its record; a new field takes its table's names from
+  /// `names`.
   private static func merge(
     _ entityDelta: EntityDelta, of key: EntityKey, into record: inout EntityRecord,
-    recording recorder: inout ChangeRecorder
+    names: inout FieldNameLists, recording recorder: inout ChangeRecorder
   ) {
     record.presence.merge(entityDelta.presence)
     for (name, fieldDelta) in entityDelta.fields {
-      merge(fieldDelta, of: key, field: name, into: &record, recording: &recorder)
+      merge(fieldDelta, of: key, field: name, into: &record, names: &names, recording: &recorder)
     }
   }
 
-  /// Joins one event into the entity's record: ``merge(_:of:into:recording:)`` for an
-  /// entity delta with the presence `.add(dot)` and `field` alone.
+  /// Joins one event into the entity's record: ``merge(_:of:into:names:recording:)`` for
+  /// an entity delta with the presence `.add(dot)` and `field` alone.
   private static func merge(
     event dot: Dot, field: FieldEdit?, of key: EntityKey, into record: inout EntityRecord,
-    recording recorder: inout ChangeRecorder
+    names: inout FieldNameLists, recording recorder: inout ChangeRecorder
   ) {
     record.presence.mergeAdd(dot)
     guard let field else { return }
-    merge(field.change, of: key, field: field.name, into: &record, recording: &recorder)
+    merge(
+      field.change, of: key, field: field.name, into: &record, names: &names,
+      recording: &recorder)
   }
 
   /// Joins one field's delta into the entity's record and notes what changed.
   private static func merge(
     _ fieldDelta: FieldDelta, of key: EntityKey, field name: String,
-    into record: inout EntityRecord, recording recorder: inout ChangeRecorder
+    into record: inout EntityRecord, names: inout FieldNameLists,
+    recording recorder: inout ChangeRecorder
   ) {
-    let changes = integrate(fieldDelta, into: &record, field: name)
+    let changes = integrate(fieldDelta, into: &record, field: name, names: &names)
     recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
   }
 
   /// Joins one field's delta into an entity record.
   private static func integrate(
-    _ fieldDelta: FieldDelta, into record: inout EntityRecord, field: String
+    _ fieldDelta: FieldDelta, into record: inout EntityRecord, field: String,
+    names: inout FieldNameLists
   ) -> (changed: Bool, text: [TextChange]) {
     if let existing = record.fields[field], existing.kind != fieldDelta.kind {
       // Two kinds under one name: the higher kind replaces the lower on every replica.
@@ -355,7 +372,7 @@ extension Document {
       if case .register(let existing)? = record.fields[field] { register = existing }
       let before = register.value
       register.merge(incoming)
-      record.fields[field] = .register(register)
+      record.fields.set(.register(register), for: field, sharingNames: &names)
       return (register.value != before, [])
     case .set(let incoming):
       var elements = SetElements()
@@ -366,13 +383,13 @@ extension Document {
         if case .set(let existing) = consume taken { elements = existing }
       }
       let changed = elements.merge(incoming)
-      record.fields[field] = .set(elements)
+      record.fields.set(.set(elements), for: field, sharingNames: &names)
       return (changed, [])
     case .text(let incoming):
       let slot = record.fields.index(forKey: field)
       let text = slot.flatMap { record.takeText(at: $0) } ?? TextStorage(RGA())
       let changes = text.text.apply(incoming)
-      record.fields[field] = .text(text)
+      record.fields.set(.text(text), for: field, sharingNames: &names)
       return (!changes.isEmpty, changes)
     }
   }

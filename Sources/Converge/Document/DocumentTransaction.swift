@@ -288,7 +288,8 @@ public struct DocumentTransaction: Sendable {
       // A new entity or field: created only by an edit that takes dots.
       var empty = RGA()
       guard dotCount(&empty) > 0 else { return nil }
-      document.entities[key, default: EntityRecord()].fields[field] = .text(holding: RGA())
+      document.entities[key, default: EntityRecord()].fields.set(
+        .text(holding: RGA()), for: field, sharingNames: &document.fieldNames)
       guard let found = document.entities.index(forKey: key),
         let fieldSlot = document.entities.values[found].fields.index(forKey: field)
       else { return nil }

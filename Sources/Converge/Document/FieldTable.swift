@@ -50,11 +50,33 @@ struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
           values.remove(at: position)
         }
       } else if let newValue {
-        let position = keys.partitioningIndex { !fieldNameOrder($0, name) }
+        let position = insertionPoint(of: name)
         keys.insert(name, at: position)
         values.insert(newValue, at: position)
       }
     }
+  }
+
+  /// Sets the field `name` to `value`, as the subscript does, taking the table's new
+  /// list of names from `lists` if `name` is new, so that tables with the same names
+  /// hold one list.
+  mutating func set(_ value: Value, for name: String, sharingNames lists: inout FieldNameLists) {
+    if let position = index(forKey: name) {
+      values[position] = value
+    } else {
+      let position = insertionPoint(of: name)
+      keys = lists.inserting(name, at: position, into: keys)
+      values.insert(value, at: position)
+    }
+  }
+
+  /// Replaces the table's list of names by an equal one from `lists`, if it holds one.
+  mutating func shareNames(with lists: inout FieldNameLists) {
+    keys = lists.shared(keys)
+  }
+
+  private func insertionPoint(of name: String) -> Int {
+    keys.partitioningIndex { !fieldNameOrder($0, name) }
   }
 
   /// The fields in name order, as `(key, value)` pairs like a dictionary's.
