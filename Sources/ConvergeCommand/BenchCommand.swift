@@ -11,6 +11,7 @@ enum BenchCommand {
     var storeDirectory: String?
     var library: Int?
     var tasks = false
+    var emptyBodies = false
   }
 
   static func run(_ arguments: [String]) -> Int32 {
@@ -23,6 +24,7 @@ enum BenchCommand {
           // A user's whole library in one replica (see LibraryBench).
           .value("--library", \.library, .positive),
           .flag("--tasks", \.tasks),
+          .flag("--empty-bodies", \.emptyBodies),
           .value("--runs", \.runs, .positive),
           // The trace typed through a durable store in this directory (see StoreBench).
           .value("--store", \.storeDirectory, .text),
@@ -32,7 +34,9 @@ enum BenchCommand {
     else { return usage() }
     let (json, runs) = (options.json, options.runs)
     if let library = options.library {
-      return LibraryBench.run(entities: library, tasks: options.tasks, json: json)
+      guard !(options.tasks && options.emptyBodies) else { return usage() }
+      return LibraryBench.run(
+        entities: library, tasks: options.tasks, bodies: !options.emptyBodies, json: json)
     }
     guard let path = operands.first else { return usage() }
     let report: TraceBenchmarkReport
@@ -129,7 +133,7 @@ enum BenchCommand {
   private static func usage() -> Int32 {
     FileHandleOutput.error(
       "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|merge|small|typing|undo]"
-        + " [--store DIR]\n       converge bench --library N [--tasks] [--json]")
+        + " [--store DIR]\n       converge bench --library N [--tasks | --empty-bodies] [--json]")
     return 2
   }
 

@@ -4,13 +4,14 @@ import ConvergeTestSupport
 import ConvergeTraces
 import Foundation
 
-/// `converge bench --library N [--tasks] [--json]`: one replica holding a user's whole
+/// `converge bench --library N [--tasks | --empty-bodies] [--json]`: one replica holding a user's whole
 /// library, measured where apps feel it: building it, the memory and saved bytes per
 /// entity, launch (load), saving (encode), a handshake with a peer 400 edits behind
 /// (`delta(since:)`), one small remote edit, and reading every entity.
 ///
 /// A note has a title, two tags, a pinned flag and a 405-character body, created one
-/// transaction per note; the tasks variant has the tasks model's fields and no body.
+/// transaction per note; `--empty-bodies` leaves the body out (the peer's 400 edits still
+/// type into bodies); the tasks variant has the tasks model's fields and no body.
 enum LibraryBench {
   struct Report: Encodable, Equatable {
     var entities: Int
@@ -28,8 +29,8 @@ enum LibraryBench {
   static let bodyLength = 405
   static let peerLag = 400
 
-  static func run(entities: Int, tasks: Bool, json: Bool) -> Int32 {
-    let (report, consistent) = measure(entities: entities, tasks: tasks)
+  static func run(entities: Int, tasks: Bool, bodies: Bool, json: Bool) -> Int32 {
+    let (report, consistent) = measure(entities: entities, tasks: tasks, bodies: bodies)
     guard consistent else {
       FileHandleOutput.error("error: the library did not read back as built")
       return 1
@@ -42,7 +43,7 @@ enum LibraryBench {
       print(String(decoding: data, as: UTF8.self))
       return 0
     }
-    let kind = tasks ? "tasks" : "notes"
+    let kind = tasks ? "tasks" : bodies ? "notes" : "notes without a body"
     print("library of \(report.entities) \(kind), one transaction each")
     print(String(format: "build                 %10.2f µs per entity", report.buildUsPerEntity))
     print("resident memory       \(report.residentBytesPerEntity) bytes per entity")
@@ -58,12 +59,15 @@ enum LibraryBench {
 
   /// The report, and whether every read found what was built (a bench of wrong
   /// answers measures nothing).
-  static func measure(entities: Int, tasks: Bool) -> (Report, consistent: Bool) {
+  static func measure(entities: Int, tasks: Bool, bodies: Bool = true) -> (
+    Report, consistent: Bool
+  ) {
     var random = SeededGenerator(seed: 0x11B)
     // The entities' contents are drawn before the clock starts and before the memory
     // baseline, so that build and resident figures are the library's, not the bench's.
     let inputs = (0..<entities).map { index in
-      tasks ? Input.task(index, using: &random) : Input.note(index, using: &random)
+      tasks
+        ? Input.task(index, using: &random) : Input.note(index, body: bodies, using: &random)
     }
     MemoryProbe.releaseFreeHeap()
     let residentBefore = MemoryProbe.residentSet()
@@ -164,7 +168,9 @@ enum LibraryBench {
       if let body { tx.insertText(body, at: 0, in: "body", of: key) }
     }
 
-    static func note(_ index: Int, using random: inout SeededGenerator) -> Input {
+    static func note(_ index: Int, body withBody: Bool, using random: inout SeededGenerator)
+      -> Input
+    {
       let tags = Array(LibraryBench.tags.shuffled(using: &random).prefix(2))
       let pinned = random.next() % 5 == 0
       var body = String.UnicodeScalarView()
@@ -178,7 +184,7 @@ enum LibraryBench {
       return Input(
         key: EntityKey(type: SimulatedNote.entityType, id: "\(index)"),
         registers: [("title", .string("Note \(index)")), ("pinned", .bool(pinned))],
-        tags: tags, body: String(body))
+        tags: tags, body: withBody ? String(body) : nil)
     }
 
     static func task(_ index: Int, using random: inout SeededGenerator) -> Input {

@@ -17,7 +17,7 @@ let usage = """
         decode any Converge message or saved state and summarise it (65 on bad input)
     bench <trace.json[.gz]> [--json] [--runs N]
         measure the design's performance table on a sequential trace (use -c release)
-    bench --library N [--tasks] [--json]
+    bench --library N [--tasks | --empty-bodies] [--json]
         measure a library of N notes (or tasks) in one replica (use -c release)
     fuzz [--seconds N] [--workers N] [--seed S]
         check every merge law and replica-script property on random seeds
