@@ -178,6 +178,9 @@ extension RGA: Equatable {
     for pending in pendingInserts {
       precondition(!isIntegrated(pending.id), "buffered insert already integrated")
     }
+    precondition(
+      unresolvedDeletes.isEmpty || unresolvedDeletes.ranges.values.contains { !$0.isEmpty },
+      "buffered delete targets held while none is waited for")
     for (replica, ranges) in unresolvedDeletes.ranges {
       for (position, target) in ranges.enumerated() {
         precondition(!target.isEmpty, "empty buffered delete target")

@@ -1,0 +1,58 @@
+/// A value held behind one reference, copied before a change while the reference is
+/// shared, and absent while empty: for state most instances never fill (a text's inserts
+/// waiting for their origin, the blocks of a text that never split), so that those
+/// instances pay one word for it instead of the value's inline size.
+///
+/// The value sits in a `ManagedBuffer`'s header and is read and changed through its
+/// pointer, in place: a class's stored property would pay a dynamic exclusivity check
+/// at every access, which the blocks of a long text take at every keystroke.
+///
+/// `@unchecked Sendable`: the value is changed only through a reference known to be
+/// unique, so no two threads ever see one box change (as ``TextStorage``).
+struct OutOfLine<Value: Sendable>: @unchecked Sendable {
+  private final class Box: ManagedBuffer<Value, UInt8> {}
+
+  private var box: Box?
+
+  /// Empty.
+  init() {}
+
+  /// Holding `value`.
+  init(_ value: Value) { box = Self.makeBox(value) }
+
+  private static func makeBox(_ value: Value) -> Box {
+    unsafeDowncast(Box.create(minimumCapacity: 0) { _ in value }, to: Box.self)
+  }
+
+  /// Whether there is no value.
+  var isEmpty: Bool { box == nil }
+
+  /// A copy of the value, or `nil` while empty.
+  var value: Value? { read { $0 } }
+
+  /// What `body` returns for the value, read in place; `nil` while empty.
+  @inline(__always)
+  func read<Result>(_ body: (Value) throws -> Result) rethrows -> Result? {
+    guard let box else { return nil }
+    return try box.withUnsafeMutablePointerToHeader { try body($0.pointee) }
+  }
+
+  /// Runs `body` on the value in place, made by `initial` first while empty, and copied
+  /// first while another instance shares it.
+  @inline(__always)
+  mutating func update<Result>(
+    creating initial: () -> Value, _ body: (inout Value) throws -> Result
+  ) rethrows -> Result {
+    let unique: Box
+    if isKnownUniquelyReferenced(&box), let box {
+      unique = box
+    } else {
+      unique = Self.makeBox(box?.header ?? initial())
+      box = unique
+    }
+    return try unique.withUnsafeMutablePointerToHeader { try body(&$0.pointee) }
+  }
+
+  /// Drops the value.
+  mutating func empty() { box = nil }
+}
