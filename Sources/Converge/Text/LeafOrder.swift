@@ -14,7 +14,8 @@
 ///
 /// A text of one leaf (every short text: a note body, a title) has no blocks at all, only
 /// that leaf's counts, so that a library of short texts does not pay nine arrays per
-/// text; the blocks are built when the leaf first splits.
+/// text; the blocks (``Tree``) are built when the leaf first splits, and held out of line
+/// (``OutOfLine``), so that a one-leaf text pays one word for them instead of 88 bytes.
 ///
 /// Typing stays in one leaf for many edits, so the order keeps a *cursor* on the leaf of
 /// the latest local edit (``seek(visible:)``): where that leaf starts, and its count. A
@@ -26,295 +27,87 @@ struct LeafOrder: Sendable {
   /// Leaves per block before the block splits in two.
   static let maxLeavesPerBlock = 32
 
-  /// Consecutive leaves in document order and their counts.
-  struct Block: Sendable {
-    var leaves: [Int] = []
-    var visible: [Int] = []
-    var utf16: [Int] = []
-    var totalVisible = 0
-    var totalUTF16 = 0
-  }
-
-  /// Blocks by stable id (a split appends a new block); empty while leaf 0 is the only
-  /// leaf, whose counts are then `soleVisible` and `soleUTF16`.
-  private var blocks: [Block]
+  /// The counts of leaf 0 while it is the only leaf.
   private var soleVisible = 0
   private var soleUTF16 = 0
-  /// Block ids in document order.
-  private var blockOrder: [Int]
-  /// For each block id, its position in `blockOrder`.
-  private var blockRank: [Int]
-  /// Visible scalars and UTF-16 code units per block, by rank.
-  private var blockCounts: CountTree
-  /// For each leaf id, the block holding it and its position there.
-  private var blockOfLeaf: [Int]
-  private var slotOfLeaf: [Int]
-  /// The leaf of the latest local edit, while no leaf before it has changed.
-  private var cursor = Cursor()
-
-  /// A leaf whose start is known, with the counts added to it that its block and the
-  /// tree do not hold yet.
-  private struct Cursor: Sendable {
-    /// The leaf, or -1 for none.
-    var leaf = -1
-    /// Visible scalars of the leaves before `leaf`.
-    var start = 0
-    /// Visible scalars of `leaf`, pending counts included.
-    var visible = 0
-    var pendingVisible = 0
-    var pendingUTF16 = 0
-  }
+  /// The blocks, once a leaf has split; empty before.
+  private var tree = OutOfLine<Tree>()
 
   /// One empty leaf, id 0.
-  init() {
-    blocks = []
-    blockOrder = []
-    blockRank = []
-    blockCounts = CountTree()
-    blockOfLeaf = []
-    slotOfLeaf = []
-  }
+  init() {}
 
   /// Leaves `0..<visible.count` in that order, with the given counts; blocks start
   /// three-quarters full so that the first splits come late.
   init(visible: [Int], utf16: [Int]) {
-    self.init()
     if visible.count <= 1 {
       soleVisible = visible.first ?? 0
       soleUTF16 = utf16.first ?? 0
     } else {
-      buildBlocks(visible: visible, utf16: utf16)
+      tree = OutOfLine(Tree(visible: visible, utf16: utf16))
     }
   }
 
-  private mutating func buildBlocks(visible: [Int], utf16: [Int]) {
-    let perBlock = Self.maxLeavesPerBlock * 3 / 4
-    blocks = []
-    blockOfLeaf = []
-    slotOfLeaf = []
-    blockOfLeaf.reserveCapacity(visible.count)
-    slotOfLeaf.reserveCapacity(visible.count)
-    var start = 0
-    repeat {
-      let end = Swift.min(start + perBlock, visible.count)
-      var block = Block()
-      block.leaves = Array(start..<end)
-      block.visible = Array(visible[start..<end])
-      block.utf16 = Array(utf16[start..<end])
-      block.totalVisible = block.visible.reduce(0, +)
-      block.totalUTF16 = block.utf16.reduce(0, +)
-      for slot in 0..<(end - start) {
-        blockOfLeaf.append(blocks.count)
-        slotOfLeaf.append(slot)
-      }
-      blocks.append(block)
-      start = end
-    } while start < visible.count
-    blockOrder = Array(blocks.indices)
-    blockRank = Array(blocks.indices)
-    blockCounts = CountTree(visible: blocks.map(\.totalVisible), utf16: blocks.map(\.totalUTF16))
-  }
-
   /// The number of leaves.
-  var leafCount: Int { blocks.isEmpty ? 1 : blockOfLeaf.count }
+  var leafCount: Int { tree.read { $0.leafCount } ?? 1 }
 
   /// The first leaf in document order.
-  var first: Int { blocks.isEmpty ? 0 : blocks[blockOrder[0]].leaves[0] }
+  var first: Int { tree.read { $0.first } ?? 0 }
 
   /// The leaf after `leaf` in document order, if any.
   func leaf(after leaf: Int) -> Int? {
-    guard !blocks.isEmpty else { return nil }
-    let block = blockOfLeaf[leaf]
-    let slot = slotOfLeaf[leaf] + 1
-    if slot < blocks[block].leaves.count { return blocks[block].leaves[slot] }
-    let rank = blockRank[block] + 1
-    return rank < blockOrder.count ? blocks[blockOrder[rank]].leaves[0] : nil
+    tree.read { $0.leaf(after: leaf) } ?? nil
   }
 
   /// Where `leaf` stands in document order, comparable between leaves in O(1).
   func rank(of leaf: Int) -> (block: Int, slot: Int) {
-    guard !blocks.isEmpty else { return (0, 0) }
-    return (blockRank[blockOfLeaf[leaf]], slotOfLeaf[leaf])
+    tree.read { $0.rank(of: leaf) } ?? (0, 0)
   }
 
   /// The visible scalars and UTF-16 code units of every leaf before `leaf`.
   func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
-    guard !blocks.isEmpty else { return (0, 0) }
-    let block = blockOfLeaf[leaf]
-    let rank = blockRank[block]
-    var (visible, utf16) = blockCounts.prefix(rank)
-    let slot = slotOfLeaf[leaf]
-    blocks[block].visible.withUnsafeBufferPointer { counts in
-      for position in 0..<slot { visible &+= counts[position] }
-    }
-    blocks[block].utf16.withUnsafeBufferPointer { counts in
-      for position in 0..<slot { utf16 &+= counts[position] }
-    }
-    if cursor.leaf >= 0,
-      (blockRank[blockOfLeaf[cursor.leaf]], slotOfLeaf[cursor.leaf]) < (rank, slot)
-    {
-      visible &+= cursor.pendingVisible
-      utf16 &+= cursor.pendingUTF16
-    }
-    return (visible, utf16)
+    tree.read { $0.prefix(of: leaf) } ?? (0, 0)
   }
 
   /// The leaf whose visible scalars hold offset `offset` (leaves without visible scalars
   /// are skipped) and the offset inside it. `offset` must be below the total.
   func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
-    guard !blocks.isEmpty else { return (0, offset) }
-    if cursor.leaf >= 0, offset >= cursor.start, offset - cursor.start < cursor.visible {
-      return (cursor.leaf, offset - cursor.start)
-    }
-    return search(offset, utf16: false)
+    tree.read { $0.leaf(containingVisible: offset) } ?? (0, offset)
   }
 
   /// The leaf whose UTF-16 code units hold offset `offset`, and the offset inside it.
   /// `offset` must be below the total.
   func leaf(containingUTF16 offset: Int) -> (leaf: Int, remainder: Int) {
-    guard !blocks.isEmpty else { return (0, offset) }
-    return search(offset, utf16: true)
+    tree.read { $0.search(offset, utf16: true) } ?? (0, offset)
   }
 
   /// ``leaf(containingVisible:)`` for a local edit about to change that leaf: the leaf
   /// found becomes the cursor, so that the next edit there skips the search and the
   /// counts it adds wait in the cursor.
   mutating func seek(visible offset: Int) -> (leaf: Int, remainder: Int) {
-    let found = leaf(containingVisible: offset)
-    if !blocks.isEmpty, found.leaf != cursor.leaf {
-      dropCursor()
-      let block = blocks[blockOfLeaf[found.leaf]]
-      cursor = Cursor(
-        leaf: found.leaf, start: offset - found.remainder,
-        visible: block.visible[slotOfLeaf[found.leaf]])
-    }
-    return found
-  }
-
-  /// The block-tree search and the scan of one block, counting the cursor's pending
-  /// counts where they belong.
-  private func search(_ offset: Int, utf16: Bool) -> (leaf: Int, remainder: Int) {
-    var pendingRank = -1
-    var pendingSlot = -1
-    var pending = 0
-    if cursor.leaf >= 0 {
-      pendingRank = blockRank[blockOfLeaf[cursor.leaf]]
-      pendingSlot = slotOfLeaf[cursor.leaf]
-      pending = utf16 ? cursor.pendingUTF16 : cursor.pendingVisible
-    }
-    let (rank, remainder) = blockCounts.search(
-      offset, utf16: utf16, adding: pending, atRank: pendingRank)
-    // Past the end (unreachable for offsets below the total): the last leaf.
-    let clamped = Swift.min(rank, blockOrder.count - 1)
-    let block = blocks[blockOrder[clamped]]
-    var rest = remainder
-    let values = utf16 ? block.utf16 : block.visible
-    for slot in values.indices {
-      let value =
-        clamped == pendingRank && slot == pendingSlot ? values[slot] + pending : values[slot]
-      if rest < value { return (block.leaves[slot], rest) }
-      rest -= value
-    }
-    return (block.leaves[block.leaves.count - 1], rest)
+    guard !tree.isEmpty else { return (0, offset) }
+    return tree.update(creating: soleTree) { $0.seek(visible: offset) }
   }
 
   /// Adds to the counts of `leaf`.
   mutating func add(visible: Int, utf16: Int, to leaf: Int) {
-    guard !blocks.isEmpty else {
+    guard !tree.isEmpty else {
       soleVisible += visible
       soleUTF16 += utf16
       return
     }
-    if leaf == cursor.leaf {
-      cursor.visible += visible
-      cursor.pendingVisible += visible
-      cursor.pendingUTF16 += utf16
-      return
-    }
-    // A change elsewhere may move the cursor's start.
-    dropCursor()
-    addToBlocks(visible: visible, utf16: utf16, to: leaf)
-  }
-
-  /// Moves the cursor's pending counts into the blocks and the tree; the cursor stays.
-  private mutating func flushCursor() {
-    guard cursor.leaf >= 0 else { return }
-    addToBlocks(visible: cursor.pendingVisible, utf16: cursor.pendingUTF16, to: cursor.leaf)
-    cursor.pendingVisible = 0
-    cursor.pendingUTF16 = 0
-  }
-
-  /// Flushes the cursor and forgets it.
-  private mutating func dropCursor() {
-    flushCursor()
-    cursor = Cursor()
-  }
-
-  private mutating func addToBlocks(visible: Int, utf16: Int, to leaf: Int) {
-    guard visible != 0 || utf16 != 0 else { return }
-    let block = blockOfLeaf[leaf]
-    let slot = slotOfLeaf[leaf]
-    blocks[block].visible[slot] += visible
-    blocks[block].utf16[slot] += utf16
-    blocks[block].totalVisible += visible
-    blocks[block].totalUTF16 += utf16
-    blockCounts.add(visible: visible, utf16: utf16, at: blockRank[block])
+    tree.update(creating: soleTree) { $0.add(visible: visible, utf16: utf16, to: leaf) }
   }
 
   /// Places a new leaf with the given counts right after `leaf`; returns its id, the
   /// next one (``leafCount`` before the call).
   @discardableResult
   mutating func insertLeaf(after leaf: Int, visible: Int, utf16: Int) -> Int {
-    if blocks.isEmpty { buildBlocks(visible: [soleVisible], utf16: [soleUTF16]) }
-    // The leaves before `leaf` keep their counts, so a cursor on `leaf` keeps its start;
-    // its pending counts go in first, since the blocks move.
-    flushCursor()
-    if cursor.leaf != leaf { cursor = Cursor() }
-    let newLeaf = leafCount
-    let block = blockOfLeaf[leaf]
-    let slot = slotOfLeaf[leaf] + 1
-    blocks[block].leaves.insert(newLeaf, at: slot)
-    blocks[block].visible.insert(visible, at: slot)
-    blocks[block].utf16.insert(utf16, at: slot)
-    blocks[block].totalVisible += visible
-    blocks[block].totalUTF16 += utf16
-    blockOfLeaf.append(block)
-    slotOfLeaf.append(slot)
-    for position in slot + 1..<blocks[block].leaves.count {
-      slotOfLeaf[blocks[block].leaves[position]] = position
-    }
-    blockCounts.add(visible: visible, utf16: utf16, at: blockRank[block])
-    if blocks[block].leaves.count > Self.maxLeavesPerBlock { split(block) }
-    return newLeaf
+    tree.update(creating: soleTree) { $0.insertLeaf(after: leaf, visible: visible, utf16: utf16) }
   }
 
-  /// Moves the second half of `block` to a new block right after it.
-  private mutating func split(_ block: Int) {
-    let half = blocks[block].leaves.count / 2
-    var moved = Block()
-    moved.leaves = Array(blocks[block].leaves[half...])
-    moved.visible = Array(blocks[block].visible[half...])
-    moved.utf16 = Array(blocks[block].utf16[half...])
-    moved.totalVisible = moved.visible.reduce(0, +)
-    moved.totalUTF16 = moved.utf16.reduce(0, +)
-    blocks[block].leaves.removeSubrange(half...)
-    blocks[block].visible.removeSubrange(half...)
-    blocks[block].utf16.removeSubrange(half...)
-    blocks[block].totalVisible -= moved.totalVisible
-    blocks[block].totalUTF16 -= moved.totalUTF16
-    let newBlock = blocks.count
-    for (slot, leaf) in moved.leaves.enumerated() {
-      blockOfLeaf[leaf] = newBlock
-      slotOfLeaf[leaf] = slot
-    }
-    blocks.append(moved)
-    let rank = blockRank[block] + 1
-    blockOrder.insert(newBlock, at: rank)
-    blockRank.append(0)
-    for position in rank..<blockOrder.count { blockRank[blockOrder[position]] = position }
-    blockCounts = CountTree(
-      visible: blockOrder.map { blocks[$0].totalVisible },
-      utf16: blockOrder.map { blocks[$0].totalUTF16 })
+  /// The blocks of the sole leaf, built when it first splits.
+  private func soleTree() -> Tree {
+    Tree(visible: [soleVisible], utf16: [soleUTF16])
   }
 
   /// Every leaf id in document order.
@@ -330,20 +123,18 @@ struct LeafOrder: Sendable {
       fileprivate var slot = 0
 
       mutating func next() -> Int? {
-        if order.blocks.isEmpty {
-          defer { rank = 1 }
+        let (rank, slot) = (self.rank, self.slot)
+        guard
+          let found = order.tree.read({ tree -> (leaf: Int?, rank: Int, slot: Int) in
+            var (rank, slot) = (rank, slot)
+            return (tree.leaf(atRank: &rank, slot: &slot), rank, slot)
+          })
+        else {
+          defer { self.rank = 1 }
           return rank == 0 ? 0 : nil
         }
-        while rank < order.blockOrder.count {
-          let leaves = order.blocks[order.blockOrder[rank]].leaves
-          if slot < leaves.count {
-            slot += 1
-            return leaves[slot - 1]
-          }
-          rank += 1
-          slot = 0
-        }
-        return nil
+        (self.rank, self.slot) = (found.rank, found.slot)
+        return found.leaf
       }
     }
 
@@ -354,49 +145,337 @@ struct LeafOrder: Sendable {
   /// the blocks and that the counts and sums match `counts` (by leaf id); traps
   /// otherwise.
   func _checkInvariants(counts: (Int) -> (visible: Int, utf16: Int)) {
-    if cursor.leaf >= 0 {
-      precondition(!blocks.isEmpty, "a sole leaf has no cursor")
-      precondition(prefix(of: cursor.leaf).visible == cursor.start, "start of the cursor")
-      precondition(counts(cursor.leaf).visible == cursor.visible, "count of the cursor")
-      var flushed = self
-      flushed.dropCursor()
-      flushed._checkInvariants(counts: counts)
-      return
-    }
-    guard !blocks.isEmpty else {
-      precondition(blockOfLeaf.isEmpty && blockOrder.isEmpty, "a sole leaf has no blocks")
+    guard let tree = tree.value else {
       precondition(counts(0) == (soleVisible, soleUTF16), "counts of the sole leaf")
       return
     }
-    precondition(blockOfLeaf.count == slotOfLeaf.count, "leaf positions")
-    precondition(blockOrder.count == blocks.count && blockRank.count == blocks.count)
-    precondition(blockCounts.count == blocks.count)
-    var seen = 0
-    var totalVisible = 0
-    var totalUTF16 = 0
-    for (rank, blockID) in blockOrder.enumerated() {
-      let block = blocks[blockID]
-      precondition(blockRank[blockID] == rank, "rank of block \(blockID)")
-      precondition(!block.leaves.isEmpty && block.leaves.count <= Self.maxLeavesPerBlock)
-      precondition(block.visible.count == block.leaves.count)
-      precondition(block.utf16.count == block.leaves.count)
-      precondition(blockCounts.prefix(rank) == (totalVisible, totalUTF16), "block sums")
-      for (slot, leaf) in block.leaves.enumerated() {
-        precondition(blockOfLeaf[leaf] == blockID && slotOfLeaf[leaf] == slot, "leaf slot")
-        let expected = counts(leaf)
-        precondition(
-          block.visible[slot] == expected.visible && block.utf16[slot] == expected.utf16,
-          "counts of leaf \(leaf)")
-        precondition(prefix(of: leaf) == (totalVisible, totalUTF16), "prefix of leaf \(leaf)")
-        totalVisible += expected.visible
-        totalUTF16 += expected.utf16
-        seen += 1
-      }
-      precondition(
-        block.totalVisible == block.visible.reduce(0, +)
-          && block.totalUTF16 == block.utf16.reduce(0, +), "block totals")
+    tree._checkInvariants(counts: counts)
+  }
+}
+
+extension LeafOrder {
+  /// The blocks of a text of more than one leaf, their tree, and the cursor.
+  fileprivate struct Tree: Sendable {
+    /// Consecutive leaves in document order and their counts.
+    struct Block: Sendable {
+      var leaves: [Int] = []
+      var visible: [Int] = []
+      var utf16: [Int] = []
+      var totalVisible = 0
+      var totalUTF16 = 0
     }
-    precondition(seen == leafCount, "every leaf once")
+
+    /// Blocks by stable id (a split appends a new block).
+    private var blocks: [Block]
+    /// Block ids in document order.
+    private var blockOrder: [Int]
+    /// For each block id, its position in `blockOrder`.
+    private var blockRank: [Int]
+    /// Visible scalars and UTF-16 code units per block, by rank.
+    private var blockCounts: CountTree
+    /// For each leaf id, the block holding it and its position there.
+    private var blockOfLeaf: [Int]
+    private var slotOfLeaf: [Int]
+    /// The leaf of the latest local edit, while no leaf before it has changed.
+    private var cursor = Cursor()
+
+    /// A leaf whose start is known, with the counts added to it that its block and the
+    /// tree do not hold yet.
+    private struct Cursor: Sendable {
+      /// The leaf, or -1 for none.
+      var leaf = -1
+      /// Visible scalars of the leaves before `leaf`.
+      var start = 0
+      /// Visible scalars of `leaf`, pending counts included.
+      var visible = 0
+      var pendingVisible = 0
+      var pendingUTF16 = 0
+    }
+
+    /// Leaves `0..<visible.count` (at least one) in that order, with the given counts;
+    /// blocks start three-quarters full so that the first splits come late.
+    init(visible: [Int], utf16: [Int]) {
+      blocks = []
+      blockOrder = []
+      blockRank = []
+      blockCounts = CountTree()
+      blockOfLeaf = []
+      slotOfLeaf = []
+      buildBlocks(visible: visible, utf16: utf16)
+    }
+
+    private mutating func buildBlocks(visible: [Int], utf16: [Int]) {
+      let perBlock = LeafOrder.maxLeavesPerBlock * 3 / 4
+      blocks = []
+      blockOfLeaf = []
+      slotOfLeaf = []
+      blockOfLeaf.reserveCapacity(visible.count)
+      slotOfLeaf.reserveCapacity(visible.count)
+      var start = 0
+      repeat {
+        let end = Swift.min(start + perBlock, visible.count)
+        var block = Block()
+        block.leaves = Array(start..<end)
+        block.visible = Array(visible[start..<end])
+        block.utf16 = Array(utf16[start..<end])
+        block.totalVisible = block.visible.reduce(0, +)
+        block.totalUTF16 = block.utf16.reduce(0, +)
+        for slot in 0..<(end - start) {
+          blockOfLeaf.append(blocks.count)
+          slotOfLeaf.append(slot)
+        }
+        blocks.append(block)
+        start = end
+      } while start < visible.count
+      blockOrder = Array(blocks.indices)
+      blockRank = Array(blocks.indices)
+      blockCounts = CountTree(visible: blocks.map(\.totalVisible), utf16: blocks.map(\.totalUTF16))
+    }
+
+    /// The number of leaves.
+    var leafCount: Int { blockOfLeaf.count }
+
+    /// The first leaf in document order.
+    var first: Int { blocks[blockOrder[0]].leaves[0] }
+
+    /// The leaf after `leaf` in document order, if any.
+    func leaf(after leaf: Int) -> Int? {
+      let block = blockOfLeaf[leaf]
+      let slot = slotOfLeaf[leaf] + 1
+      if slot < blocks[block].leaves.count { return blocks[block].leaves[slot] }
+      let rank = blockRank[block] + 1
+      return rank < blockOrder.count ? blocks[blockOrder[rank]].leaves[0] : nil
+    }
+
+    /// Where `leaf` stands in document order, comparable between leaves in O(1).
+    func rank(of leaf: Int) -> (block: Int, slot: Int) {
+      return (blockRank[blockOfLeaf[leaf]], slotOfLeaf[leaf])
+    }
+
+    /// The visible scalars and UTF-16 code units of every leaf before `leaf`.
+    func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
+      let block = blockOfLeaf[leaf]
+      let rank = blockRank[block]
+      var (visible, utf16) = blockCounts.prefix(rank)
+      let slot = slotOfLeaf[leaf]
+      blocks[block].visible.withUnsafeBufferPointer { counts in
+        for position in 0..<slot { visible &+= counts[position] }
+      }
+      blocks[block].utf16.withUnsafeBufferPointer { counts in
+        for position in 0..<slot { utf16 &+= counts[position] }
+      }
+      if cursor.leaf >= 0,
+        (blockRank[blockOfLeaf[cursor.leaf]], slotOfLeaf[cursor.leaf]) < (rank, slot)
+      {
+        visible &+= cursor.pendingVisible
+        utf16 &+= cursor.pendingUTF16
+      }
+      return (visible, utf16)
+    }
+
+    /// The leaf whose visible scalars hold offset `offset` (leaves without visible scalars
+    /// are skipped) and the offset inside it. `offset` must be below the total.
+    func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
+      if cursor.leaf >= 0, offset >= cursor.start, offset - cursor.start < cursor.visible {
+        return (cursor.leaf, offset - cursor.start)
+      }
+      return search(offset, utf16: false)
+    }
+
+    /// ``leaf(containingVisible:)`` for a local edit about to change that leaf: the leaf
+    /// found becomes the cursor, so that the next edit there skips the search and the
+    /// counts it adds wait in the cursor.
+    mutating func seek(visible offset: Int) -> (leaf: Int, remainder: Int) {
+      let found = leaf(containingVisible: offset)
+      if found.leaf != cursor.leaf {
+        dropCursor()
+        let block = blocks[blockOfLeaf[found.leaf]]
+        cursor = Cursor(
+          leaf: found.leaf, start: offset - found.remainder,
+          visible: block.visible[slotOfLeaf[found.leaf]])
+      }
+      return found
+    }
+
+    /// The block-tree search and the scan of one block, counting the cursor's pending
+    /// counts where they belong.
+    func search(_ offset: Int, utf16: Bool) -> (leaf: Int, remainder: Int) {
+      var pendingRank = -1
+      var pendingSlot = -1
+      var pending = 0
+      if cursor.leaf >= 0 {
+        pendingRank = blockRank[blockOfLeaf[cursor.leaf]]
+        pendingSlot = slotOfLeaf[cursor.leaf]
+        pending = utf16 ? cursor.pendingUTF16 : cursor.pendingVisible
+      }
+      let (rank, remainder) = blockCounts.search(
+        offset, utf16: utf16, adding: pending, atRank: pendingRank)
+      // Past the end (unreachable for offsets below the total): the last leaf.
+      let clamped = Swift.min(rank, blockOrder.count - 1)
+      let block = blocks[blockOrder[clamped]]
+      var rest = remainder
+      let values = utf16 ? block.utf16 : block.visible
+      for slot in values.indices {
+        let value =
+          clamped == pendingRank && slot == pendingSlot ? values[slot] + pending : values[slot]
+        if rest < value { return (block.leaves[slot], rest) }
+        rest -= value
+      }
+      return (block.leaves[block.leaves.count - 1], rest)
+    }
+
+    /// Adds to the counts of `leaf`.
+    mutating func add(visible: Int, utf16: Int, to leaf: Int) {
+      if leaf == cursor.leaf {
+        cursor.visible += visible
+        cursor.pendingVisible += visible
+        cursor.pendingUTF16 += utf16
+        return
+      }
+      // A change elsewhere may move the cursor's start.
+      dropCursor()
+      addToBlocks(visible: visible, utf16: utf16, to: leaf)
+    }
+
+    /// Moves the cursor's pending counts into the blocks and the tree; the cursor stays.
+    private mutating func flushCursor() {
+      guard cursor.leaf >= 0 else { return }
+      addToBlocks(visible: cursor.pendingVisible, utf16: cursor.pendingUTF16, to: cursor.leaf)
+      cursor.pendingVisible = 0
+      cursor.pendingUTF16 = 0
+    }
+
+    /// Flushes the cursor and forgets it.
+    private mutating func dropCursor() {
+      flushCursor()
+      cursor = Cursor()
+    }
+
+    private mutating func addToBlocks(visible: Int, utf16: Int, to leaf: Int) {
+      guard visible != 0 || utf16 != 0 else { return }
+      let block = blockOfLeaf[leaf]
+      let slot = slotOfLeaf[leaf]
+      blocks[block].visible[slot] += visible
+      blocks[block].utf16[slot] += utf16
+      blocks[block].totalVisible += visible
+      blocks[block].totalUTF16 += utf16
+      blockCounts.add(visible: visible, utf16: utf16, at: blockRank[block])
+    }
+
+    /// Places a new leaf with the given counts right after `leaf`; returns its id, the
+    /// next one (``leafCount`` before the call).
+    @discardableResult
+    mutating func insertLeaf(after leaf: Int, visible: Int, utf16: Int) -> Int {
+      // The leaves before `leaf` keep their counts, so a cursor on `leaf` keeps its start;
+      // its pending counts go in first, since the blocks move.
+      flushCursor()
+      if cursor.leaf != leaf { cursor = Cursor() }
+      let newLeaf = leafCount
+      let block = blockOfLeaf[leaf]
+      let slot = slotOfLeaf[leaf] + 1
+      blocks[block].leaves.insert(newLeaf, at: slot)
+      blocks[block].visible.insert(visible, at: slot)
+      blocks[block].utf16.insert(utf16, at: slot)
+      blocks[block].totalVisible += visible
+      blocks[block].totalUTF16 += utf16
+      blockOfLeaf.append(block)
+      slotOfLeaf.append(slot)
+      for position in slot + 1..<blocks[block].leaves.count {
+        slotOfLeaf[blocks[block].leaves[position]] = position
+      }
+      blockCounts.add(visible: visible, utf16: utf16, at: blockRank[block])
+      if blocks[block].leaves.count > LeafOrder.maxLeavesPerBlock { split(block) }
+      return newLeaf
+    }
+
+    /// Moves the second half of `block` to a new block right after it.
+    private mutating func split(_ block: Int) {
+      let half = blocks[block].leaves.count / 2
+      var moved = Block()
+      moved.leaves = Array(blocks[block].leaves[half...])
+      moved.visible = Array(blocks[block].visible[half...])
+      moved.utf16 = Array(blocks[block].utf16[half...])
+      moved.totalVisible = moved.visible.reduce(0, +)
+      moved.totalUTF16 = moved.utf16.reduce(0, +)
+      blocks[block].leaves.removeSubrange(half...)
+      blocks[block].visible.removeSubrange(half...)
+      blocks[block].utf16.removeSubrange(half...)
+      blocks[block].totalVisible -= moved.totalVisible
+      blocks[block].totalUTF16 -= moved.totalUTF16
+      let newBlock = blocks.count
+      for (slot, leaf) in moved.leaves.enumerated() {
+        blockOfLeaf[leaf] = newBlock
+        slotOfLeaf[leaf] = slot
+      }
+      blocks.append(moved)
+      let rank = blockRank[block] + 1
+      blockOrder.insert(newBlock, at: rank)
+      blockRank.append(0)
+      for position in rank..<blockOrder.count { blockRank[blockOrder[position]] = position }
+      blockCounts = CountTree(
+        visible: blockOrder.map { blocks[$0].totalVisible },
+        utf16: blockOrder.map { blocks[$0].totalUTF16 })
+    }
+
+    /// The leaf at `slot` of the block at `rank` or, past that block's end, the first
+    /// leaf of the next non-empty block, with `rank` and `slot` moved past it; `nil` after
+    /// the last leaf.
+    func leaf(atRank rank: inout Int, slot: inout Int) -> Int? {
+      while rank < blockOrder.count {
+        let leaves = blocks[blockOrder[rank]].leaves
+        if slot < leaves.count {
+          slot += 1
+          return leaves[slot - 1]
+        }
+        rank += 1
+        slot = 0
+      }
+      return nil
+    }
+
+    /// Checks that every leaf `0..<leafCount` appears once, that the positions agree with
+    /// the blocks and that the counts and sums match `counts` (by leaf id); traps
+    /// otherwise.
+    func _checkInvariants(counts: (Int) -> (visible: Int, utf16: Int)) {
+      if cursor.leaf >= 0 {
+        precondition(prefix(of: cursor.leaf).visible == cursor.start, "start of the cursor")
+        precondition(counts(cursor.leaf).visible == cursor.visible, "count of the cursor")
+        var flushed = self
+        flushed.dropCursor()
+        flushed._checkInvariants(counts: counts)
+        return
+      }
+      precondition(!blocks.isEmpty && leafCount > 1, "blocks only for more than one leaf")
+      precondition(blockOfLeaf.count == slotOfLeaf.count, "leaf positions")
+      precondition(blockOrder.count == blocks.count && blockRank.count == blocks.count)
+      precondition(blockCounts.count == blocks.count)
+      var seen = 0
+      var totalVisible = 0
+      var totalUTF16 = 0
+      for (rank, blockID) in blockOrder.enumerated() {
+        let block = blocks[blockID]
+        precondition(blockRank[blockID] == rank, "rank of block \(blockID)")
+        precondition(!block.leaves.isEmpty && block.leaves.count <= LeafOrder.maxLeavesPerBlock)
+        precondition(block.visible.count == block.leaves.count)
+        precondition(block.utf16.count == block.leaves.count)
+        precondition(blockCounts.prefix(rank) == (totalVisible, totalUTF16), "block sums")
+        for (slot, leaf) in block.leaves.enumerated() {
+          precondition(blockOfLeaf[leaf] == blockID && slotOfLeaf[leaf] == slot, "leaf slot")
+          let expected = counts(leaf)
+          precondition(
+            block.visible[slot] == expected.visible && block.utf16[slot] == expected.utf16,
+            "counts of leaf \(leaf)")
+          precondition(prefix(of: leaf) == (totalVisible, totalUTF16), "prefix of leaf \(leaf)")
+          totalVisible += expected.visible
+          totalUTF16 += expected.utf16
+          seen += 1
+        }
+        precondition(
+          block.totalVisible == block.visible.reduce(0, +)
+            && block.totalUTF16 == block.utf16.reduce(0, +), "block totals")
+      }
+      precondition(seen == leafCount, "every leaf once")
+    }
   }
 }
 
