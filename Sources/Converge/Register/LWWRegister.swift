@@ -61,26 +61,36 @@ public struct LWWRegister<Value: Sendable & Equatable>: Sendable, Equatable {
     }
   }
 
+  /// The winning write's stamp; zero while the register was never written. Not an
+  /// optional, and before `value`: a document holds a register per field, and both
+  /// ways it took 49 bytes where it now takes 41 (so a field takes 48, not 56).
+  private(set) var writtenStamp: Stamp
+
   /// The value of the winning write, or `nil` if the register was never written.
   public private(set) var value: Value?
 
   /// The stamp of the winning write, or `nil` if the register was never written.
-  public private(set) var stamp: Stamp?
+  public var stamp: Stamp? { value == nil ? nil : writtenStamp }
 
   /// A register that was never written.
   public init() {
+    writtenStamp = Self.unwritten
     value = nil
-    stamp = nil
+  }
+
+  /// The stamp of a register never written.
+  static var unwritten: Stamp {
+    Stamp(timestamp: .zero, dot: Dot(replica: ReplicaID(rawValue: 0), counter: 0))
   }
 
   /// A register holding one write.
   init(value: Value, stamp: Stamp) {
+    writtenStamp = stamp
     self.value = value
-    self.stamp = stamp
   }
 
   /// Whether the register was never written (or, for a delta, carries no write).
-  public var isEmpty: Bool { stamp == nil }
+  public var isEmpty: Bool { value == nil }
 }
 
 extension LWWRegister: Mergeable {
@@ -97,7 +107,7 @@ extension LWWRegister: Mergeable {
   public mutating func set(_ value: Value, stamp: Stamp) -> LWWRegister {
     if let current = self.stamp, stamp <= current { return LWWRegister() }
     self.value = value
-    self.stamp = stamp
+    writtenStamp = stamp
     #if CONVERGE_INTERNAL_CHECKS
       _checkInvariants()
     #endif
@@ -114,7 +124,7 @@ extension LWWRegister: Mergeable {
     guard let incoming = other.stamp else { return }
     if let current = stamp, incoming <= current { return }
     value = other.value
-    stamp = incoming
+    writtenStamp = incoming
     #if CONVERGE_INTERNAL_CHECKS
       _checkInvariants()
     #endif
