@@ -562,8 +562,11 @@ private struct StateLoader {
     for index in deletes.indices
     where index + 1 == deletes.count || deletes[index + 1].dot.replica != deletes[index].dot.replica
     {
-      let slot = text.deleteLog.slotCreating(deletes[index].dot.replica, default: [])
-      text.deleteLog.values[slot] = Array(deletes[groupStart...index])
+      let (replica, group) = (deletes[index].dot.replica, Array(deletes[groupStart...index]))
+      text.deleteLogStorage.update(creating: ReplicaMap.init) { log in
+        let slot = log.slotCreating(replica, default: [])
+        log.values[slot] = group
+      }
       groupStart = index + 1
     }
   }
@@ -598,13 +601,14 @@ private struct StateLoader {
     }
     var entries: [ReplicaIndex.Entry] = []
     entries.reserveCapacity(sorted.count)
+    var index = ReplicaMap<ReplicaIndex>()
     var replica: ReplicaID?
     for placement in sorted {
       let owner = headers[placement.header].id.replica
       if owner != replica {
         if let replica {
-          let slot = text.index.slotCreating(replica, default: ReplicaIndex())
-          text.index.values[slot] = ReplicaIndex(entries: entries)
+          index.values[index.slotCreating(replica, default: ReplicaIndex())] = ReplicaIndex(
+            entries: entries)
           entries.removeAll(keepingCapacity: true)
         }
         replica = owner
@@ -617,9 +621,10 @@ private struct StateLoader {
       }
     }
     if let replica {
-      let slot = text.index.slotCreating(replica, default: ReplicaIndex())
-      text.index.values[slot] = ReplicaIndex(entries: entries)
+      index.values[index.slotCreating(replica, default: ReplicaIndex())] = ReplicaIndex(
+        entries: entries)
     }
+    if !index.isEmpty { text.indexStorage = OutOfLine(index) }
   }
 
   /// Buffers run `index`, whose origin chain does not reach the head, segment by

@@ -130,7 +130,8 @@ extension RGA {
     let total = upper - lower
     guard total > 0, firstDot.counter > 0 else { return }
     let (_, overflow) = firstDot.counter.addingReportingOverflow(UInt64(total))
-    guard !overflow, deleteLog.isFresh(deleteDot: firstDot) else { return }
+    guard !overflow, deleteLogStorage.read({ $0.isFresh(deleteDot: firstDot) }) ?? true
+    else { return }
     var done = 0
     while done < total {
       let found = seekVisible(lower)
@@ -150,8 +151,10 @@ extension RGA {
 
   /// Adds a delete whose dots all follow the log of its replica, or are new.
   mutating func appendToDeleteLog(_ delete: RGADelta.Delete) {
-    let slot = deleteLog.slotCreating(delete.dot.replica, default: [])
-    Self.appendSorted(delete, to: &deleteLog.values[slot])
+    deleteLogStorage.update(creating: ReplicaMap.init) { log in
+      let slot = log.slotCreating(delete.dot.replica, default: [])
+      Self.appendSorted(delete, to: &log.values[slot])
+    }
   }
 
   private static func appendSorted(_ delete: RGADelta.Delete, to log: inout [RGADelta.Delete]) {

@@ -42,7 +42,9 @@ extension RGA {
   @inline(__always)
   func locate(_ dot: Dot) -> ItemLocation? {
     // A text of one leaf keeps no index: the scan below is its lookup.
-    guard let leafID = leaves.count == 1 ? 0 : index[dot.replica]?.leaf(containing: dot.counter)
+    guard
+      let leafID = leaves.count == 1
+        ? 0 : indexStorage.read({ $0[dot.replica]?.leaf(containing: dot.counter) }) ?? nil
     else { return nil }
     let runs = leaves[leafID].runs
     var scalars = 0
@@ -63,7 +65,7 @@ extension RGA {
   @inline(__always)
   func isIntegrated(_ dot: Dot) -> Bool {
     guard leaves.count > 1 else { return leaves[0].runs.contains { $0.contains(dot) } }
-    return index[dot.replica]?.entry(containing: dot.counter) != nil
+    return indexStorage.read { $0[dot.replica]?.entry(containing: dot.counter) != nil } ?? false
   }
 
   // MARK: Ids
@@ -84,7 +86,7 @@ extension RGA {
           && lower < run.counter + UInt64(run.length)
       }
     }
-    return index[replica]?.isDisjoint(from: lower, upper) ?? true
+    return indexStorage.read { $0[replica]?.isDisjoint(from: lower, upper) ?? true } ?? true
   }
 
   /// The parts of `lower..<upper` of `replica` that are not integrated, in order.
@@ -98,7 +100,8 @@ extension RGA {
       }
       return [lower..<upper]
     }
-    return index[replica]?.missing(lower, upper) ?? [lower..<upper]
+    return indexStorage.read { $0[replica]?.missing(lower, upper) ?? [lower..<upper] }
+      ?? [lower..<upper]
   }
 
   /// The entries the index would hold for `replica` in a text of one leaf: its runs of
@@ -315,8 +318,10 @@ extension RGA {
     }
     adjustCounts(leaf: leaf, scalars: run.visibleLength, utf16: run.visibleUTF16)
     if leaves.count > 1 {
-      let slot = index.slotCreating(run.replica, default: ReplicaIndex())
-      index.values[slot].assign(run.counter, run.counter + UInt64(run.length), to: leaf)
+      assignToIndex(
+        TargetRange(
+          replica: run.replica, lower: run.counter, upper: run.counter + UInt64(run.length)),
+        leaf: leaf)
     }
     splitLeafIfNeeded(leaf)
   }
@@ -434,7 +439,9 @@ extension RGA {
 
   /// Records in the index that the ids of `range` live in `leaf`.
   private mutating func assignToIndex(_ range: TargetRange, leaf: Int) {
-    let slot = index.slotCreating(range.replica, default: ReplicaIndex())
-    index.values[slot].assign(range.lower, range.upper, to: leaf)
+    indexStorage.update(creating: ReplicaMap.init) { index in
+      let slot = index.slotCreating(range.replica, default: ReplicaIndex())
+      index.values[slot].assign(range.lower, range.upper, to: leaf)
+    }
   }
 }

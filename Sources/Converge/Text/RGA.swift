@@ -180,10 +180,11 @@ public struct RGA: Sendable {
   /// (see `RGA+Storage.swift`); the visible text copies out as a string's own UTF-8.
   var content: [UInt8] = []
   /// Per replica: which leaf holds each integrated id range; empty while the text is one
-  /// leaf (see `RGA+Storage.swift`).
-  var index = ReplicaMap<ReplicaIndex>()
+  /// leaf (see `RGA+Storage.swift`). Held out of line, as the delete log: a short text
+  /// has neither, and pays a word for each instead of three.
+  var indexStorage = OutOfLine<ReplicaMap<ReplicaIndex>>()
   /// Per deleting replica: every delete known, sorted by delete dot.
-  var deleteLog = ReplicaMap<[RGADelta.Delete]>()
+  var deleteLogStorage = OutOfLine<ReplicaMap<[RGADelta.Delete]>>()
   /// Delete targets not integrated yet, per target replica.
   var unresolvedDeletes = UnresolvedDeletes()
   /// Inserts waiting for their origin, without overlaps, indexed by id and by origin.
@@ -194,6 +195,13 @@ public struct RGA: Sendable {
     /// Mutations since the last sampled invariant check (not part of the state).
     var mutationsSinceCheck = 0
   #endif
+
+  /// A copy of ``indexStorage``'s map (empty while there is none), for walks; lookups
+  /// read it in place.
+  var index: ReplicaMap<ReplicaIndex> { indexStorage.value ?? ReplicaMap() }
+
+  /// A copy of ``deleteLogStorage``'s map (empty while there is none).
+  var deleteLog: ReplicaMap<[RGADelta.Delete]> { deleteLogStorage.value ?? ReplicaMap() }
 
   /// The number of visible scalars.
   ///
