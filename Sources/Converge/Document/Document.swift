@@ -178,9 +178,23 @@ extension Document {
   public func values(of field: String, ofType type: String) -> [(key: EntityKey, value: FieldValue)]
   {
     var values: [(key: EntityKey, value: FieldValue)] = []
-    for (key, record) in entities where key.type == type && record.isVisible {
-      if case .register(let register)? = record.fields[field], let value = register.value {
-        values.append((key, value))
+    values.reserveCapacity(entities.count)
+    // Entities of a type mostly share one list of field names (``FieldNameLists``): the
+    // field's position in the last list seen is reused while the list is the same one.
+    var names: [String] = []
+    var position: Int?
+    let (keys, records) = (entities.keys, entities.values)
+    for index in keys.indices where keys[index].type == type {
+      let fields = records[index].fields
+      guard records[index].isVisible else { continue }
+      if fields.keys != names {
+        names = fields.keys
+        position = fields.index(forKey: field)
+      }
+      if let position, case .register(let register) = fields.values[position],
+        let value = register.value
+      {
+        values.append((keys[index], value))
       }
     }
     return values
