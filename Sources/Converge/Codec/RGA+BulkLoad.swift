@@ -541,7 +541,7 @@ private struct StateLoader {
   /// deletes, counts.
   mutating func build(into text: inout RGA, deletes: [RGADelta.Delete]) {
     if !leaves.isEmpty {
-      text.leaves = RGA.LeafList(leaves)
+      text.leaves = leaves
       text.leafOrder = LeafOrder(visible: leaves.map(\.visible), utf16: leaves.map(\.utf16))
       text.count = leaves.reduce(0) { $0 + $1.visible }
       text.utf16Count = leaves.reduce(0) { $0 + $1.utf16 }

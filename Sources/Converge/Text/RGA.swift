@@ -170,7 +170,7 @@ public struct RGA: Sendable {
   }
 
   /// Leaves by stable id (ids never change; a split appends a new leaf).
-  var leaves = LeafList()
+  var leaves: [Leaf] = [Leaf()]
   /// Leaf ids in document order, with their visible scalar and UTF-16 counts.
   var leafOrder = LeafOrder()
   /// Every scalar inserted with content, as UTF-8, append-only (tombstones that arrived
