@@ -28,13 +28,15 @@ struct OutOfLine<Value: Sendable>: @unchecked Sendable {
   var isEmpty: Bool { box == nil }
 
   /// A copy of the value, or `nil` while empty.
-  var value: Value? { read { $0 } }
+  var value: Value? { read { $0.pointee } }
 
-  /// What `body` returns for the value, read in place; `nil` while empty.
+  /// What `body` returns for the value, which it reads in place through the pointer
+  /// (passed as an argument, the value would be copied, arrays retained and all);
+  /// `nil` while empty.
   @inline(__always)
-  func read<Result>(_ body: (Value) throws -> Result) rethrows -> Result? {
-    guard let box else { return nil }
-    return try box.withUnsafeMutablePointerToHeader { try body($0.pointee) }
+  func read<Result>(_ body: (UnsafePointer<Value>) throws -> Result) rethrows -> Result? {
+    // Chained, not bound: a bound reference is retained and released at every read.
+    try box?.withUnsafeMutablePointerToHeader { try body($0) }
   }
 
   /// Runs `body` on the value in place, made by `initial` first while empty, and copied
@@ -43,14 +45,10 @@ struct OutOfLine<Value: Sendable>: @unchecked Sendable {
   mutating func update<Result>(
     creating initial: () -> Value, _ body: (inout Value) throws -> Result
   ) rethrows -> Result {
-    let unique: Box
-    if isKnownUniquelyReferenced(&box), let box {
-      unique = box
-    } else {
-      unique = Self.makeBox(box?.header ?? initial())
-      box = unique
-    }
-    return try unique.withUnsafeMutablePointerToHeader { try body(&$0.pointee) }
+    if !isKnownUniquelyReferenced(&box) { box = Self.makeBox(box?.header ?? initial()) }
+    // Made or found unique just above; reached through the stored reference, as a bound
+    // one would be retained and released at every change.
+    return try box.unsafelyUnwrapped.withUnsafeMutablePointerToHeader { try body(&$0.pointee) }
   }
 
   /// Drops the value.

@@ -48,36 +48,36 @@ struct LeafOrder: Sendable {
   }
 
   /// The number of leaves.
-  var leafCount: Int { tree.read { $0.leafCount } ?? 1 }
+  var leafCount: Int { tree.read { $0.pointee.leafCount } ?? 1 }
 
   /// The first leaf in document order.
-  var first: Int { tree.read { $0.first } ?? 0 }
+  var first: Int { tree.read { $0.pointee.first } ?? 0 }
 
   /// The leaf after `leaf` in document order, if any.
   func leaf(after leaf: Int) -> Int? {
-    tree.read { $0.leaf(after: leaf) } ?? nil
+    tree.read { $0.pointee.leaf(after: leaf) } ?? nil
   }
 
   /// Where `leaf` stands in document order, comparable between leaves in O(1).
   func rank(of leaf: Int) -> (block: Int, slot: Int) {
-    tree.read { $0.rank(of: leaf) } ?? (0, 0)
+    tree.read { $0.pointee.rank(of: leaf) } ?? (0, 0)
   }
 
   /// The visible scalars and UTF-16 code units of every leaf before `leaf`.
   func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
-    tree.read { $0.prefix(of: leaf) } ?? (0, 0)
+    tree.read { $0.pointee.prefix(of: leaf) } ?? (0, 0)
   }
 
   /// The leaf whose visible scalars hold offset `offset` (leaves without visible scalars
   /// are skipped) and the offset inside it. `offset` must be below the total.
   func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
-    tree.read { $0.leaf(containingVisible: offset) } ?? (0, offset)
+    tree.read { $0.pointee.leaf(containingVisible: offset) } ?? (0, offset)
   }
 
   /// The leaf whose UTF-16 code units hold offset `offset`, and the offset inside it.
   /// `offset` must be below the total.
   func leaf(containingUTF16 offset: Int) -> (leaf: Int, remainder: Int) {
-    tree.read { $0.search(offset, utf16: true) } ?? (0, offset)
+    tree.read { $0.pointee.search(offset, utf16: true) } ?? (0, offset)
   }
 
   /// ``leaf(containingVisible:)`` for a local edit about to change that leaf: the leaf
@@ -85,7 +85,7 @@ struct LeafOrder: Sendable {
   /// counts it adds wait in the cursor.
   mutating func seek(visible offset: Int) -> (leaf: Int, remainder: Int) {
     guard !tree.isEmpty else { return (0, offset) }
-    return tree.update(creating: soleTree) { $0.seek(visible: offset) }
+    return updateTree { $0.seek(visible: offset) }
   }
 
   /// Adds to the counts of `leaf`.
@@ -95,19 +95,26 @@ struct LeafOrder: Sendable {
       soleUTF16 += utf16
       return
     }
-    tree.update(creating: soleTree) { $0.add(visible: visible, utf16: utf16, to: leaf) }
+    updateTree {
+      $0.add(visible: visible, utf16: utf16, to: leaf)
+    }
   }
 
   /// Places a new leaf with the given counts right after `leaf`; returns its id, the
   /// next one (``leafCount`` before the call).
   @discardableResult
   mutating func insertLeaf(after leaf: Int, visible: Int, utf16: Int) -> Int {
-    tree.update(creating: soleTree) { $0.insertLeaf(after: leaf, visible: visible, utf16: utf16) }
+    updateTree {
+      $0.insertLeaf(after: leaf, visible: visible, utf16: utf16)
+    }
   }
 
-  /// The blocks of the sole leaf, built when it first splits.
-  private func soleTree() -> Tree {
-    Tree(visible: [soleVisible], utf16: [soleUTF16])
+  /// Runs `body` on the blocks, built from the sole leaf first if it has not split yet.
+  private mutating func updateTree<Result>(_ body: (inout Tree) -> Result) -> Result {
+    // The counts, not `self`: a closure holding `self` would hold a second reference to
+    // the blocks, so that every change copied them.
+    let (visible, utf16) = (soleVisible, soleUTF16)
+    return tree.update(creating: { Tree(visible: [visible], utf16: [utf16]) }, body)
   }
 
   /// Every leaf id in document order.
@@ -127,7 +134,7 @@ struct LeafOrder: Sendable {
         guard
           let found = order.tree.read({ tree -> (leaf: Int?, rank: Int, slot: Int) in
             var (rank, slot) = (rank, slot)
-            return (tree.leaf(atRank: &rank, slot: &slot), rank, slot)
+            return (tree.pointee.leaf(atRank: &rank, slot: &slot), rank, slot)
           })
         else {
           defer { self.rank = 1 }

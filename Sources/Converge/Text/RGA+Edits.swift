@@ -130,7 +130,7 @@ extension RGA {
     let total = upper - lower
     guard total > 0, firstDot.counter > 0 else { return }
     let (_, overflow) = firstDot.counter.addingReportingOverflow(UInt64(total))
-    guard !overflow, deleteLogStorage.read({ $0.isFresh(deleteDot: firstDot) }) ?? true
+    guard !overflow, deleteLogStorage.read({ $0.pointee.isFresh(deleteDot: firstDot) }) ?? true
     else { return }
     var done = 0
     while done < total {

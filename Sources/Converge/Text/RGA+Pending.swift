@@ -18,20 +18,20 @@ struct PendingBuffer: Sendable, Sequence {
   var isEmpty: Bool { storage.isEmpty }
 
   /// The number of buffered inserts.
-  var count: Int { storage.read { $0.count } ?? 0 }
+  var count: Int { storage.read { $0.pointee.count } ?? 0 }
 
   func makeIterator() -> AnyIterator<RGADelta.Insert> {
-    storage.read { $0.makeIterator() } ?? AnyIterator { nil }
+    storage.read { $0.pointee.makeIterator() } ?? AnyIterator { nil }
   }
 
   /// The parts of `range` of `replica` that are not buffered.
   func missing(replica: ReplicaID, _ range: Range<UInt64>) -> [Range<UInt64>] {
-    storage.read { $0.missing(replica: replica, range) } ?? [range]
+    storage.read { $0.pointee.missing(replica: replica, range) } ?? [range]
   }
 
   /// Whether any id of `range` of `replica` is buffered.
   func overlaps(replica: ReplicaID, _ range: Range<UInt64>) -> Bool {
-    storage.read { $0.overlaps(replica: replica, range) } ?? false
+    storage.read { $0.pointee.overlaps(replica: replica, range) } ?? false
   }
 
   /// Buffers `insert`, whose ids are disjoint from every buffered one, until `origin`

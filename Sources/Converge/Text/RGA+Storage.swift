@@ -44,7 +44,7 @@ extension RGA {
     // A text of one leaf keeps no index: the scan below is its lookup.
     guard
       let leafID = leaves.count == 1
-        ? 0 : indexStorage.read({ $0[dot.replica]?.leaf(containing: dot.counter) }) ?? nil
+        ? 0 : indexStorage.read({ $0.pointee[dot.replica]?.leaf(containing: dot.counter) }) ?? nil
     else { return nil }
     let runs = leaves[leafID].runs
     var scalars = 0
@@ -65,7 +65,8 @@ extension RGA {
   @inline(__always)
   func isIntegrated(_ dot: Dot) -> Bool {
     guard leaves.count > 1 else { return leaves[0].runs.contains { $0.contains(dot) } }
-    return indexStorage.read { $0[dot.replica]?.entry(containing: dot.counter) != nil } ?? false
+    return indexStorage.read { $0.pointee[dot.replica]?.entry(containing: dot.counter) != nil }
+      ?? false
   }
 
   // MARK: Ids
@@ -86,7 +87,7 @@ extension RGA {
           && lower < run.counter + UInt64(run.length)
       }
     }
-    return indexStorage.read { $0[replica]?.isDisjoint(from: lower, upper) ?? true } ?? true
+    return indexStorage.read { $0.pointee[replica]?.isDisjoint(from: lower, upper) ?? true } ?? true
   }
 
   /// The parts of `lower..<upper` of `replica` that are not integrated, in order.
@@ -100,7 +101,7 @@ extension RGA {
       }
       return [lower..<upper]
     }
-    return indexStorage.read { $0[replica]?.missing(lower, upper) ?? [lower..<upper] }
+    return indexStorage.read { $0.pointee[replica]?.missing(lower, upper) ?? [lower..<upper] }
       ?? [lower..<upper]
   }
 
@@ -276,7 +277,7 @@ extension RGA {
   }
 
   /// Whether `right` continues `left` exactly, so the two can be one run.
-  func canJoin(_ left: Run, _ right: Run) -> Bool {
+  static func canJoin(_ left: Run, _ right: Run) -> Bool {
     let length = UInt64(left.length)
     return left.replica == right.replica && left.counter + length == right.counter
       && left.lamport + length == right.lamport && left.deleted == right.deleted
@@ -309,7 +310,7 @@ extension RGA {
   /// Inserts the new items `run` at position `position` of leaf `leaf`, joining it to the
   /// run before when it continues it, and keeps counts and index current.
   mutating func insertRun(_ run: Run, leaf: Int, at position: Int) {
-    if position > 0, canJoin(leaves[leaf].runs[position - 1], run) {
+    if position > 0, Self.canJoin(leaves[leaf].runs[position - 1], run) {
       leaves[leaf].runs[position - 1].length += run.length
       leaves[leaf].runs[position - 1].utf16 += run.utf16
       leaves[leaf].runs[position - 1].utf8 += run.utf8
@@ -351,14 +352,14 @@ extension RGA {
     adjustCounts(leaf: leaf, scalars: -removed.length, utf16: -removed.utf16)
     // Tombstones next to each other that continue one another become one run again.
     if position + 1 < leaves[leaf].runs.count,
-      canJoin(leaves[leaf].runs[position], leaves[leaf].runs[position + 1])
+      Self.canJoin(leaves[leaf].runs[position], leaves[leaf].runs[position + 1])
     {
       let next = leaves[leaf].runs.remove(at: position + 1)
       leaves[leaf].runs[position].length += next.length
       leaves[leaf].runs[position].utf16 += next.utf16
       leaves[leaf].runs[position].utf8 += next.utf8
     }
-    if position > 0, canJoin(leaves[leaf].runs[position - 1], leaves[leaf].runs[position]) {
+    if position > 0, Self.canJoin(leaves[leaf].runs[position - 1], leaves[leaf].runs[position]) {
       let current = leaves[leaf].runs.remove(at: position)
       leaves[leaf].runs[position - 1].length += current.length
       leaves[leaf].runs[position - 1].utf16 += current.utf16
