@@ -102,7 +102,7 @@ extension PendingBuffer {
       entries.partitioningIndex { $0.upper > counter }
     }
 
-    /// The parts of `range` of `replica` that are not buffered.
+    /// See ``PendingBuffer/missing(replica:_:)``.
     func missing(replica: ReplicaID, _ range: Range<UInt64>) -> [Range<UInt64>] {
       guard let entries = ids[replica], !entries.isEmpty else { return [range] }
       var result: [Range<UInt64>] = []
@@ -121,16 +121,14 @@ extension PendingBuffer {
       return result
     }
 
-    /// Whether any id of `range` of `replica` is buffered.
+    /// See ``PendingBuffer/overlaps(replica:_:)``.
     func overlaps(replica: ReplicaID, _ range: Range<UInt64>) -> Bool {
       guard let entries = ids[replica] else { return false }
       let position = Self.firstEntry(entries, endingAfter: range.lowerBound)
       return position < entries.count && entries[position].lower < range.upperBound
     }
 
-    /// Buffers `insert`, whose ids are disjoint from every buffered one, until `origin`
-    /// (its origin or right origin) arrives. It keeps its own copy of its scalars, not the
-    /// buffer of the message it came in.
+    /// See ``PendingBuffer/add(_:waitingFor:)``.
     mutating func add(_ received: RGADelta.Insert, waitingFor origin: Dot) {
       let insert = received.compacted
       let slot: Int
@@ -157,8 +155,7 @@ extension PendingBuffer {
       waiting.values[waitSlot][origin.counter, default: []].append(slot)
     }
 
-    /// Removes and returns the inserts waiting for an id in `lower..<upper` of `replica`,
-    /// in the order they were buffered.
+    /// See ``PendingBuffer/takeWaiting(replica:lower:upper:)``.
     mutating func takeWaiting(replica: ReplicaID, lower: UInt64, upper: UInt64)
       -> [RGADelta.Insert]
     {
@@ -195,11 +192,7 @@ extension PendingBuffer {
         count -= 1
         removeID(of: insert)
       }
-      if count == 0 {
-        items.removeAll()
-        waitedFor.removeAll()
-        freeSlots.removeAll()
-      }
+      // A drained buffer is dropped whole by `PendingBuffer.takeWaiting`.
       return result
     }
 
