@@ -558,17 +558,16 @@ private struct StateLoader {
     }
     // The delete runs come sorted by delete dot, without overlaps: each replica's run
     // of them is its log.
+    var log = ReplicaMap<[RGADelta.Delete]>()
     var groupStart = 0
     for index in deletes.indices
     where index + 1 == deletes.count || deletes[index + 1].dot.replica != deletes[index].dot.replica
     {
-      let (replica, group) = (deletes[index].dot.replica, Array(deletes[groupStart...index]))
-      text.deleteLogStorage.update(creating: ReplicaMap.init) { log in
-        let slot = log.slotCreating(replica, default: [])
-        log.values[slot] = group
-      }
+      log.values[log.slotCreating(deletes[index].dot.replica, default: [])] = Array(
+        deletes[groupStart...index])
       groupStart = index + 1
     }
+    if !log.isEmpty { text.deleteLogStorage = OutOfLine(log) }
   }
 
   /// The placed runs' UTF-8, copied range by range from the input in one pass.
