@@ -130,18 +130,13 @@ struct LeafOrder: Sendable {
       fileprivate var slot = 0
 
       mutating func next() -> Int? {
-        let (rank, slot) = (self.rank, self.slot)
-        guard
-          let found = order.tree.read({ tree -> (leaf: Int?, rank: Int, slot: Int) in
-            var (rank, slot) = (rank, slot)
-            return (tree.pointee.leaf(atRank: &rank, slot: &slot), rank, slot)
-          })
-        else {
-          defer { self.rank = 1 }
+        let tree = order.tree
+        guard let found = tree.read({ $0.pointee.leaf(atRank: &rank, slot: &slot) }) else {
+          // One leaf, no blocks: leaf 0, once.
+          defer { rank = 1 }
           return rank == 0 ? 0 : nil
         }
-        (self.rank, self.slot) = (found.rank, found.slot)
-        return found.leaf
+        return found
       }
     }
 
