@@ -184,9 +184,8 @@ extension Document {
     var names: [String] = []
     var position: Int?
     let (keys, records) = (entities.keys, entities.values)
-    for index in keys.indices where keys[index].type == type {
+    for index in keys.indices where keys[index].type == type && records[index].isVisible {
       let fields = records[index].fields
-      guard records[index].isVisible else { continue }
       if fields.keys != names {
         names = fields.keys
         position = fields.index(forKey: field)
