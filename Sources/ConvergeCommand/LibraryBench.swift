@@ -59,9 +59,7 @@ enum LibraryBench {
 
   /// The report, and whether every read found what was built (a bench of wrong
   /// answers measures nothing).
-  static func measure(entities: Int, tasks: Bool, bodies: Bool = true) -> (
-    Report, consistent: Bool
-  ) {
+  static func measure(entities: Int, tasks: Bool, bodies: Bool) -> (Report, consistent: Bool) {
     var random = SeededGenerator(seed: 0x11B)
     // The entities' contents are drawn before the clock starts and before the memory
     // baseline, so that build and resident figures are the library's, not the bench's.
