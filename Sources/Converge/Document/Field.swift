@@ -121,22 +121,16 @@ extension FieldContent where Text == RGADelta {
 ///
 /// - Complexity: O(r) for r replicas that touched the element.
 struct Presence: Sendable, Equatable {
-  /// Both vectors, when the presence is not a single add.
-  private var vectors: Vectors?
+  /// Both vectors, when the presence is not a single add (``OutOfLine``).
+  private var vectors = OutOfLine<Vectors>()
   /// Without `vectors`: the only add's replica and counter (counter 0, replica 0: none).
   private var onlyReplica = ReplicaID(rawValue: 0)
   private var onlyCounter: UInt64 = 0
 
-  /// The two vectors of a general presence, changed in place only through a reference
-  /// known to be unique (`@unchecked Sendable`, like ``TextStorage``).
-  private final class Vectors: @unchecked Sendable {
+  /// The two vectors of a general presence.
+  private struct Vectors: Sendable {
     var added: VersionVector
     var removed: VersionVector
-
-    init(added: VersionVector, removed: VersionVector) {
-      self.added = added
-      self.removed = removed
-    }
   }
 
   /// No add, no remove.
@@ -149,70 +143,74 @@ struct Presence: Sendable, Equatable {
         onlyCounter = counter
       }
     } else {
-      vectors = Vectors(added: added, removed: removed)
+      vectors = OutOfLine(Vectors(added: added, removed: removed))
     }
   }
 
   /// Each replica's latest add (for an entity: its latest event of any kind).
   var added: VersionVector {
     get {
-      if let vectors { return vectors.added }
-      return VersionVector(replica: onlyReplica, counter: onlyCounter)
+      vectors.read { $0.pointee.added }
+        ?? VersionVector(replica: onlyReplica, counter: onlyCounter)
     }
     set { self = Presence(added: newValue, removed: removed) }
   }
 
   /// What the latest removes had observed of each replica.
   var removed: VersionVector {
-    get { vectors?.removed ?? VersionVector() }
+    get { vectors.read { $0.pointee.removed } ?? VersionVector() }
     set { self = Presence(added: added, removed: newValue) }
   }
 
   /// The counter of `replica`'s latest add (0 if none).
   func addedCounter(of replica: ReplicaID) -> UInt64 {
-    if let vectors { return vectors.added[replica] }
-    return replica == onlyReplica ? onlyCounter : 0
+    vectors.read { $0.pointee.added[replica] } ?? (replica == onlyReplica ? onlyCounter : 0)
   }
 
   /// Whether some replica added it (a set element that was never added is no element).
-  var hasAdds: Bool { vectors.map { !$0.added.isEmpty } ?? (onlyCounter > 0) }
+  var hasAdds: Bool { vectors.read { !$0.pointee.added.isEmpty } ?? (onlyCounter > 0) }
 
   /// The add, when the presence is one add and no remove.
   var onlyAdd: (replica: ReplicaID, counter: UInt64)? {
-    vectors == nil && onlyCounter > 0 ? (onlyReplica, onlyCounter) : nil
+    vectors.isEmpty && onlyCounter > 0 ? (onlyReplica, onlyCounter) : nil
   }
 
   var isPresent: Bool {
-    guard let vectors else { return onlyCounter > 0 }
-    // Entries are never zero, so without removes any add is present.
-    if vectors.removed.isEmpty { return !vectors.added.isEmpty }
-    return vectors.added.containsEntry { replica, counter in counter > vectors.removed[replica] }
+    vectors.read { vectors in
+      // Entries are never zero, so without removes any add is present.
+      if vectors.pointee.removed.isEmpty { return !vectors.pointee.added.isEmpty }
+      return vectors.pointee.added.containsEntry { replica, counter in
+        counter > vectors.pointee.removed[replica]
+      }
+    } ?? (onlyCounter > 0)
   }
 
-  /// The general form's vectors, unique to this presence, for changing in place.
-  private mutating func uniqueVectors() -> Vectors {
-    if let vectors, isKnownUniquelyReferenced(&self.vectors) { return vectors }
-    let unique = Vectors(added: added, removed: removed)
-    vectors = unique
+  /// Changes the general form's vectors in place, made from the inline add first.
+  private mutating func updateVectors(_ body: (inout Vectors) -> Void) {
+    let (replica, counter) = (onlyReplica, onlyCounter)
+    vectors.update(
+      creating: {
+        Vectors(added: VersionVector(replica: replica, counter: counter), removed: VersionVector())
+      }, body)
     onlyReplica = ReplicaID(rawValue: 0)
     onlyCounter = 0
-    return unique
   }
 
   mutating func merge(_ other: Presence) {
-    guard let theirs = other.vectors else {
+    guard let theirs = other.vectors.value else {
       if other.onlyCounter > 0 {
         mergeAdd(Dot(replica: other.onlyReplica, counter: other.onlyCounter))
       }
       return
     }
-    if vectors == nil, onlyCounter == 0 {
+    if vectors.isEmpty, onlyCounter == 0 {
       self = other
       return
     }
-    let mine = uniqueVectors()
-    mine.added.merge(theirs.added)
-    mine.removed.merge(theirs.removed)
+    updateVectors { mine in
+      mine.added.merge(theirs.added)
+      mine.removed.merge(theirs.removed)
+    }
   }
 
   func merging(_ other: Presence) -> Presence {
@@ -224,7 +222,7 @@ struct Presence: Sendable, Equatable {
   /// Joins the local add `dot`: the same as merging ``add(_:)`` of it, without building
   /// a one-entry vector.
   mutating func mergeAdd(_ dot: Dot) {
-    if vectors == nil {
+    if vectors.isEmpty {
       if onlyCounter == 0 {
         onlyReplica = dot.replica
         onlyCounter = dot.counter
@@ -235,13 +233,13 @@ struct Presence: Sendable, Equatable {
         return
       }
     }
-    uniqueVectors().added.advance(to: dot)
+    updateVectors { $0.added.advance(to: dot) }
   }
 
   /// Calls `body` with each replica of the presence and its entry: the larger of its
   /// `added` and `removed` counters.
   func forEachLatest(_ body: (ReplicaID, UInt64) -> Void) {
-    guard let vectors else {
+    guard let vectors = vectors.value else {
       if onlyCounter > 0 { body(onlyReplica, onlyCounter) }
       return
     }
@@ -263,8 +261,8 @@ struct Presence: Sendable, Equatable {
   /// ever. Every event folded in has a dot at or below its replica's entry, so a peer
   /// whose prefix covers every entry has them all.
   func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
-    guard let vectors else { return prefix[onlyReplica] < onlyCounter }
-    return !prefix.dominates(vectors.added) || !prefix.dominates(vectors.removed)
+    vectors.read { !prefix.dominates($0.pointee.added) || !prefix.dominates($0.pointee.removed) }
+      ?? (prefix[onlyReplica] < onlyCounter)
   }
 
   /// The presence after a local add with `dot`.
@@ -283,9 +281,9 @@ struct Presence: Sendable, Equatable {
   }
 
   static func == (lhs: Presence, rhs: Presence) -> Bool {
-    switch (lhs.vectors, rhs.vectors) {
+    switch (lhs.vectors.value, rhs.vectors.value) {
     case (nil, nil): lhs.onlyReplica == rhs.onlyReplica && lhs.onlyCounter == rhs.onlyCounter
-    case (let a?, let b?): a === b || (a.added == b.added && a.removed == b.removed)
+    case (let a?, let b?): a.added == b.added && a.removed == b.removed
     default: false
     }
   }
