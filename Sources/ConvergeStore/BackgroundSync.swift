@@ -14,6 +14,7 @@ final class BackgroundSync: @unchecked Sendable {
   /// Runs `job` in the background.
   func start(_ job: SyncJob) {
     queue.async {
+      var job = job
       let outcome = job.run()
       self.lock.withLock { self.outcome = outcome }
     }
@@ -47,7 +48,7 @@ extension DocumentStore {
       snapshot
       ? .snapshot(storedReplica.document, generation: generation + 1)
       : .append(log: directory + "/" + Self.logName(generation))
-    let job = SyncJob(
+    var job = SyncJob(
       records: pending, work: work, directory: directory, fileSystem: fileSystem)
     pending = spareRecords
     spareRecords = PendingRecords()

@@ -43,16 +43,23 @@ struct PendingRecords: Sendable {
     return bytes
   }
 
-  /// Each encoded delta, in order.
+  /// Each encoded delta, in order, in an array of its own size.
+  ///
+  /// Copied from a buffer pointer: `Array(payloadBytes[start..<end])` of a slice that
+  /// spans the whole buffer (a sync of one commit) would share the buffer, so the app
+  /// would hold the whole buffer's capacity per delta, and emptying the buffer for the
+  /// next commits would allocate another as large.
   func payloads() -> [[UInt8]] {
-    var payloads: [[UInt8]] = []
-    payloads.reserveCapacity(ends.count)
-    var start = 0
-    for end in ends {
-      payloads.append(Array(payloadBytes[start..<end]))
-      start = end
+    payloadBytes.withUnsafeBufferPointer { buffer in
+      var payloads: [[UInt8]] = []
+      payloads.reserveCapacity(ends.count)
+      var start = 0
+      for end in ends {
+        payloads.append(Array(buffer[start..<end]))
+        start = end
+      }
+      return payloads
     }
-    return payloads
   }
 
   /// Puts `earlier` (the deltas of older commits) before these.

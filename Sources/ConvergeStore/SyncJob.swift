@@ -13,6 +13,7 @@ struct SyncJob: Sendable {
     case snapshot(Document, generation: UInt64)
   }
 
+  /// The commits to make durable; ``run()`` moves them out.
   var records: PendingRecords
   let work: Work
   let directory: String
@@ -38,8 +39,12 @@ struct SyncJob: Sendable {
   /// A snapshot is written to a temporary file, synced and renamed into place, its new
   /// empty log is synced, and the directory is synced, all before anything older is
   /// removed: a crash at any step leaves a directory that opens to every durable commit.
-  func run() -> Outcome {
-    var records = records
+  ///
+  /// The records are moved out of the job, not copied, so that emptying them keeps their
+  /// buffer for the next commits instead of allocating one as large.
+  mutating func run() -> Outcome {
+    var records = PendingRecords()
+    swap(&records, &self.records)
     var removalError: StoreError?
     let result = Result { () throws(StoreError) -> Int in
       switch work {

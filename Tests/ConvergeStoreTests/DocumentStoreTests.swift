@@ -76,6 +76,29 @@ func type(_ text: String, into store: DocumentStore) {
     #expect(rebuilt.document == store.replica.document)
   }
 
+  /// A durable delta handed to the app is an array of its own bytes: a sync of a single
+  /// commit once shared the store's whole pending buffer with it (an `Array` made of a
+  /// slice spanning its buffer shares the buffer), so the app held that buffer's
+  /// capacity per delta and the store allocated another as large for the next commits.
+  @Test func aDurableDeltaHoldsOnlyItsOwnBytes() throws {
+    let store = try DocumentStore(
+      directory: directory, configuration: configuration(MemoryFileSystem()))
+    let long = String(repeating: "x", count: 100_000)
+    store.transact { $0.setValue(.string(long), for: "draft", of: note) }
+    try store.flush()
+    // The store keeps two buffers, the one being synced and the next commits': each small
+    // commit below lands in one of them after the large one's buffer came back empty.
+    for character in ["a", "b", "c"] {
+      type(character, into: store)
+      try store.flush()
+    }
+    let durable = store.takeDurableDeltas()
+    #expect(durable.count == 4)
+    for delta in durable {
+      #expect(delta.capacity < delta.count + 1_024, "\(delta.count) bytes in \(delta.capacity)")
+    }
+  }
+
   /// An app that commits from ``DocumentStore/onDurable`` (a receipt, say) loses nothing:
   /// the store settles its own state before it calls out, through a flush and through a
   /// compaction.
