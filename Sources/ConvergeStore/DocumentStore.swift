@@ -28,7 +28,7 @@ import Converge
 /// which an app calls from a timer) and at once by ``flush()``. A delta reaches
 /// ``onDurable``, ``takeDurableDeltas()`` or ``outbox(for:)`` only after that sync, so a
 /// peer never holds an edit the device could lose. A log grown past
-/// ``Configuration/compactionLogBytes`` is compacted by the next due sync, which encodes a
+/// ``Configuration/compactionLogBytes`` and the last snapshot is compacted by the next due sync, which encodes a
 /// snapshot of the document in the background too.
 ///
 /// **Failures.** A failed write or sync throws a ``StoreError`` from ``flush()`` (or sets
@@ -49,7 +49,11 @@ public final class DocumentStore {
     /// Whether a due sync runs on a background queue, so that typing never waits for
     /// `fsync`; ``flush()``, ``compact()`` and ``close()`` still wait for it.
     public var syncInBackground = true
-    /// The log size beyond which a commit compacts (writes a snapshot and a fresh log).
+    /// The log size beyond which a commit compacts (writes a snapshot and a fresh log),
+    /// once the log has also outgrown the last snapshot: every snapshot is then paid for
+    /// by at least as many bytes of log, so compaction at most doubles what the store
+    /// writes however large the document grows, and a reopen replays at most a
+    /// snapshot's worth of log.
     public var compactionLogBytes = 8 << 20
     /// The files; tests inject failures and power cuts here.
     public var fileSystem: any StoreFileSystem = POSIXFileSystem()
@@ -196,7 +200,7 @@ public final class DocumentStore {
     for (_, context) in acknowledged { acknowledgedUnion.formUnion(context) }
     rebuildPending()
     // A long log makes every open replay it: fold it into a snapshot now.
-    if logBytes > configuration.compactionLogBytes { try compact() }
+    if logBytes > compactionThreshold { try compact() }
   }
 
   /// Runs a local transaction, appends its delta to the log and syncs if the group
@@ -260,12 +264,15 @@ public final class DocumentStore {
     checkOutsideTransaction()
     collectBackgroundSync()
     guard !pending.isEmpty, running == nil, configuration.now() >= syncDue else { return }
-    let snapshot =
-      needsFreshGeneration || logBytes + pending.framedCount > configuration.compactionLogBytes
+    let snapshot = needsFreshGeneration || logBytes + pending.framedCount > compactionThreshold
     if let error = startSync(snapshot: snapshot, background: configuration.syncInBackground) {
       throw error
     }
   }
+
+  /// The log size beyond which the next sync compacts: the configured size, or the last
+  /// snapshot's if that is larger (see ``Configuration/compactionLogBytes``).
+  var compactionThreshold: Int { max(configuration.compactionLogBytes, snapshotBytes) }
 
   /// Writes and syncs every buffered commit now: call it when the app goes to the
   /// background or before it needs a delta durable.

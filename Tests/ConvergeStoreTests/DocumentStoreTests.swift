@@ -99,6 +99,36 @@ func type(_ text: String, into store: DocumentStore) {
     }
   }
 
+  /// Compaction waits until the log outgrows the last snapshot as well as the configured
+  /// size, so a large document is not rewritten for every few commits of log.
+  @Test func compactionWaitsForTheLogToOutgrowTheLastSnapshot() throws {
+    let clock = ManualClock()
+    var settings = configuration(MemoryFileSystem(), clock)
+    settings.compactionLogBytes = 256
+    let store = try DocumentStore(directory: directory, configuration: settings)
+    store.transact {
+      $0.setValue(.string(String(repeating: "x", count: 4_000)), for: "draft", of: note)
+    }
+    try store.compact()
+    let generation = store.generation
+    let snapshot = store.snapshotBytes
+    #expect(snapshot > 4_000)
+    var compactedAt: Int?
+    for step in 0..<2_000 where compactedAt == nil {
+      let before = store.logBytes
+      clock.now += .seconds(1)
+      type("y", into: store)  // one commit, framed in well under 100 bytes
+      if store.generation != generation {
+        compactedAt = step
+        #expect(before > snapshot - 100, "compacted after \(before) bytes of log")
+      } else {
+        #expect(store.logBytes <= snapshot)
+      }
+    }
+    #expect(compactedAt != nil)
+    #expect(store.generation == generation + 1)
+  }
+
   /// An app that commits from ``DocumentStore/onDurable`` (a receipt, say) loses nothing:
   /// the store settles its own state before it calls out, through a flush and through a
   /// compaction.
