@@ -60,7 +60,7 @@ extension Document {
     var document = Document()
     (document.context, document.entities) = try EntityRecord.readBody(from: &reader)
     document.events = EventIndex(document.entities)
-    document.shareFieldNames()
+    document.deriveFromEntities()
     return document
   }
 }

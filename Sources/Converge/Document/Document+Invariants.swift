@@ -10,6 +10,11 @@ extension Document {
     // session after a lost message) may carry an entry whose event arrives later.
     // Presence is a join on its own, so this never affects convergence.
     events.checkCovers(entities)
+    for waiting in waitingTexts {
+      guard case .text? = entities[waiting.entity]?.fields[waiting.field] else {
+        preconditionFailure("\(waiting.entity).\(waiting.field): a waiting text that is not there")
+      }
+    }
     for (key, record) in entities {
       for (name, field) in record.fields {
         switch field {
@@ -27,6 +32,10 @@ extension Document {
           }
         case .text(let storage):
           storage.text._checkInvariants()
+          precondition(
+            storage.text.hasPending
+              == waitingTexts.contains(TextFieldKey(entity: key, field: name)),
+            "\(key).\(name): waiting texts out of date")
         }
       }
     }

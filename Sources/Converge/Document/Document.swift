@@ -44,6 +44,9 @@ public struct Document: Sendable {
   var events = EventIndex()
   /// Lists of field names the entities' tables share (memory only, not state).
   var fieldNames = FieldNameLists()
+  /// The text fields holding changes that wait for missing events (derived from
+  /// `entities`), so ``hasPendingChanges`` does not visit every field.
+  var waitingTexts = Set<TextFieldKey>()
 
   /// An empty document.
   public init() {
@@ -62,13 +65,37 @@ public struct Document: Sendable {
     if events.needsRebuild(entityCount: entities.count) { events = EventIndex(entities) }
   }
 
-  /// Makes entities whose fields have the same names share one list of them, as edits
-  /// do (see ``FieldNameLists``); for a document built another way, such as decoded.
-  mutating func shareFieldNames() {
+  /// Derives what edits keep beside the entities for a document built another way, such
+  /// as decoded: entities whose fields have the same names share one list of them (see
+  /// ``FieldNameLists``), and the texts that wait for missing events are noted.
+  mutating func deriveFromEntities() {
     var index = entities.startIndex
     while index != entities.endIndex {
       entities.values[index].fields.shareNames(with: &fieldNames)
+      for (name, field) in entities.values[index].fields {
+        if case .text(let storage) = field, storage.text.hasPending {
+          waitingTexts.insert(TextFieldKey(entity: entities.keys[index], field: name))
+        }
+      }
       entities.formIndex(after: &index)
+    }
+  }
+}
+
+/// One text field of a document: its entity and its name.
+struct TextFieldKey: Hashable, Sendable {
+  var entity: EntityKey
+  var field: String
+}
+
+extension Set<TextFieldKey> {
+  /// Notes whether the text `field` of `entity` waits for missing events after a change.
+  mutating func note(_ text: RGA, field: String, of entity: EntityKey) {
+    // Nearly always empty and staying so: no key is built then.
+    if text.hasPending {
+      insert(TextFieldKey(entity: entity, field: field))
+    } else if !isEmpty {
+      remove(TextFieldKey(entity: entity, field: field))
     }
   }
 }
@@ -226,15 +253,8 @@ extension Document {
   /// Only text waits: an insert whose origin, or a delete whose target, is missing.
   /// Registers, sets and presence integrate whatever order deltas arrive in.
   ///
-  /// - Complexity: O(f) for f fields in the document.
-  public var hasPendingChanges: Bool {
-    entities.values.contains { record in
-      record.fields.values.contains { field in
-        if case .text(let storage) = field { return storage.text.pendingCount > 0 }
-        return false
-      }
-    }
-  }
+  /// - Complexity: O(1).
+  public var hasPendingChanges: Bool { !waitingTexts.isEmpty }
 }
 
 // MARK: - Merging
@@ -272,7 +292,7 @@ extension Document {
       // Edited in place: one lookup, and no copy of the record's storage.
       Self.merge(
         entityDelta, of: key, into: &entities[key, default: EntityRecord()],
-        names: &fieldNames, recording: &recorder)
+        names: &fieldNames, waiting: &waitingTexts, recording: &recorder)
     }
     rebuildEventsIfStale()
     context.formUnion(delta.context)
@@ -298,6 +318,7 @@ extension Document {
     let visibility = entities.values[entity].noteLocalEvent(edit.last)
     noteEvent(of: edit.key, edit.last)
     let changes = text.text.apply(edit.runs)
+    waitingTexts.note(text.text, field: edit.field, of: edit.key)
     entities.values[entity].fields.values[slot] = .text(text)
     if changes.count == 1, let change = changes.first {
       recorder.noteSingleTextEdit(
@@ -326,7 +347,7 @@ extension Document {
     events.note(key, replica: dot.replica, counter: dot.counter)
     Self.merge(
       event: dot, field: field, of: key, into: &entities[key, default: EntityRecord()],
-      names: &fieldNames, recording: &recorder)
+      names: &fieldNames, waiting: &waitingTexts, recording: &recorder)
     rebuildEventsIfStale()
     context.insert(dot)
     #if CONVERGE_INTERNAL_CHECKS
@@ -335,14 +356,17 @@ extension Document {
   }
 
   /// Joins one entity's delta into its record; a new field takes its table's names from
-  /// `names`.
+  /// `names`, and a text's waiting changes are noted in `waiting`.
   private static func merge(
     _ entityDelta: EntityDelta, of key: EntityKey, into record: inout EntityRecord,
-    names: inout FieldNameLists, recording recorder: inout ChangeRecorder
+    names: inout FieldNameLists, waiting: inout Set<TextFieldKey>,
+    recording recorder: inout ChangeRecorder
   ) {
     record.presence.merge(entityDelta.presence)
     for (name, fieldDelta) in entityDelta.fields {
-      merge(fieldDelta, of: key, field: name, into: &record, names: &names, recording: &recorder)
+      merge(
+        fieldDelta, of: key, field: name, into: &record, names: &names, waiting: &waiting,
+        recording: &recorder)
     }
   }
 
@@ -350,29 +374,31 @@ extension Document {
   /// an entity delta with the presence `.add(dot)` and `field` alone.
   private static func merge(
     event dot: Dot, field: FieldEdit?, of key: EntityKey, into record: inout EntityRecord,
-    names: inout FieldNameLists, recording recorder: inout ChangeRecorder
+    names: inout FieldNameLists, waiting: inout Set<TextFieldKey>,
+    recording recorder: inout ChangeRecorder
   ) {
     record.presence.mergeAdd(dot)
     guard let field else { return }
     merge(
       field.change, of: key, field: field.name, into: &record, names: &names,
-      recording: &recorder)
+      waiting: &waiting, recording: &recorder)
   }
 
   /// Joins one field's delta into the entity's record and notes what changed.
   private static func merge(
     _ fieldDelta: FieldDelta, of key: EntityKey, field name: String,
     into record: inout EntityRecord, names: inout FieldNameLists,
-    recording recorder: inout ChangeRecorder
+    waiting: inout Set<TextFieldKey>, recording recorder: inout ChangeRecorder
   ) {
-    let changes = integrate(fieldDelta, into: &record, field: name, names: &names)
+    let changes = integrate(
+      fieldDelta, of: key, into: &record, field: name, names: &names, waiting: &waiting)
     recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
   }
 
   /// Joins one field's delta into an entity record.
   private static func integrate(
-    _ fieldDelta: FieldDelta, into record: inout EntityRecord, field: String,
-    names: inout FieldNameLists
+    _ fieldDelta: FieldDelta, of key: EntityKey, into record: inout EntityRecord,
+    field: String, names: inout FieldNameLists, waiting: inout Set<TextFieldKey>
   ) -> (changed: Bool, text: [TextChange]) {
     if let existing = record.fields[field], existing.kind != fieldDelta.kind {
       // Two kinds under one name: the higher kind replaces the lower on every replica.
@@ -402,6 +428,7 @@ extension Document {
       let slot = record.fields.index(forKey: field)
       let text = slot.flatMap { record.takeText(at: $0) } ?? TextStorage(RGA())
       let changes = text.text.apply(incoming)
+      waiting.note(text.text, field: field, of: key)
       record.fields.set(.text(text), for: field, sharingNames: &names)
       return (!changes.isEmpty, changes)
     }

@@ -280,6 +280,9 @@ public struct RGA: Sendable {
     }
   }
 
+  /// Whether inserts or deletes wait for missing events (``pendingCount`` is not zero).
+  var hasPending: Bool { !pendingInserts.isEmpty || !unresolvedDeletes.isEmpty }
+
   /// The number of buffered inserts and deletes (in scalars) not integrated yet.
   ///
   /// - Complexity: O(p).
