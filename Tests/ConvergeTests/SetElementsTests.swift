@@ -19,6 +19,13 @@ import Testing
     .record(["k": .string("\u{E9}")]),
   ]
 
+  /// An entry's cached hash sits in the padding after its element: a two-tag note's set
+  /// allocation is 144 bytes instead of 160 (a 64-bit hash after the presence made an
+  /// entry 56 bytes).
+  @Test func anEntryTakesFortyEightBytes() {
+    #expect(MemoryLayout<SetElements.Entry>.stride == 48)
+  }
+
   private func randomPresence(using random: inout SeededGenerator) -> Presence {
     var presence = Presence()
     for replica in replicas where random.next() % 2 == 0 {

@@ -19,14 +19,21 @@
 struct SetElements: Sendable, Sequence {
   struct Entry: Sendable, Equatable {
     var element: FieldValue
+    /// The low 32 bits of `element.hashValue`, kept so that the entries are never hashed
+    /// again. Declared here, it sits in the element's padding: an entry takes 48 bytes,
+    /// not the 56 a whole `Int` after the presence took. Equal elements still have equal
+    /// values, and elements that merely share them are told apart by `==`.
+    var hash: UInt32
     var presence: Presence
-    /// `element.hashValue`, kept so that the entries are never hashed again.
-    var hash: Int
 
     init(element: FieldValue, presence: Presence) {
       self.element = element
       self.presence = presence
-      hash = element.hashValue
+      hash = Self.hash(of: element)
+    }
+
+    static func hash(of element: FieldValue) -> UInt32 {
+      UInt32(truncatingIfNeeded: element.hashValue)
     }
   }
 
@@ -43,7 +50,7 @@ struct SetElements: Sendable, Sequence {
 
   /// Where the element with `hash` equal to `element` is, or where it would go (after the
   /// entries of its hash value).
-  private func position(of element: FieldValue, hash: Int) -> (index: Int, found: Bool) {
+  private func position(of element: FieldValue, hash: UInt32) -> (index: Int, found: Bool) {
     var index = entries.partitioningIndex { $0.hash >= hash }
     while index < entries.count, entries[index].hash == hash {
       if entries[index].element == element { return (index, true) }
@@ -53,7 +60,7 @@ struct SetElements: Sendable, Sequence {
   }
 
   subscript(element: FieldValue) -> Presence? {
-    let (index, found) = position(of: element, hash: element.hashValue)
+    let (index, found) = position(of: element, hash: Entry.hash(of: element))
     return found ? entries[index].presence : nil
   }
 
