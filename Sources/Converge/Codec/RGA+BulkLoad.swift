@@ -141,6 +141,8 @@ private struct StateLoader {
   /// take their bytes from it, and only runs left waiting decode theirs.
   let bytes: ArraySlice<UInt8>
   let scalarCount: Int
+  /// How many of the content's scalars lie outside the Basic Multilingual Plane.
+  let supplementaryCount: Int
   /// Whether every scalar of the content is ASCII: then a run's scalars are its bytes.
   var isASCII: Bool { bytes.count == scalarCount }
   /// Per replica, the deleted counters: sorted, disjoint, not touching.
@@ -178,7 +180,8 @@ private struct StateLoader {
   ) throws {
     self.headers = headers
     bytes = content.bytes
-    scalarCount = try TextWire.countScalars(content.bytes, offset: content.offset)
+    (scalarCount, supplementaryCount) = try TextWire.countScalars(
+      content.bytes, offset: content.offset)
     targets = Self.targetRanges(deletes)
     try cutSegments(contentOffset: content.offset)
     attachRuns()
@@ -304,7 +307,13 @@ private struct StateLoader {
           segments.append(
             Segment(offset: Int(cursor - lower), length: length, byteStart: byteCursor))
           contentCursor += length
-          byteCursor = isASCII ? contentCursor : advance(from: byteCursor, scalars: length).end
+          // The last visible segment (the only one of a text typed in order) ends the
+          // content: its bytes need no walk.
+          byteCursor =
+            isASCII
+            ? contentCursor
+            : contentCursor == scalarCount
+              ? bytes.count : advance(from: byteCursor, scalars: length).end
           cursor = visibleEnd
         }
         guard cursor < upper else { break }
@@ -485,7 +494,10 @@ private struct StateLoader {
             from = (walked.scalar, walked.byte)
           }
           first = advance(from: from.byte, scalars: offset - from.scalar).end
-          let (end, supplementary) = advance(from: first, scalars: length)
+          // A run of the whole content (a text typed in order) takes its counts as read.
+          let (end, supplementary) =
+            first == 0 && length == scalarCount
+            ? (bytes.count, supplementaryCount) : advance(from: first, scalars: length)
           run.utf8 = end - first
           run.utf16 += supplementary
           walked = (segment, offset + length, end)

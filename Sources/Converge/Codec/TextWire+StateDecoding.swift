@@ -29,16 +29,19 @@ extension TextWire {
   }
 
   /// The number of scalars of strictly valid UTF-8, checked as ``decodeScalars(_:offset:)``
-  /// checks it, without building them.
+  /// checks it, without building them, and how many of them lie outside the Basic
+  /// Multilingual Plane.
   ///
   /// - Throws: `invalidUTF8` at `offset`.
-  static func countScalars(_ bytes: ArraySlice<UInt8>, offset: Int) throws -> Int {
+  static func countScalars(_ bytes: ArraySlice<UInt8>, offset: Int) throws -> (
+    scalars: Int, supplementary: Int
+  ) {
     var count = 0
     guard
-      (try? bytes.withUnsafeBufferPointer {
+      let supplementary = try? bytes.withUnsafeBufferPointer({
         try UTF8Scalars.forEachScalar(of: $0) { _ in count += 1 }
-      }) != nil
+      })
     else { throw ConvergeDecodingError.invalidUTF8(offset: offset) }
-    return count
+    return (count, supplementary)
   }
 }
