@@ -555,8 +555,6 @@ private struct StateLoader {
     if !leaves.isEmpty {
       text.leaves = leaves
       text.leafOrder = LeafOrder(visible: leaves.map(\.visible), utf16: leaves.map(\.utf16))
-      text.count = leaves.reduce(0) { $0 + $1.visible }
-      text.utf16Count = leaves.reduce(0) { $0 + $1.utf16 }
     }
     text.content = contentInPlacementOrder()
     // A text of one leaf keeps no index (see `RGA+Storage.swift`).

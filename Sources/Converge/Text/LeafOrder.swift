@@ -27,9 +27,10 @@ struct LeafOrder: Sendable {
   /// Leaves per block before the block splits in two.
   static let maxLeavesPerBlock = 32
 
-  /// The counts of leaf 0 while it is the only leaf.
-  private var soleVisible = 0
-  private var soleUTF16 = 0
+  /// The visible scalars and UTF-16 code units of all leaves: the text's counts, and
+  /// those of leaf 0 while it is the only leaf (the text keeps no copy of its own).
+  private(set) var totalVisible = 0
+  private(set) var totalUTF16 = 0
   /// The blocks, once a leaf has split; empty before.
   private var tree = OutOfLine<Tree>()
 
@@ -39,10 +40,9 @@ struct LeafOrder: Sendable {
   /// Leaves `0..<visible.count` in that order, with the given counts; blocks start
   /// three-quarters full so that the first splits come late.
   init(visible: [Int], utf16: [Int]) {
-    if visible.count <= 1 {
-      soleVisible = visible.first ?? 0
-      soleUTF16 = utf16.first ?? 0
-    } else {
+    totalVisible = visible.reduce(0, +)
+    totalUTF16 = utf16.reduce(0, +)
+    if visible.count > 1 {
       tree = OutOfLine(Tree(visible: visible, utf16: utf16))
     }
   }
@@ -90,11 +90,9 @@ struct LeafOrder: Sendable {
 
   /// Adds to the counts of `leaf`.
   mutating func add(visible: Int, utf16: Int, to leaf: Int) {
-    guard !tree.isEmpty else {
-      soleVisible += visible
-      soleUTF16 += utf16
-      return
-    }
+    totalVisible += visible
+    totalUTF16 += utf16
+    guard !tree.isEmpty else { return }
     updateTree {
       $0.add(visible: visible, utf16: utf16, to: leaf)
     }
@@ -104,7 +102,12 @@ struct LeafOrder: Sendable {
   /// next one (``leafCount`` before the call).
   @discardableResult
   mutating func insertLeaf(after leaf: Int, visible: Int, utf16: Int) -> Int {
-    updateTree {
+    // The sole leaf's counts build the blocks before they take the new leaf's.
+    defer {
+      totalVisible += visible
+      totalUTF16 += utf16
+    }
+    return updateTree {
       $0.insertLeaf(after: leaf, visible: visible, utf16: utf16)
     }
   }
@@ -113,7 +116,7 @@ struct LeafOrder: Sendable {
   private mutating func updateTree<Result>(_ body: (inout Tree) -> Result) -> Result {
     // The counts, not `self`: a closure holding `self` would hold a second reference to
     // the blocks, so that every change copied them.
-    let (visible, utf16) = (soleVisible, soleUTF16)
+    let (visible, utf16) = (totalVisible, totalUTF16)
     return tree.update(creating: { Tree(visible: [visible], utf16: [utf16]) }, body)
   }
 
@@ -148,10 +151,16 @@ struct LeafOrder: Sendable {
   /// otherwise.
   func _checkInvariants(counts: (Int) -> (visible: Int, utf16: Int)) {
     guard let tree = tree.value else {
-      precondition(counts(0) == (soleVisible, soleUTF16), "counts of the sole leaf")
+      precondition(counts(0) == (totalVisible, totalUTF16), "counts of the sole leaf")
       return
     }
     tree._checkInvariants(counts: counts)
+    var sums = (visible: 0, utf16: 0)
+    for leaf in 0..<tree.leafCount {
+      sums.visible += counts(leaf).visible
+      sums.utf16 += counts(leaf).utf16
+    }
+    precondition(sums == (totalVisible, totalUTF16), "total counts")
   }
 }
 

@@ -332,8 +332,6 @@ extension RGA {
     leaves[leaf].visible += scalars
     leaves[leaf].utf16 += utf16
     leafOrder.add(visible: scalars, utf16: utf16, to: leaf)
-    count += scalars
-    utf16Count += utf16
   }
 
   /// Marks `length` items of run `run` of leaf `leaf`, from `offset`, as deleted. The run

@@ -206,12 +206,12 @@ public struct RGA: Sendable {
   /// The number of visible scalars.
   ///
   /// - Complexity: O(1).
-  public internal(set) var count = 0
+  public var count: Int { leafOrder.totalVisible }
 
   /// The number of UTF-16 code units of the visible text.
   ///
   /// - Complexity: O(1).
-  public internal(set) var utf16Count = 0
+  public var utf16Count: Int { leafOrder.totalUTF16 }
 
   /// The empty text.
   public init() {}
