@@ -98,16 +98,14 @@ public struct RGA: Sendable {
   /// item has the run's right origin.
   struct Run: Sendable, Equatable {
     // Stored in this order, the origins without Optional's tag (counter 0 is never an
-    // id), so that a run takes 96 bytes: leaves move their runs on every insert.
+    // id) and the two flags in the Lamport number's top bits (Lamport numbers stay below
+    // `lamportLimit`, 2^62), so that a run takes 88 bytes: leaves move their runs on
+    // every insert, and a one-run text's array of runs fits a 128-byte allocation.
     var replica: ReplicaID
     var counter: UInt64
-    var lamport: UInt64
+    private var lamportAndFlags: UInt64
     private var originStorage: Dot
     private var rightOriginStorage: Dot
-    /// Whether the run has content (a tombstone that arrived without its content,
-    /// dropped by the sender, has none).
-    var hasContent: Bool
-    var deleted: Bool
     /// Where the run's UTF-8 starts in `content`, if it has content (it runs for ``utf8``
     /// bytes).
     var contentStart: Int
@@ -120,23 +118,51 @@ public struct RGA: Sendable {
 
     /// Stands for `nil` in the origins' storage.
     private static let none = Dot(replica: ReplicaID(rawValue: 0), counter: 0)
+    /// The bits of `lamportAndFlags` that hold the flags.
+    private static let deletedBit: UInt64 = 1 << 63
+    private static let hasContentBit: UInt64 = 1 << 62
+    private static let lamportMask: UInt64 = lamportLimit - 1
 
     init(
       replica: ReplicaID, counter: UInt64, lamport: UInt64, origin: Dot?, rightOrigin: Dot?,
       hasContent: Bool = true, deleted: Bool, contentStart: Int, length: Int, utf16: Int,
       utf8: Int
     ) {
+      assert(lamport < RGA.lamportLimit, "a Lamport number at or above the limit")
       self.replica = replica
       self.counter = counter
-      self.lamport = lamport
+      lamportAndFlags =
+        lamport & Self.lamportMask | (hasContent ? Self.hasContentBit : 0)
+        | (deleted ? Self.deletedBit : 0)
       self.originStorage = origin ?? Self.none
       self.rightOriginStorage = rightOrigin ?? Self.none
-      self.hasContent = hasContent
-      self.deleted = deleted
       self.contentStart = contentStart
       self.length = length
       self.utf16 = utf16
       self.utf8 = utf8
+    }
+
+    /// The Lamport number of the first item (below ``RGA/lamportLimit``).
+    var lamport: UInt64 {
+      get { lamportAndFlags & Self.lamportMask }
+      set { lamportAndFlags = lamportAndFlags & ~Self.lamportMask | newValue & Self.lamportMask }
+    }
+
+    /// Whether the run has content (a tombstone that arrived without its content,
+    /// dropped by the sender, has none).
+    var hasContent: Bool {
+      get { lamportAndFlags & Self.hasContentBit != 0 }
+      set {
+        lamportAndFlags =
+          lamportAndFlags & ~Self.hasContentBit | (newValue ? Self.hasContentBit : 0)
+      }
+    }
+
+    var deleted: Bool {
+      get { lamportAndFlags & Self.deletedBit != 0 }
+      set {
+        lamportAndFlags = lamportAndFlags & ~Self.deletedBit | (newValue ? Self.deletedBit : 0)
+      }
     }
 
     /// The origin of the first item; `nil` is the head of the text.
