@@ -577,7 +577,7 @@ private struct StateLoader {
         deletes[groupStart...index])
       groupStart = index + 1
     }
-    if !log.isEmpty { text.deleteLogStorage = OutOfLine(log) }
+    if !log.isEmpty { text.lookups.update(creating: RGA.Lookups.init) { $0.deleteLog = log } }
   }
 
   /// The placed runs' UTF-8, copied range by range from the input in one pass.
@@ -633,7 +633,7 @@ private struct StateLoader {
       index.values[index.slotCreating(replica, default: ReplicaIndex())] = ReplicaIndex(
         entries: entries)
     }
-    if !index.isEmpty { text.indexStorage = OutOfLine(index) }
+    if !index.isEmpty { text.lookups.update(creating: RGA.Lookups.init) { $0.index = index } }
   }
 
   /// Buffers run `index`, whose origin chain does not reach the head, segment by

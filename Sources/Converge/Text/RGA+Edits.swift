@@ -130,7 +130,7 @@ extension RGA {
     let total = upper - lower
     guard total > 0, firstDot.counter > 0 else { return }
     let (_, overflow) = firstDot.counter.addingReportingOverflow(UInt64(total))
-    guard !overflow, deleteLogStorage.read({ $0.pointee.isFresh(deleteDot: firstDot) }) ?? true
+    guard !overflow, lookups.read({ $0.pointee.deleteLog.isFresh(deleteDot: firstDot) }) ?? true
     else { return }
     var done = 0
     while done < total {
@@ -151,9 +151,9 @@ extension RGA {
 
   /// Adds a delete whose dots all follow the log of its replica, or are new.
   mutating func appendToDeleteLog(_ delete: RGADelta.Delete) {
-    deleteLogStorage.update(creating: ReplicaMap.init) { log in
-      let slot = log.slotCreating(delete.dot.replica, default: [])
-      Self.appendSorted(delete, to: &log.values[slot])
+    lookups.update(creating: Lookups.init) { lookups in
+      let slot = lookups.deleteLog.slotCreating(delete.dot.replica, default: [])
+      Self.appendSorted(delete, to: &lookups.deleteLog.values[slot])
     }
   }
 

@@ -459,7 +459,7 @@ extension RGA {
 
   private mutating func receive(_ delete: RGADelta.Delete, changes: inout [TextChange]) {
     guard delete.isWellFormed else { return }
-    for part in deleteLogStorage.read({ $0.pointee.newParts(of: delete) }) ?? [delete] {
+    for part in lookups.read({ $0.pointee.deleteLog.newParts(of: delete) }) ?? [delete] {
       appendToDeleteLog(part)
       deleteTargets(part.targetRange, changes: &changes)
     }

@@ -44,7 +44,7 @@ extension RGA {
     // A text of one leaf keeps no index: the scan below is its lookup.
     guard
       let leafID = leaves.count == 1
-        ? 0 : indexStorage.read({ $0.pointee[dot.replica]?.leaf(containing: dot.counter) }) ?? nil
+        ? 0 : lookups.read({ $0.pointee.index[dot.replica]?.leaf(containing: dot.counter) }) ?? nil
     else { return nil }
     let runs = leaves[leafID].runs
     var scalars = 0
@@ -65,7 +65,7 @@ extension RGA {
   @inline(__always)
   func isIntegrated(_ dot: Dot) -> Bool {
     guard leaves.count > 1 else { return leaves[0].runs.contains { $0.contains(dot) } }
-    return indexStorage.read { $0.pointee[dot.replica]?.entry(containing: dot.counter) != nil }
+    return lookups.read { $0.pointee.index[dot.replica]?.entry(containing: dot.counter) != nil }
       ?? false
   }
 
@@ -87,7 +87,8 @@ extension RGA {
           && lower < run.counter + UInt64(run.length)
       }
     }
-    return indexStorage.read { $0.pointee[replica]?.isDisjoint(from: lower, upper) ?? true } ?? true
+    return lookups.read { $0.pointee.index[replica]?.isDisjoint(from: lower, upper) ?? true }
+      ?? true
   }
 
   /// The parts of `lower..<upper` of `replica` that are not integrated, in order.
@@ -101,7 +102,7 @@ extension RGA {
       }
       return [lower..<upper]
     }
-    return indexStorage.read { $0.pointee[replica]?.missing(lower, upper) ?? [lower..<upper] }
+    return lookups.read { $0.pointee.index[replica]?.missing(lower, upper) ?? [lower..<upper] }
       ?? [lower..<upper]
   }
 
@@ -438,9 +439,9 @@ extension RGA {
 
   /// Records in the index that the ids of `range` live in `leaf`.
   private mutating func assignToIndex(_ range: TargetRange, leaf: Int) {
-    indexStorage.update(creating: ReplicaMap.init) { index in
-      let slot = index.slotCreating(range.replica, default: ReplicaIndex())
-      index.values[slot].assign(range.lower, range.upper, to: leaf)
+    lookups.update(creating: Lookups.init) { lookups in
+      let slot = lookups.index.slotCreating(range.replica, default: ReplicaIndex())
+      lookups.index.values[slot].assign(range.lower, range.upper, to: leaf)
     }
   }
 }

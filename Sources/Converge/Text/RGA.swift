@@ -205,12 +205,9 @@ public struct RGA: Sendable {
   /// bytes. A run finds a scalar's bytes directly when it is ASCII, by counting otherwise
   /// (see `RGA+Storage.swift`); the visible text copies out as a string's own UTF-8.
   var content: [UInt8] = []
-  /// Per replica: which leaf holds each integrated id range; empty while the text is one
-  /// leaf (see `RGA+Storage.swift`). Held out of line, as the delete log: a short text
-  /// has neither, and pays a word for each instead of three.
-  var indexStorage = OutOfLine<ReplicaMap<ReplicaIndex>>()
-  /// Per deleting replica: every delete known, sorted by delete dot.
-  var deleteLogStorage = OutOfLine<ReplicaMap<[RGADelta.Delete]>>()
+  /// The id index and the delete log, held out of line together: a short text has
+  /// neither, and pays one word for both.
+  var lookups = OutOfLine<Lookups>()
   /// Delete targets not integrated yet, per target replica.
   var unresolvedDeletes = UnresolvedDeletes()
   /// Inserts waiting for their origin, without overlaps, indexed by id and by origin.
@@ -222,12 +219,23 @@ public struct RGA: Sendable {
     var mutationsSinceCheck = 0
   #endif
 
-  /// A copy of ``indexStorage``'s map (empty while there is none), for walks; lookups
-  /// read it in place.
-  var index: ReplicaMap<ReplicaIndex> { indexStorage.value ?? ReplicaMap() }
+  /// What a text keeps beside its runs to find ids and deletes.
+  struct Lookups: Sendable {
+    /// Per replica: which leaf holds each integrated id range; empty while the text is
+    /// one leaf (see `RGA+Storage.swift`).
+    var index = ReplicaMap<ReplicaIndex>()
+    /// Per deleting replica: every delete known, sorted by delete dot.
+    var deleteLog = ReplicaMap<[RGADelta.Delete]>()
+  }
 
-  /// A copy of ``deleteLogStorage``'s map (empty while there is none).
-  var deleteLog: ReplicaMap<[RGADelta.Delete]> { deleteLogStorage.value ?? ReplicaMap() }
+  /// A copy of the id index (empty while there is none), for walks; lookups read it in
+  /// place.
+  var index: ReplicaMap<ReplicaIndex> { lookups.read { $0.pointee.index } ?? ReplicaMap() }
+
+  /// A copy of the delete log (empty while there is none).
+  var deleteLog: ReplicaMap<[RGADelta.Delete]> {
+    lookups.read { $0.pointee.deleteLog } ?? ReplicaMap()
+  }
 
   /// The number of visible scalars.
   ///
