@@ -217,6 +217,9 @@ struct EntityDelta: Sendable, Equatable {
   /// Joins `change` into the field `name` (which it adds if missing), in its slot.
   mutating func merge(_ change: FieldDelta, into name: String) {
     guard let position = fields.index(forKey: name) else {
+      // A transaction's delta gains its entity's fields one event at a time: room for a
+      // typical entity's from the first (the delta is short-lived).
+      if fields.isEmpty { fields.reserveCapacity(4) }
       fields[name] = change
       return
     }

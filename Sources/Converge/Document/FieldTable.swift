@@ -34,6 +34,13 @@ struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
   var count: Int { keys.count }
   var isEmpty: Bool { keys.isEmpty }
 
+  /// Makes room for `capacity` fields, so that adding them one at a time does not grow
+  /// both arrays at the first, second and fourth.
+  mutating func reserveCapacity(_ capacity: Int) {
+    keys.reserveCapacity(capacity)
+    values.reserveCapacity(capacity)
+  }
+
   /// The position of the field `name`, if the entity has it.
   func index(forKey name: String) -> Int? {
     keys.firstIndex(of: name)
