@@ -120,9 +120,39 @@ import Testing
 /// and UTF-16 views, on every UTF-8 length's boundaries and on seeded random strings.
 @Suite struct StringScalarDecodingTests {
   static func check(_ string: String) throws {
-    let (scalars, utf16Count) = string.scalarsAndUTF16Count()
+    var storage = string
+    let (scalars, utf16Count) = storage.withUTF8 { UTF8Scalars.scalarsAndUTF16Count(ofValid: $0) }
     try ensure(scalars == Array(string.unicodeScalars), "scalars of \(string.debugDescription)")
     try ensure(utf16Count == string.utf16.count, "UTF-16 count of \(string.debugDescription)")
+    try checkInsertingTheStringsOwnUTF8(string)
+  }
+
+  /// `insertText` hands the string's own UTF-8 to the text, which copies it rather than
+  /// encoding the scalars again: the text must come out as the scalars' insert makes it,
+  /// at the start, the end and inside an earlier insert.
+  static func checkInsertingTheStringsOwnUTF8(_ string: String) throws {
+    let replica = ReplicaID(rawValue: 7)
+    var storage = string
+    for position in [0, 1, 3] {
+      var encoded = RGA()
+      var copied = RGA()
+      encoded.insert(
+        Array("aé😀".unicodeScalars), at: 0, firstDot: Dot(replica: replica, counter: 1))
+      copied.insert(Array("aé😀".unicodeScalars), at: 0, firstDot: Dot(replica: replica, counter: 1))
+      let first = Dot(replica: replica, counter: 4)
+      let scalars = Array(string.unicodeScalars)
+      let expected = encoded.insert(scalars, at: position, firstDot: first)
+      let delta = storage.withUTF8 { utf8 in
+        copied.insert(
+          scalars, content: (utf8, string.utf16.count), at: position, firstDot: first)
+      }
+      try ensure(delta == expected, "the delta of \(string.debugDescription)")
+      try ensure(
+        copied == encoded && copied.content == encoded.content
+          && copied.utf16Count == encoded.utf16Count && copied.string == encoded.string,
+        "the text after inserting \(string.debugDescription) at \(position)")
+      copied._checkInvariants()
+    }
   }
 
   @Test func boundariesOfEveryUTF8Length() throws {

@@ -156,16 +156,21 @@ public struct DocumentTransaction: Sendable {
   ) {
     // One pass over the string for the scalars and their UTF-16 length: counting either
     // view on its own walks the string again (and the UTF-16 count of a non-ASCII string
-    // allocates an index cache on it).
-    let (scalars, utf16Count) = string.scalarsAndUTF16Count()
-    insertScalars(scalars, utf16Count: utf16Count, at: position, in: field, of: key)
+    // allocates an index cache on it). The text copies the string's UTF-8 as it is.
+    var string = string
+    string.withUTF8 { utf8 in
+      let (scalars, utf16Count) = UTF8Scalars.scalarsAndUTF16Count(ofValid: utf8)
+      insertScalars(scalars, utf16Count: utf16Count, utf8: utf8, at: position, in: field, of: key)
+    }
   }
 
-  /// Inserts scalars that take `utf16Count` UTF-16 code units into a text field and
-  /// returns the first inserted item's id, or `nil` if nothing was inserted.
+  /// Inserts scalars that take `utf16Count` UTF-16 code units (and whose UTF-8 is `utf8`,
+  /// if the caller has it) into a text field and returns the first inserted item's id,
+  /// or `nil` if nothing was inserted.
   @discardableResult
   mutating func insertScalars<Scalars: Collection<Unicode.Scalar>>(
-    _ scalars: Scalars, utf16Count: Int, at position: Int, in field: String, of key: EntityKey
+    _ scalars: Scalars, utf16Count: Int, utf8: UnsafeBufferPointer<UInt8>? = nil,
+    at position: Int, in field: String, of key: EntityKey
   ) -> Dot? {
     let scalarCount = scalars.count
     guard scalarCount > 0 else { return nil }
@@ -175,7 +180,8 @@ public struct DocumentTransaction: Sendable {
       let change = TextChange(
         kind: .insert, scalarRange: start..<start + scalarCount,
         utf16Range: utf16Start..<utf16Start + utf16Count)
-      return (text.insert(scalars, at: start, firstDot: firstDot), change)
+      let content = utf8.map { (utf8: $0, utf16: utf16Count) }
+      return (text.insert(scalars, content: content, at: start, firstDot: firstDot), change)
     }
     return editText(
       field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted, edit: insert)

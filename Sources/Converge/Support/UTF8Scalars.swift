@@ -120,17 +120,17 @@ enum UTF8Scalars {
   }
 }
 
-extension String {
-  /// The string's Unicode scalars and their UTF-16 length, decoded in one pass over its
-  /// UTF-8 storage.
+extension UTF8Scalars {
+  /// The scalars of a string's UTF-8 storage (valid already) and their UTF-16 length,
+  /// decoded in one pass.
   ///
   /// - Complexity: O(n) for n UTF-8 bytes.
-  func scalarsAndUTF16Count() -> (scalars: [Unicode.Scalar], utf16Count: Int) {
-    var string = self
-    guard let decoded = try? string.withUTF8({ try UTF8Scalars.decode($0, validating: false) })
-    else {
-      // Unreachable: a String's storage is valid UTF-8.
-      return (Array(unicodeScalars), utf16.count)
+  static func scalarsAndUTF16Count(ofValid utf8: UnsafeBufferPointer<UInt8>) -> (
+    scalars: [Unicode.Scalar], utf16Count: Int
+  ) {
+    guard let decoded = try? decode(utf8, validating: false) else {
+      // Unreachable: valid UTF-8 decodes.
+      return ([], 0)
     }
     return (decoded.scalars, decoded.scalars.count + decoded.supplementary)
   }

@@ -12,11 +12,23 @@ extension RGA {
   public mutating func insert<S: Collection>(
     _ scalars: S, at position: Int, firstDot: Dot
   ) -> RGADelta where S.Element == Unicode.Scalar {
+    insert(scalars, content: nil, at: position, firstDot: firstDot)
+  }
+
+  /// ``insert(_:at:firstDot:)``, given the scalars' UTF-8 and UTF-16 length when the
+  /// caller has them (a string's own storage): the bytes are copied into the content
+  /// instead of encoded again. `content` must be exactly the UTF-8 of `scalars`.
+  mutating func insert<S: Collection>(
+    _ scalars: S, content: (utf8: UnsafeBufferPointer<UInt8>, utf16: Int)?, at position: Int,
+    firstDot: Dot
+  ) -> RGADelta where S.Element == Unicode.Scalar {
     let length = scalars.count
     guard length > 0, let lamport = nextLamport(for: length),
       isFresh(firstDot, length: length)
     else { return RGADelta() }
-    let (start, utf16, utf8) = appendContent(scalars)
+    let (start, utf16, utf8) =
+      content.map { appendContent(utf8: $0.utf8, utf16: $0.utf16) }
+      ?? appendContent(scalars)
     let origins = insertLocally(
       firstDot: firstDot, lamport: lamport, contentStart: start, length: length, utf16: utf16,
       utf8: utf8, at: position)

@@ -155,6 +155,17 @@ extension RGA {
     return (start, utf16, content.count - start)
   }
 
+  /// Appends UTF-8 that is already at hand, of scalars that take `utf16` UTF-16 code
+  /// units, to `content`; returns what ``appendContent(_:)`` returns.
+  @inline(__always)
+  mutating func appendContent(utf8: UnsafeBufferPointer<UInt8>, utf16: Int) -> (
+    start: Int, utf16: Int, utf8: Int
+  ) {
+    let start = content.count
+    content.append(contentsOf: utf8)
+    return (start, utf16, utf8.count)
+  }
+
   /// Appends the UTF-8 of `scalars` to `buffer`; returns how many UTF-16 code units they
   /// take.
   @inline(__always)
