@@ -31,6 +31,13 @@ package struct ByteWriter: Sendable {
   /// The number of bytes written so far.
   public var count: Int { bytes.count }
 
+  /// Appends `count` bytes that `body` writes through a pointer (it finds them zeroed).
+  mutating func writeBytes(count: Int, _ body: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
+    let start = bytes.count
+    bytes.append(contentsOf: repeatElement(0, count: count))
+    bytes.withUnsafeMutableBufferPointer { body(.init(rebasing: $0[start...])) }
+  }
+
   /// Appends one byte.
   public mutating func writeUInt8(_ value: UInt8) {
     bytes.append(value)

@@ -26,48 +26,75 @@ enum ContentCoding {
 
   /// Writes `content` (valid UTF-8) as a `bytes` field, coded when that is smaller.
   static func write(_ content: [UInt8], to writer: inout ByteWriter) {
-    guard let lengths = codeLengthsIfShorter(content[...]) else {
+    guard let code = codeIfShorter(content[...]) else {
       writer.writeLengthPrefixedBytes(content)
       return
     }
-    var coded = ByteWriter(capacity: content.count)
-    coded.writeUInt8(marker)
-    coded.writeVarUInt(content.count)
-    writeTable(lengths, to: &coded)
-    let codes = canonicalCodes(lengths: lengths)
-    // Codes are written most significant bit first; `buffer`'s low `filled` bits are
-    // not yet written out.
-    var buffer: UInt64 = 0
-    var filled = 0
-    for byte in content {
-      let length = Int(lengths[Int(byte)])
-      buffer = buffer << UInt64(length) | UInt64(codes[Int(byte)])
-      filled += length
-      while filled >= 8 {
-        filled -= 8
-        coded.writeUInt8(UInt8(truncatingIfNeeded: buffer >> UInt64(filled)))
+    // Written straight into `writer`: the field's size is known before its bits.
+    writer.writeVarUInt(code.sizes.header + code.sizes.bits)
+    writer.writeUInt8(marker)
+    writer.writeVarUInt(content.count)
+    writeTable(code.lengths, to: &writer)
+    withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 256) { codes in
+      canonicalCodes(lengths: code.lengths, into: codes)
+      writer.writeBytes(count: code.sizes.bits) { output in
+        content.withUnsafeBufferPointer { content in
+          // Codes are written most significant bit first; `buffer`'s low `filled` bits
+          // are not yet written out (at most 7 + 12 after a code).
+          var buffer: UInt64 = 0
+          var filled = 0
+          var position = 0
+          for byte in content {
+            let entry = codes[Int(byte)]
+            let length = Int(entry & 0x0F)
+            buffer = buffer << UInt64(length) | UInt64(entry >> 4)
+            filled += length
+            while filled >= 8 {
+              filled -= 8
+              output[position] = UInt8(truncatingIfNeeded: buffer >> UInt64(filled))
+              position += 1
+            }
+          }
+          if filled > 0 {
+            output[position] = UInt8(truncatingIfNeeded: buffer << UInt64(8 - filled))
+          }
+        }
       }
     }
-    if filled > 0 { coded.writeUInt8(UInt8(truncatingIfNeeded: buffer << UInt64(8 - filled))) }
-    writer.writeLengthPrefixedBytes(coded.bytes)
   }
 
   /// The code lengths of `bytes` when the coded form is the one to write (at least
   /// ``minimumCodedLength`` bytes, and a coded field shorter than they are); nil when
   /// they are written raw. Encoder and decoder both decide with it.
   static func codeLengthsIfShorter(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+    codeIfShorter(bytes)?.lengths
+  }
+
+  /// ``codeLengthsIfShorter(_:)``, with the sizes of the coded field's parts.
+  private static func codeIfShorter(_ bytes: ArraySlice<UInt8>) -> (
+    lengths: [UInt8], sizes: (header: Int, bits: Int)
+  )? {
     guard bytes.count >= minimumCodedLength else { return nil }
     let frequencies = Self.frequencies(bytes)
     let lengths = codeLengths(frequencies: frequencies)
-    let size = codedSize(count: bytes.count, frequencies: frequencies, lengths: lengths)
-    return size < bytes.count ? lengths : nil
+    let sizes = codedSizes(count: bytes.count, frequencies: frequencies, lengths: lengths)
+    return sizes.header + sizes.bits < bytes.count ? (lengths, sizes) : nil
   }
 
   /// The size of the coded field's content (marker, length, code table, bits).
   static func codedSize(count: Int, frequencies: [Int], lengths: [UInt8]) -> Int {
+    let sizes = codedSizes(count: count, frequencies: frequencies, lengths: lengths)
+    return sizes.header + sizes.bits
+  }
+
+  /// The bytes of the coded field's content before its bits (marker, length, code
+  /// table), and those of its bits.
+  private static func codedSizes(count: Int, frequencies: [Int], lengths: [UInt8]) -> (
+    header: Int, bits: Int
+  ) {
     var bits = 0
     for symbol in 0..<256 { bits += frequencies[symbol] * Int(lengths[symbol]) }
-    return 1 + varUIntSize(count) + tableSize(lengths) + (bits + 7) / 8
+    return (1 + varUIntSize(count) + tableSize(lengths), (bits + 7) / 8)
   }
 
   /// Writes the code lengths of byte values `0 ..< s`, where `s - 1` is the last used
@@ -103,6 +130,7 @@ enum ContentCoding {
   /// Calls `body` with each nibble of the table of `lengths`, in order: a used value's
   /// length, or a gap of unused values as `longestSkip`-long skips and then one short or
   /// long skip for the rest (the one way ``readTable(from:)`` accepts).
+  @inline(__always)
   private static func forEachTableNibble(_ lengths: [UInt8], _ body: (UInt8) -> Void) {
     let symbolCount = symbolCount(lengths)
     var symbol = 0
@@ -516,22 +544,29 @@ enum ContentCoding {
     }
   }
 
-  /// The canonical code of each byte value: codes of one length are consecutive in
-  /// byte-value order, and shorter codes come first (as in DEFLATE).
-  static func canonicalCodes(lengths: [UInt8]) -> [UInt16] {
-    var countOfLength = [Int](repeating: 0, count: maximumCodeLength + 1)
-    for length in lengths where length > 0 { countOfLength[Int(length)] += 1 }
-    var next = [Int](repeating: 0, count: maximumCodeLength + 1)
-    var code = 0
-    for length in 1...maximumCodeLength {
-      code = (code + countOfLength[length - 1]) << 1
-      next[length] = code
+  /// The canonical code of each byte value, as `code << 4 | length` in `codes` (256
+  /// entries; 0 for unused values): codes of one length are consecutive in byte-value
+  /// order, and shorter codes come first (as in DEFLATE).
+  static func canonicalCodes(lengths: [UInt8], into codes: UnsafeMutableBufferPointer<UInt32>) {
+    let levels = maximumCodeLength + 1
+    withUnsafeTemporaryAllocation(of: Int.self, capacity: 2 * levels) { scratch in
+      // Per length: the count of codes, then the next code.
+      for index in 0..<2 * levels { scratch[index] = 0 }
+      for length in lengths where length > 0 { scratch[Int(length)] += 1 }
+      var code = 0
+      for length in 1..<levels {
+        code = (code + scratch[length - 1]) << 1
+        scratch[levels + length] = code
+      }
+      for symbol in 0..<256 {
+        let length = Int(lengths[symbol])
+        guard length > 0 else {
+          codes[symbol] = 0
+          continue
+        }
+        codes[symbol] = UInt32(truncatingIfNeeded: scratch[levels + length] << 4 | length)
+        scratch[levels + length] += 1
+      }
     }
-    var codes = [UInt16](repeating: 0, count: 256)
-    for symbol in 0..<256 where lengths[symbol] > 0 {
-      codes[symbol] = UInt16(truncatingIfNeeded: next[Int(lengths[symbol])])
-      next[Int(lengths[symbol])] += 1
-    }
-    return codes
   }
 }

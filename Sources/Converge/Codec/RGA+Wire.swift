@@ -414,9 +414,7 @@ enum TextWire {
             for _ in range { UTF8.encode(placeholder) { content.append($0) } }
           } else {
             let from = part.content.startIndex + Int(range.lowerBound - lower)
-            for scalar in part.content[from..<from + range.count] {
-              UTF8.encode(scalar) { content.append($0) }
-            }
+            RGA.appendUTF8(of: part.content[from..<from + range.count], to: &content)
           }
         }
       }
