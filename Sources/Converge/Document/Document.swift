@@ -72,10 +72,14 @@ public struct Document: Sendable {
     var index = entities.startIndex
     while index != entities.endIndex {
       entities.values[index].fields.shareNames(with: &fieldNames)
-      for (name, field) in entities.values[index].fields {
-        if case .text(let storage) = field, storage.text.hasPending {
-          waitingTexts.insert(TextFieldKey(entity: entities.keys[index], field: name))
-        }
+      // By slot, in place: iterating the table's (name, field) pairs copied every field.
+      for slot in entities.values[index].fields.values.indices {
+        guard case .text(let storage) = entities.values[index].fields.values[slot],
+          storage.text.hasPending
+        else { continue }
+        waitingTexts.insert(
+          TextFieldKey(
+            entity: entities.keys[index], field: entities.values[index].fields.keys[slot]))
       }
       entities.formIndex(after: &index)
     }
