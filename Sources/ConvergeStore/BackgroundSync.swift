@@ -13,11 +13,21 @@ final class BackgroundSync: @unchecked Sendable {
 
   /// Runs `job` in the background.
   func start(_ job: SyncJob) {
+    // Handed over in a box: a closure's captured copy and a mutable one inside it would
+    // both hold the records, and emptying them would allocate a buffer as large.
+    let box = JobBox(job)
     queue.async {
-      var job = job
-      let outcome = job.run()
+      let outcome = box.job.run()
       self.lock.withLock { self.outcome = outcome }
     }
+  }
+
+  /// A job on its way to the sync queue, the only holder of its records.
+  ///
+  /// `@unchecked Sendable`: made on the owner's thread, then used only on the queue.
+  private final class JobBox: @unchecked Sendable {
+    var job: SyncJob
+    init(_ job: SyncJob) { self.job = job }
   }
 
   /// The finished job's outcome, if one finished since the last call.
@@ -53,7 +63,7 @@ extension DocumentStore {
     pending = spareRecords
     spareRecords = PendingRecords()
     guard background else { return settle(job.run(), of: work, background: false) }
-    backgroundSync.start(job)
+    backgroundSync.start(consume job)
     running = work
     return nil
   }

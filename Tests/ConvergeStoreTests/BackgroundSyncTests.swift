@@ -94,3 +94,56 @@ final class GatedFileSystem: StoreFileSystem, @unchecked Sendable {
     }
   }
 }
+
+/// A sync hands its records back emptied with their buffer, for the next commits: the
+/// job is the buffer's only holder when it empties it, on the sync queue as on the
+/// caller's thread (a second holder would make emptying allocate a buffer as large).
+@Suite struct SyncJobBufferTests {
+  /// A job of one large commit's records, and where their buffer is; nothing else holds
+  /// the records. With `fileSystem`, the job compacts (a snapshot) instead of appending.
+  static func job(compactingOn fileSystem: (any StoreFileSystem)? = nil) -> (
+    SyncJob, UnsafeRawPointer?
+  ) {
+    var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    let commit = replica.transact {
+      $0.setValue(.string(String(repeating: "x", count: 10_000)), for: "draft", of: note)
+    }
+    var records = PendingRecords()
+    records.append(commit.delta)
+    let buffer = Self.buffer(of: records)
+    let job = SyncJob(
+      records: records,
+      work: fileSystem == nil
+        ? .append(log: directory + "/log") : .snapshot(replica.document, generation: 1),
+      directory: directory, fileSystem: fileSystem ?? MemoryFileSystem())
+    return (job, buffer)
+  }
+
+  static func buffer(of records: PendingRecords) -> UnsafeRawPointer? {
+    records.payloadBytes.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+  }
+
+  @Test func aSyncOnTheCallersThreadKeepsTheBuffer() throws {
+    var (job, buffer) = Self.job()
+    let outcome = job.run()
+    #expect(outcome.records.isEmpty && outcome.durable.count == 1)
+    #expect(Self.buffer(of: outcome.records) == buffer)
+  }
+
+  @Test func aSyncOnTheQueueKeepsTheBuffer() throws {
+    let sync = BackgroundSync()
+    // The job waits at the gate until the test has let go of every copy of it.
+    let gated = GatedFileSystem(MemoryFileSystem())
+    let buffer: UnsafeRawPointer?
+    do {
+      let (job, address) = Self.job(compactingOn: gated)
+      buffer = address
+      sync.start(job)
+    }
+    gated.gate.signal()
+    sync.wait()
+    let outcome = try #require(sync.take())
+    #expect(outcome.records.isEmpty && outcome.durable.count == 1)
+    #expect(Self.buffer(of: outcome.records) == buffer)
+  }
+}
