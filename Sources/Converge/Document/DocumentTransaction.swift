@@ -164,26 +164,25 @@ public struct DocumentTransaction: Sendable {
     }
   }
 
-  /// Inserts scalars that take `utf16Count` UTF-16 code units (and whose UTF-8 is `utf8`,
-  /// if the caller has it) into a text field and returns the first inserted item's id,
-  /// or `nil` if nothing was inserted.
-  @discardableResult
-  mutating func insertScalars<Scalars: Collection<Unicode.Scalar>>(
-    _ scalars: Scalars, utf16Count: Int, utf8: UnsafeBufferPointer<UInt8>? = nil,
+  /// Inserts `scalars`, which take `utf16Count` UTF-16 code units and whose UTF-8 is
+  /// `utf8`, into a text field.
+  private mutating func insertScalars(
+    _ scalars: [Unicode.Scalar], utf16Count: Int, utf8: UnsafeBufferPointer<UInt8>,
     at position: Int, in field: String, of key: EntityKey
-  ) -> Dot? {
+  ) {
     let scalarCount = scalars.count
-    guard scalarCount > 0 else { return nil }
+    guard scalarCount > 0 else { return }
     func insert(into text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
       let start = Swift.max(0, Swift.min(position, text.count))
       let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
       let change = TextChange(
         kind: .insert, scalarRange: start..<start + scalarCount,
         utf16Range: utf16Start..<utf16Start + utf16Count)
-      let content = utf8.map { (utf8: $0, utf16: utf16Count) }
-      return (text.insert(scalars, content: content, at: start, firstDot: firstDot), change)
+      let delta = text.insert(
+        scalars, content: (utf8, utf16Count), at: start, firstDot: firstDot)
+      return (delta, change)
     }
-    return editText(
+    editText(
       field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted, edit: insert)
   }
 
