@@ -28,7 +28,10 @@ import Testing
     var writer = ByteWriter()
     ContentCoding.write(content, to: &writer)
     var reader = ByteReader(writer.bytes)
-    return (try? Array(reader.readLengthPrefixedBytes())) ?? []
+    // The length written first must be the field's: nothing may follow it.
+    guard let field = try? Array(reader.readLengthPrefixedBytes()), reader.remainingCount == 0
+    else { return [] }
+    return field
   }
 
   static func decode(_ field: [UInt8]) throws -> [UInt8] {
@@ -64,11 +67,16 @@ import Testing
       let field = Self.field(content)
       let decoded = try Self.decode(field)
       #expect(decoded == content)
+      // The coded field's size counted from its parts as written: the marker, the
+      // length, the table, and the bits of every byte's code.
       let frequencies = ContentCoding.frequencies(content[...])
-      let coded =
-        ContentCoding.codedSize(
-          count: content.count, frequencies: frequencies,
-          lengths: ContentCoding.codeLengths(frequencies: frequencies))
+      let lengths = ContentCoding.codeLengths(frequencies: frequencies)
+      var header = ByteWriter()
+      header.writeUInt8(ContentCoding.marker)
+      header.writeVarUInt(content.count)
+      ContentCoding.writeTable(lengths, to: &header)
+      let bits = (0..<256).reduce(0) { $0 + frequencies[$1] * Int(lengths[$1]) }
+      let coded = header.count + (bits + 7) / 8
       let shouldCode = content.count >= ContentCoding.minimumCodedLength && coded < content.count
       #expect((field.first == ContentCoding.marker) == shouldCode)
       #expect(field.count == (shouldCode ? coded : content.count))

@@ -81,12 +81,6 @@ enum ContentCoding {
     return sizes.header + sizes.bits < bytes.count ? (lengths, sizes) : nil
   }
 
-  /// The size of the coded field's content (marker, length, code table, bits).
-  static func codedSize(count: Int, frequencies: [Int], lengths: [UInt8]) -> Int {
-    let sizes = codedSizes(count: count, frequencies: frequencies, lengths: lengths)
-    return sizes.header + sizes.bits
-  }
-
   /// The bytes of the coded field's content before its bits (marker, length, code
   /// table), and those of its bits.
   private static func codedSizes(count: Int, frequencies: [Int], lengths: [UInt8]) -> (

@@ -414,7 +414,7 @@ enum TextWire {
             for _ in range { UTF8.encode(placeholder) { content.append($0) } }
           } else {
             let from = part.content.startIndex + Int(range.lowerBound - lower)
-            RGA.appendUTF8(of: part.content[from..<from + range.count], to: &content)
+            _ = RGA.appendUTF8(of: part.content[from..<from + range.count], to: &content)
           }
         }
       }
