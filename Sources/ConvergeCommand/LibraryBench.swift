@@ -4,10 +4,10 @@ import ConvergeTestSupport
 import ConvergeTraces
 import Foundation
 
-/// `converge bench --library N [--tasks | --empty-bodies] [--json]`: one replica holding a user's whole
-/// library, measured where apps feel it: building it, the memory and saved bytes per
-/// entity, launch (load), saving (encode), a handshake with a peer 400 edits behind
-/// (`delta(since:)`), one small remote edit, and reading every entity.
+/// `converge bench --library N [--tasks | --empty-bodies] [--json]`: one replica holding
+/// a user's whole library, measured where apps feel it: building it, the memory and saved
+/// bytes per entity, launch (load), saving (encode), a handshake with a peer 400 edits
+/// behind (`delta(since:)`), one small remote edit, and reading every entity.
 ///
 /// A note has a title, two tags, a pinned flag and a 405-character body, created one
 /// transaction per note; `--empty-bodies` leaves the body out (the peer's 400 edits still

@@ -27,9 +27,9 @@ import Converge
 /// ``Configuration/syncInterval`` of typing (checked on each commit and by ``syncIfDue()``,
 /// which an app calls from a timer) and at once by ``flush()``. A delta reaches
 /// ``onDurable``, ``takeDurableDeltas()`` or ``outbox(for:)`` only after that sync, so a
-/// peer never holds an edit the device could lose. A log grown past
-/// ``Configuration/compactionLogBytes`` and the last snapshot is compacted by the next due sync, which encodes a
-/// snapshot of the document in the background too.
+/// peer never holds an edit the device could lose. A log grown past both
+/// ``Configuration/compactionLogBytes`` and the last snapshot is compacted by the next due
+/// sync, which encodes a snapshot of the document in the background too.
 ///
 /// **Failures.** A failed write or sync throws a ``StoreError`` from ``flush()`` (or sets
 /// ``lastError`` when a commit triggered the sync). Nothing unsynced is acknowledged; the

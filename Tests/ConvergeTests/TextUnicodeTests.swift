@@ -133,12 +133,11 @@ import Testing
   static func checkInsertingTheStringsOwnUTF8(_ string: String) throws {
     let replica = ReplicaID(rawValue: 7)
     var storage = string
+    var earlier = RGA()
+    earlier.insert(Array("aé😀".unicodeScalars), at: 0, firstDot: Dot(replica: replica, counter: 1))
     for position in [0, 1, 3] {
-      var encoded = RGA()
-      var copied = RGA()
-      encoded.insert(
-        Array("aé😀".unicodeScalars), at: 0, firstDot: Dot(replica: replica, counter: 1))
-      copied.insert(Array("aé😀".unicodeScalars), at: 0, firstDot: Dot(replica: replica, counter: 1))
+      var encoded = earlier
+      var copied = earlier
       let first = Dot(replica: replica, counter: 4)
       let scalars = Array(string.unicodeScalars)
       let expected = encoded.insert(scalars, at: position, firstDot: first)
