@@ -102,14 +102,12 @@ struct LeafOrder: Sendable {
   /// next one (``leafCount`` before the call).
   @discardableResult
   mutating func insertLeaf(after leaf: Int, visible: Int, utf16: Int) -> Int {
-    // The sole leaf's counts build the blocks before they take the new leaf's.
-    defer {
-      totalVisible += visible
-      totalUTF16 += utf16
-    }
-    return updateTree {
-      $0.insertLeaf(after: leaf, visible: visible, utf16: utf16)
-    }
+    // The blocks first: a sole leaf's blocks are built from the totals before the new
+    // leaf's counts join them.
+    let id = updateTree { $0.insertLeaf(after: leaf, visible: visible, utf16: utf16) }
+    totalVisible += visible
+    totalUTF16 += utf16
+    return id
   }
 
   /// Runs `body` on the blocks, built from the sole leaf first if it has not split yet.
