@@ -53,7 +53,7 @@ import Testing
         for peer in network.replicas {
           let prefix = peer.context.versionVector
           let lacking = Set(
-            document.entities.filter { $0.value.presence.mayHaveEvents(unknownTo: prefix) }.keys)
+            document.entities.filter { $0.1.presence.mayHaveEvents(unknownTo: prefix) }.map(\.0))
           let listing = document.events.keys(withEventsAbove: prefix, limit: .max)
           try ensure(listing != nil, "no list without a limit")
           let touched = listing ?? []

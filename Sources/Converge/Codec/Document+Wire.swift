@@ -36,9 +36,12 @@ extension Document {
       table.write(to: &writer)
       context.write(to: &writer, replicas: table)
       writer.writeVarUInt(entities.count)
-      for key in entities.keys.sorted() {
-        key.write(to: &writer)
-        entities[key]?.write(to: &writer, replicas: table, texts: texts[key] ?? [:])
+      // Positions sorted by key: a decoded document's are already in order.
+      let keys = entities.keys
+      for position in keys.indices.sorted(by: { keys[$0] < keys[$1] }) {
+        keys[position].write(to: &writer)
+        entities.values[position].write(
+          to: &writer, replicas: table, texts: texts[keys[position]] ?? [:])
       }
     }
   }
@@ -76,15 +79,48 @@ extension EntityKey {
     self.init(type: type, id: try reader.readString())
   }
 
-  /// Reads a count and that many (key, value) pairs with keys strictly increasing.
-  static func readMap<Value>(
-    from reader: inout ByteReader, _ readValue: (inout ByteReader) throws -> Value
-  ) throws -> [EntityKey: Value] {
+  /// Reads a count and that many (key, entity) pairs with keys strictly increasing into
+  /// a new `Map`.
+  static func readMap<Map: DecodedEntityMap>(
+    from reader: inout ByteReader, _ readValue: (inout ByteReader) throws -> Map.Entity
+  ) throws -> Map {
     // An entity is at least two empty strings, two empty vectors and a field count.
-    try reader.readSortedMap(
-      minimumBytesPerEntry: 5, keys: .init(plural: "entities", singular: "entity"),
+    let count = try reader.readCount(minimumBytesPerElement: 5)
+    var map = Map()
+    map.reserveCapacity(count)
+    try reader.readSortedEntries(
+      count: count, keys: .init(plural: "entities", singular: "entity"),
       readKey: { try EntityKey(from: &$0) }, precedes: <,
-      readValue: { reader, _ in try readValue(&reader) })
+      readValue: { reader, key, _ in map.insertDecoded(key, try readValue(&reader)) })
+    return map
+  }
+}
+
+/// What a body's entities decode into: a document's table or a delta's dictionary.
+protocol DecodedEntityMap {
+  associatedtype Entity
+  associatedtype Entities: Sequence<Entity>
+  init()
+  /// The entities, in any order.
+  var values: Entities { get }
+  mutating func reserveCapacity(_ capacity: Int)
+  /// Adds `entity` under `key`; `false`, changing nothing, if the map holds `key`.
+  mutating func insertDecoded(_ key: EntityKey, _ entity: Entity) -> Bool
+}
+
+extension Dictionary: DecodedEntityMap where Key == EntityKey {
+  typealias Entity = Value
+
+  mutating func insertDecoded(_ key: EntityKey, _ entity: Value) -> Bool {
+    updateValue(entity, forKey: key) == nil
+  }
+}
+
+extension EntityTable: DecodedEntityMap {
+  mutating func insertDecoded(_ key: EntityKey, _ entity: EntityRecord) -> Bool {
+    guard index(forKey: key) == nil else { return false }
+    append(key, entity)
+    return true
   }
 }
 
@@ -136,12 +172,12 @@ extension WireEntity {
   /// context, and the entities sorted by key; then checks that the body uses every
   /// replica of the table and that every register's write is in the context and within
   /// its entity's version (``FieldWire/checkRegister(_:presence:context:offset:)``).
-  static func readBody(
+  static func readBody<Map: DecodedEntityMap>(
     from reader: inout ByteReader
-  ) throws -> (context: CausalContext, entities: [EntityKey: Self]) {
+  ) throws -> (context: CausalContext, entities: Map) where Map.Entity == Self {
     var table = try DecodedReplicaTable(from: &reader)
     let context = try CausalContext(from: &reader, replicas: &table)
-    let entities = try EntityKey.readMap(from: &reader) { reader in
+    let entities: Map = try EntityKey.readMap(from: &reader) { reader in
       try Self(from: &reader, replicas: &table)
     }
     try table.checkAllReferenced(offset: reader.offset)

@@ -9,6 +9,7 @@ extension Document {
     // summaries, and a delta computed against an optimistic view of its receiver (a sync
     // session after a lost message) may carry an entry whose event arrives later.
     // Presence is a join on its own, so this never affects convergence.
+    entities._checkInvariants()
     events.checkCovers(entities)
     for waiting in waitingTexts {
       guard case .text? = entities[waiting.entity]?.fields[waiting.field] else {

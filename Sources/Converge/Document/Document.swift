@@ -39,7 +39,7 @@
 public struct Document: Sendable {
   /// Every event this document has integrated.
   public internal(set) var context: CausalContext
-  var entities: [EntityKey: EntityRecord]
+  var entities: EntityTable
   /// Which entities each replica's events touched (derived from `entities`).
   var events = EventIndex()
   /// Lists of field names the entities' tables share (memory only, not state).
@@ -51,7 +51,7 @@ public struct Document: Sendable {
   /// An empty document.
   public init() {
     context = CausalContext()
-    entities = [:]
+    entities = EntityTable()
   }
 
   /// Notes in ``events`` that `key` has the event `dot`, rebuilding the index when its
@@ -69,8 +69,7 @@ public struct Document: Sendable {
   /// as decoded: entities whose fields have the same names share one list of them (see
   /// ``FieldNameLists``), and the texts that wait for missing events are noted.
   mutating func deriveFromEntities() {
-    var index = entities.startIndex
-    while index != entities.endIndex {
+    for index in entities.values.indices {
       entities.values[index].fields.shareNames(with: &fieldNames)
       // By slot, in place: iterating the table's (name, field) pairs copied every field.
       for slot in entities.values[index].fields.values.indices {
@@ -81,7 +80,6 @@ public struct Document: Sendable {
           TextFieldKey(
             entity: entities.keys[index], field: entities.values[index].fields.keys[slot]))
       }
-      entities.formIndex(after: &index)
     }
   }
 }
@@ -158,14 +156,21 @@ extension Document {
   ///
   /// - Complexity: O(e log e) for e entities in the document.
   public var keys: [EntityKey] {
-    entities.filter { $0.value.isVisible }.keys.sorted()
+    visibleKeys { _ in true }
   }
 
   /// The keys of visible entities of `type`, sorted by id.
   ///
   /// - Complexity: O(e log e) for e entities in the document.
   public func keys(ofType type: String) -> [EntityKey] {
-    entities.filter { $0.key.type == type && $0.value.isVisible }.keys.sorted()
+    visibleKeys { $0.type == type }
+  }
+
+  /// The keys of visible entities that `isIncluded` accepts, sorted.
+  private func visibleKeys(where isIncluded: (EntityKey) -> Bool) -> [EntityKey] {
+    var keys: [EntityKey] = []
+    for (key, record) in entities where isIncluded(key) && record.isVisible { keys.append(key) }
+    return keys.sorted()
   }
 
   /// Whether the entity exists and is not deleted.
@@ -294,8 +299,9 @@ extension Document {
       recorder.noteBefore(key, in: self)
       events.note(key, presence: entityDelta.presence)
       // Edited in place: one lookup, and no copy of the record's storage.
+      let entity = entities.insertIfAbsent(key)
       Self.merge(
-        entityDelta, of: key, into: &entities[key, default: EntityRecord()],
+        entityDelta, of: key, into: &entities.values[entity],
         names: &fieldNames, waiting: &waitingTexts, recording: &recorder)
     }
     rebuildEventsIfStale()
@@ -349,8 +355,9 @@ extension Document {
   ) {
     recorder.noteBefore(key, in: self)
     events.note(key, replica: dot.replica, counter: dot.counter)
+    let entity = entities.insertIfAbsent(key)
     Self.merge(
-      event: dot, field: field, of: key, into: &entities[key, default: EntityRecord()],
+      event: dot, field: field, of: key, into: &entities.values[entity],
       names: &fieldNames, waiting: &waitingTexts, recording: &recorder)
     rebuildEventsIfStale()
     context.insert(dot)

@@ -282,7 +282,7 @@ public struct DocumentTransaction: Sendable {
     undo: TextInverse,
     edit: (inout RGA, Dot) -> (RGADelta, TextChange)
   ) -> Dot? {
-    let entity: Dictionary<EntityKey, EntityRecord>.Index
+    let entity: Int
     let slot: Int
     if let found = document.entities.index(forKey: key),
       let fieldSlot = document.entities.values[found].fields.index(forKey: field)
@@ -293,10 +293,10 @@ public struct DocumentTransaction: Sendable {
       // A new entity or field: created only by an edit that takes dots.
       var empty = RGA()
       guard dotCount(&empty) > 0 else { return nil }
-      document.entities[key, default: EntityRecord()].fields.set(
+      let found = document.entities.insertIfAbsent(key)
+      document.entities.values[found].fields.set(
         .text(holding: RGA()), for: field, sharingNames: &document.fieldNames)
-      guard let found = document.entities.index(forKey: key),
-        let fieldSlot = document.entities.values[found].fields.index(forKey: field)
+      guard let fieldSlot = document.entities.values[found].fields.index(forKey: field)
       else { return nil }
       entity = found
       slot = fieldSlot

@@ -13,7 +13,7 @@ public struct EntityKey: Hashable, Comparable, Sendable {
   }
   /// The type and id hashed once: creating a note looks its key up about fifteen times,
   /// and hashing two strings each time was 5% of building a library of notes.
-  private var hashCode: Int
+  private(set) var hashCode: Int
 
   /// The key of the entity `id` of type `type`.
   public init(type: String, id: String) {

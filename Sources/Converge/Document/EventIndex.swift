@@ -49,7 +49,7 @@ struct EventIndex: Sendable {
   init() {}
 
   /// The index of `entities`, one entry per entity and replica.
-  init(_ entities: [EntityKey: EntityRecord]) {
+  init(_ entities: EntityTable) {
     var entries: [ReplicaID: [(counter: UInt64, key: EntityKey)]] = [:]
     for (key, record) in entities {
       record.presence.forEachLatest { replica, counter in
@@ -99,7 +99,7 @@ struct EventIndex: Sendable {
 
   /// Traps unless every entity's presence entries are covered: for each entity and
   /// replica, an entry with a counter at least the presence's.
-  func checkCovers(_ entities: [EntityKey: EntityRecord]) {
+  func checkCovers(_ entities: EntityTable) {
     var highest: [ReplicaID: [EntityKey: UInt64]] = [:]
     for (replica, log) in logs {
       precondition(zip(log.counters, log.counters.dropFirst()).allSatisfy { $0 <= $1 })

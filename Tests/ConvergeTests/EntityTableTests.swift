@@ -1,0 +1,83 @@
+import ConvergeTestSupport
+import Testing
+
+@testable import Converge
+
+/// A document's entity table: a dictionary's lookups with stable positions, and a
+/// decoder that refuses one entity spelled twice.
+@Suite struct EntityTableTests {
+  /// Ids drawn from few letters and combining marks, so that keys repeat, collide in
+  /// the table's slots, and some are one string spelled two ways ("e\u{301}", "\u{E9}").
+  private static let idParts = ["e", "\u{E9}", "\u{301}", "a", "\u{316}", "1"]
+
+  private static func randomKey(using random: inout SeededGenerator) -> EntityKey {
+    let length = Int.random(in: 1...3, using: &random)
+    let id = (0..<length).map { _ in idParts.randomElement(using: &random) ?? "" }.joined()
+    return EntityKey(type: Bool.random(using: &random) ? "note" : "task", id: id)
+  }
+
+  /// Every lookup agrees with a `Dictionary` fed the same keys; a position, once given,
+  /// never changes as the table grows; equal contents compare equal in any order.
+  @Test func aTableFindsWhatADictionaryFinds() throws {
+    try forEachSeed(count: 40, base: 0xE_7AB) { random in
+      var table = EntityTable()
+      var positions: [EntityKey: Int] = [:]
+      for step in 0..<Int.random(in: 1...400, using: &random) {
+        let key = Self.randomKey(using: &random)
+        let position = table.insertIfAbsent(key)
+        if let known = positions[key] {
+          try ensure(position == known, "step \(step): \(key) moved from \(known) to \(position)")
+        } else {
+          try ensure(position == positions.count, "step \(step): \(key) not appended")
+          positions[key] = position
+          table.values[position].presence.mergeAdd(
+            Dot(replica: ReplicaID(rawValue: 1), counter: UInt64(step + 1)))
+        }
+        try ensure(table.count == positions.count, "step \(step): count")
+      }
+      for (key, position) in positions {
+        try ensure(table.index(forKey: key) == position, "\(key) not found at \(position)")
+        try ensure(table.keys[position] == key, "\(key): the key at its position")
+      }
+      for _ in 0..<50 {
+        let key = Self.randomKey(using: &random)
+        try ensure(table.index(forKey: key) == positions[key], "\(key): absent or misplaced")
+      }
+      // The same entities in another order, as a decoded document holds them.
+      var shuffled = EntityTable()
+      for (key, record) in zip(table.keys, table.values).shuffled(using: &random) {
+        shuffled.append(key, record)
+      }
+      try ensure(shuffled == table, "order changed equality")
+      if let last = shuffled.keys.last {
+        shuffled.values[shuffled.values.count - 1].presence.mergeAdd(
+          Dot(replica: ReplicaID(rawValue: 2), counter: 1))
+        try ensure(shuffled != table, "\(last)'s changed record still compares equal")
+      }
+    }
+  }
+
+  /// A state naming one entity in two spellings (as long as each other in UTF-8, and
+  /// ascending in bytes as the wire orders keys) is refused; two distinct ids in the
+  /// same shape are read.
+  @Test func aStateHoldingOneEntityTwiceIsRefused() throws {
+    for (second, refused) in [("a\u{316}\u{301}", true), ("a\u{316}\u{302}", false)] {
+      var replica = Replica(id: ReplicaID(rawValue: 1))
+      for id in ["pp1pp", "pp3pp"] {
+        replica.transact { tx in tx.create(EntityKey(type: "note", id: id)) }
+      }
+      var body = Array(try Envelope.open(replica.encodedState()).body)
+      for (placeholder, spelling) in [("pp1pp", "a\u{301}\u{316}"), ("pp3pp", second)] {
+        let from = Array(placeholder.utf8)
+        let start = try #require(body.indices.first { body[$0...].starts(with: from) })
+        body.replaceSubrange(start..<start + from.count, with: Array(spelling.utf8))
+      }
+      let bytes = Envelope.seal(kind: .documentState, body: body)
+      if refused {
+        #expect(throws: ConvergeDecodingError.self) { try Document(decoding: bytes) }
+      } else {
+        #expect(try Document(decoding: bytes).keys.count == 2)
+      }
+    }
+  }
+}
