@@ -52,16 +52,21 @@ import Testing
         document.events.checkCovers(document.entities)
         for peer in network.replicas {
           let prefix = peer.context.versionVector
-          let lacking = Set(
-            document.entities.filter { $0.1.presence.mayHaveEvents(unknownTo: prefix) }.map(\.0))
-          let listing = document.events.keys(withEventsAbove: prefix, limit: .max)
+          let lacking = document.entities.values.indices.filter {
+            document.entities.values[$0].presence.mayHaveEvents(unknownTo: prefix)
+          }
+          let listing = document.events.entities(withEventsAbove: prefix, limit: .max)
           try ensure(listing != nil, "no list without a limit")
           let touched = listing ?? []
           listed += touched.count
-          try ensure(lacking.isSubset(of: touched), "the index hid \(lacking.subtracting(touched))")
+          try ensure(
+            touched == touched.sorted() && Set(touched).count == touched.count, "\(touched)")
+          try ensure(
+            Set(lacking).isSubset(of: touched),
+            "the index hid \(Set(lacking).subtracting(touched))")
           let rebuilt = EventIndex(document.entities)
           try ensure(
-            rebuilt.keys(withEventsAbove: prefix, limit: .max) == lacking,
+            rebuilt.entities(withEventsAbove: prefix, limit: .max) == lacking,
             "a rebuilt index lists exactly the entities a peer may lack")
         }
       }

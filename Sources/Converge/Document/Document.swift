@@ -54,10 +54,10 @@ public struct Document: Sendable {
     entities = EntityTable()
   }
 
-  /// Notes in ``events`` that `key` has the event `dot`, rebuilding the index when its
-  /// stale entries outnumber the entities.
-  mutating func noteEvent(of key: EntityKey, _ dot: Dot) {
-    events.note(key, replica: dot.replica, counter: dot.counter)
+  /// Notes in ``events`` that the entity at `position` has the event `dot`, rebuilding
+  /// the index when its stale entries outnumber the entities.
+  mutating func noteEvent(ofEntityAt position: Int, _ dot: Dot) {
+    events.note(position, replica: dot.replica, counter: dot.counter)
     rebuildEventsIfStale()
   }
 
@@ -297,9 +297,9 @@ extension Document {
     if applyTextEdit(delta, recording: &recorder) { return }
     for (key, entityDelta) in delta.entities {
       recorder.noteBefore(key, in: self)
-      events.note(key, presence: entityDelta.presence)
       // Edited in place: one lookup, and no copy of the record's storage.
       let entity = entities.insertIfAbsent(key)
+      events.note(entity, presence: entityDelta.presence)
       Self.merge(
         entityDelta, of: key, into: &entities.values[entity],
         names: &fieldNames, waiting: &waitingTexts, recording: &recorder)
@@ -326,7 +326,7 @@ extension Document {
     else { return false }
     // The general loop merges `.add(last)` into the presence, then integrates the runs.
     let visibility = entities.values[entity].noteLocalEvent(edit.last)
-    noteEvent(of: edit.key, edit.last)
+    noteEvent(ofEntityAt: entity, edit.last)
     let changes = text.text.apply(edit.runs)
     waitingTexts.note(text.text, field: edit.field, of: edit.key)
     entities.values[entity].fields.values[slot] = .text(text)
@@ -354,8 +354,8 @@ extension Document {
     event dot: Dot, on key: EntityKey, field: FieldEdit?, recording recorder: inout ChangeRecorder
   ) {
     recorder.noteBefore(key, in: self)
-    events.note(key, replica: dot.replica, counter: dot.counter)
     let entity = entities.insertIfAbsent(key)
+    events.note(entity, replica: dot.replica, counter: dot.counter)
     Self.merge(
       event: dot, field: field, of: key, into: &entities.values[entity],
       names: &fieldNames, waiting: &waitingTexts, recording: &recorder)

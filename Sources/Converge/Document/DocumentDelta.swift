@@ -258,10 +258,11 @@ extension Document {
     delta.context = context.subtracting(known)
     guard !delta.context.isEmpty else { return delta }
     let prefix = known.versionVector
-    if let touched = events.keys(withEventsAbove: prefix, limit: entities.count / 2) {
-      for key in touched {
-        guard let record = entities[key] else { continue }
-        addEntity(key, record, since: known, prefix: prefix, to: &delta)
+    if let touched = events.entities(withEventsAbove: prefix, limit: entities.count / 2) {
+      for position in touched {
+        addEntity(
+          entities.keys[position], entities.values[position], since: known, prefix: prefix,
+          to: &delta)
       }
     } else {
       for (key, record) in entities {

@@ -315,7 +315,7 @@ public struct DocumentTransaction: Sendable {
     let (textDelta, textChange) = edit(&text.text, first)
     document.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = document.entities.values[entity].noteLocalEvent(last)
-    document.noteEvent(of: key, last)
+    document.noteEvent(ofEntityAt: entity, last)
     let counters = first.counter...(first.counter + dotCount - 1)
     document.context.insert(replica: first.replica, counters: counters)
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
