@@ -17,25 +17,38 @@ import Testing
     }
   }
 
+  /// One writer's random typing and deleting in a few texts, a commit at a time.
+  static func randomCommits(
+    using random: inout SeededGenerator
+  ) -> (writer: Replica, commits: [DocumentDelta]) {
+    var writer = Replica.seeded(using: &random)
+    var commits: [DocumentDelta] = []
+    for _ in 0..<Int.random(in: 4...24, using: &random) {
+      let key = notes.randomElement(using: &random) ?? notes[0]
+      let field = fields.randomElement(using: &random) ?? "body"
+      let length = writer.document.text(of: field, in: key).unicodeScalars.count
+      let commit = writer.transact { transaction in
+        if length > 2 && Bool.random(using: &random) {
+          let start = Int.random(in: 0..<(length - 1), using: &random)
+          transaction.deleteText(start..<(start + 1), in: field, of: key)
+        } else {
+          let at = Int.random(in: 0...length, using: &random)
+          transaction.insertText("ab", at: at, in: field, of: key)
+        }
+      }
+      commits.append(commit.delta)
+    }
+    return (writer, commits)
+  }
+
+  /// Per note and field, how many changes the text holds waiting.
+  static func waitingCounts(_ document: Document) -> [[Int]] {
+    notes.map { key in fields.map { document.sequence(of: $0, in: key)?.pendingCount ?? 0 } }
+  }
+
   @Test func answersWhetherSomeTextWaitsAfterEveryDelivery() throws {
     try forEachSeed(count: 60, base: 0x9E4D) { random in
-      var writer = Replica.seeded(using: &random)
-      var commits: [DocumentDelta] = []
-      for _ in 0..<Int.random(in: 4...24, using: &random) {
-        let key = Self.notes.randomElement(using: &random) ?? Self.notes[0]
-        let field = Self.fields.randomElement(using: &random) ?? "body"
-        let length = writer.document.text(of: field, in: key).unicodeScalars.count
-        let commit = writer.transact { transaction in
-          if length > 2 && Bool.random(using: &random) {
-            let start = Int.random(in: 0..<(length - 1), using: &random)
-            transaction.deleteText(start..<(start + 1), in: field, of: key)
-          } else {
-            let at = Int.random(in: 0...length, using: &random)
-            transaction.insertText("ab", at: at, in: field, of: key)
-          }
-        }
-        commits.append(commit.delta)
-      }
+      var (writer, commits) = Self.randomCommits(using: &random)
       // Delivered shuffled, some decoded (a keystroke's compact form), some grouped.
       commits.shuffle(using: &random)
       var reader = Replica.seeded(using: &random)
@@ -63,6 +76,31 @@ import Testing
         throw ExpectationFailure("every delta arrived, yet text waits or the replicas differ")
       }
     }
+  }
+
+  /// A copy of a replica keeps its waiting changes while the original integrates them
+  /// or adds to them: what waits is held out of line, and copied before it changes.
+  @Test func aCopyKeepsItsWaitingChanges() throws {
+    var waited = 0
+    try forEachSeed(count: 40, base: 0x9E4F) { random in
+      var (writer, commits) = Self.randomCommits(using: &random)
+      commits.shuffle(using: &random)
+      var reader = Replica.seeded(using: &random)
+      for (step, delta) in commits.enumerated() {
+        let copy = reader
+        let state = copy.encodedState()
+        let waiting = Self.waitingCounts(copy.document)
+        waited += waiting.joined().reduce(0, +)
+        reader.apply(delta)
+        guard copy.encodedState() == state, Self.waitingCounts(copy.document) == waiting else {
+          throw ExpectationFailure("step \(step): the copy changed with the original")
+        }
+      }
+      guard reader.document == writer.document else {
+        throw ExpectationFailure("every delta arrived, yet the replicas differ")
+      }
+    }
+    #expect(waited > 100, "texts hardly waited: \(waited)")
   }
 
   /// The check above could pass if texts never waited: show that they do.

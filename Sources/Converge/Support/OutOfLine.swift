@@ -39,6 +39,22 @@ struct OutOfLine<Value: Sendable>: @unchecked Sendable {
     try box?.withUnsafeMutablePointerToHeader { try body($0) }
   }
 
+  /// Moves the part at `path` out of the value, leaving `empty` there, so that the
+  /// caller holds it alone and edits it in place; `empty` while there is no value (and
+  /// no value is made). The caller puts the part back.
+  @inline(__always)
+  mutating func take<Part>(_ path: WritableKeyPath<Value, Part>, empty: Part) -> Part {
+    // Not bound: a bound reference would defeat the uniqueness check.
+    guard box != nil else { return empty }
+    if !isKnownUniquelyReferenced(&box) { box = Self.makeBox(box.unsafelyUnwrapped.header) }
+    var part = empty
+    // Made or found unique just above.
+    box.unsafelyUnwrapped.withUnsafeMutablePointerToHeader {
+      swap(&part, &$0.pointee[keyPath: path])
+    }
+    return part
+  }
+
   /// Runs `body` on the value in place, made by `initial` first while empty, and copied
   /// first while another instance shares it.
   @inline(__always)

@@ -205,13 +205,9 @@ public struct RGA: Sendable {
   /// bytes. A run finds a scalar's bytes directly when it is ASCII, by counting otherwise
   /// (see `RGA+Storage.swift`); the visible text copies out as a string's own UTF-8.
   var content: [UInt8] = []
-  /// The id index and the delete log, held out of line together: a short text has
-  /// neither, and pays one word for both.
+  /// The id index, the delete log and what waits for missing events, held out of line
+  /// together: a short text has none of them, and pays one word for all.
   var lookups = OutOfLine<Lookups>()
-  /// Delete targets not integrated yet, per target replica.
-  var unresolvedDeletes = UnresolvedDeletes()
-  /// Inserts waiting for their origin, without overlaps, indexed by id and by origin.
-  var pendingInserts = PendingBuffer()
   /// The largest Lamport number seen.
   var maxLamport: UInt64 = 0
   #if CONVERGE_INTERNAL_CHECKS
@@ -226,6 +222,39 @@ public struct RGA: Sendable {
     var index = ReplicaMap<ReplicaIndex>()
     /// Per deleting replica: every delete known, sorted by delete dot.
     var deleteLog = ReplicaMap<[RGADelta.Delete]>()
+    /// Delete targets not integrated yet, per target replica.
+    var unresolvedDeletes = UnresolvedDeletes()
+    /// Inserts waiting for their origin, without overlaps, indexed by id and by origin.
+    var pendingInserts = PendingBuffer()
+  }
+
+  /// Delete targets not integrated yet, per target replica (in ``lookups``).
+  var unresolvedDeletes: UnresolvedDeletes {
+    get { lookups.read { $0.pointee.unresolvedDeletes } ?? UnresolvedDeletes() }
+    _modify {
+      var deletes = lookups.take(\.unresolvedDeletes, empty: UnresolvedDeletes())
+      defer {
+        if !deletes.isEmpty || !lookups.isEmpty {
+          lookups.update(creating: Lookups.init) { $0.unresolvedDeletes = deletes }
+        }
+      }
+      yield &deletes
+    }
+  }
+
+  /// Inserts waiting for their origin, without overlaps, indexed by id and by origin (in
+  /// ``lookups``).
+  var pendingInserts: PendingBuffer {
+    get { lookups.read { $0.pointee.pendingInserts } ?? PendingBuffer() }
+    _modify {
+      var inserts = lookups.take(\.pendingInserts, empty: PendingBuffer())
+      defer {
+        if !inserts.isEmpty || !lookups.isEmpty {
+          lookups.update(creating: Lookups.init) { $0.pendingInserts = inserts }
+        }
+      }
+      yield &inserts
+    }
   }
 
   /// A copy of the id index (empty while there is none), for walks; lookups read it in
