@@ -159,6 +159,8 @@ private struct StateLoader {
 
   // The walk's output.
   var leaves: [RGA.Leaf] = []
+  /// The leaves' visible scalars and UTF-16 code units, for the leaf order.
+  var leafCounts: (visible: [Int], utf16: [Int]) = ([], [])
   /// The UTF-8 of the scalars the placed runs hold, ranges of `bytes` from its start, in
   /// the order the walk places them (one range for runs that continue one another), which
   /// is the order of the text's content; and the bytes they take.
@@ -172,6 +174,7 @@ private struct StateLoader {
   var visited: [Bool] = []
   /// The leaf being filled, and the run whose items end it (-1: none).
   var filling = RGA.Leaf()
+  var fillingCounts = (visible: 0, utf16: 0)
   var lastHeader = -1
 
   init(
@@ -408,7 +411,10 @@ private struct StateLoader {
   /// - Throws: `invalidValue` for a run not younger than its origin.
   mutating func walk(offset start: Int) throws {
     visited = Array(repeating: false, count: headers.count)
-    leaves.reserveCapacity(headers.count / (RGA.maxRunsPerLeaf / 2) + 1)
+    let leafCapacity = headers.count / (RGA.maxRunsPerLeaf / 2) + 1
+    leaves.reserveCapacity(leafCapacity)
+    leafCounts.visible.reserveCapacity(leafCapacity)
+    leafCounts.utf16.reserveCapacity(leafCapacity)
     placements.reserveCapacity(headers.count + segments.count)
     // Per run: its next unvisited child and the segment its next item is in.
     var nextChild = Array(firstChild.dropFirst())
@@ -526,15 +532,15 @@ private struct StateLoader {
       filling.runs[filling.runs.count - 1].length += run.length
       filling.runs[filling.runs.count - 1].utf16 += run.utf16
       filling.runs[filling.runs.count - 1].utf8 += run.utf8
-      filling.visible += run.visibleLength
-      filling.utf16 += run.visibleUTF16
+      fillingCounts.visible += run.visibleLength
+      fillingCounts.utf16 += run.visibleUTF16
       placements[placements.count - 1].upper = upper
       return
     }
     if filling.runs.count >= RGA.maxRunsPerLeaf / 2 { finishLeaf() }
     filling.runs.append(run)
-    filling.visible += run.visibleLength
-    filling.utf16 += run.visibleUTF16
+    fillingCounts.visible += run.visibleLength
+    fillingCounts.utf16 += run.visibleUTF16
     placements.append(
       Placement(header: header, lower: run.counter, upper: upper, leaf: leaves.count))
     lastHeader = header
@@ -544,7 +550,10 @@ private struct StateLoader {
   mutating func finishLeaf() {
     guard !filling.runs.isEmpty else { return }
     leaves.append(filling)
+    leafCounts.visible.append(fillingCounts.visible)
+    leafCounts.utf16.append(fillingCounts.utf16)
     filling = RGA.Leaf()
+    fillingCounts = (0, 0)
     filling.runs.reserveCapacity(RGA.maxRunsPerLeaf / 2)
     lastHeader = -1
   }
@@ -554,7 +563,7 @@ private struct StateLoader {
   mutating func build(into text: inout RGA, deletes: [RGADelta.Delete]) {
     if !leaves.isEmpty {
       text.leaves = leaves
-      text.leafOrder = LeafOrder(visible: leaves.map(\.visible), utf16: leaves.map(\.utf16))
+      text.leafOrder = LeafOrder(visible: leafCounts.visible, utf16: leafCounts.utf16)
     }
     text.content = contentInPlacementOrder()
     // A text of one leaf keeps no index (see `RGA+Storage.swift`).

@@ -103,7 +103,7 @@ extension RGA: Equatable {
   /// - Complexity: O(n log n).
   public func _checkInvariants() {
     precondition(leafOrder.leafCount == leaves.count, "one position per leaf")
-    leafOrder._checkInvariants { (leaves[$0].visible, leaves[$0].utf16) }
+    leafOrder._checkInvariants { leaves[$0].counts }
     var covered: [ReplicaID: UInt64] = [:]
     var totalVisible = 0
     var totalUTF16 = 0
@@ -150,7 +150,6 @@ extension RGA: Equatable {
         visible += run.visibleLength
         utf16 += run.visibleUTF16
       }
-      precondition(leaf.visible == visible && leaf.utf16 == utf16, "leaf counts")
       precondition(
         leafOrder.prefix(of: leafID) == (totalVisible, totalUTF16), "prefix sums of a leaf")
       totalVisible += visible

@@ -341,8 +341,6 @@ extension RGA {
 
   mutating func adjustCounts(leaf: Int, scalars: Int, utf16: Int) {
     guard scalars != 0 || utf16 != 0 else { return }
-    leaves[leaf].visible += scalars
-    leaves[leaf].utf16 += utf16
     leafOrder.add(visible: scalars, utf16: utf16, to: leaf)
   }
 
@@ -388,14 +386,9 @@ extension RGA {
     // The text's first split: from now on ids are found through the index, which gets the
     // runs that stay here too.
     if leaves.count == 1 { assignToIndex(leaves[leaf].runs, leaf: leaf) }
-    for run in moved.runs {
-      moved.visible += run.visibleLength
-      moved.utf16 += run.visibleUTF16
-    }
-    leaves[leaf].visible -= moved.visible
-    leaves[leaf].utf16 -= moved.utf16
-    leafOrder.add(visible: -moved.visible, utf16: -moved.utf16, to: leaf)
-    let newID = leafOrder.insertLeaf(after: leaf, visible: moved.visible, utf16: moved.utf16)
+    let counts = moved.counts
+    leafOrder.add(visible: -counts.visible, utf16: -counts.utf16, to: leaf)
+    let newID = leafOrder.insertLeaf(after: leaf, visible: counts.visible, utf16: counts.utf16)
     leaves.append(moved)
     assignToIndex(moved.runs, leaf: newID)
   }

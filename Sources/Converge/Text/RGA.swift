@@ -188,11 +188,18 @@ public struct RGA: Sendable {
     }
   }
 
-  /// A node of the document: up to ``maxRunsPerLeaf`` runs in order.
+  /// A node of the document: up to ``maxRunsPerLeaf`` runs in order. Its counts are
+  /// the leaf order's (``LeafOrder``), kept there only.
   struct Leaf: Sendable {
     var runs: [Run] = []
-    var visible = 0
-    var utf16 = 0
+
+    /// The visible scalars and UTF-16 code units of the runs, counted.
+    var counts: (visible: Int, utf16: Int) {
+      runs.reduce(into: (0, 0)) { counts, run in
+        counts.visible += run.visibleLength
+        counts.utf16 += run.visibleUTF16
+      }
+    }
   }
 
   /// Leaves by stable id (ids never change; a split appends a new leaf).
