@@ -240,11 +240,7 @@ public struct RGA: Sendable {
     get { lookups.read { $0.pointee.unresolvedDeletes } ?? UnresolvedDeletes() }
     _modify {
       var deletes = lookups.take(\.unresolvedDeletes, empty: UnresolvedDeletes())
-      defer {
-        if !deletes.isEmpty || !lookups.isEmpty {
-          lookups.update(creating: Lookups.init) { $0.unresolvedDeletes = deletes }
-        }
-      }
+      defer { putBack(deletes, at: \.unresolvedDeletes, isEmpty: deletes.isEmpty) }
       yield &deletes
     }
   }
@@ -255,13 +251,17 @@ public struct RGA: Sendable {
     get { lookups.read { $0.pointee.pendingInserts } ?? PendingBuffer() }
     _modify {
       var inserts = lookups.take(\.pendingInserts, empty: PendingBuffer())
-      defer {
-        if !inserts.isEmpty || !lookups.isEmpty {
-          lookups.update(creating: Lookups.init) { $0.pendingInserts = inserts }
-        }
-      }
+      defer { putBack(inserts, at: \.pendingInserts, isEmpty: inserts.isEmpty) }
       yield &inserts
     }
+  }
+
+  /// Puts a part taken out of ``lookups`` back, making their box only if it is not empty.
+  private mutating func putBack<Part>(
+    _ part: Part, at path: WritableKeyPath<Lookups, Part>, isEmpty: Bool
+  ) {
+    guard !isEmpty || !lookups.isEmpty else { return }
+    lookups.update(creating: Lookups.init) { $0[keyPath: path] = part }
   }
 
   /// A copy of the id index (empty while there is none), for walks; lookups read it in
