@@ -9,19 +9,23 @@ import Testing
   /// Ids drawn from few letters and combining marks, so that keys repeat, collide in
   /// the table's slots, and some are one string spelled two ways ("e\u{301}", "\u{E9}").
   private static let idParts = ["e", "\u{E9}", "\u{301}", "a", "\u{316}", "1"]
+  /// Types the table interns, two of them one string spelled two ways.
+  private static let types = ["note", "task", "caf\u{E9}", "cafe\u{301}"]
 
   private static func randomKey(using random: inout SeededGenerator) -> EntityKey {
     let length = Int.random(in: 1...3, using: &random)
     let id = (0..<length).map { _ in idParts.randomElement(using: &random) ?? "" }.joined()
-    return EntityKey(type: Bool.random(using: &random) ? "note" : "task", id: id)
+    return EntityKey(type: types.randomElement(using: &random) ?? "note", id: id)
   }
 
   /// Every lookup agrees with a `Dictionary` fed the same keys; a position, once given,
-  /// never changes as the table grows; equal contents compare equal in any order.
+  /// never changes as the table grows; a key comes back spelled as it went in, its type
+  /// interned or not; equal contents compare equal in any order.
   @Test func aTableFindsWhatADictionaryFinds() throws {
     try forEachSeed(count: 40, base: 0xE_7AB) { random in
       var table = EntityTable()
       var positions: [EntityKey: Int] = [:]
+      var spellings: [Int: EntityKey] = [:]
       for step in 0..<Int.random(in: 1...400, using: &random) {
         let key = Self.randomKey(using: &random)
         let position = table.insertIfAbsent(key)
@@ -30,6 +34,7 @@ import Testing
         } else {
           try ensure(position == positions.count, "step \(step): \(key) not appended")
           positions[key] = position
+          spellings[position] = key
           table.values[position].presence.mergeAdd(
             Dot(replica: ReplicaID(rawValue: 1), counter: UInt64(step + 1)))
         }
@@ -37,7 +42,16 @@ import Testing
       }
       for (key, position) in positions {
         try ensure(table.index(forKey: key) == position, "\(key) not found at \(position)")
-        try ensure(table.keys[position] == key, "\(key): the key at its position")
+        let stored = table.key(at: position)
+        let spelled = spellings[position] ?? key
+        try ensure(
+          Array(stored.type.utf8) == Array(spelled.type.utf8)
+            && Array(stored.id.utf8) == Array(spelled.id.utf8),
+          "\(spelled) came back as \(stored)")
+      }
+      for type in Self.types {
+        let expected = table.keys.indices.filter { table.key(at: $0).type == type }
+        try ensure(Array(table.positions(ofType: type)) == expected, "positions of \(type)")
       }
       for _ in 0..<50 {
         let key = Self.randomKey(using: &random)
@@ -45,7 +59,7 @@ import Testing
       }
       // The same entities in another order, as a decoded document holds them.
       var shuffled = EntityTable()
-      for (key, record) in zip(table.keys, table.values).shuffled(using: &random) {
+      for (key, record) in Array(table).shuffled(using: &random) {
         shuffled.append(key, record)
       }
       try ensure(shuffled == table, "order changed equality")

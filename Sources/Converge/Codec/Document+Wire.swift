@@ -37,7 +37,7 @@ extension Document {
       context.write(to: &writer, replicas: table)
       writer.writeVarUInt(entities.count)
       // Positions sorted by key: a decoded document's are already in order.
-      let keys = entities.keys
+      let keys = Array(entities.keys)
       for position in keys.indices.sorted(by: { keys[$0] < keys[$1] }) {
         keys[position].write(to: &writer)
         entities.values[position].write(

@@ -78,7 +78,7 @@ public struct Document: Sendable {
         else { continue }
         waitingTexts.insert(
           TextFieldKey(
-            entity: entities.keys[index], field: entities.values[index].fields.keys[slot]))
+            entity: entities.key(at: index), field: entities.values[index].fields.keys[slot]))
       }
     }
   }
@@ -156,20 +156,22 @@ extension Document {
   ///
   /// - Complexity: O(e log e) for e entities in the document.
   public var keys: [EntityKey] {
-    visibleKeys { _ in true }
+    visibleKeys(at: entities.values.indices)
   }
 
   /// The keys of visible entities of `type`, sorted by id.
   ///
   /// - Complexity: O(e log e) for e entities in the document.
   public func keys(ofType type: String) -> [EntityKey] {
-    visibleKeys { $0.type == type }
+    visibleKeys(at: entities.positions(ofType: type))
   }
 
-  /// The keys of visible entities that `isIncluded` accepts, sorted.
-  private func visibleKeys(where isIncluded: (EntityKey) -> Bool) -> [EntityKey] {
+  /// The keys of the visible entities at `positions`, sorted.
+  private func visibleKeys(at positions: some Sequence<Int>) -> [EntityKey] {
     var keys: [EntityKey] = []
-    for (key, record) in entities where isIncluded(key) && record.isVisible { keys.append(key) }
+    for position in positions where entities.values[position].isVisible {
+      keys.append(entities.key(at: position))
+    }
     return keys.sorted()
   }
 
@@ -219,8 +221,8 @@ extension Document {
     // field's position in the last list seen is reused while the list is the same one.
     var names: [String] = []
     var position: Int?
-    let (keys, records) = (entities.keys, entities.values)
-    for index in keys.indices where keys[index].type == type && records[index].isVisible {
+    let records = entities.values
+    for index in entities.positions(ofType: type) where records[index].isVisible {
       let fields = records[index].fields
       if fields.keys != names {
         names = fields.keys
@@ -229,7 +231,7 @@ extension Document {
       if let position, case .register(let register) = fields.values[position],
         let value = register.value
       {
-        values.append((keys[index], value))
+        values.append((entities.key(at: index), value))
       }
     }
     return values

@@ -261,7 +261,7 @@ extension Document {
     if let touched = events.entities(withEventsAbove: prefix, limit: entities.count / 2) {
       for position in touched {
         addEntity(
-          entities.keys[position], entities.values[position], since: known, prefix: prefix,
+          entities.key(at: position), entities.values[position], since: known, prefix: prefix,
           to: &delta)
       }
     } else {

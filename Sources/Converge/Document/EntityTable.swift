@@ -1,5 +1,6 @@
-/// A document's entities: keys and records in two dense arrays, in the order the
-/// entities arrived, and an open-addressed index from a key to its position.
+/// A document's entities: their keys (a type code, the id and the key's hash) and
+/// records in dense arrays, in the order the entities arrived, and an open-addressed
+/// index from a key to its position.
 ///
 /// A document never removes an entity (a delete is a presence, see ``Presence``), so a
 /// position is stable for the document's life and other structures (``EventIndex``)
@@ -7,15 +8,24 @@
 ///
 /// Memory is why this is not a `Dictionary`: at 50,000 entities a dictionary's buckets
 /// (key and record, 80 bytes) doubled past 49,152 to 131,072, about 210 bytes an
-/// entity; here the arrays take 80 bytes a position at most twice over and the index
-/// four bytes a slot.
+/// entity; here the arrays take 64 bytes a position at most twice over (the type
+/// interned, a key's part is 24 bytes) and the index four bytes a slot.
 ///
 /// - Complexity: lookup and insertion O(1) expected; iteration in arrival order.
 struct EntityTable: Sendable, Sequence {
-  /// The keys, by position.
-  private(set) var keys: [EntityKey] = []
-  /// The records, by position (`keys`' order); edited in place at a position from
-  /// ``index(forKey:)`` or ``insertIfAbsent(_:)``.
+  /// The entity types, each once, by code: a document has a few, and an entity keeps
+  /// its type's four-byte code.
+  private var types: [String] = []
+  /// The code of each type, by its exact UTF-8: two spellings of one type (canonically
+  /// equivalent strings) keep their own bytes, as their keys did.
+  private var typeCodes: [ExactString: UInt32] = [:]
+  /// Per position: the type's code, the id and the key's hash, 24 bytes where a key
+  /// takes 40.
+  private var typeCodeAt: [UInt32] = []
+  private var ids: [String] = []
+  private var hashes: [UInt32] = []
+  /// The records, by position; edited in place at a position from ``index(forKey:)``
+  /// or ``insertIfAbsent(_:)``.
   var values: [EntityRecord] = []
   /// Position + 1 of the entity hashed there, or 0 for an empty slot; linear probing.
   /// The count is a power of two at least 4/3 of the entities', or zero.
@@ -23,12 +33,36 @@ struct EntityTable: Sendable, Sequence {
 
   init() {}
 
-  var count: Int { keys.count }
-  var isEmpty: Bool { keys.isEmpty }
+  var count: Int { ids.count }
+  var isEmpty: Bool { ids.isEmpty }
+
+  /// The key of the entity at `position`.
+  func key(at position: Int) -> EntityKey {
+    EntityKey(
+      type: types[Int(typeCodeAt[position])], id: ids[position], hashCode: hashes[position])
+  }
+
+  /// The keys, by position.
+  var keys: LazyMapCollection<Range<Int>, EntityKey> {
+    ids.indices.lazy.map { [self] in key(at: $0) }
+  }
+
+  /// The positions of the entities of `type`, in order, found by the type's code
+  /// without building their keys.
+  func positions(ofType type: String) -> LazyFilterSequence<Range<Int>> {
+    // Codes, not one: canonically equivalent spellings of the type have a code each.
+    let codes = types.indices.filter { types[$0] == type }.map { UInt32($0) }
+    if codes.count == 1, let code = codes.first {
+      return ids.indices.lazy.filter { [typeCodeAt] in typeCodeAt[$0] == code }
+    }
+    return ids.indices.lazy.filter { [typeCodeAt] in codes.contains(typeCodeAt[$0]) }
+  }
 
   /// Makes room for `capacity` entities, as a decoder that knows their count does.
   mutating func reserveCapacity(_ capacity: Int) {
-    keys.reserveCapacity(capacity)
+    typeCodeAt.reserveCapacity(capacity)
+    ids.reserveCapacity(capacity)
+    hashes.reserveCapacity(capacity)
     values.reserveCapacity(capacity)
     let needed = Self.slotCount(for: capacity)
     if needed > slots.count { rehash(slotCount: needed) }
@@ -38,11 +72,15 @@ struct EntityTable: Sendable, Sequence {
   func index(forKey key: EntityKey) -> Int? {
     guard !slots.isEmpty else { return nil }
     let mask = slots.count - 1
-    var slot = key.hashCode & mask
+    var slot = Int(key.hashCode) & mask
     while true {
-      let stored = Int(slots[slot])
-      if stored == 0 { return nil }
-      if keys[stored - 1] == key { return stored - 1 }
+      let position = Int(slots[slot]) - 1
+      if position < 0 { return nil }
+      if hashes[position] == key.hashCode, ids[position] == key.id,
+        types[Int(typeCodeAt[position])] == key.type
+      {
+        return position
+      }
       slot = (slot + 1) & mask
     }
   }
@@ -56,19 +94,34 @@ struct EntityTable: Sendable, Sequence {
   mutating func insertIfAbsent(_ key: EntityKey) -> Int {
     if let position = index(forKey: key) { return position }
     append(key, EntityRecord())
-    return keys.count - 1
+    return ids.count - 1
   }
 
   /// Adds `key`, which the table must not hold, with `record`.
   mutating func append(_ key: EntityKey, _ record: EntityRecord) {
     assert(index(forKey: key) == nil, "\(key) is in the table already")
     // Positions are four bytes: 2^32 entities would need at least 20 GiB of state.
-    precondition(keys.count < UInt32.max, "a document holds fewer than 2^32 entities")
-    let needed = Self.slotCount(for: keys.count + 1)
+    precondition(ids.count < UInt32.max, "a document holds fewer than 2^32 entities")
+    let needed = Self.slotCount(for: ids.count + 1)
     if needed > slots.count { rehash(slotCount: needed) }
-    keys.append(key)
+    typeCodeAt.append(code(of: key.type))
+    ids.append(key.id)
+    hashes.append(key.hashCode)
     values.append(record)
-    place(keys.count - 1)
+    place(ids.count - 1)
+  }
+
+  /// The code of `type`, given it now if it is new.
+  private mutating func code(of type: String) -> UInt32 {
+    // Nearly every entity is of the type before it.
+    if let last = typeCodeAt.last, types[Int(last)].utf8.elementsEqual(type.utf8) { return last }
+    let exact = ExactString(type)
+    if let code = typeCodes[exact] { return code }
+    // At most one type an entity, so fewer than 2^32 (see `append`).
+    let code = UInt32(truncatingIfNeeded: types.count)
+    types.append(type)
+    typeCodes[exact] = code
+    return code
   }
 
   /// The smallest power of two that holds `count` entities at most 3/4 full.
@@ -81,30 +134,66 @@ struct EntityTable: Sendable, Sequence {
 
   private mutating func rehash(slotCount: Int) {
     slots = Array(repeating: 0, count: slotCount)
-    for position in keys.indices { place(position) }
+    for position in ids.indices { place(position) }
   }
 
   /// Puts the entity at `position` into the first empty slot from its key's hash.
   private mutating func place(_ position: Int) {
     let mask = slots.count - 1
-    var slot = keys[position].hashCode & mask
+    var slot = Int(hashes[position]) & mask
     while slots[slot] != 0 { slot = (slot + 1) & mask }
     slots[slot] = UInt32(truncatingIfNeeded: position + 1)
   }
 
-  /// Traps unless every key is found at its own position and each position fills one
-  /// slot.
+  /// Traps unless every key is found at its own position, each position fills one slot,
+  /// and each type has one code.
   func _checkInvariants() {
-    precondition(keys.count == values.count, "\(keys.count) keys for \(values.count) records")
-    precondition(slots.count >= Self.slotCount(for: keys.count), "the slots are too few")
-    precondition(slots.count(where: { $0 != 0 }) == keys.count, "slots and positions differ")
-    for position in keys.indices {
-      precondition(index(forKey: keys[position]) == position, "\(keys[position]) is misplaced")
+    let counts = [typeCodeAt.count, ids.count, hashes.count, values.count]
+    precondition(Set(counts).count == 1, "per-position arrays of counts \(counts)")
+    precondition(types.count == typeCodes.count, "\(types.count) types, \(typeCodes.count) codes")
+    for (code, type) in types.enumerated() {
+      precondition(typeCodes[ExactString(type)] == UInt32(code), "\(type) without its code")
+    }
+    precondition(slots.count >= Self.slotCount(for: count), "the slots are too few")
+    precondition(slots.count(where: { $0 != 0 }) == count, "slots and positions differ")
+    for position in ids.indices {
+      let key = key(at: position)
+      precondition(hashes[position] == EntityKey(type: key.type, id: key.id).hashCode)
+      precondition(index(forKey: key) == position, "\(key) is misplaced")
     }
   }
 
-  func makeIterator() -> Zip2Sequence<[EntityKey], [EntityRecord]>.Iterator {
-    zip(keys, values).makeIterator()
+  func makeIterator() -> Iterator {
+    Iterator(table: self)
+  }
+
+  /// The entities' keys and records, by position.
+  struct Iterator: IteratorProtocol {
+    let table: EntityTable
+    var position = 0
+
+    mutating func next() -> (key: EntityKey, value: EntityRecord)? {
+      guard position < table.count else { return nil }
+      defer { position += 1 }
+      return (table.key(at: position), table.values[position])
+    }
+  }
+}
+
+/// A string hashed and compared by its exact UTF-8, not by canonical equivalence as
+/// `String` is.
+private struct ExactString: Hashable {
+  let string: String
+
+  init(_ string: String) { self.string = string }
+
+  static func == (lhs: ExactString, rhs: ExactString) -> Bool {
+    lhs.string.utf8.elementsEqual(rhs.string.utf8)
+  }
+
+  func hash(into hasher: inout Hasher) {
+    for byte in string.utf8 { hasher.combine(byte) }
+    hasher.combine(0xFF as UInt8)  // no UTF-8 byte: ends the string
   }
 }
 
@@ -112,8 +201,10 @@ extension EntityTable: Equatable {
   /// Equal when they hold the same keys with equal records, in whatever order.
   static func == (lhs: EntityTable, rhs: EntityTable) -> Bool {
     guard lhs.count == rhs.count else { return false }
-    for (position, key) in lhs.keys.enumerated() {
-      guard let other = rhs.index(forKey: key), rhs.values[other] == lhs.values[position] else {
+    for position in lhs.values.indices {
+      guard let other = rhs.index(forKey: lhs.key(at: position)),
+        rhs.values[other] == lhs.values[position]
+      else {
         return false
       }
     }

@@ -127,7 +127,7 @@ struct EventIndex: Sendable {
       entities.values[position].presence.forEachLatest { replica, counter in
         precondition(
           (highest[replica]?[entity] ?? 0) >= counter,
-          "\(entities.keys[position]): the event index lacks \(replica):\(counter)")
+          "\(entities.key(at: position)): the event index lacks \(replica):\(counter)")
       }
     }
   }
