@@ -24,12 +24,12 @@ extension Document {
     var builder = ReplicaTable.Builder()
     builder.insert(contentsOf: context.replicas)
     // Each text's runs are taken once: they name replicas for the table, then are written.
-    var texts: [EntityKey: [String: RGADelta]] = [:]
-    for (key, record) in entities {
-      record.collectReplicas(into: &builder)
-      let runs = record.textRuns()
-      for runs in runs.values { runs.collectReplicas(into: &builder) }
-      if !runs.isEmpty { texts[key] = runs }
+    // By the entity's position, so no key is hashed for them.
+    var texts = [[String: RGADelta]](repeating: [:], count: entities.count)
+    for position in entities.values.indices {
+      entities.values[position].collectReplicas(into: &builder)
+      texts[position] = entities.values[position].textRuns()
+      for runs in texts[position].values { runs.collectReplicas(into: &builder) }
     }
     let table = builder.build()
     return Envelope.seal(kind: .documentState) { writer in
@@ -40,8 +40,7 @@ extension Document {
       let keys = Array(entities.keys)
       for position in keys.indices.sorted(by: { keys[$0] < keys[$1] }) {
         keys[position].write(to: &writer)
-        entities.values[position].write(
-          to: &writer, replicas: table, texts: texts[keys[position]] ?? [:])
+        entities.values[position].write(to: &writer, replicas: table, texts: texts[position])
       }
     }
   }
