@@ -34,7 +34,6 @@ struct EntityTable: Sendable, Sequence {
   init() {}
 
   var count: Int { ids.count }
-  var isEmpty: Bool { ids.isEmpty }
 
   /// The key of the entity at `position`.
   func key(at position: Int) -> EntityKey {
@@ -192,8 +191,10 @@ private struct ExactString: Hashable {
   }
 
   func hash(into hasher: inout Hasher) {
-    for byte in string.utf8 { hasher.combine(byte) }
-    hasher.combine(0xFF as UInt8)  // no UTF-8 byte: ends the string
+    var string = string
+    // The bytes in one call, not a call a byte; their count ends them.
+    string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    hasher.combine(string.utf8.count)
   }
 }
 
