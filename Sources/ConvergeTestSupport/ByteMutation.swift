@@ -50,6 +50,7 @@ public func reencodeMessage(_ bytes: [UInt8]) throws -> [UInt8]? {
   case .versionVector: try VersionVector(decoding: bytes).encoded()
   case .causalContext: try CausalContext(decoding: bytes).encoded()
   case .documentState: try Document(decoding: bytes).encoded()
+  case .legacyDocumentState: try Document(decoding: bytes).legacyEncoded()
   case .documentDelta, .textEditDelta: try DocumentDelta(decoding: bytes).encoded()
   case .syncMessage: nil
   }

@@ -187,7 +187,7 @@ import Testing
     let bytes = Replica().encodedState()
 
     print(try MessageSummary(decoding: bytes).text)
-    // kind: documentState (3), 379 bytes
+    // kind: documentState (7), 377 bytes
     // replicas: 2 …
   }
 }

@@ -86,7 +86,7 @@ enum DocumentFixtureScenario {
 @Suite struct MessageSummaryTests {
   @Test func summarizesEveryKind() throws {
     let document = try MessageSummary(decoding: DocumentFixtureScenario.document.encoded()).text
-    #expect(document.hasPrefix("kind: documentState (3), "))
+    #expect(document.hasPrefix("kind: documentState (7), "))
     #expect(document.contains("entities: 2 (1 visible)"))
     #expect(document.contains("task/t1 (deleted):"))
     #expect(document.contains("  body: text, 17 scalars, 17 UTF-16 units"))

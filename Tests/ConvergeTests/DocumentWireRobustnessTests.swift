@@ -229,9 +229,9 @@ import Testing
       [0x80, 0x80, 0x80, 0x80, 0x10],  // 2^32
     ]
     for count in hugeCounts {
-      // As the entity count after an empty table and context.
-      let entities = Envelope.seal(kind: .documentState, body: [0, 0] + count)
-      #expect(throws: ConvergeDecodingError.countTooLarge(offset: 9)) {
+      // As the entity count after an empty table and context and the raw content form.
+      let entities = Envelope.seal(kind: .documentState, body: [0, 0, 0] + count)
+      #expect(throws: ConvergeDecodingError.countTooLarge(offset: 10)) {
         try Document(decoding: entities)
       }
       // As a field count, an insert group count and a record's size.
@@ -264,7 +264,7 @@ import Testing
   @Test func nonCanonicalMapsAreRefused() {
     // Two entities out of order, and two field names that are equal strings.
     let entities = Envelope.seal(kind: .documentState) { writer in
-      writer.writeBytes([0, 0, 2])
+      writer.writeBytes([0, 0, 0, 2])
       for id in ["b", "a"] {
         writer.writeString("n")
         writer.writeString(id)
@@ -273,12 +273,12 @@ import Testing
     }
     #expect(
       throws: ConvergeDecodingError.invalidValue(
-        offset: 17, reason: "entities not strictly increasing")
+        offset: 18, reason: "entities not strictly increasing")
     ) {
       try Document(decoding: entities)
     }
     let fields = Envelope.seal(kind: .documentState) { writer in
-      writer.writeBytes([0, 0, 1])
+      writer.writeBytes([0, 0, 0, 1])
       writer.writeString("n")
       writer.writeString("a")
       writer.writeBytes([0, 0, 2])
@@ -287,7 +287,7 @@ import Testing
       writer.writeString("é")
       writer.writeUInt8(3)
     }
-    #expect(throws: ConvergeDecodingError.invalidValue(offset: 22, reason: "duplicate field name"))
+    #expect(throws: ConvergeDecodingError.invalidValue(offset: 23, reason: "duplicate field name"))
     {
       try Document(decoding: fields)
     }

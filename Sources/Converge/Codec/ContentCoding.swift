@@ -37,27 +37,41 @@ enum ContentCoding {
     writeTable(code.lengths, to: &writer)
     withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 256) { codes in
       canonicalCodes(lengths: code.lengths, into: codes)
-      writer.writeBytes(count: code.sizes.bits) { output in
-        content.withUnsafeBufferPointer { content in
-          // Codes are written most significant bit first; `buffer`'s low `filled` bits
-          // are not yet written out (at most 7 + 12 after a code).
-          var buffer: UInt64 = 0
-          var filled = 0
-          var position = 0
-          for byte in content {
-            let entry = codes[Int(byte)]
-            let length = Int(entry & 0x0F)
-            buffer = buffer << UInt64(length) | UInt64(entry >> 4)
-            filled += length
-            while filled >= 8 {
-              filled -= 8
-              output[position] = UInt8(truncatingIfNeeded: buffer >> UInt64(filled))
-              position += 1
-            }
+      writeBits(content, bitCount: code.sizes.bits * 8, to: &writer) { _, byte in codes[byte] }
+    }
+  }
+
+  /// Writes the code of every byte of `content`, most significant bit first, padded with
+  /// zero bits to whole bytes (`bitCount` is at least the bits the codes take, at most 7
+  /// more). `code(previous, byte)` is the code of `byte` after `previous` (0 before the
+  /// first byte) as `code << 4 | length`, from ``canonicalCodes(lengths:into:)``.
+  @inline(__always)
+  static func writeBits(
+    _ content: [UInt8], bitCount: Int, to writer: inout ByteWriter,
+    code: (_ previous: Int, _ byte: Int) -> UInt32
+  ) {
+    writer.writeBytes(count: (bitCount + 7) / 8) { output in
+      content.withUnsafeBufferPointer { content in
+        // `buffer`'s low `filled` bits are not yet written out (at most 7 + 12 after a
+        // code).
+        var buffer: UInt64 = 0
+        var filled = 0
+        var position = 0
+        var previous = 0
+        for byte in content {
+          let entry = code(previous, Int(byte))
+          previous = Int(byte)
+          let length = Int(entry & 0x0F)
+          buffer = buffer << UInt64(length) | UInt64(entry >> 4)
+          filled += length
+          while filled >= 8 {
+            filled -= 8
+            output[position] = UInt8(truncatingIfNeeded: buffer >> UInt64(filled))
+            position += 1
           }
-          if filled > 0 {
-            output[position] = UInt8(truncatingIfNeeded: buffer << UInt64(8 - filled))
-          }
+        }
+        if filled > 0 {
+          output[position] = UInt8(truncatingIfNeeded: buffer << UInt64(8 - filled))
         }
       }
     }
@@ -160,7 +174,7 @@ enum ContentCoding {
   static let longestShortSkip = 16
   static let longestSkip = 16 + 256
 
-  private static func varUIntSize(_ value: Int) -> Int {
+  static func varUIntSize(_ value: Int) -> Int {
     var size = 1
     var rest = value >> 7
     while rest > 0 {
@@ -240,7 +254,7 @@ enum ContentCoding {
   /// its lengths: a table that ends in a skip or a nonzero padding nibble, or a gap of
   /// unused values split otherwise than ``forEachTableNibble(_:_:)`` splits it. The
   /// caller checks the lengths themselves.
-  private static func readTable(from reader: inout ByteReader) throws -> [UInt8] {
+  static func readTable(from reader: inout ByteReader) throws -> [UInt8] {
     let start = reader.offset
     let rawSymbolCount = try reader.readVarUInt()
     guard rawSymbolCount >= 1, rawSymbolCount <= 256 else {
@@ -303,119 +317,166 @@ enum ContentCoding {
   static let lookupBits = 9
 
   /// Decodes `count` bytes from `bits` with the canonical code of `lengths`.
-  ///
-  /// Codes of at most ``lookupBits`` bits are decoded with one lookup in a table of the
-  /// first bits (`symbol << 4 | length`, 0 where a longer code or none starts). A longer
-  /// code is found by its length: the codes of one length are consecutive, from the
-  /// length's first code, in byte-value order.
   private static func decodeBits(
     _ bits: ArraySlice<UInt8>, count: Int, lengths: [UInt8], tableOffset: Int, offset: Int
   ) throws -> [UInt8] {
-    let levels = maximumCodeLength + 1
-    // The scratch holds, per length, the count of codes, the first code, the index of its
-    // first value in `symbols` and the next free one; then the used values by (length,
-    // value); then the lookup table.
-    let (firstCodeStart, firstIndexStart, nextIndexStart) = (levels, 2 * levels, 3 * levels)
-    let symbolsStart = 4 * levels
-    let tableStart = symbolsStart + 256
-    let capacity = tableStart + 1 << lookupBits
-    return try withUnsafeTemporaryAllocation(of: Int.self, capacity: capacity) { scratch in
-      for index in 0..<levels { scratch[index] = 0 }
-      // Kraft's inequality: the codes must fit in the table.
-      var space = 0
-      var longest = 1
-      for length in lengths where length > 0 {
-        guard Int(length) <= maximumCodeLength else {
-          throw ConvergeDecodingError.invalidValue(
-            offset: tableOffset, reason: "code longer than 12 bits")
-        }
-        space += 1 << (maximumCodeLength - Int(length))
-        scratch[Int(length)] += 1
-        longest = Swift.max(longest, Int(length))
-      }
-      guard space <= 1 << maximumCodeLength else {
-        throw ConvergeDecodingError.invalidValue(
-          offset: tableOffset, reason: "oversubscribed code")
-      }
-      var code = 0
-      var first = 0
-      for length in 1..<levels {
-        code = (code + scratch[length - 1]) << 1
-        scratch[firstCodeStart + length] = code
-        scratch[firstIndexStart + length] = first
-        scratch[nextIndexStart + length] = first
-        first += scratch[length]
-      }
-      // Codes fit in their lengths (Kraft), so every index below stays in the table.
-      let width = Swift.min(longest, lookupBits)
-      for index in tableStart..<tableStart + 1 << width { scratch[index] = 0 }
-      for symbol in 0..<256 where lengths[symbol] > 0 {
-        let length = Int(lengths[symbol])
-        let index = scratch[nextIndexStart + length]
-        scratch[nextIndexStart + length] = index + 1
-        scratch[symbolsStart + index] = symbol
-        guard length <= width else { continue }
-        let shift = width - length
-        let start =
-          (scratch[firstCodeStart + length] + index - scratch[firstIndexStart + length])
-          << shift
-        for entry in start..<start + 1 << shift {
-          scratch[tableStart + entry] = symbol << 4 | length
-        }
+    try withUnsafeTemporaryAllocation(of: Int.self, capacity: decoderSize) { scratch in
+      guard let base = scratch.baseAddress else { return [] }
+      let (width, longest) = try lengths.withUnsafeBufferPointer {
+        try buildDecoder(lengths: $0, into: base, tableOffset: tableOffset)
       }
       let invalid = ConvergeDecodingError.invalidValue(
         offset: offset, reason: "text content bits that do not decode")
       return try bits.withUnsafeBufferPointer { input in
         try [UInt8](unsafeUninitializedCapacity: count) { output, written in
-          // The next bits to decode, most significant first; `available` of them are real.
-          var buffer: UInt64 = 0
-          var available = 0
-          var position = 0
+          var reader = BitReader(input)
           while written < count {
-            if available < maximumCodeLength {
-              if input.count - position >= 8 {
-                // Eight bytes at once, keeping the whole ones that fit.
-                let word = UInt64(
-                  bigEndian: UnsafeRawBufferPointer(input).loadUnaligned(
-                    fromByteOffset: position, as: UInt64.self))
-                let taken = (64 - available) >> 3
-                buffer |= word >> UInt64(available)
-                available += taken << 3
-                position += taken
-                if available < 64 { buffer &= ~(UInt64.max >> UInt64(available)) }
-              } else {
-                while available <= 56, position < input.count {
-                  buffer |= UInt64(input[position]) << UInt64(56 - available)
-                  available += 8
-                  position += 1
-                }
-              }
-            }
-            var entry = scratch[tableStart + Int(buffer >> UInt64(64 - width))]
-            if entry == 0 {
-              // A code longer than the table, or none: try each longer length.
-              for length in width + 1..<longest + 1 {
-                let rank = Int(buffer >> UInt64(64 - length)) - scratch[firstCodeStart + length]
-                if rank >= 0, rank < scratch[length] {
-                  entry =
-                    scratch[symbolsStart + scratch[firstIndexStart + length] + rank] << 4
-                    | length
-                  break
-                }
-              }
-            }
+            reader.refill()
+            let entry = lookup(reader.buffer, in: base, width: width, longest: longest)
             let length = entry & 0x0F
-            guard length > 0, length <= available else { throw invalid }
+            guard length > 0, length <= reader.available else { throw invalid }
             output[written] = UInt8(truncatingIfNeeded: entry >> 4)
             written += 1
-            buffer <<= UInt64(length)
-            available -= length
+            reader.skip(length)
           }
-          // The bits end with the content, padded with zeros to a whole byte.
-          guard position == input.count, available < 8, buffer == 0 else { throw invalid }
+          guard reader.isAtPaddedEnd else { throw invalid }
         }
       }
     }
+  }
+
+  /// The `Int`s one code's decoding tables take (``buildDecoder(lengths:into:tableOffset:)``):
+  /// per length the count of codes, the first code, the index of its first value in the
+  /// values and the next free one; then the used values by (length, value); then the
+  /// lookup table of the first bits.
+  static let decoderSize = 4 * (maximumCodeLength + 1) + 256 + 1 << lookupBits
+  private static let (firstCodeStart, firstIndexStart, nextIndexStart) = (
+    maximumCodeLength + 1, 2 * (maximumCodeLength + 1), 3 * (maximumCodeLength + 1)
+  )
+  private static let symbolsStart = 4 * (maximumCodeLength + 1)
+  private static let lookupStart = symbolsStart + 256
+
+  /// Fills the ``decoderSize`` `Int`s at `scratch` with the decoding tables of the
+  /// canonical code of `lengths` (256 code lengths, 0 for unused values).
+  ///
+  /// Codes of at most ``lookupBits`` bits are decoded with one lookup in a table of the
+  /// first bits (`symbol << 4 | length`, 0 where a longer code or none starts). A longer
+  /// code is found by its length: the codes of one length are consecutive, from the
+  /// length's first code, in byte-value order.
+  ///
+  /// - Returns: the bits the lookup table reads, and the longest code.
+  /// - Throws: `invalidValue` at `tableOffset` for a code longer than 12 bits or lengths
+  ///   that no prefix code has (Kraft's inequality).
+  static func buildDecoder(
+    lengths: UnsafeBufferPointer<UInt8>, into scratch: UnsafeMutablePointer<Int>,
+    tableOffset: Int
+  ) throws -> (width: Int, longest: Int) {
+    let levels = maximumCodeLength + 1
+    for index in 0..<levels { scratch[index] = 0 }
+    var space = 0
+    var longest = 1
+    for length in lengths where length > 0 {
+      guard Int(length) <= maximumCodeLength else {
+        throw ConvergeDecodingError.invalidValue(
+          offset: tableOffset, reason: "code longer than 12 bits")
+      }
+      space += 1 << (maximumCodeLength - Int(length))
+      scratch[Int(length)] += 1
+      longest = Swift.max(longest, Int(length))
+    }
+    guard space <= 1 << maximumCodeLength else {
+      throw ConvergeDecodingError.invalidValue(offset: tableOffset, reason: "oversubscribed code")
+    }
+    var code = 0
+    var first = 0
+    for length in 1..<levels {
+      code = (code + scratch[length - 1]) << 1
+      scratch[firstCodeStart + length] = code
+      scratch[firstIndexStart + length] = first
+      scratch[nextIndexStart + length] = first
+      first += scratch[length]
+    }
+    // Codes fit in their lengths (Kraft), so every index below stays in the table.
+    let width = Swift.min(longest, lookupBits)
+    for index in lookupStart..<lookupStart + 1 << width { scratch[index] = 0 }
+    for symbol in 0..<Swift.min(lengths.count, 256) where lengths[symbol] > 0 {
+      let length = Int(lengths[symbol])
+      let index = scratch[nextIndexStart + length]
+      scratch[nextIndexStart + length] = index + 1
+      scratch[symbolsStart + index] = symbol
+      guard length <= width else { continue }
+      let shift = width - length
+      let start =
+        (scratch[firstCodeStart + length] + index - scratch[firstIndexStart + length]) << shift
+      for entry in start..<start + 1 << shift {
+        scratch[lookupStart + entry] = symbol << 4 | length
+      }
+    }
+    return (width, longest)
+  }
+
+  /// The code at the top of `buffer` in the tables at `scratch`
+  /// (``buildDecoder(lengths:into:tableOffset:)``): `symbol << 4 | length`, or 0 if no
+  /// code starts there.
+  @inline(__always)
+  static func lookup(
+    _ buffer: UInt64, in scratch: UnsafeMutablePointer<Int>, width: Int, longest: Int
+  ) -> Int {
+    let entry = scratch[lookupStart + Int(buffer >> UInt64(64 - width))]
+    guard entry == 0 else { return entry }
+    // A code longer than the table, or none: try each longer length.
+    for length in width + 1..<longest + 1 {
+      let rank = Int(buffer >> UInt64(64 - length)) - scratch[firstCodeStart + length]
+      if rank >= 0, rank < scratch[length] {
+        return scratch[symbolsStart + scratch[firstIndexStart + length] + rank] << 4 | length
+      }
+    }
+    return 0
+  }
+
+  /// Reads coded bits most significant first, keeping at least ``maximumCodeLength`` of
+  /// them ready while the input lasts.
+  struct BitReader {
+    let input: UnsafeBufferPointer<UInt8>
+    /// The next bits, most significant first; `available` of them are real, the rest 0.
+    private(set) var buffer: UInt64 = 0
+    private(set) var available = 0
+    private var position = 0
+
+    init(_ input: UnsafeBufferPointer<UInt8>) { self.input = input }
+
+    /// Tops the buffer up if fewer than ``maximumCodeLength`` bits are ready.
+    @inline(__always)
+    mutating func refill() {
+      guard available < maximumCodeLength else { return }
+      if input.count - position >= 8 {
+        // Eight bytes at once, keeping the whole ones that fit.
+        let word = UInt64(
+          bigEndian: UnsafeRawBufferPointer(input).loadUnaligned(
+            fromByteOffset: position, as: UInt64.self))
+        let taken = (64 - available) >> 3
+        buffer |= word >> UInt64(available)
+        available += taken << 3
+        position += taken
+        if available < 64 { buffer &= ~(UInt64.max >> UInt64(available)) }
+      } else {
+        while available <= 56, position < input.count {
+          buffer |= UInt64(input[position]) << UInt64(56 - available)
+          available += 8
+          position += 1
+        }
+      }
+    }
+
+    /// Drops `length` (at most ``available``) bits.
+    @inline(__always)
+    mutating func skip(_ length: Int) {
+      buffer <<= UInt64(length)
+      available -= length
+    }
+
+    /// Whether the input is used up, but for fewer than 8 zero bits of padding.
+    var isAtPaddedEnd: Bool { position == input.count && available < 8 && buffer == 0 }
   }
 
   // MARK: The code

@@ -20,47 +20,75 @@
 /// - Complexity: encoding is O(n log n) and decoding O(n log n) for n bytes of output.
 extension Document {
   /// The document as a ``MessageKind/documentState`` message.
-  public func encoded() -> [UInt8] {
+  public func encoded() -> [UInt8] { encoded(as: .documentState) }
+
+  /// The document as a ``MessageKind/legacyDocumentState`` message, each text coding its
+  /// own content: never written by the library, only by tests that check that its
+  /// decoder accepts exactly what an earlier build wrote.
+  package func legacyEncoded() -> [UInt8] { encoded(as: .legacyDocumentState) }
+
+  private func encoded(as kind: MessageKind) -> [UInt8] {
     var builder = ReplicaTable.Builder()
     builder.insert(contentsOf: context.replicas)
-    // Each text's runs are taken once: they name replicas for the table, then are written.
-    // By the entity's position, so no key is hashed for them.
-    var texts = [[String: RGADelta]](repeating: [:], count: entities.count)
+    // Each text's runs are taken once: they name replicas for the table, give the content
+    // its code, then are written. By the entity's position, so no key is hashed for them.
+    var texts = [[String: TextWire.PreparedRuns]](repeating: [:], count: entities.count)
+    var contents: [[UInt8]] = []
     for position in entities.values.indices {
       entities.values[position].collectReplicas(into: &builder)
-      texts[position] = entities.values[position].textRuns()
-      for runs in texts[position].values { runs.collectReplicas(into: &builder) }
+      for (name, runs) in entities.values[position].textRuns() {
+        runs.collectReplicas(into: &builder)
+        let prepared = TextWire.PreparedRuns(runs)
+        contents.append(prepared.content)
+        texts[position][name] = prepared
+      }
     }
     let table = builder.build()
-    return Envelope.seal(kind: .documentState) { writer in
+    let shared = kind == .documentState ? DocumentContentCode.Writer(contents: contents) : nil
+    contents = []
+    let content: ([UInt8], inout ByteWriter) -> Void = { content, writer in
+      guard let shared else { return ContentCoding.write(content, to: &writer) }
+      shared.write(content, to: &writer)
+    }
+    return Envelope.seal(kind: kind) { writer in
       table.write(to: &writer)
       context.write(to: &writer, replicas: table)
+      shared?.writeHeader(to: &writer)
       writer.writeVarUInt(entities.count)
       // Positions sorted by key: a decoded document's are already in order.
       let keys = Array(entities.keys)
       for position in keys.indices.sorted(by: { keys[$0] < keys[$1] }) {
         keys[position].write(to: &writer)
-        entities.values[position].write(to: &writer, replicas: table, texts: texts[position])
+        entities.values[position].write(
+          to: &writer, replicas: table, texts: texts[position], content: content)
       }
     }
   }
 
-  /// Decodes a message made by ``encoded()``.
+  /// Decodes a message made by ``encoded()``, or a ``MessageKind/legacyDocumentState``
+  /// message of an earlier build.
   ///
-  /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
-  ///   have produced.
+  /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` (or an
+  ///   earlier build's) could not have produced.
   ///
   /// `bytes` may be an array, a slice of a larger buffer, or a `Data` (any collection of
   /// bytes; one that is not an array or a slice is copied once).
   @inlinable
   public init(decoding bytes: some Collection<UInt8>) throws {
-    self = try Envelope.decode(bytes, as: .documentState, Self.readBody)
+    self = try Self.decode(Envelope.slice(bytes))
   }
 
   @usableFromInline
-  static func readBody(_ reader: inout ByteReader) throws -> Document {
+  static func decode(_ bytes: ArraySlice<UInt8>) throws -> Document {
+    try Envelope.decode(bytes, as: [.documentState, .legacyDocumentState]) { kind, reader in
+      try readBody(&reader, sharedContent: kind == .documentState)
+    }
+  }
+
+  static func readBody(_ reader: inout ByteReader, sharedContent: Bool) throws -> Document {
     var document = Document()
-    (document.context, document.entities) = try EntityRecord.readBody(from: &reader)
+    (document.context, document.entities) = try EntityRecord.readBody(
+      from: &reader, sharedContent: sharedContent)
     document.events = EventIndex(document.entities)
     document.deriveFromEntities()
     return document
@@ -168,18 +196,21 @@ protocol WireEntity {
 
 extension WireEntity {
   /// Reads what a document's and a delta's bodies share: the replica table, the causal
-  /// context, and the entities sorted by key; then checks that the body uses every
+  /// context, a document state's content code (`sharedContent`), and the entities sorted
+  /// by key; then checks that the body uses every
   /// replica of the table and that every register's write is in the context and within
   /// its entity's version (``FieldWire/checkRegister(_:presence:context:offset:)``).
   static func readBody<Map: DecodedEntityMap>(
-    from reader: inout ByteReader
+    from reader: inout ByteReader, sharedContent: Bool = false
   ) throws -> (context: CausalContext, entities: Map) where Map.Entity == Self {
     var table = try DecodedReplicaTable(from: &reader)
     let context = try CausalContext(from: &reader, replicas: &table)
+    if sharedContent { table.documentContent = try DocumentContentCode.Reader(from: &reader) }
     let entities: Map = try EntityKey.readMap(from: &reader) { reader in
       try Self(from: &reader, replicas: &table)
     }
     try table.checkAllReferenced(offset: reader.offset)
+    try table.documentContent?.checkCanonical(offset: reader.offset)
     for entity in entities.values {
       for case .register(let register) in entity.fields.values {
         try FieldWire.checkRegister(
@@ -359,18 +390,19 @@ extension FieldContent {
     }
   }
 
-  /// Writes the field's tag and payload; a text field's payload is `runs`, only evaluated
-  /// for text (inlined, so that the closure costs nothing).
+  /// Writes the field's tag and payload; a text field's payload is what `writeText`
+  /// writes (inlined, so that the closure costs nothing).
   @inline(__always)
   func write(
-    to writer: inout ByteWriter, replicas table: ReplicaTable, runs: @autoclosure () -> RGADelta
+    to writer: inout ByteWriter, replicas table: ReplicaTable,
+    text writeText: (inout ByteWriter) -> Void
   ) {
     switch self {
     case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
     case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
     case .text:
       writer.writeUInt8(FieldWireTag.text.rawValue)
-      runs().write(to: &writer, replicas: table)
+      writeText(&writer)
     }
   }
 }
@@ -404,13 +436,20 @@ extension EntityRecord: WireEntity {
     return runs
   }
 
-  /// Writes the presence and the fields; `texts` holds the text fields' ``textRuns()``.
-  func write(to writer: inout ByteWriter, replicas table: ReplicaTable, texts: [String: RGADelta]) {
+  /// Writes the presence and the fields; `texts` holds the text fields' runs
+  /// (``textRuns()``), whose content `content` writes (§8.4.1 or §8.3.1).
+  func write(
+    to writer: inout ByteWriter, replicas table: ReplicaTable,
+    texts: [String: TextWire.PreparedRuns], content: ([UInt8], inout ByteWriter) -> Void
+  ) {
     presence.write(to: &writer, replicas: table)
     writer.writeVarUInt(fields.count)
     for (name, field) in fields {
       writer.writeString(name)
-      field.write(to: &writer, replicas: table, runs: texts[name] ?? RGADelta())
+      field.write(to: &writer, replicas: table) { writer in
+        (texts[name] ?? TextWire.PreparedRuns(RGADelta())).write(
+          to: &writer, replicas: table, content: content)
+      }
     }
   }
 

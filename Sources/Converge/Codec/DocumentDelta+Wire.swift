@@ -99,7 +99,9 @@ extension EntityDelta: WireEntity {
     writer.writeVarUInt(fields.count)
     for (name, field) in fields {
       writer.writeString(name)
-      field.write(to: &writer, replicas: table, runs: field.runs ?? RGADelta())
+      field.write(to: &writer, replicas: table) { writer in
+        (field.runs ?? RGADelta()).write(to: &writer, replicas: table)
+      }
     }
   }
 

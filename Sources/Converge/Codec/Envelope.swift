@@ -8,15 +8,16 @@
 ///
 /// Values are fixed forever once released: a new kind takes a new value, and a decoder
 /// that meets a value it does not know answers ``ConvergeDecodingError/unknownMessageKind(_:)``.
-/// 0 is never a kind; 7 to 127 are free for future kinds; 128 to 255 are reserved.
+/// 0 is never a kind; 8 to 127 are free for future kinds; 128 to 255 are reserved.
 public enum MessageKind: UInt8, Sendable, CaseIterable {
   /// A ``VersionVector`` alone: a compact summary of what a replica has (for display or
   /// a quick comparison; the sync handshake exchanges the exact ``CausalContext``).
   case versionVector = 1
   /// A ``CausalContext`` alone.
   case causalContext = 2
-  /// A whole document's state: a snapshot to store or to load into a fresh replica.
-  case documentState = 3
+  /// A whole document's state in the form before ``documentState``, each text coding its
+  /// own content: still read (saved snapshots, fixtures), never written.
+  case legacyDocumentState = 3
   /// A delta of a document: what one or more transactions changed.
   case documentDelta = 4
   /// A handshake message: a context and maybe a delta (live pushes travel as plain
@@ -25,6 +26,9 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
   /// A delta holding one replica's edit of one text field, in the compact form that
   /// leaves out what its runs imply (a live typed character).
   case textEditDelta = 6
+  /// A whole document's state: a snapshot to store or to load into a fresh replica. Its
+  /// texts share one content code (`FORMAT.md` §8.4.1).
+  case documentState = 7
 }
 
 /// The frame around every Converge message: magic, version, kind, length, body, checksum.

@@ -86,22 +86,14 @@ extension RGADelta {
     }
   }
 
-  /// Writes the delta's runs in canonical form; every replica must be in `table`.
+  /// Writes the delta's runs in canonical form, its content coded on its own (§8.3.1);
+  /// every replica must be in `table`.
   ///
   /// - Complexity: O(d log d + s) for d runs and s scalars.
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
-    let (inserts, deletes) = canonicalRuns()
-    TextWire.writeInserts(
-      inserts, deleted: RGADelta.DeletedRanges(deletes), to: &writer, replicas: table)
-    let ids =
-      deletes.isEmpty
-      ? TextWire.InsertIDs([])
-      : TextWire.InsertIDs(
-        inserts.map { run in
-          let id = run.header.id
-          return (id.replica, id.counter..<id.counter + UInt64(run.header.length))
-        })
-    TextWire.writeDeletes(deletes, insertIDs: ids, to: &writer, replicas: table)
+    TextWire.PreparedRuns(self).write(to: &writer, replicas: table) { content, writer in
+      ContentCoding.write(content, to: &writer)
+    }
   }
 
   /// Reads runs written by ``write(to:replicas:)``, checking that they are canonical.
@@ -249,6 +241,40 @@ enum TextWire {
     }
   }
 
+  /// A text's runs in canonical form (``RGADelta/canonicalRuns()``) with the content
+  /// they write, taken once: a document state counts every text's content before it
+  /// writes any (`DocumentContentCode`).
+  struct PreparedRuns {
+    let inserts: [InsertRun]
+    let deletes: [RGADelta.Delete]
+    /// The UTF-8 the runs write (``content(of:deleted:)``).
+    let content: [UInt8]
+
+    init(_ delta: RGADelta) {
+      (inserts, deletes) = delta.canonicalRuns()
+      content = TextWire.content(of: inserts, deleted: RGADelta.DeletedRanges(deletes))
+    }
+
+    /// Writes the insert groups, the content through `writeContent`, then the delete
+    /// groups; every replica must be in `table`.
+    func write(
+      to writer: inout ByteWriter, replicas table: ReplicaTable,
+      content writeContent: ([UInt8], inout ByteWriter) -> Void
+    ) {
+      TextWire.writeInsertGroups(inserts, to: &writer, replicas: table)
+      writeContent(content, &writer)
+      let ids =
+        deletes.isEmpty
+        ? InsertIDs([])
+        : InsertIDs(
+          inserts.map { run in
+            let id = run.header.id
+            return (id.replica, id.counter..<id.counter + UInt64(run.header.length))
+          })
+      TextWire.writeDeletes(deletes, insertIDs: ids, to: &writer, replicas: table)
+    }
+  }
+
   /// Written for scalars a run lacks the content of that the message does not delete
   /// (a tombstone sent to a peer that knows its delete already).
   static let placeholder: Unicode.Scalar = "\u{FFFD}"
@@ -363,13 +389,12 @@ enum TextWire {
 
   // MARK: Inserts
 
-  static func writeInserts(
-    _ inserts: [InsertRun], deleted: RGADelta.DeletedRanges, to writer: inout ByteWriter,
-    replicas table: ReplicaTable
+  /// Writes the insert groups (without their content).
+  static func writeInsertGroups(
+    _ inserts: [InsertRun], to writer: inout ByteWriter, replicas table: ReplicaTable
   ) {
     let groups = groups(of: inserts) { $0.header.id.replica }
     writer.writeVarUInt(groups.count)
-    var scalarCount = 0
     for group in groups {
       guard let first = group.first?.header else { continue }
       table.writeIndex(of: first.id.replica, to: &writer)
@@ -379,7 +404,6 @@ enum TextWire {
       for run in group {
         let insert = run.header
         let length = UInt64(insert.length)
-        scalarCount += insert.length
         writer.writeVarUInt(insert.id.counter - nextFree)
         writer.writeVarUInt(length)
         // A replica's later run usually continues its Lamport numbers where the previous
@@ -402,8 +426,13 @@ enum TextWire {
         nextFree = insert.id.counter + length
       }
     }
+  }
+
+  /// The UTF-8 of the scalars of `inserts`, in run order, but for those `deleted` removes
+  /// (the `content` of §8.3).
+  static func content(of inserts: [InsertRun], deleted: RGADelta.DeletedRanges) -> [UInt8] {
     var content: [UInt8] = []
-    content.reserveCapacity(scalarCount)
+    content.reserveCapacity(inserts.reduce(0) { $0 + $1.length })
     for insert in inserts {
       for part in insert.parts {
         let lower = part.id.counter
@@ -419,7 +448,7 @@ enum TextWire {
         }
       }
     }
-    ContentCoding.write(content, to: &writer)
+    return content
   }
 
   /// A decoded insert run before its scalars are attached.
@@ -507,7 +536,7 @@ enum TextWire {
       }
     }
     let contentStart = reader.offset
-    let content = try ContentCoding.decode(reader.readLengthPrefixedBytes(), offset: contentStart)
+    let content = try table.decodeContent(reader.readLengthPrefixedBytes(), offset: contentStart)
     return (headers, (content, contentStart))
   }
 

@@ -128,6 +128,10 @@ package struct DecodedReplicaTable: Sendable {
   public let replicas: [ReplicaID]
   private var referenced: [Bool]
   private var unreferencedCount: Int
+  /// A document state's content code (`FORMAT.md` §8.4.1), declared like the replicas
+  /// before the entities that use it; nil in other messages, whose texts code their own
+  /// content (§8.3.1).
+  var documentContent: DocumentContentCode.Reader?
 
   /// Reads a table written by ``ReplicaTable/write(to:)``.
   ///
@@ -192,6 +196,15 @@ package struct DecodedReplicaTable: Sendable {
       unreferencedCount -= 1
     }
     return replicas[position]
+  }
+
+  /// The UTF-8 of a text's content field: decoded with the document's content code, or
+  /// on its own (``ContentCoding/decode(_:offset:)``) in a message without one.
+  mutating func decodeContent(
+    _ field: ArraySlice<UInt8>, offset: Int
+  ) throws -> ArraySlice<UInt8> {
+    guard documentContent != nil else { return try ContentCoding.decode(field, offset: offset) }
+    return try documentContent?.decode(field, offset: offset) ?? []
   }
 
   /// Throws `invalidValue` at `offset` unless the body used every replica in the table.

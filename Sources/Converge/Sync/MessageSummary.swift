@@ -9,7 +9,7 @@
 ///
 /// ```swift
 /// print(try MessageSummary(decoding: bytes).text)
-/// // kind: documentState (3), 379 bytes
+/// // kind: documentState (7), 377 bytes
 /// // replicas: 2 …
 /// ```
 ///
@@ -38,7 +38,7 @@ public struct MessageSummary: Sendable {
       for (replica, counter) in vector.entries { lines.append("  \(replica): \(counter)") }
     case .causalContext:
       lines += Self.describe(try CausalContext(decoding: bytes))
-    case .documentState:
+    case .documentState, .legacyDocumentState:
       lines += Self.describe(try Document(decoding: bytes))
     case .documentDelta, .textEditDelta:
       lines += Self.describe(try DocumentDelta(decoding: bytes))
