@@ -422,11 +422,13 @@ enum ContentCoding {
   static func lookup(
     _ buffer: UInt64, in scratch: UnsafeMutablePointer<Int>, width: Int, longest: Int
   ) -> Int {
-    let entry = scratch[lookupStart + Int(buffer >> UInt64(64 - width))]
+    // Widths and lengths are 1...12, so the shifts and conversions need no checks.
+    let entry = scratch[lookupStart + Int(truncatingIfNeeded: buffer &>> UInt64(64 &- width))]
     guard entry == 0 else { return entry }
     // A code longer than the table, or none: try each longer length.
     for length in width + 1..<longest + 1 {
-      let rank = Int(buffer >> UInt64(64 - length)) - scratch[firstCodeStart + length]
+      let rank =
+        Int(truncatingIfNeeded: buffer &>> UInt64(64 &- length)) - scratch[firstCodeStart + length]
       if rank >= 0, rank < scratch[length] {
         return scratch[symbolsStart + scratch[firstIndexStart + length] + rank] << 4 | length
       }
@@ -471,8 +473,8 @@ enum ContentCoding {
     /// Drops `length` (at most ``available``) bits.
     @inline(__always)
     mutating func skip(_ length: Int) {
-      buffer <<= UInt64(length)
-      available -= length
+      buffer &<<= UInt64(truncatingIfNeeded: length)
+      available &-= length
     }
 
     /// Whether the input is used up, but for fewer than 8 zero bits of padding.

@@ -41,7 +41,8 @@ enum DocumentContentCode {
     var usedContexts: [Int] { used.indices.filter { used[$0] } }
 
     mutating func add(_ content: ArraySlice<UInt8>) {
-      withCounts { rows, used in
+      guard !content.isEmpty else { return }
+      withCounting(content.count) { rows, used in
         content.withUnsafeBufferPointer { content in
           var context = 0
           for byte in content {
@@ -51,13 +52,12 @@ enum DocumentContentCode {
           }
         }
       }
-      total += content.count
     }
 
     /// Calls `body` with the 256 × 256 counts (row by context) and the used flags, to
-    /// count in place; `counted` bytes are added to the total.
-    mutating func withCounts<R>(
-      counting counted: Int = 0,
+    /// count `counted` bytes in place.
+    mutating func withCounting<R>(
+      _ counted: Int,
       _ body: (UnsafeMutableBufferPointer<Int>, UnsafeMutableBufferPointer<Bool>) throws -> R
     ) rethrows -> R {
       if rows.isEmpty {
@@ -287,8 +287,9 @@ enum DocumentContentCode {
     let code: Code?
     /// Per table, ``ContentCoding/decoderSize`` `Int`s of decoding tables.
     private let decoders: [Int]
-    /// Per table, the lookup width and longest code.
-    private let shapes: [(width: Int, longest: Int)]
+    /// Per context (byte value): the offset of its table's decoder in `decoders` (-1
+    /// without a table), its lookup width and its longest code, three `Int`s.
+    private let contexts: [Int]
     private var counts = Counts()
     /// The bytes of the texts' byte counts (``cheapestCode(_:countBytes:)``).
     private var countBytes = 0
@@ -298,7 +299,7 @@ enum DocumentContentCode {
       let start = reader.offset
       let form = try reader.readUInt8()
       guard form != raw else {
-        (code, decoders, shapes) = (nil, [], [])
+        (code, decoders, contexts) = (nil, [], [])
         return
       }
       guard form == oneTable || form == tablePerContext else {
@@ -319,7 +320,12 @@ enum DocumentContentCode {
           }
         }
       }
-      (self.code, self.decoders, self.shapes) = (code, decoders, shapes)
+      var contexts = [Int](repeating: -1, count: 3 * 256)
+      for (context, slot) in code.slots.enumerated() where slot >= 0 {
+        contexts[3 * context] = slot * ContentCoding.decoderSize
+        (contexts[3 * context + 1], contexts[3 * context + 2]) = shapes[slot]
+      }
+      (self.code, self.decoders, self.contexts) = (code, decoders, contexts)
     }
 
     /// The UTF-8 of one text's content field; `offset` is the field's, for errors.
@@ -355,32 +361,31 @@ enum DocumentContentCode {
     ) throws -> [UInt8] {
       let invalid = ConvergeDecodingError.invalidValue(
         offset: offset, reason: "text content bits that do not decode")
-      let (decoders, shapes) = (self.decoders, self.shapes)
-      return try counts.withCounts(counting: count) { counts, used in
+      let (decoders, contexts) = (self.decoders, self.contexts)
+      return try counts.withCounting(count) { counts, used in
         try decoders.withUnsafeBufferPointer { decoders in
           guard let base = decoders.baseAddress.map(UnsafeMutablePointer.init(mutating:)) else {
             throw invalid
           }
-          return try code.slots.withUnsafeBufferPointer { slots in
+          return try contexts.withUnsafeBufferPointer { contexts in
             try bits.withUnsafeBufferPointer { input in
               try [UInt8](unsafeUninitializedCapacity: count) { output, written in
                 var reader = ContentCoding.BitReader(input)
                 var context = 0
                 while written < count {
-                  let slot = slots[context]
-                  guard slot >= 0 else { throw invalid }
+                  let decoder = contexts[3 &* context]
+                  guard decoder >= 0 else { throw invalid }
                   reader.refill()
-                  let shape = shapes[slot]
                   let entry = ContentCoding.lookup(
-                    reader.buffer, in: base + slot * ContentCoding.decoderSize,
-                    width: shape.width, longest: shape.longest)
+                    reader.buffer, in: base + decoder, width: contexts[3 &* context &+ 1],
+                    longest: contexts[3 &* context &+ 2])
                   let length = entry & 0x0F
                   guard length > 0, length <= reader.available else { throw invalid }
-                  let symbol = entry >> 4
+                  let symbol = entry &>> 4
                   output[written] = UInt8(truncatingIfNeeded: symbol)
-                  written += 1
+                  written &+= 1
                   reader.skip(length)
-                  counts[context << 8 | symbol] += 1
+                  counts[context &<< 8 | symbol] &+= 1
                   used[context] = true
                   context = symbol
                 }
