@@ -320,117 +320,126 @@ enum ContentCoding {
   private static func decodeBits(
     _ bits: ArraySlice<UInt8>, count: Int, lengths: [UInt8], tableOffset: Int, offset: Int
   ) throws -> [UInt8] {
-    try withUnsafeTemporaryAllocation(of: Int.self, capacity: decoderSize) { scratch in
-      guard let base = scratch.baseAddress else { return [] }
-      let (width, longest) = try lengths.withUnsafeBufferPointer {
-        try buildDecoder(lengths: $0, into: base, tableOffset: tableOffset)
-      }
-      let invalid = ConvergeDecodingError.invalidValue(
-        offset: offset, reason: "text content bits that do not decode")
-      return try bits.withUnsafeBufferPointer { input in
-        try [UInt8](unsafeUninitializedCapacity: count) { output, written in
-          var reader = BitReader(input)
-          while written < count {
-            reader.refill()
-            let entry = lookup(reader.buffer, in: base, width: width, longest: longest)
-            let length = entry & 0x0F
-            guard length > 0, length <= reader.available else { throw invalid }
-            output[written] = UInt8(truncatingIfNeeded: entry >> 4)
-            written += 1
-            reader.skip(length)
+    try lengths.withUnsafeBufferPointer { lengths in
+      let shape = try decoderShape(lengths: lengths, tableOffset: tableOffset)
+      return try withUnsafeTemporaryAllocation(of: Int.self, capacity: shape.size) { scratch in
+        guard let base = scratch.baseAddress else { return [] }
+        buildDecoder(lengths: lengths, width: shape.width, into: base)
+        let invalid = ConvergeDecodingError.invalidValue(
+          offset: offset, reason: "text content bits that do not decode")
+        return try bits.withUnsafeBufferPointer { input in
+          try [UInt8](unsafeUninitializedCapacity: count) { output, written in
+            var reader = BitReader(input)
+            while written < count {
+              reader.refill()
+              let entry = lookup(
+                reader.buffer, in: base, width: shape.width, longest: shape.longest)
+              let length = entry & 0x0F
+              guard length > 0, length <= reader.available else { throw invalid }
+              output[written] = UInt8(truncatingIfNeeded: entry >> 4)
+              written += 1
+              reader.skip(length)
+            }
+            guard reader.isAtPaddedEnd else { throw invalid }
           }
-          guard reader.isAtPaddedEnd else { throw invalid }
         }
       }
     }
   }
 
-  /// The `Int`s one code's decoding tables take (``buildDecoder(lengths:into:tableOffset:)``):
-  /// per length the count of codes, the first code, the index of its first value in the
-  /// values and the next free one; then the used values by (length, value); then the
-  /// lookup table of the first bits.
-  static let decoderSize = 4 * (maximumCodeLength + 1) + 256 + 1 << lookupBits
-  private static let (firstCodeStart, firstIndexStart, nextIndexStart) = (
-    maximumCodeLength + 1, 2 * (maximumCodeLength + 1), 3 * (maximumCodeLength + 1)
-  )
-  private static let symbolsStart = 4 * (maximumCodeLength + 1)
-  private static let lookupStart = symbolsStart + 256
+  /// The lengths' levels: codes of 1 ... 12 bits (index 0 unused).
+  private static let levels = maximumCodeLength + 1
 
-  /// Fills the ``decoderSize`` `Int`s at `scratch` with the decoding tables of the
-  /// canonical code of `lengths` (256 code lengths, 0 for unused values).
+  /// The shape of the decoding tables of the canonical code of `lengths` (256 code
+  /// lengths, 0 for unused values): the bits its lookup table reads (at most
+  /// ``lookupBits``), its longest code, and the `Int`s the tables take.
   ///
-  /// Codes of at most ``lookupBits`` bits are decoded with one lookup in a table of the
-  /// first bits (`symbol << 4 | length`, 0 where a longer code or none starts). A longer
-  /// code is found by its length: the codes of one length are consecutive, from the
-  /// length's first code, in byte-value order.
+  /// The tables (``buildDecoder(lengths:width:into:)``) are a lookup table of the first
+  /// `width` bits (`symbol << 4 | length`, 0 where a longer code or none starts); then,
+  /// per length, the count of codes, the first code, the index of its first value and the
+  /// next free one; then the used values by (length, value).
   ///
-  /// - Returns: the bits the lookup table reads, and the longest code.
   /// - Throws: `invalidValue` at `tableOffset` for a code longer than 12 bits or lengths
   ///   that no prefix code has (Kraft's inequality).
-  static func buildDecoder(
-    lengths: UnsafeBufferPointer<UInt8>, into scratch: UnsafeMutablePointer<Int>,
-    tableOffset: Int
-  ) throws -> (width: Int, longest: Int) {
-    let levels = maximumCodeLength + 1
-    for index in 0..<levels { scratch[index] = 0 }
+  static func decoderShape(
+    lengths: UnsafeBufferPointer<UInt8>, tableOffset: Int
+  ) throws -> (width: Int, longest: Int, size: Int) {
     var space = 0
     var longest = 1
+    var used = 0
     for length in lengths where length > 0 {
       guard Int(length) <= maximumCodeLength else {
         throw ConvergeDecodingError.invalidValue(
           offset: tableOffset, reason: "code longer than 12 bits")
       }
       space += 1 << (maximumCodeLength - Int(length))
-      scratch[Int(length)] += 1
       longest = Swift.max(longest, Int(length))
+      used += 1
     }
     guard space <= 1 << maximumCodeLength else {
       throw ConvergeDecodingError.invalidValue(offset: tableOffset, reason: "oversubscribed code")
     }
+    let width = Swift.min(longest, lookupBits)
+    return (width, longest, 1 << width + 4 * levels + used)
+  }
+
+  /// Fills the tables of ``decoderShape(lengths:tableOffset:)`` at `scratch` for
+  /// `lengths`, whose shape has been checked.
+  ///
+  /// Codes of at most `width` bits are decoded with one lookup. A longer code is found
+  /// by its length: the codes of one length are consecutive, from the length's first
+  /// code, in byte-value order.
+  static func buildDecoder(
+    lengths: UnsafeBufferPointer<UInt8>, width: Int, into scratch: UnsafeMutablePointer<Int>
+  ) {
+    let header = scratch + 1 << width
+    let (firstCode, firstIndex, nextIndex) = (
+      header + levels, header + 2 * levels, header + 3 * levels
+    )
+    let symbols = header + 4 * levels
+    for index in 0..<levels { header[index] = 0 }
+    for length in lengths where length > 0 { header[Int(length)] += 1 }
     var code = 0
     var first = 0
     for length in 1..<levels {
-      code = (code + scratch[length - 1]) << 1
-      scratch[firstCodeStart + length] = code
-      scratch[firstIndexStart + length] = first
-      scratch[nextIndexStart + length] = first
-      first += scratch[length]
+      code = (code + header[length - 1]) << 1
+      firstCode[length] = code
+      firstIndex[length] = first
+      nextIndex[length] = first
+      first += header[length]
     }
     // Codes fit in their lengths (Kraft), so every index below stays in the table.
-    let width = Swift.min(longest, lookupBits)
-    for index in lookupStart..<lookupStart + 1 << width { scratch[index] = 0 }
+    for index in 0..<1 << width { scratch[index] = 0 }
     for symbol in 0..<Swift.min(lengths.count, 256) where lengths[symbol] > 0 {
       let length = Int(lengths[symbol])
-      let index = scratch[nextIndexStart + length]
-      scratch[nextIndexStart + length] = index + 1
-      scratch[symbolsStart + index] = symbol
+      let index = nextIndex[length]
+      nextIndex[length] = index + 1
+      symbols[index] = symbol
       guard length <= width else { continue }
       let shift = width - length
-      let start =
-        (scratch[firstCodeStart + length] + index - scratch[firstIndexStart + length]) << shift
-      for entry in start..<start + 1 << shift {
-        scratch[lookupStart + entry] = symbol << 4 | length
-      }
+      let start = (firstCode[length] + index - firstIndex[length]) << shift
+      for entry in start..<start + 1 << shift { scratch[entry] = symbol << 4 | length }
     }
-    return (width, longest)
   }
 
   /// The code at the top of `buffer` in the tables at `scratch`
-  /// (``buildDecoder(lengths:into:tableOffset:)``): `symbol << 4 | length`, or 0 if no
-  /// code starts there.
+  /// (``buildDecoder(lengths:width:into:)``): `symbol << 4 | length`, or 0 if no code
+  /// starts there.
   @inline(__always)
   static func lookup(
     _ buffer: UInt64, in scratch: UnsafeMutablePointer<Int>, width: Int, longest: Int
   ) -> Int {
     // Widths and lengths are 1...12, so the shifts and conversions need no checks.
-    let entry = scratch[lookupStart + Int(truncatingIfNeeded: buffer &>> UInt64(64 &- width))]
+    let entry = scratch[Int(truncatingIfNeeded: buffer &>> UInt64(truncatingIfNeeded: 64 &- width))]
     guard entry == 0 else { return entry }
     // A code longer than the table, or none: try each longer length.
+    let header = scratch + 1 << width
     for length in width + 1..<longest + 1 {
       let rank =
-        Int(truncatingIfNeeded: buffer &>> UInt64(64 &- length)) - scratch[firstCodeStart + length]
-      if rank >= 0, rank < scratch[length] {
-        return scratch[symbolsStart + scratch[firstIndexStart + length] + rank] << 4 | length
+        Int(truncatingIfNeeded: buffer &>> UInt64(truncatingIfNeeded: 64 &- length))
+        - header[levels + length]
+      if rank >= 0, rank < header[length] {
+        return header[4 * levels + header[2 * levels + length] + rank] << 4 | length
       }
     }
     return 0
@@ -451,21 +460,22 @@ enum ContentCoding {
     @inline(__always)
     mutating func refill() {
       guard available < maximumCodeLength else { return }
-      if input.count - position >= 8 {
+      // `position` never passes the input's count, and `available` stays within 0...64.
+      if input.count &- position >= 8 {
         // Eight bytes at once, keeping the whole ones that fit.
         let word = UInt64(
           bigEndian: UnsafeRawBufferPointer(input).loadUnaligned(
             fromByteOffset: position, as: UInt64.self))
-        let taken = (64 - available) >> 3
-        buffer |= word >> UInt64(available)
-        available += taken << 3
-        position += taken
-        if available < 64 { buffer &= ~(UInt64.max >> UInt64(available)) }
+        let taken = (64 &- available) &>> 3
+        buffer |= word &>> UInt64(truncatingIfNeeded: available)
+        available &+= taken &<< 3
+        position &+= taken
+        if available < 64 { buffer &= ~(UInt64.max &>> UInt64(truncatingIfNeeded: available)) }
       } else {
         while available <= 56, position < input.count {
-          buffer |= UInt64(input[position]) << UInt64(56 - available)
-          available += 8
-          position += 1
+          buffer |= UInt64(input[position]) &<< UInt64(truncatingIfNeeded: 56 &- available)
+          available &+= 8
+          position &+= 1
         }
       }
     }

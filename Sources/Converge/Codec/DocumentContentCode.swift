@@ -95,7 +95,7 @@ enum DocumentContentCode {
       guard order == 1 else {
         var total = [Int](repeating: 0, count: 256)
         for context in counts.usedContexts {
-          for (byte, count) in counts.row(context).enumerated() { total[byte] += count }
+          for byte in 0..<256 { total[byte] += counts.rows[context << 8 | byte] }
         }
         append(context: 0, ContentCoding.codeLengths(frequencies: total))
         return
@@ -190,7 +190,9 @@ enum DocumentContentCode {
       for context in counts.usedContexts {
         let slot = slots[context]
         guard slot >= 0 else { return nil }
-        for (byte, count) in counts.row(context).enumerated() where count > 0 {
+        for byte in 0..<256 {
+          let count = counts.rows[context << 8 | byte]
+          guard count > 0 else { continue }
           let length = Int(lengths[slot << 8 | byte])
           guard length > 0 else { return nil }
           bits += count * length
@@ -285,7 +287,7 @@ enum DocumentContentCode {
   struct Reader: Sendable {
     /// The declared code; nil for the raw form.
     let code: Code?
-    /// Per table, ``ContentCoding/decoderSize`` `Int`s of decoding tables.
+    /// Every table's decoding tables (``ContentCoding/buildDecoder(lengths:width:into:)``).
     private let decoders: [Int]
     /// Per context (byte value): the offset of its table's decoder in `decoders` (-1
     /// without a table), its lookup width and its longest code, three `Int`s.
@@ -307,23 +309,35 @@ enum DocumentContentCode {
       }
       let tableStart = reader.offset
       let code = try Code.read(order: form == oneTable ? 0 : 1, from: &reader)
-      var decoders = [Int](repeating: 0, count: code.contexts.count * ContentCoding.decoderSize)
-      var shapes: [(width: Int, longest: Int)] = []
-      try decoders.withUnsafeMutableBufferPointer { decoders in
+      var shapes: [(width: Int, longest: Int, size: Int)] = []
+      var offsets: [Int] = []
+      var size = 0
+      try code.lengths.withUnsafeBufferPointer { lengths in
+        for slot in code.contexts.indices {
+          let shape = try ContentCoding.decoderShape(
+            lengths: UnsafeBufferPointer(rebasing: lengths[slot << 8..<(slot + 1) << 8]),
+            tableOffset: tableStart)
+          shapes.append(shape)
+          offsets.append(size)
+          size += shape.size
+        }
+      }
+      var decoders = [Int](repeating: 0, count: size)
+      decoders.withUnsafeMutableBufferPointer { decoders in
         guard let base = decoders.baseAddress else { return }
-        try code.lengths.withUnsafeBufferPointer { lengths in
+        code.lengths.withUnsafeBufferPointer { lengths in
           for slot in code.contexts.indices {
-            shapes.append(
-              try ContentCoding.buildDecoder(
-                lengths: UnsafeBufferPointer(rebasing: lengths[slot << 8..<(slot + 1) << 8]),
-                into: base + slot * ContentCoding.decoderSize, tableOffset: tableStart))
+            ContentCoding.buildDecoder(
+              lengths: UnsafeBufferPointer(rebasing: lengths[slot << 8..<(slot + 1) << 8]),
+              width: shapes[slot].width, into: base + offsets[slot])
           }
         }
       }
       var contexts = [Int](repeating: -1, count: 3 * 256)
       for (context, slot) in code.slots.enumerated() where slot >= 0 {
-        contexts[3 * context] = slot * ContentCoding.decoderSize
-        (contexts[3 * context + 1], contexts[3 * context + 2]) = shapes[slot]
+        contexts[3 * context] = offsets[slot]
+        contexts[3 * context + 1] = shapes[slot].width
+        contexts[3 * context + 2] = shapes[slot].longest
       }
       (self.code, self.decoders, self.contexts) = (code, decoders, contexts)
     }
