@@ -155,6 +155,16 @@ enum LibraryFixture {
       throws: ConvergeDecodingError.invalidValue(
         offset: costlier.count - 4, reason: "text content code that is not the canonical one")
     ) { try Document(decoding: costlier) }
+    // A table for the first letter's context only: the second "a" has none.
+    let missing = Envelope.seal(
+      kind: .documentState,
+      body: head + [DocumentContentCode.tablePerContext, 1, 0] + table.bytes + rest)
+    #expect(throws: ConvergeDecodingError.self) { try Document(decoding: missing) }
+    do {
+      _ = try Document(decoding: missing)
+    } catch let error as ConvergeDecodingError {
+      #expect("\(error)".contains("text content bits that do not decode"), "\(error)")
+    }
     // An unknown form byte.
     let unknownBody = head + [3] + code.dropFirst() + rest
     let unknown = Envelope.seal(kind: .documentState, body: unknownBody)

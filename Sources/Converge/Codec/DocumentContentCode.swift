@@ -70,6 +70,16 @@ enum DocumentContentCode {
       }
     }
 
+    /// Marks as used the contexts among `candidates` (all when nil) that some counted
+    /// byte follows, for counts made without marking them.
+    mutating func markUsed(among candidates: [Int]?) {
+      guard !rows.isEmpty else { return }
+      for context in candidates ?? Array(0..<256)
+      where rows[context << 8..<(context + 1) << 8].contains(where: { $0 > 0 }) {
+        used[context] = true
+      }
+    }
+
     /// The counts of the bytes that follow `context`.
     func row(_ context: Int) -> [Int] {
       guard !rows.isEmpty else { return [Int](repeating: 0, count: 256) }
@@ -289,9 +299,15 @@ enum DocumentContentCode {
     let code: Code?
     /// Every table's decoding tables (``ContentCoding/buildDecoder(lengths:width:into:)``).
     private let decoders: [Int]
-    /// Per context (byte value): the offset of its table's decoder in `decoders` (-1
-    /// without a table), its lookup width and its longest code, three `Int`s.
+    /// Per context (byte value): the offset of its table's decoder in `decoders` (0, a
+    /// decoder of nothing, without a table), its lookup width and its longest code,
+    /// packed in one `Int` (``packed(offset:width:longest:)``).
     private let contexts: [Int]
+
+    /// `offset << 8 | width << 4 | longest` (width and longest are 1 ... 12).
+    private static func packed(offset: Int, width: Int, longest: Int) -> Int {
+      offset << 8 | width << 4 | longest
+    }
     private var counts = Counts()
     /// The bytes of the texts' byte counts (``cheapestCode(_:countBytes:)``).
     private var countBytes = 0
@@ -311,7 +327,9 @@ enum DocumentContentCode {
       let code = try Code.read(order: form == oneTable ? 0 : 1, from: &reader)
       var shapes: [(width: Int, longest: Int, size: Int)] = []
       var offsets: [Int] = []
-      var size = 0
+      // First a decoder that decodes nothing (a one-bit table of zeros), for contexts
+      // without a table: a byte after one fails as a code its table lacks.
+      var size = 2 + 4 * (ContentCoding.maximumCodeLength + 1)
       try code.lengths.withUnsafeBufferPointer { lengths in
         for slot in code.contexts.indices {
           let shape = try ContentCoding.decoderShape(
@@ -333,11 +351,10 @@ enum DocumentContentCode {
           }
         }
       }
-      var contexts = [Int](repeating: -1, count: 3 * 256)
+      var contexts = [Int](repeating: Self.packed(offset: 0, width: 1, longest: 1), count: 256)
       for (context, slot) in code.slots.enumerated() where slot >= 0 {
-        contexts[3 * context] = offsets[slot]
-        contexts[3 * context + 1] = shapes[slot].width
-        contexts[3 * context + 2] = shapes[slot].longest
+        contexts[context] = Self.packed(
+          offset: offsets[slot], width: shapes[slot].width, longest: shapes[slot].longest)
       }
       (self.code, self.decoders, self.contexts) = (code, decoders, contexts)
     }
@@ -376,7 +393,7 @@ enum DocumentContentCode {
       let invalid = ConvergeDecodingError.invalidValue(
         offset: offset, reason: "text content bits that do not decode")
       let (decoders, contexts) = (self.decoders, self.contexts)
-      return try counts.withCounting(count) { counts, used in
+      return try counts.withCounting(count) { counts, _ in
         try decoders.withUnsafeBufferPointer { decoders in
           guard let base = decoders.baseAddress.map(UnsafeMutablePointer.init(mutating:)) else {
             throw invalid
@@ -387,12 +404,11 @@ enum DocumentContentCode {
                 var reader = ContentCoding.BitReader(input)
                 var context = 0
                 while written < count {
-                  let decoder = contexts[3 &* context]
-                  guard decoder >= 0 else { throw invalid }
+                  let decoder = contexts[context]
                   reader.refill()
                   let entry = ContentCoding.lookup(
-                    reader.buffer, in: base + decoder, width: contexts[3 &* context &+ 1],
-                    longest: contexts[3 &* context &+ 2])
+                    reader.buffer, in: base + decoder &>> 8, width: decoder &>> 4 & 0x0F,
+                    longest: decoder & 0x0F)
                   let length = entry & 0x0F
                   guard length > 0, length <= reader.available else { throw invalid }
                   let symbol = entry &>> 4
@@ -400,7 +416,6 @@ enum DocumentContentCode {
                   written &+= 1
                   reader.skip(length)
                   counts[context &<< 8 | symbol] &+= 1
-                  used[context] = true
                   context = symbol
                 }
                 guard reader.isAtPaddedEnd else { throw invalid }
@@ -414,6 +429,10 @@ enum DocumentContentCode {
     /// Throws `invalidValue` at `offset` unless the form and the code are the ones the
     /// encoder chooses for the content read (``cheapestCode(_:countBytes:)``).
     func checkCanonical(offset: Int) throws {
+      var counts = self.counts
+      // Decoding leaves the used contexts to here: those of the tables (a byte after
+      // another context fails to decode), every one under one table.
+      if let code { counts.markUsed(among: code.order == 1 ? code.contexts.map(Int.init) : nil) }
       guard cheapestCode(counts, countBytes: countBytes) == code else {
         throw ConvergeDecodingError.invalidValue(
           offset: offset,
