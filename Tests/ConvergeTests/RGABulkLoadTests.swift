@@ -86,6 +86,73 @@ func replayTextState(_ bytes: [UInt8]) throws -> RGA {
     }
   }
 
+  /// A text typed in one go into an empty text (one run from the head to the end, the
+  /// common note) takes the loader's shortcut: it must load as the walk and the replay
+  /// do, edit like any other, and refuse content of another length the same way.
+  @Test func aTextTypedInOneGoLoadsAsOneRun() throws {
+    let a = ReplicaID(rawValue: 7)
+    for (index, body) in ["a", "hello", "café 🌱 中文 naïve", String(repeating: "word ", count: 500)]
+      .enumerated()
+    {
+      let scalars = Array(body.unicodeScalars)
+      var text = RGA()
+      text.apply(
+        RGADelta(
+          inserts: [
+            RGADelta.Insert(
+              id: Dot(replica: a, counter: UInt64(3 + index)), lamport: UInt64(10 + index),
+              origin: nil, rightOrigin: nil, scalars: scalars)
+          ], deletes: []))
+      try checkLoads(text)
+      var loaded = try loadTextState(encodeTextState(text))
+      #expect(loaded.leaves.count == 1 && loaded.leaves[0].runs.count == 1)
+      // It edits like the text it was saved from.
+      for edited in [0, 1] {
+        var target = edited == 0 ? text : loaded
+        let delta = RGADelta(
+          inserts: [
+            RGADelta.Insert(
+              id: Dot(replica: ReplicaID(rawValue: 9), counter: 1), lamport: 2_000,
+              origin: Dot(replica: a, counter: UInt64(3 + index)), rightOrigin: nil,
+              scalars: Array("!".unicodeScalars))
+          ],
+          deletes: [
+            RGADelta.Delete(
+              dot: Dot(replica: ReplicaID(rawValue: 9), counter: 2),
+              target: Dot(replica: a, counter: UInt64(3 + index + scalars.count - 1)), count: 1,
+              isDescending: false)
+          ])
+        target.apply(delta)
+        target._checkInvariants()
+        if edited == 0 { text = target } else { loaded = target }
+      }
+      #expect(loaded == text)
+      #expect(loaded.string == text.string)
+    }
+    // Content one scalar short or long is refused as the replay refuses it.
+    var text = RGA()
+    text.apply(
+      RGADelta(
+        inserts: [
+          RGADelta.Insert(
+            id: Dot(replica: a, counter: 1), lamport: 1, origin: nil, rightOrigin: nil,
+            scalars: Array("abcdef".unicodeScalars))
+        ], deletes: []))
+    let bytes = encodeTextState(text)
+    // The content field is the raw "abcdef" at the end of the insert groups.
+    let content = try #require(
+      (0..<bytes.count - 6).first { Array(bytes[$0 + 1..<$0 + 7]) == Array("abcdef".utf8) })
+    for replacement in [Array("abcde".utf8), Array("abcdefg".utf8)] {
+      let damaged =
+        Array(bytes[..<content]) + [UInt8(replacement.count)] + replacement
+        + Array(bytes[(content + 7)...])
+      let loaded = Result { try loadTextState(damaged) }
+      let replayed = Result { try replayTextState(damaged) }
+      #expect(throws: ConvergeDecodingError.self) { try loaded.get() }
+      #expect(throws: ConvergeDecodingError.self) { try replayed.get() }
+    }
+  }
+
   @Test func emptyAndBufferedOnlyTextsLoad() throws {
     try checkLoads(RGA())
     // Only a run whose origin never arrived, and a delete of something never seen.

@@ -45,6 +45,14 @@ extension RGA {
     loading headers: [TextWire.RunHeader], deletes: [RGADelta.Delete],
     content: (bytes: ArraySlice<UInt8>, offset: Int), at start: Int
   ) throws {
+    if let header = headers.first, headers.count == 1, deletes.isEmpty, header.origin == nil,
+      header.rightOrigin == nil
+    {
+      // A text typed in one go into an empty text (most notes): one run in one leaf,
+      // what the walk below builds for it, without the walk's tables.
+      try self.init(loadingOneRun: header, content: content)
+      return
+    }
     var loader = try StateLoader(headers: headers, deletes: deletes, content: content)
     self.init()
     if (try? loader.walk(offset: start)) != nil {
@@ -69,6 +77,35 @@ extension RGA {
           offset: start, reason: "text run the sequence cannot hold")
       }
     }
+  }
+
+  /// The text of `header` alone, a run from the head to the end with `content` as its
+  /// scalars.
+  ///
+  /// - Throws: `invalidUTF8`, or `invalidValue` when the content does not hold the run's
+  ///   scalars, as ``init(loading:deletes:content:at:)`` does.
+  private init(
+    loadingOneRun header: TextWire.RunHeader, content: (bytes: ArraySlice<UInt8>, offset: Int)
+  ) throws {
+    let (scalars, supplementary) = try TextWire.countScalars(
+      content.bytes, offset: content.offset)
+    guard scalars == header.length else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: content.offset, reason: "text content does not match its runs")
+    }
+    self.init()
+    var leaf = Leaf()
+    leaf.runs = [
+      Run(
+        replica: header.id.replica, counter: header.id.counter, lamport: header.lamport,
+        origin: nil, rightOrigin: nil, deleted: false, contentStart: 0, length: scalars,
+        utf16: scalars + supplementary, utf8: content.bytes.count)
+    ]
+    leaves = [leaf]
+    leafOrder = LeafOrder(visible: [scalars], utf16: [scalars + supplementary])
+    self.content = Array(content.bytes)
+    maxLamport = header.lamport + UInt64(header.length - 1)
+    checkInvariantsIfEnabled()
   }
 
   /// Whether every integrated run's right origin is the first item after it, in document
