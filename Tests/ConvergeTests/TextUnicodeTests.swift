@@ -186,6 +186,31 @@ import Testing
     }
   }
 
+  /// Counting (which skips ASCII eight bytes at a time) agrees with decoding on every
+  /// input, valid or not: the same scalars and supplementary counts, or both refuse.
+  @Test func countingAgreesWithDecoding() throws {
+    let pieces: [[UInt8]] = [
+      Array("milk and eggs ".utf8), Array("é".utf8), Array("中文".utf8), Array("🌱".utf8),
+      [0x80], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF0, 0x9F, 0x98], [0xFF], [0x41],
+    ]
+    try forEachSeed(count: 300, base: 0xC0C7) { random in
+      var bytes: [UInt8] = []
+      for _ in 0..<Int.random(in: 0..<30, using: &random) {
+        // Mostly valid pieces, now and then a malformed one.
+        let piece =
+          Int.random(in: 0..<100, using: &random) < 95
+          ? pieces[Int.random(in: 0..<4, using: &random)]
+          : pieces[Int.random(in: 4..<pieces.count, using: &random)]
+        bytes += piece
+      }
+      let decoded = bytes.withUnsafeBufferPointer { try? UTF8Scalars.decode($0) }
+      let counted = try? TextWire.countScalars(bytes[...], offset: 0)
+      try ensure(
+        decoded.map { [$0.scalars.count, $0.supplementary] } == counted.map { [$0.0, $0.1] },
+        "\(bytes): decoded \(String(describing: decoded)), counted \(String(describing: counted))")
+    }
+  }
+
   @Test func randomStringsDecodeAsTheScalarView() throws {
     try forEachSeed(count: 200, base: 0x5CA1A) { random in
       var view = String.UnicodeScalarView()

@@ -39,7 +39,7 @@ extension TextWire {
     var count = 0
     guard
       let supplementary = try? bytes.withUnsafeBufferPointer({
-        try UTF8Scalars.forEachScalar(of: $0) { _ in count += 1 }
+        try UTF8Scalars.forEachScalar(of: $0, asciiRun: { count += $0 }) { _ in count += 1 }
       })
     else { throw ConvergeDecodingError.invalidUTF8(offset: offset) }
     return (count, supplementary)

@@ -40,10 +40,14 @@ enum UTF8Scalars {
   /// Basic Multilingual Plane. Validates as ``decode(_:validating:)`` does (and stops at
   /// the first invalid sequence) unless `validating` is false: then the bytes are trusted
   /// (a String's storage, a text's own content).
+  ///
+  /// With `asciiRun`, ASCII bytes in a row are passed to it (their count, up to eight at
+  /// a time) instead of to `body` one by one: a caller that only counts skips prose's
+  /// ASCII eight bytes at a time.
   @inline(__always)
   static func forEachScalar(
     of input: UnsafeBufferPointer<UInt8>, validating: Bool = true,
-    _ body: (Unicode.Scalar) -> Void
+    asciiRun: ((Int) -> Void)? = nil, _ body: (Unicode.Scalar) -> Void
   ) throws(Invalid) -> Int {
     var supplementary = 0
     var position = 0
@@ -57,6 +61,20 @@ enum UTF8Scalars {
       return UInt32(byte & 0x3F)
     }
     while position < end {
+      if let asciiRun, end &- position >= 8 {
+        // The ASCII bytes that start the next eight (bytes in memory order: little
+        // endian, so the first byte with its high bit set ends them).
+        let high =
+          UInt64(
+            littleEndian: UnsafeRawBufferPointer(input).loadUnaligned(
+              fromByteOffset: position, as: UInt64.self)) & 0x8080_8080_8080_8080
+        let ascii = high.trailingZeroBitCount &>> 3
+        if ascii > 0 {
+          asciiRun(ascii)
+          position &+= ascii
+          continue
+        }
+      }
       let lead = input[position]
       if lead < 0x80 {
         body(Unicode.Scalar(lead))
