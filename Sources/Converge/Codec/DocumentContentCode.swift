@@ -1,6 +1,6 @@
 /// How a document state writes its texts' content (`FORMAT.md` §8.4.1): every text's
-/// UTF-8 raw, or every text's coded with one code the document declares once, an
-/// order-1 canonical Huffman code (a code per previous byte).
+/// UTF-8 raw, or every text's coded with one code the document declares once, a
+/// canonical Huffman code with one table (order 0) or a table per previous byte (order 1).
 ///
 /// A library's notes share their words and letters. A code of its own (§8.3.1) makes
 /// every note pay for a table and sees each byte alone; one code for the whole document,
@@ -11,8 +11,9 @@
 ///
 /// The form is canonical, like the rest of the format: the code lengths are
 /// ``ContentCoding/codeLengths(frequencies:)`` of each context's byte counts over all the
-/// document's content, the coded form is chosen exactly when it is smaller, and a decoder
-/// recomputes both and refuses any other choice.
+/// document's content, the form is the one that costs fewest bits
+/// (``cheapestCode(_:countBytes:)``), and a decoder recomputes both and refuses any other
+/// choice.
 ///
 /// - Complexity: O(n) for n content bytes, plus O(c · 256 log 256) for c contexts.
 enum DocumentContentCode {
