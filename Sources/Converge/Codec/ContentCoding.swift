@@ -214,11 +214,7 @@ enum ContentCoding {
     let lengths = try readTable(from: &reader)
     let bitsStart = reader.offset
     let bits = try reader.readBytes(count: reader.remainingCount)
-    // Every byte takes at least one bit: this bounds the output by the input.
-    guard rawCount <= UInt64(bits.count) * 8 else {
-      throw ConvergeDecodingError.countTooLarge(offset: countStart)
-    }
-    let count = try ByteReader.checkedInt(rawCount, at: countStart)
+    let count = try checkedCount(rawCount, at: countStart, bits: bits)
     let content = try decodeBits(
       bits, count: count, lengths: lengths, tableOffset: tableStart, offset: bitsStart)
     // The content must be coded (long enough, and the field shorter than the UTF-8),
@@ -325,24 +321,63 @@ enum ContentCoding {
       return try withUnsafeTemporaryAllocation(of: Int.self, capacity: shape.size) { scratch in
         guard let base = scratch.baseAddress else { return [] }
         buildDecoder(lengths: lengths, width: shape.width, into: base)
-        let invalid = ConvergeDecodingError.invalidValue(
-          offset: offset, reason: "text content bits that do not decode")
-        return try bits.withUnsafeBufferPointer { input in
-          try [UInt8](unsafeUninitializedCapacity: count) { output, written in
-            var reader = BitReader(input)
-            while written < count {
-              reader.refill()
-              let entry = lookup(
-                reader.buffer, in: base, width: shape.width, longest: shape.longest)
-              let length = entry & 0x0F
-              guard length > 0, length <= reader.available else { throw invalid }
-              output[written] = UInt8(truncatingIfNeeded: entry >> 4)
-              written += 1
-              reader.skip(length)
-            }
-            guard reader.isAtPaddedEnd else { throw invalid }
-          }
+        return try decodeSymbols(
+          bits, count: count, offset: offset, table: { _ in (base, shape.width, shape.longest) },
+          decoded: { _, _ in })
+      }
+    }
+  }
+
+  /// The byte count a coded field announces, checked against its bits: every byte takes
+  /// at least one bit, which bounds the output (and the memory a decoder takes) by the
+  /// input.
+  ///
+  /// - Throws: `countTooLarge` at `start` for a count the bits cannot hold.
+  static func checkedCount(_ raw: UInt64, at start: Int, bits: ArraySlice<UInt8>) throws -> Int {
+    guard raw <= UInt64(bits.count) * 8 else {
+      throw ConvergeDecodingError.countTooLarge(offset: start)
+    }
+    return try ByteReader.checkedInt(raw, at: start)
+  }
+
+  /// Decodes `count` bytes from `bits`, each with the decoding tables `table` gives for
+  /// its context (the byte before it, 0 for the first; tables from
+  /// ``buildDecoder(lengths:width:into:)`` with their width and longest code), calling
+  /// `decoded` with each context and byte. The one decoding loop of a text's own code
+  /// (one table for every context) and of a document's (a table per context).
+  ///
+  /// - Throws: `invalidValue` at `offset` for bits that do not decode (a code the
+  ///   context's table lacks) or that do not end with the content, padded with zero
+  ///   bits.
+  @inline(__always)
+  static func decodeSymbols(
+    _ bits: ArraySlice<UInt8>, count: Int, offset: Int,
+    table: (_ context: Int) -> (decoder: UnsafeMutablePointer<Int>, width: Int, longest: Int),
+    decoded: (_ context: Int, _ byte: Int) -> Void
+  ) throws -> [UInt8] {
+    let invalid = ConvergeDecodingError.invalidValue(
+      offset: offset, reason: "text content bits that do not decode")
+    return try bits.withUnsafeBufferPointer { input in
+      try [UInt8](unsafeUninitializedCapacity: count) { output, written in
+        var reader = BitReader(input)
+        var context = 0
+        var index = 0
+        while index < count {
+          let (decoder, width, longest) = table(context)
+          reader.refill()
+          let entry = lookup(reader.buffer, in: decoder, width: width, longest: longest)
+          let length = entry & 0x0F
+          guard length > 0, length <= reader.available else { throw invalid }
+          let symbol = entry &>> 4
+          output[index] = UInt8(truncatingIfNeeded: symbol)
+          index &+= 1
+          reader.skip(length)
+          decoded(context, symbol)
+          context = symbol
         }
+        guard reader.isAtPaddedEnd else { throw invalid }
+        // Set last: a throw leaves nothing to free (the bytes are trivial).
+        written = count
       }
     }
   }

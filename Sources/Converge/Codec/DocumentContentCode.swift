@@ -367,7 +367,7 @@ enum DocumentContentCode {
     ///   end with the content, padded with zero bits; LEB128 errors and `truncated`.
     ///   Memory stays within eight bytes per input byte.
     mutating func decode(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
-      guard let code else {
+      guard case .some = code else {
         counts.add(field)
         countBytes += ContentCoding.varUIntSize(field.count)
         return field
@@ -380,48 +380,33 @@ enum DocumentContentCode {
       countBytes += reader.offset - countStart
       let bitsStart = reader.offset
       let bits = try reader.readBytes(count: reader.remainingCount)
-      // Every byte takes at least one bit: this bounds the output by the input.
-      guard rawCount <= UInt64(bits.count) * 8 else {
-        throw ConvergeDecodingError.countTooLarge(offset: countStart)
-      }
-      let count = try ByteReader.checkedInt(rawCount, at: countStart)
-      return try decodeBits(bits, count: count, code: code, offset: bitsStart)[...]
+      let count = try ContentCoding.checkedCount(rawCount, at: countStart, bits: bits)
+      return try decodeBits(bits, count: count, offset: bitsStart)[...]
     }
 
+    /// Decodes `count` bytes from `bits`, each with its context's table, counting every
+    /// (context, byte) pair for ``checkCanonical(offset:)``.
+    @inline(__always)
     private mutating func decodeBits(
-      _ bits: ArraySlice<UInt8>, count: Int, code: Code, offset: Int
+      _ bits: ArraySlice<UInt8>, count: Int, offset: Int
     ) throws -> [UInt8] {
-      let invalid = ConvergeDecodingError.invalidValue(
-        offset: offset, reason: "text content bits that do not decode")
       let (decoders, contexts) = (self.decoders, self.contexts)
       return try counts.withCounting(count) { counts, _ in
         try decoders.withUnsafeBufferPointer { decoders in
-          guard let base = decoders.baseAddress.map(UnsafeMutablePointer.init(mutating:)) else {
-            throw invalid
-          }
-          return try contexts.withUnsafeBufferPointer { contexts in
-            try bits.withUnsafeBufferPointer { input in
-              try [UInt8](unsafeUninitializedCapacity: count) { output, written in
-                var reader = ContentCoding.BitReader(input)
-                var context = 0
-                while written < count {
-                  let decoder = contexts[context]
-                  reader.refill()
-                  let entry = ContentCoding.lookup(
-                    reader.buffer, in: base + decoder &>> 8, width: decoder &>> 4 & 0x0F,
-                    longest: decoder & 0x0F)
-                  let length = entry & 0x0F
-                  guard length > 0, length <= reader.available else { throw invalid }
-                  let symbol = entry &>> 4
-                  output[written] = UInt8(truncatingIfNeeded: symbol)
-                  written &+= 1
-                  reader.skip(length)
-                  counts[context &<< 8 | symbol] &+= 1
-                  context = symbol
-                }
-                guard reader.isAtPaddedEnd else { throw invalid }
-              }
+          try contexts.withUnsafeBufferPointer { contexts in
+            // Never empty (the decoder of nothing comes first): no byte decodes without it.
+            guard let first = decoders.baseAddress else {
+              throw ConvergeDecodingError.invalidValue(
+                offset: offset, reason: "text content bits that do not decode")
             }
+            let base = UnsafeMutablePointer(mutating: first)
+            return try ContentCoding.decodeSymbols(
+              bits, count: count, offset: offset,
+              table: { context in
+                let packed = contexts[context]
+                return (base + packed &>> 8, packed &>> 4 & 0x0F, packed & 0x0F)
+              },
+              decoded: { context, byte in counts[context &<< 8 | byte] &+= 1 })
           }
         }
       }
