@@ -118,6 +118,11 @@ import Testing
       var restored = try Replica(restoring: bytes, wallClock: .fixed(0))
       #expect(restored.document == document, "\(name)")
       restored.transact { $0.setValue(.bool(true), for: "read", of: EntityKey(type: "n", id: "1")) }
+      // The restored replica edits on: its new write is there, beside the old entities.
+      #expect(
+        restored.document.value(of: "read", in: EntityKey(type: "n", id: "1")) == .bool(true),
+        "\(name)")
+      #expect(restored.document.keys.count == document.keys.count + 1, "\(name)")
     }
   }
 

@@ -150,6 +150,10 @@ func replayTextState(_ bytes: [UInt8]) throws -> RGA {
       let replayed = Result { try replayTextState(damaged) }
       #expect(throws: ConvergeDecodingError.self) { try loaded.get() }
       #expect(throws: ConvergeDecodingError.self) { try replayed.get() }
+      // The same error: the shortcut refuses as applying the runs does.
+      if case .failure(let shortcut) = loaded, case .failure(let general) = replayed {
+        #expect("\(shortcut)" == "\(general)")
+      }
     }
   }
 
