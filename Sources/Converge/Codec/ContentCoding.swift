@@ -109,6 +109,11 @@ enum ContentCoding {
   /// one: `s`, then one nibble per used value and short runs of nibbles for unused ones
   /// (§8.3.1), so a table of 60 letters and signs takes about 40 bytes.
   static func writeTable(_ lengths: [UInt8], to writer: inout ByteWriter) {
+    lengths.withUnsafeBufferPointer { writeTable($0, to: &writer) }
+  }
+
+  /// ``writeTable(_:to:)`` of the 256 `lengths` at a pointer (a row of a document's code).
+  static func writeTable(_ lengths: UnsafeBufferPointer<UInt8>, to writer: inout ByteWriter) {
     writer.writeVarUInt(symbolCount(lengths))
     // Nibbles go out in pairs, high first; a lone last one is padded with zero.
     var high: UInt8?
@@ -125,13 +130,18 @@ enum ContentCoding {
 
   /// The bytes ``writeTable(_:to:)`` writes for `lengths`.
   static func tableSize(_ lengths: [UInt8]) -> Int {
+    lengths.withUnsafeBufferPointer { tableSize($0) }
+  }
+
+  /// ``tableSize(_:)`` of the 256 `lengths` at a pointer.
+  static func tableSize(_ lengths: UnsafeBufferPointer<UInt8>) -> Int {
     var nibbles = 0
     forEachTableNibble(lengths) { _ in nibbles += 1 }
     return varUIntSize(symbolCount(lengths)) + (nibbles + 1) / 2
   }
 
   /// One more than the largest used byte value.
-  private static func symbolCount(_ lengths: [UInt8]) -> Int {
+  private static func symbolCount(_ lengths: UnsafeBufferPointer<UInt8>) -> Int {
     (lengths.lastIndex { $0 > 0 } ?? -1) + 1
   }
 
@@ -139,7 +149,9 @@ enum ContentCoding {
   /// length, or a gap of unused values as `longestSkip`-long skips and then one short or
   /// long skip for the rest (the one way ``readTable(from:)`` accepts).
   @inline(__always)
-  private static func forEachTableNibble(_ lengths: [UInt8], _ body: (UInt8) -> Void) {
+  private static func forEachTableNibble(
+    _ lengths: UnsafeBufferPointer<UInt8>, _ body: (UInt8) -> Void
+  ) {
     let symbolCount = symbolCount(lengths)
     var symbol = 0
     while symbol < symbolCount {
@@ -229,14 +241,14 @@ enum ContentCoding {
     return content[...]
   }
 
-  /// Whether two tables of 256 code lengths are equal (compared eight at a time: the
-  /// element-wise `==` of the arrays was a twentieth of a library's load).
-  private static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    guard a.count == 256, b.count == 256 else { return a == b }
+  /// Whether two runs of tables of 256 code lengths are equal (compared eight at a time:
+  /// the element-wise `==` of the arrays was a twentieth of a library's load).
+  static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count, a.count % 256 == 0 else { return a == b }
     return a.withUnsafeBytes { a in
       b.withUnsafeBytes { b in
         var differ: UInt64 = 0
-        for offset in stride(from: 0, to: 256, by: 8) {
+        for offset in stride(from: 0, to: a.count, by: 8) {
           differ |=
             a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             ^ b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
@@ -320,10 +332,10 @@ enum ContentCoding {
       let shape = try decoderShape(lengths: lengths, tableOffset: tableOffset)
       return try withUnsafeTemporaryAllocation(of: Int.self, capacity: shape.size) { scratch in
         guard let base = scratch.baseAddress else { return [] }
-        buildDecoder(lengths: lengths, width: shape.width, into: base)
+        buildDecoder(lengths: lengths, width: shape.width, into: base) { _ in 0 }
         return try decodeSymbols(
-          bits, count: count, offset: offset, table: { _ in (base, shape.width, shape.longest) },
-          decoded: { _, _ in })
+          bits, count: count, offset: offset, first: 0, table: { _ in (base, shape.width) },
+          decoded: { _ in })
       }
     }
   }
@@ -340,40 +352,40 @@ enum ContentCoding {
     return try ByteReader.checkedInt(raw, at: start)
   }
 
-  /// Decodes `count` bytes from `bits`, each with the decoding tables `table` gives for
-  /// its context (the byte before it, 0 for the first; tables from
-  /// ``buildDecoder(lengths:width:into:)`` with their width and longest code), calling
-  /// `decoded` with each context and byte. The one decoding loop of a text's own code
-  /// (one table for every context) and of a document's (a table per context).
+  /// Decodes `count` bytes from `bits` with tables from
+  /// ``buildDecoder(lengths:width:into:rankBase:successor:)``: the first byte with the table
+  /// `table(first)` gives, each next one with the table `table` gives for the entry of the
+  /// byte before it (whose high bits can name the table of its successors). Calls
+  /// `decoded` with each byte's entry. The one decoding loop of a text's own code (one table for every byte) and of
+  /// a document's (a table per previous byte).
   ///
   /// - Throws: `invalidValue` at `offset` for bits that do not decode (a code the
   ///   context's table lacks) or that do not end with the content, padded with zero
   ///   bits.
   @inline(__always)
   static func decodeSymbols(
-    _ bits: ArraySlice<UInt8>, count: Int, offset: Int,
-    table: (_ context: Int) -> (decoder: UnsafeMutablePointer<Int>, width: Int, longest: Int),
-    decoded: (_ context: Int, _ byte: Int) -> Void
+    _ bits: ArraySlice<UInt8>, count: Int, offset: Int, first: Int,
+    table: (_ previous: Int) -> (decoder: UnsafeMutablePointer<Int>, width: Int),
+    decoded: (_ entry: Int) -> Void
   ) throws -> [UInt8] {
     let invalid = ConvergeDecodingError.invalidValue(
       offset: offset, reason: "text content bits that do not decode")
     return try bits.withUnsafeBufferPointer { input in
       try [UInt8](unsafeUninitializedCapacity: count) { output, written in
         var reader = BitReader(input)
-        var context = 0
+        var previous = first
         var index = 0
         while index < count {
-          let (decoder, width, longest) = table(context)
+          let (decoder, width) = table(previous)
           reader.refill()
-          let entry = lookup(reader.buffer, in: decoder, width: width, longest: longest)
+          let entry = lookup(reader.buffer, in: decoder, width: width)
           let length = entry & 0x0F
           guard length > 0, length <= reader.available else { throw invalid }
-          let symbol = entry &>> 4
-          output[index] = UInt8(truncatingIfNeeded: symbol)
+          output[index] = UInt8(truncatingIfNeeded: entry &>> 4)
           index &+= 1
           reader.skip(length)
-          decoded(context, symbol)
-          context = symbol
+          decoded(entry)
+          previous = entry
         }
         guard reader.isAtPaddedEnd else { throw invalid }
         // Set last: a throw leaves nothing to free (the bytes are trivial).
@@ -389,10 +401,14 @@ enum ContentCoding {
   /// lengths, 0 for unused values): the bits its lookup table reads (at most
   /// ``lookupBits``), its longest code, and the `Int`s the tables take.
   ///
-  /// The tables (``buildDecoder(lengths:width:into:)``) are a lookup table of the first
-  /// `width` bits (`symbol << 4 | length`, 0 where a longer code or none starts); then,
-  /// per length, the count of codes, the first code, the index of its first value and the
-  /// next free one; then the used values by (length, value).
+  /// The tables (``buildDecoder(lengths:width:into:rankBase:successor:)``) are a lookup
+  /// table of the first `width` bits (each an entry, 0 where a longer code or none
+  /// starts); then the longest code and, per length, the count of codes, the first code,
+  /// the index of its first value and the next free one; then the used values by (length,
+  /// value), each as its entry without the length. An entry is
+  /// `successor(symbol) | (rankBase + rank) << 12 | symbol << 4 | length`: the caller's
+  /// bits from bit 29 up, the caller's base plus the rank of the code among the used
+  /// values in that order (below 2^17), the value and its code's length.
   ///
   /// - Throws: `invalidValue` at `tableOffset` for a code longer than 12 bits or lengths
   ///   that no prefix code has (Kraft's inequality).
@@ -419,20 +435,23 @@ enum ContentCoding {
   }
 
   /// Fills the tables of ``decoderShape(lengths:tableOffset:)`` at `scratch` for
-  /// `lengths`, whose shape has been checked.
+  /// `lengths`, whose shape has been checked; `successor(symbol)` gives the bits from 29
+  /// up of the entries of `symbol` (a multiple of 2^29), `rankBase` is added to the ranks.
   ///
   /// Codes of at most `width` bits are decoded with one lookup. A longer code is found
   /// by its length: the codes of one length are consecutive, from the length's first
   /// code, in byte-value order.
   static func buildDecoder(
-    lengths: UnsafeBufferPointer<UInt8>, width: Int, into scratch: UnsafeMutablePointer<Int>
+    lengths: UnsafeBufferPointer<UInt8>, width: Int, into scratch: UnsafeMutablePointer<Int>,
+    rankBase: Int = 0, successor: (_ symbol: Int) -> Int
   ) {
     let header = scratch + 1 << width
     let (firstCode, firstIndex, nextIndex) = (
       header + levels, header + 2 * levels, header + 3 * levels
     )
-    let symbols = header + 4 * levels
-    for index in 0..<levels { header[index] = 0 }
+    let symbols = scratch + symbolsOffset(width: width)
+    // Every entry of the tables is written (a document's decoders are not zeroed first).
+    for index in 0..<4 * levels { header[index] = 0 }
     for length in lengths where length > 0 { header[Int(length)] += 1 }
     var code = 0
     var first = 0
@@ -445,36 +464,46 @@ enum ContentCoding {
     }
     // Codes fit in their lengths (Kraft), so every index below stays in the table.
     for index in 0..<1 << width { scratch[index] = 0 }
+    var longest = width
     for symbol in 0..<Swift.min(lengths.count, 256) where lengths[symbol] > 0 {
       let length = Int(lengths[symbol])
+      longest = Swift.max(longest, length)
       let index = nextIndex[length]
       nextIndex[length] = index + 1
-      symbols[index] = symbol
+      let value = successor(symbol) | (rankBase + index) << 12 | symbol << 4
+      symbols[index] = value
       guard length <= width else { continue }
       let shift = width - length
       let start = (firstCode[length] + index - firstIndex[length]) << shift
-      for entry in start..<start + 1 << shift { scratch[entry] = symbol << 4 | length }
+      for entry in start..<start + 1 << shift { scratch[entry] = value | length }
     }
+    // Where no length has codes (the first code of length 1 counted them): now the
+    // longest, for lookups past the table.
+    header[0] = longest
   }
 
-  /// The code at the top of `buffer` in the tables at `scratch`
-  /// (``buildDecoder(lengths:width:into:)``): `symbol << 4 | length`, or 0 if no code
-  /// starts there.
+  /// Where the tables of ``buildDecoder(lengths:width:into:rankBase:successor:)`` hold the used
+  /// values' entries, by the rank of their codes.
+  static func symbolsOffset(width: Int) -> Int { 1 << width + 4 * levels }
+
+  /// The entry of the code at the top of `buffer` in the tables at `scratch`
+  /// (``buildDecoder(lengths:width:into:rankBase:successor:)``), or 0 if no code starts there.
   @inline(__always)
   static func lookup(
-    _ buffer: UInt64, in scratch: UnsafeMutablePointer<Int>, width: Int, longest: Int
+    _ buffer: UInt64, in scratch: UnsafeMutablePointer<Int>, width: Int
   ) -> Int {
     // Widths and lengths are 1...12, so the shifts and conversions need no checks.
     let entry = scratch[Int(truncatingIfNeeded: buffer &>> UInt64(truncatingIfNeeded: 64 &- width))]
     guard entry == 0 else { return entry }
     // A code longer than the table, or none: try each longer length.
     let header = scratch + 1 << width
-    for length in width + 1..<longest + 1 {
+    // The longest code is at least `width` long.
+    for length in width + 1..<header[0] + 1 {
       let rank =
         Int(truncatingIfNeeded: buffer &>> UInt64(truncatingIfNeeded: 64 &- length))
         - header[levels + length]
       if rank >= 0, rank < header[length] {
-        return header[4 * levels + header[2 * levels + length] + rank] << 4 | length
+        return header[4 * levels + header[2 * levels + length] + rank] | length
       }
     }
     return 0
@@ -544,7 +573,20 @@ enum ContentCoding {
   /// (the smaller byte value among equals) never has a longer code. A function of the
   /// frequencies alone, which the decoder recomputes.
   static func codeLengths(frequencies: [Int]) -> [UInt8] {
-    var lengths = [UInt8](repeating: 0, count: 256)
+    [UInt8](unsafeUninitializedCapacity: 256) { lengths, written in
+      _ = frequencies.withUnsafeBufferPointer { codeLengths(frequencies: $0, into: lengths) }
+      written = 256
+    }
+  }
+
+  /// ``codeLengths(frequencies:)`` of 256 `frequencies`, written into the 256 `lengths`
+  /// (a document's code builds a table per context in one buffer); returns the bits the
+  /// code takes for those frequencies.
+  @discardableResult
+  static func codeLengths(
+    frequencies: UnsafeBufferPointer<Int>, into lengths: UnsafeMutableBufferPointer<UInt8>
+  ) -> Int {
+    for byte in 0..<256 { lengths[byte] = 0 }
     // One scratch buffer for the work arrays (a code is built for every text loaded):
     // leaves, then weights, parents and depths of the 2n - 1 nodes, then the count of
     // codes of each length.
@@ -553,7 +595,7 @@ enum ContentCoding {
     let (weightStart, parentStart) = (leafCapacity, leafCapacity + nodeCapacity)
     let (depthStart, countStart) = (parentStart + nodeCapacity, parentStart + 2 * nodeCapacity)
     let capacity = countStart + leafCapacity
-    withUnsafeTemporaryAllocation(of: Int.self, capacity: capacity) { scratch in
+    return withUnsafeTemporaryAllocation(of: Int.self, capacity: capacity) { scratch in
       // Ascending by (frequency, byte value): the order the tree takes leaves in, sorted
       // as single integers (a frequency counts bytes in memory, far below 2^55).
       var n = 0
@@ -575,8 +617,9 @@ enum ContentCoding {
       }
       for index in 0..<n { leaves[index] &= 0xFF }
       guard n > 1 else {
-        if n == 1 { lengths[leaves[0]] = 1 }
-        return
+        guard n == 1 else { return 0 }
+        lengths[leaves[0]] = 1
+        return frequencies[leaves[0]]
       }
       // Two queues: leaves in order, then the joined nodes in the order they are made,
       // which is also ascending. Nodes 0..<n are leaves; each join appends a node.
@@ -617,14 +660,16 @@ enum ContentCoding {
       limitLengths(UnsafeMutableBufferPointer(rebasing: countOfLength[0..<levels]))
       // Shortest codes to the most frequent bytes.
       var length = 1
+      var bits = 0
       for index in stride(from: n - 1, through: 0, by: -1) {
         // Bounded anyway, though the counts always add up to n (the buffers are unchecked).
         while length < levels - 1, countOfLength[length] == 0 { length += 1 }
         countOfLength[length] -= 1
         lengths[leaves[index]] = UInt8(truncatingIfNeeded: length)
+        bits += frequencies[leaves[index]] * length
       }
+      return bits
     }
-    return lengths
   }
 
   /// Moves codes longer than ``maximumCodeLength`` up, keeping the code complete: two

@@ -12,7 +12,7 @@
 /// The form is canonical, like the rest of the format: the code lengths are
 /// ``ContentCoding/codeLengths(frequencies:)`` of each context's byte counts over all the
 /// document's content, the form is the one that costs fewest bits
-/// (``cheapestCode(_:countBytes:)``), and a decoder recomputes both and refuses any other
+/// (``cheapestCode(_:countBytes:known:)``), and a decoder recomputes both and refuses any other
 /// choice.
 ///
 /// - Complexity: O(n) for n content bytes, plus O(c · 256 log 256) for c contexts.
@@ -25,13 +25,14 @@ enum DocumentContentCode {
   static let tablePerContext: UInt8 = 2
 
   /// How often each byte follows each context (the byte before it in its text; 0 before
-  /// a text's first byte), as 256 rows of 256 counts, and which contexts some byte
-  /// follows (so that a small document's checks visit a few rows, not 256).
+  /// a text's first byte): a row of 256 counts for each context some byte follows, so
+  /// that a document whose texts use a few dozen contexts keeps and visits a few dozen
+  /// rows, not 256.
   struct Counts {
-    /// Empty until the first byte is counted.
-    private(set) var rows: [Int] = []
-    /// Per context, whether some byte follows it; empty with `rows`.
-    private var used: [Bool] = []
+    /// Per context (byte value), the index of its row in `rows`, or -1.
+    private var rowOf = [Int](repeating: -1, count: 256)
+    /// 256 counts per row, the rows in the order their contexts were first counted.
+    private var rows: [Int] = []
     /// The bytes counted.
     private(set) var total = 0
 
@@ -39,52 +40,55 @@ enum DocumentContentCode {
     var isEmpty: Bool { total == 0 }
 
     /// The contexts some byte follows, ascending.
-    var usedContexts: [Int] { used.indices.filter { used[$0] } }
+    var usedContexts: [Int] { rowOf.indices.filter { rowOf[$0] >= 0 } }
 
+    /// Counts the bytes of one text.
     mutating func add(_ content: ArraySlice<UInt8>) {
-      guard !content.isEmpty else { return }
-      withCounting(content.count) { rows, used in
-        content.withUnsafeBufferPointer { content in
-          var context = 0
-          for byte in content {
-            rows[context << 8 | Int(byte)] += 1
-            used[context] = true
-            context = Int(byte)
+      total += content.count
+      content.withUnsafeBufferPointer { content in
+        var position = 0
+        var context = 0
+        while position < content.count {
+          addRow(for: context)
+          // Counted in place up to the next context without a row (at most 256 times).
+          rows.withUnsafeMutableBufferPointer { rows in
+            rowOf.withUnsafeBufferPointer { rowOf in
+              while position < content.count {
+                let row = rowOf[context]
+                guard row >= 0 else { return }
+                let byte = Int(content[position])
+                rows[row << 8 | byte] += 1
+                context = byte
+                position += 1
+              }
+            }
           }
         }
       }
     }
 
-    /// Calls `body` with the 256 × 256 counts (row by context) and the used flags, to
-    /// count `counted` bytes in place.
-    mutating func withCounting<R>(
-      _ counted: Int,
-      _ body: (UnsafeMutableBufferPointer<Int>, UnsafeMutableBufferPointer<Bool>) throws -> R
-    ) rethrows -> R {
-      if rows.isEmpty {
-        rows = [Int](repeating: 0, count: 256 * 256)
-        used = [Bool](repeating: false, count: 256)
-      }
-      total += counted
-      return try rows.withUnsafeMutableBufferPointer { rows in
-        try used.withUnsafeMutableBufferPointer { used in try body(rows, used) }
-      }
+    /// Adds `count` (at least 1) to the bytes `byte` that follow `context`.
+    mutating func add(_ count: Int, of byte: Int, after context: Int) {
+      addRow(for: context)
+      rows[rowOf[context] << 8 | byte] += count
+      total += count
     }
 
-    /// Marks as used the contexts among `candidates` (all when nil) that some counted
-    /// byte follows, for counts made without marking them.
-    mutating func markUsed(among candidates: [Int]?) {
-      guard !rows.isEmpty else { return }
-      for context in candidates ?? Array(0..<256)
-      where rows[context << 8..<(context + 1) << 8].contains(where: { $0 > 0 }) {
-        used[context] = true
-      }
+    /// Makes room for `count` more rows.
+    mutating func reserveRows(_ count: Int) { rows.reserveCapacity(rows.count + count << 8) }
+
+    private mutating func addRow(for context: Int) {
+      guard rowOf[context] < 0 else { return }
+      rowOf[context] = rows.count >> 8
+      rows.append(contentsOf: repeatElement(0, count: 256))
     }
 
-    /// The counts of the bytes that follow `context`.
-    func row(_ context: Int) -> [Int] {
-      guard !rows.isEmpty else { return [Int](repeating: 0, count: 256) }
-      return Array(rows[context << 8..<(context + 1) << 8])
+    /// Calls `body` with the 256 counts of the bytes that follow `context`, a used one.
+    func withRow<R>(_ context: Int, _ body: (UnsafeBufferPointer<Int>) -> R) -> R {
+      let row = rowOf[context]
+      return rows.withUnsafeBufferPointer {
+        body(UnsafeBufferPointer(rebasing: $0[row << 8..<(row + 1) << 8]))
+      }
     }
   }
 
@@ -100,19 +104,48 @@ enum DocumentContentCode {
     /// Per context (byte value), the index of its table, or -1.
     private(set) var slots = [Int](repeating: -1, count: 256)
 
-    /// The canonical code of `order` for `counts` (which count some byte).
-    init(order: Int, _ counts: Counts) {
+    /// Equal orders, contexts and lengths (`slots` follows from the first two).
+    static func == (a: Code, b: Code) -> Bool {
+      a.order == b.order && a.contexts == b.contexts
+        && ContentCoding.equal(a.lengths, b.lengths)
+    }
+
+    /// The canonical code of `order` for `counts` (which count some byte), and the bits
+    /// all that content takes with it.
+    static func canonical(order: Int, _ counts: Counts) -> (code: Code, bits: Int) {
+      var bits = 0
+      let code = Code(order: order, counts, bits: &bits)
+      return (code, bits)
+    }
+
+    private init(order: Int, _ counts: Counts, bits: inout Int) {
       self.order = order
-      guard order == 1 else {
-        var total = [Int](repeating: 0, count: 256)
-        for context in counts.usedContexts {
-          for byte in 0..<256 { total[byte] += counts.rows[context << 8 | byte] }
-        }
-        append(context: 0, ContentCoding.codeLengths(frequencies: total))
-        return
+      let tables = order == 1 ? counts.usedContexts : [0]
+      contexts = tables.map { UInt8(truncatingIfNeeded: $0) }
+      if order == 1 {
+        for (slot, context) in tables.enumerated() { slots[context] = slot }
+      } else {
+        slots = [Int](repeating: 0, count: 256)
       }
-      for context in counts.usedContexts {
-        append(context: context, ContentCoding.codeLengths(frequencies: counts.row(context)))
+      // Every table's lengths written in place, from the count rows as they lie.
+      lengths = [UInt8](unsafeUninitializedCapacity: tables.count << 8) { lengths, written in
+        for (slot, context) in tables.enumerated() {
+          let table = UnsafeMutableBufferPointer(rebasing: lengths[slot << 8..<(slot + 1) << 8])
+          guard order == 0 else {
+            bits += counts.withRow(context) {
+              ContentCoding.codeLengths(frequencies: $0, into: table)
+            }
+            continue
+          }
+          var total = [Int](repeating: 0, count: 256)
+          for used in counts.usedContexts {
+            counts.withRow(used) { row in for byte in 0..<256 { total[byte] += row[byte] } }
+          }
+          bits += total.withUnsafeBufferPointer {
+            ContentCoding.codeLengths(frequencies: $0, into: table)
+          }
+        }
+        written = tables.count << 8
       }
     }
 
@@ -128,31 +161,40 @@ enum DocumentContentCode {
       lengths.append(contentsOf: row)
     }
 
+    /// Calls `body` with the lengths of the table at `slot`.
+    private func withRow<R>(atSlot slot: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+      lengths.withUnsafeBufferPointer {
+        body(UnsafeBufferPointer(rebasing: $0[slot << 8..<(slot + 1) << 8]))
+      }
+    }
+
     /// The form byte of the code.
     var form: UInt8 { order == 0 ? oneTable : tablePerContext }
 
     /// The lengths of the table at `slot`.
-    func row(atSlot slot: Int) -> [UInt8] { Array(lengths[slot << 8..<(slot + 1) << 8]) }
+    func row(atSlot slot: Int) -> [UInt8] { withRow(atSlot: slot) { Array($0) } }
 
     /// Writes the code (§8.4.1): the table of an order-0 code; the count of contexts,
     /// then each context and its table, of an order-1 code.
     func write(to writer: inout ByteWriter) {
       guard order == 1 else {
-        ContentCoding.writeTable(row(atSlot: 0), to: &writer)
+        withRow(atSlot: 0) { ContentCoding.writeTable($0, to: &writer) }
         return
       }
       writer.writeVarUInt(contexts.count)
       for slot in contexts.indices {
         writer.writeUInt8(contexts[slot])
-        ContentCoding.writeTable(row(atSlot: slot), to: &writer)
+        withRow(atSlot: slot) { ContentCoding.writeTable($0, to: &writer) }
       }
     }
 
     /// The bytes ``write(to:)`` writes.
     var size: Int {
-      guard order == 1 else { return ContentCoding.tableSize(row(atSlot: 0)) }
+      guard order == 1 else { return withRow(atSlot: 0) { ContentCoding.tableSize($0) } }
       var size = ContentCoding.varUIntSize(contexts.count)
-      for slot in contexts.indices { size += 1 + ContentCoding.tableSize(row(atSlot: slot)) }
+      for slot in contexts.indices {
+        size += 1 + withRow(atSlot: slot) { ContentCoding.tableSize($0) }
+      }
       return size
     }
 
@@ -171,6 +213,8 @@ enum DocumentContentCode {
         throw ConvergeDecodingError.invalidValue(
           offset: reader.offset, reason: "content code without contexts or with more than 256")
       }
+      code.contexts.reserveCapacity(count)
+      code.lengths.reserveCapacity(count << 8)
       for _ in 0..<count {
         let start = reader.offset
         let context = Int(try reader.readUInt8())
@@ -193,37 +237,24 @@ enum DocumentContentCode {
       }
       return bits
     }
-
-    /// The bits all content counted in `counts` takes with this code, or nil if some of
-    /// it has no code.
-    func bitCount(of counts: Counts) -> Int? {
-      var bits = 0
-      for context in counts.usedContexts {
-        let slot = slots[context]
-        guard slot >= 0 else { return nil }
-        for byte in 0..<256 {
-          let count = counts.rows[context << 8 | byte]
-          guard count > 0 else { continue }
-          let length = Int(lengths[slot << 8 | byte])
-          guard length > 0 else { return nil }
-          bits += count * length
-        }
-      }
-      return bits
-    }
   }
 
   /// What a document's content costs in each form, in bits: the raw form its UTF-8; a
   /// coded form its code, a byte count per text (`countBytes`, the bytes of the texts'
   /// counts) and its codes. The form to write is the cheapest, the earlier of equals
   /// (raw, then one table, then a table per context); nil means raw.
-  static func cheapestCode(_ counts: Counts, countBytes: Int) -> Code? {
+  ///
+  /// `known` is a code whose written size is known (a decoder's, as read): a code equal to
+  /// it takes that size without adding up its tables again.
+  static func cheapestCode(
+    _ counts: Counts, countBytes: Int, known: (code: Code, size: Int)? = nil
+  ) -> Code? {
     guard !counts.isEmpty else { return nil }
     var best: (code: Code?, bits: Int) = (nil, counts.total * 8)
     for order in 0...1 {
-      let code = Code(order: order, counts)
-      guard let bits = code.bitCount(of: counts) else { continue }
-      let cost = (code.size + countBytes) * 8 + bits
+      let (code, bits) = Code.canonical(order: order, counts)
+      let size = known.flatMap { $0.code == code ? $0.size : nil } ?? code.size
+      let cost = (size + countBytes) * 8 + bits
       if cost < best.bits { best = (code, cost) }
     }
     return best.code
@@ -298,27 +329,43 @@ enum DocumentContentCode {
   struct Reader: Sendable {
     /// The declared code; nil for the raw form.
     let code: Code?
-    /// Every table's decoding tables (``ContentCoding/buildDecoder(lengths:width:into:)``).
+    /// Every table's decoding tables
+    /// (``ContentCoding/buildDecoder(lengths:width:into:successor:)``), whose entries name
+    /// the table of the byte after theirs (``successors``).
     private let decoders: [Int]
-    /// Per context (byte value): the offset of its table's decoder in `decoders` (0, a
-    /// decoder of nothing, without a table), its lookup width and its longest code,
-    /// packed in one `Int` (``packed(offset:width:longest:)``).
-    private let contexts: [Int]
+    /// Per context (byte value), its table as the entries of the bytes before it name it
+    /// (``successor(offset:width:)``): the decoder of nothing (offset 0)
+    /// for a context without a table.
+    private let successors: [Int]
+    /// An order-1 code's tables: each one's context, where its used values lie in
+    /// `decoders` (by rank), where `rankCounts` counts them, and how many there are.
+    private let tables: [(context: Int, symbols: Int, countBase: Int, used: Int)]
+    /// Under an order-1 code, how often each table's codes were decoded, by the rank
+    /// index of their entries (their table's `countBase` plus their rank): a few
+    /// kilobytes, where counting (context, byte) pairs as they are decoded wrote all over
+    /// half a megabyte.
+    private var rankCounts: [Int] = []
 
-    /// `offset << 8 | width << 4 | longest` (width and longest are 1 ... 12).
-    private static func packed(offset: Int, width: Int, longest: Int) -> Int {
-      offset << 8 | width << 4 | longest
+    /// A table as the high bits of an entry (from bit 29): `offset << 33 | width << 29`
+    /// (width is 1 ... 12, offsets stay below 2^18). Decoding the next byte reads its table
+    /// from the entry of the byte before it, not from a second array.
+    private static func successor(offset: Int, width: Int) -> Int {
+      offset << 33 | width << 29
     }
+
+    /// What was decoded under a raw form or an order-0 code, (context, byte) pairs.
     private var counts = Counts()
-    /// The bytes of the texts' byte counts (``cheapestCode(_:countBytes:)``).
+    /// The bytes of the texts' byte counts (``cheapestCode(_:countBytes:known:)``).
     private var countBytes = 0
+    /// The bytes the code took after the form byte.
+    private let codeSize: Int
 
     /// Reads the form byte and the code of a coded form.
     init(from reader: inout ByteReader) throws {
       let start = reader.offset
       let form = try reader.readUInt8()
       guard form != raw else {
-        (code, decoders, contexts) = (nil, [], [])
+        (code, decoders, successors, tables, codeSize) = (nil, [], [], [], 0)
         return
       }
       guard form == oneTable || form == tablePerContext else {
@@ -326,8 +373,11 @@ enum DocumentContentCode {
       }
       let tableStart = reader.offset
       let code = try Code.read(order: form == oneTable ? 0 : 1, from: &reader)
+      codeSize = reader.offset - tableStart
       var shapes: [(width: Int, longest: Int, size: Int)] = []
       var offsets: [Int] = []
+      shapes.reserveCapacity(code.contexts.count)
+      offsets.reserveCapacity(code.contexts.count)
       // First a decoder that decodes nothing (a one-bit table of zeros), for contexts
       // without a table: a byte after one fails as a code its table lacks.
       var size = 2 + 4 * (ContentCoding.maximumCodeLength + 1)
@@ -341,23 +391,44 @@ enum DocumentContentCode {
           size += shape.size
         }
       }
-      var decoders = [Int](repeating: 0, count: size)
-      decoders.withUnsafeMutableBufferPointer { decoders in
+      var tables: [(context: Int, symbols: Int, countBase: Int, used: Int)] = []
+      tables.reserveCapacity(code.order == 1 ? shapes.count : 0)
+      var countBase = 0
+      for (slot, shape) in shapes.enumerated() where code.order == 1 {
+        let symbols = ContentCoding.symbolsOffset(width: shape.width)
+        let used = shape.size - symbols
+        tables.append((Int(code.contexts[slot]), offsets[slot] + symbols, countBase, used))
+        countBase += used
+      }
+      var successors = [Int](repeating: Self.successor(offset: 0, width: 1), count: 256)
+      for (context, slot) in code.slots.enumerated() where slot >= 0 {
+        successors[context] = Self.successor(offset: offsets[slot], width: shapes[slot].width)
+      }
+      // Every entry is written by `buildDecoder`: the decoder of nothing is that of a code
+      // without values.
+      let decoders = [Int](unsafeUninitializedCapacity: size) { decoders, written in
         guard let base = decoders.baseAddress else { return }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { none in
+          none.initialize(repeating: 0)
+          ContentCoding.buildDecoder(lengths: UnsafeBufferPointer(none), width: 1, into: base) {
+            _ in 0
+          }
+        }
         code.lengths.withUnsafeBufferPointer { lengths in
           for slot in code.contexts.indices {
             ContentCoding.buildDecoder(
               lengths: UnsafeBufferPointer(rebasing: lengths[slot << 8..<(slot + 1) << 8]),
-              width: shapes[slot].width, into: base + offsets[slot])
+              width: shapes[slot].width, into: base + offsets[slot],
+              rankBase: code.order == 1 ? tables[slot].countBase : 0
+            ) { successors[$0] }
           }
         }
+        written = size
       }
-      var contexts = [Int](repeating: Self.packed(offset: 0, width: 1, longest: 1), count: 256)
-      for (context, slot) in code.slots.enumerated() where slot >= 0 {
-        contexts[context] = Self.packed(
-          offset: offsets[slot], width: shapes[slot].width, longest: shapes[slot].longest)
-      }
-      (self.code, self.decoders, self.contexts) = (code, decoders, contexts)
+      (self.code, self.decoders, self.successors, self.tables) = (
+        code, decoders, successors, tables
+      )
+      rankCounts = [Int](repeating: 0, count: countBase)
     }
 
     /// The UTF-8 of one text's content field; `offset` is the field's, for errors.
@@ -367,7 +438,8 @@ enum DocumentContentCode {
     ///   end with the content, padded with zero bits; LEB128 errors and `truncated`.
     ///   Memory stays within eight bytes per input byte.
     mutating func decode(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
-      guard case .some = code else {
+      // The order read without binding the code (a copy of its arrays per text).
+      guard let order = code?.order else {
         counts.add(field)
         countBytes += ContentCoding.varUIntSize(field.count)
         return field
@@ -381,45 +453,62 @@ enum DocumentContentCode {
       let bitsStart = reader.offset
       let bits = try reader.readBytes(count: reader.remainingCount)
       let count = try ContentCoding.checkedCount(rawCount, at: countStart, bits: bits)
-      return try decodeBits(bits, count: count, offset: bitsStart)[...]
+      let (decoders, first) = (self.decoders, successors[0])
+      guard order == 1 else {
+        let content = try Self.decodeBits(
+          bits, count: count, offset: bitsStart, decoders: decoders, first: first
+        ) { _ in }
+        counts.add(content[...])
+        return content[...]
+      }
+      return try rankCounts.withUnsafeMutableBufferPointer { ranks in
+        // An entry's rank is its table's first count plus its rank in the table: the
+        // index stays in `ranks`.
+        try Self.decodeBits(
+          bits, count: count, offset: bitsStart, decoders: decoders, first: first
+        ) { entry in ranks[entry &>> 12 & 0x1FFFF] &+= 1 }
+      }[...]
     }
 
-    /// Decodes `count` bytes from `bits`, each with its context's table, counting every
-    /// (context, byte) pair for ``checkCanonical(offset:)``.
+    /// Decodes `count` bytes from `bits` with `decoders`, the first with the table `first`
+    /// names, calling `decoded` with each byte's entry.
     @inline(__always)
-    private mutating func decodeBits(
-      _ bits: ArraySlice<UInt8>, count: Int, offset: Int
+    private static func decodeBits(
+      _ bits: ArraySlice<UInt8>, count: Int, offset: Int, decoders: [Int], first: Int,
+      decoded: (_ entry: Int) -> Void
     ) throws -> [UInt8] {
-      let (decoders, contexts) = (self.decoders, self.contexts)
-      return try counts.withCounting(count) { counts, _ in
-        try decoders.withUnsafeBufferPointer { decoders in
-          try contexts.withUnsafeBufferPointer { contexts in
-            // Never empty (the decoder of nothing comes first): no byte decodes without it.
-            guard let first = decoders.baseAddress else {
-              throw ConvergeDecodingError.invalidValue(
-                offset: offset, reason: "text content bits that do not decode")
-            }
-            let base = UnsafeMutablePointer(mutating: first)
-            return try ContentCoding.decodeSymbols(
-              bits, count: count, offset: offset,
-              table: { context in
-                let packed = contexts[context]
-                return (base + packed &>> 8, packed &>> 4 & 0x0F, packed & 0x0F)
-              },
-              decoded: { context, byte in counts[context &<< 8 | byte] &+= 1 })
-          }
+      try decoders.withUnsafeBufferPointer { decoders in
+        // Never empty (the decoder of nothing comes first): no byte decodes without it.
+        guard let start = decoders.baseAddress else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: offset, reason: "text content bits that do not decode")
         }
+        let base = UnsafeMutablePointer(mutating: start)
+        return try ContentCoding.decodeSymbols(
+          bits, count: count, offset: offset, first: first,
+          table: { previous in (base + previous &>> 33, previous &>> 29 & 0x0F) },
+          decoded: decoded)
       }
     }
 
     /// Throws `invalidValue` at `offset` unless the form and the code are the ones the
-    /// encoder chooses for the content read (``cheapestCode(_:countBytes:)``).
+    /// encoder chooses for the content read (``cheapestCode(_:countBytes:known:)``).
     func checkCanonical(offset: Int) throws {
       var counts = self.counts
-      // Decoding leaves the used contexts to here: those of the tables (a byte after
-      // another context fails to decode), every one under one table.
-      if let code { counts.markUsed(among: code.order == 1 ? code.contexts.map(Int.init) : nil) }
-      guard cheapestCode(counts, countBytes: countBytes) == code else {
+      // An order-1 code's counts by rank become (context, byte) counts.
+      counts.reserveRows(tables.count)
+      rankCounts.withUnsafeBufferPointer { ranks in
+        decoders.withUnsafeBufferPointer { decoders in
+          for table in tables {
+            for rank in 0..<table.used where ranks[table.countBase + rank] > 0 {
+              let byte = decoders[table.symbols + rank] >> 4 & 0xFF
+              counts.add(ranks[table.countBase + rank], of: byte, after: table.context)
+            }
+          }
+        }
+      }
+      let known = code.map { (code: $0, size: codeSize) }
+      guard cheapestCode(counts, countBytes: countBytes, known: known) == code else {
         throw ConvergeDecodingError.invalidValue(
           offset: offset,
           reason: code == nil
