@@ -353,11 +353,11 @@ enum ContentCoding {
   }
 
   /// Decodes `count` bytes from `bits` with tables from
-  /// ``buildDecoder(lengths:width:into:rankBase:successor:)``: the first byte with the table
-  /// `table(first)` gives, each next one with the table `table` gives for the entry of the
-  /// byte before it (whose high bits can name the table of its successors). Calls
-  /// `decoded` with each byte's entry. The one decoding loop of a text's own code (one table for every byte) and of
-  /// a document's (a table per previous byte).
+  /// ``buildDecoder(lengths:width:into:rankBase:successor:)``: the first byte with the
+  /// table `table(first)` gives, each next one with the table `table` gives for the entry
+  /// of the byte before it (whose high bits can name the table of its successors). Calls
+  /// `decoded` with each byte's entry. The one decoding loop of a text's own code (one
+  /// table for every byte) and of a document's (a table per previous byte).
   ///
   /// - Throws: `invalidValue` at `offset` for bits that do not decode (a code the
   ///   context's table lacks) or that do not end with the content, padded with zero
