@@ -102,6 +102,40 @@ enum LibraryFixture {
         == "!" + document.text(of: "body", in: LibraryFixture.note(0)))
   }
 
+  /// A context whose rarest successors take codes longer than the lookup table reads
+  /// (found past the table by their lengths), each followed by more text: the entry found
+  /// there must name the next byte's table as a looked-up one does.
+  @Test func codesLongerThanTheLookupTableDecodeUnderATablePerContext() throws {
+    // After "a", fourteen letters at Fibonacci frequencies (code lengths up to 12 bits);
+    // after each letter, "a" again.
+    var fibonacci = [1, 1]
+    while fibonacci.count < 14 {
+      fibonacci.append(fibonacci[fibonacci.count - 1] + fibonacci[fibonacci.count - 2])
+    }
+    let letters = Array("bcdefghijklmno")
+    var body = ""
+    for round in 0..<3 {
+      for (index, letter) in letters.enumerated() {
+        body += String(repeating: "a" + String(letter), count: fibonacci[(index + round) % 14])
+      }
+    }
+    body += "a"
+    var replica = Replica(id: ReplicaID(rawValue: 9), wallClock: .fixed(0))
+    replica.transact { $0.insertText(body, at: 0, in: "body", of: LibraryFixture.note(0)) }
+    let bytes = replica.document.encoded()
+    #expect(try Self.form(of: bytes) == DocumentContentCode.tablePerContext)
+    var counts = DocumentContentCode.Counts()
+    counts.add(Array(body.utf8)[...])
+    let code = try #require(
+      DocumentContentCode.cheapestCode(
+        counts, countBytes: ContentCoding.varUIntSize(body.utf8.count)))
+    #expect(code.order == 1)
+    #expect(Int(code.lengths.max() ?? 0) > ContentCoding.lookupBits)
+    let decoded = try Document(decoding: bytes)
+    #expect(decoded.text(of: "body", in: LibraryFixture.note(0)) == body)
+    #expect(decoded.encoded() == bytes)
+  }
+
   /// Random documents (texts of several alphabets, empty ones, deleted runs, many or few
   /// notes) decode to what was encoded and encode to the same bytes.
   @Test func randomDocumentsRoundTripInEveryForm() throws {
