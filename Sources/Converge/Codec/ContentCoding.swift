@@ -36,7 +36,7 @@ enum ContentCoding {
     writer.writeVarUInt(content.count)
     writeTable(code.lengths, to: &writer)
     withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 256) { codes in
-      canonicalCodes(lengths: code.lengths, into: codes)
+      code.lengths.withUnsafeBufferPointer { canonicalCodes(lengths: $0, into: codes) }
       writeBits(content, bitCount: code.sizes.bits * 8, to: &writer) { _, byte in codes[byte] }
     }
   }
@@ -694,7 +694,9 @@ enum ContentCoding {
   /// The canonical code of each byte value, as `code << 4 | length` in `codes` (256
   /// entries; 0 for unused values): codes of one length are consecutive in byte-value
   /// order, and shorter codes come first (as in DEFLATE).
-  static func canonicalCodes(lengths: [UInt8], into codes: UnsafeMutableBufferPointer<UInt32>) {
+  static func canonicalCodes(
+    lengths: UnsafeBufferPointer<UInt8>, into codes: UnsafeMutableBufferPointer<UInt32>
+  ) {
     let levels = maximumCodeLength + 1
     withUnsafeTemporaryAllocation(of: Int.self, capacity: 2 * levels) { scratch in
       // Per length: the count of codes, then the next code.

@@ -162,7 +162,7 @@ enum DocumentContentCode {
     }
 
     /// Calls `body` with the lengths of the table at `slot`.
-    private func withRow<R>(atSlot slot: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    func withRow<R>(atSlot slot: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
       lengths.withUnsafeBufferPointer {
         body(UnsafeBufferPointer(rebasing: $0[slot << 8..<(slot + 1) << 8]))
       }
@@ -170,9 +170,6 @@ enum DocumentContentCode {
 
     /// The form byte of the code.
     var form: UInt8 { order == 0 ? oneTable : tablePerContext }
-
-    /// The lengths of the table at `slot`.
-    func row(atSlot slot: Int) -> [UInt8] { withRow(atSlot: slot) { Array($0) } }
 
     /// Writes the code (§8.4.1): the table of an order-0 code; the count of contexts,
     /// then each context and its table, of an order-1 code.
@@ -284,9 +281,11 @@ enum DocumentContentCode {
         codes = [UInt32](repeating: 0, count: code.contexts.count << 8)
         codes.withUnsafeMutableBufferPointer { codes in
           for slot in code.contexts.indices {
-            ContentCoding.canonicalCodes(
-              lengths: code.row(atSlot: slot),
-              into: UnsafeMutableBufferPointer(rebasing: codes[slot << 8..<(slot + 1) << 8]))
+            code.withRow(atSlot: slot) {
+              ContentCoding.canonicalCodes(
+                lengths: $0,
+                into: UnsafeMutableBufferPointer(rebasing: codes[slot << 8..<(slot + 1) << 8]))
+            }
           }
         }
       }
