@@ -306,28 +306,32 @@ enum FieldWire {
   ) throws -> SetElements {
     // An element is at least a tag byte and two empty vectors.
     let count = try reader.readCount(minimumBytesPerElement: 3)
-    var entries: [(entry: SetElements.Entry, start: Int)] = []
-    entries.reserveCapacity(count)
-    try reader.readSortedEntries(
-      count: count, keys: .init(plural: "set elements", singular: "set element"),
-      readKey: { try FieldValue(from: &$0) }, precedes: <,
-      readValue: { reader, element, start in
-        let presence = try Presence(from: &reader, replicas: &table)
-        // Every element a replica holds, or a delta carries, was added somewhere.
-        guard presence.hasAdds else {
-          throw ConvergeDecodingError.invalidValue(
-            offset: start, reason: "set element never added")
-        }
-        entries.append((SetElements.Entry(element: element, presence: presence), start))
-        return true
-      })
-    // Two spellings of one element (canonically equivalent strings) are far apart in the
-    // wire's byte order: found once every element is read.
-    let (elements, duplicateAt) = SetElements.reading(entries)
-    if let duplicateAt {
-      throw ConvergeDecodingError.invalidValue(offset: duplicateAt, reason: "duplicate set element")
+    return try withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { starts in
+      var entries: [SetElements.Entry] = []
+      entries.reserveCapacity(count)
+      try reader.readSortedEntries(
+        count: count, keys: .init(plural: "set elements", singular: "set element"),
+        readKey: { try FieldValue(from: &$0) }, precedes: <,
+        readValue: { reader, element, start in
+          let presence = try Presence(from: &reader, replicas: &table)
+          // Every element a replica holds, or a delta carries, was added somewhere.
+          guard presence.hasAdds else {
+            throw ConvergeDecodingError.invalidValue(
+              offset: start, reason: "set element never added")
+          }
+          starts.initializeElement(at: entries.count, to: start)
+          entries.append(SetElements.Entry(element: element, presence: presence))
+          return true
+        })
+      // Two spellings of one element (canonically equivalent strings) are far apart in
+      // the wire's byte order: found once every element is read.
+      let (elements, duplicate) = SetElements.reading(entries)
+      if let duplicate {
+        throw ConvergeDecodingError.invalidValue(
+          offset: starts[duplicate], reason: "duplicate set element")
+      }
+      return elements
     }
-    return elements
   }
 
   /// Reads an entity's fields into a table: a count, then that many (name, field) pairs
@@ -344,6 +348,7 @@ enum FieldWire {
     var names: Set<String> = []
     // A field is at least an empty name and a tag.
     let count = try reader.readCount(minimumBytesPerElement: 2)
+    fields.reserveCapacity(count)
     try reader.readSortedEntries(
       count: count, keys: .init(plural: "field names", singular: "field name"),
       readKey: { try $0.readString() }, precedes: fieldNameOrder,

@@ -148,27 +148,41 @@ struct SetElements: Sendable, Sequence {
     entries.sorted { $0.element < $1.element }
   }
 
-  /// The set of the entries `read` from the wire, each with its offset; or the offset of
-  /// an entry that equals an earlier one, if any (where a reader in order meets the second
-  /// of the pair), and an empty set.
-  static func reading(_ read: [(entry: Entry, start: Int)]) -> (SetElements, duplicateAt: Int?) {
-    var read = read
-    // By hash value, then offset: equal elements sit together, the first one read first.
-    if read.count > 1 { read.sort { ($0.entry.hash, $0.start) < ($1.entry.hash, $1.start) } }
-    var duplicateAt: Int?
-    var groupStart = 0
-    for position in read.indices {
-      if position > 0, read[position - 1].entry.hash != read[position].entry.hash {
-        groupStart = position
-      }
-      for earlier in read[groupStart..<position]
-      where earlier.entry.element == read[position].entry.element {
-        duplicateAt = Swift.min(duplicateAt ?? read[position].start, read[position].start)
-      }
-    }
+  /// The set of `entries`, read from the wire in this order; or the position in
+  /// `entries` of the first one that equals an earlier one (where a reader in order meets
+  /// the second of the pair), and an empty set.
+  static func reading(_ entries: consuming [Entry]) -> (SetElements, duplicate: Int?) {
     var result = SetElements()
-    if duplicateAt == nil { result.entries = read.map(\.entry) }
-    return (result, duplicateAt)
+    guard entries.count > 1 else {
+      result.entries = entries
+      return (result, nil)
+    }
+    let duplicate = withUnsafeTemporaryAllocation(of: Int.self, capacity: entries.count) {
+      buffer in
+      var order = buffer
+      // The positions by hash value, then position: equal elements sit together, the
+      // first one read first.
+      for position in entries.indices { order.initializeElement(at: position, to: position) }
+      order.sort { (entries[$0].hash, $0) < (entries[$1].hash, $1) }
+      var duplicate: Int?
+      var groupStart = 0
+      for index in order.indices {
+        let position = order[index]
+        if index > 0, entries[order[index - 1]].hash != entries[position].hash {
+          groupStart = index
+        }
+        for earlier in order[groupStart..<index]
+        where entries[earlier].element == entries[position].element {
+          duplicate = Swift.min(duplicate ?? position, position)
+        }
+      }
+      return duplicate
+    }
+    guard duplicate == nil else { return (result, duplicate) }
+    // No two elements equal: the order among equal hash values does not matter.
+    entries.sort { $0.hash < $1.hash }
+    result.entries = entries
+    return (result, nil)
   }
 
   /// The elements and their presences, as `(key, value)` pairs like a dictionary's.
