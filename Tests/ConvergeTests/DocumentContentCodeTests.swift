@@ -136,6 +136,95 @@ enum LibraryFixture {
     #expect(decoded.encoded() == bytes)
   }
 
+  /// A reader whose lookup entries hold several bytes (``DocumentContentCode/Reader``'s
+  /// `extendsEntries`, chosen for a large content) decodes every text as one whose entries
+  /// hold one byte: texts of every short length (a content ends inside an entry), several
+  /// alphabets of one to four UTF-8 bytes a scalar, skewed ones whose codes outgrow the
+  /// lookup table; damaged bits are refused, or decoded, the same way by both.
+  @Test func entriesOfSeveralBytesDecodeAsEntriesOfOne() throws {
+    let seed = baseSeed(0xE7E4)
+    var random = SeededGenerator(seed: seed)
+    let alphabets: [[UInt8]] = [
+      Array("the quick brown fox, ".utf8), Array("é🌱中文 \n".utf8), Array("ab".utf8),
+      Array("abcdefghijklmn".utf8),
+    ]
+    var longCodes = false
+    for round in 0..<fuzzIterations(24) {
+      let alphabet = alphabets[round % alphabets.count]
+      // The last alphabet at Fibonacci frequencies: codes up to 12 bits.
+      var weights = [Int](repeating: 1, count: alphabet.count)
+      if round % alphabets.count == 3 {
+        for index in 2..<weights.count { weights[index] = weights[index - 1] + weights[index - 2] }
+      }
+      let total = weights.reduce(0, +)
+      func nextByte() -> UInt8 {
+        var pick = Int.random(in: 0..<total, using: &random)
+        for (index, weight) in weights.enumerated() {
+          if pick < weight { return alphabet[index] }
+          pick -= weight
+        }
+        return alphabet[0]
+      }
+      // Whole scalars of the alphabet's text, however many bytes each takes.
+      let scalars = Array(String(decoding: alphabet, as: UTF8.self).unicodeScalars)
+      var contents: [[UInt8]] = (0...9).map { length in
+        var content: [UInt8] = []
+        while content.count < length { content.append(nextByte()) }
+        return content
+      }
+      for _ in 0..<Int.random(in: 1...30, using: &random) {
+        let length = Int.random(in: 0...400, using: &random)
+        guard scalars.count < alphabet.count else {
+          contents.append((0..<length).map { _ in nextByte() })
+          continue
+        }
+        var text = String.UnicodeScalarView()
+        for _ in 0..<length { text.append(scalars.randomElement(using: &random) ?? "a") }
+        contents.append(Array(String(text).utf8))
+      }
+      let writer = DocumentContentCode.Writer(contents: contents)
+      var header = ByteWriter()
+      writer.writeHeader(to: &header)
+      var fields: [[UInt8]] = contents.map { content in
+        var field = ByteWriter()
+        writer.write(content, to: &field)
+        var reader = ByteReader(field.bytes)
+        return Array((try? reader.readLengthPrefixedBytes()) ?? [])
+      }
+      if let code = writer.code, Int(code.lengths.max() ?? 0) > ContentCoding.lookupBits {
+        longCodes = true
+      }
+      // Damaged bits in a few fields, after the undamaged ones decode.
+      let damaged = Int.random(in: 0..<fields.count, using: &random)
+      var outcomes: [String] = []
+      for extending in [false, true] {
+        var reader = ByteReader(header.bytes)
+        var content = try DocumentContentCode.Reader(from: &reader, extending: extending)
+        #expect(content.extendsEntries == extending)
+        for (field, original) in zip(fields, contents) {
+          #expect(try content.decode(field[...], offset: 0) == original[...], "seed \(seed)")
+        }
+        try content.checkCanonical(offset: 0)
+      }
+      guard !fields[damaged].isEmpty else { continue }
+      let position = Int.random(in: 0..<fields[damaged].count, using: &random)
+      fields[damaged][position] ^= UInt8.random(in: 1...255, using: &random)
+      for extending in [false, true] {
+        var reader = ByteReader(header.bytes)
+        var content = try DocumentContentCode.Reader(from: &reader, extending: extending)
+        do {
+          let decoded = try fields.map { Array(try content.decode($0[...], offset: 0)) }
+          try content.checkCanonical(offset: 0)
+          outcomes.append("\(decoded)")
+        } catch let error as ConvergeDecodingError {
+          outcomes.append("\(error)")
+        }
+      }
+      #expect(outcomes[0] == outcomes[1], "seed \(seed), round \(round)")
+    }
+    #expect(longCodes, "seed \(seed)")
+  }
+
   /// Random documents (texts of several alphabets, empty ones, deleted runs, many or few
   /// notes) decode to what was encoded and encode to the same bytes.
   @Test func randomDocumentsRoundTripInEveryForm() throws {

@@ -335,7 +335,7 @@ enum ContentCoding {
         buildDecoder(lengths: lengths, width: shape.width, into: base) { _ in 0 }
         return try decodeSymbols(
           bits, count: count, offset: offset, first: 0, table: { _ in (base, shape.width) },
-          decoded: { _ in })
+          decoded: { _ in }, ended: { _, _, _ in })
       }
     }
   }
@@ -353,11 +353,14 @@ enum ContentCoding {
   }
 
   /// Decodes `count` bytes from `bits` with tables from
-  /// ``buildDecoder(lengths:width:into:rankBase:successor:)``: the first byte with the
-  /// table `table(first)` gives, each next one with the table `table` gives for the entry
-  /// of the byte before it (whose high bits can name the table of its successors). Calls
-  /// `decoded` with each byte's entry. The one decoding loop of a text's own code (one
-  /// table for every byte) and of a document's (a table per previous byte).
+  /// ``buildDecoder(lengths:width:into:successor:)``, maybe extended by
+  /// ``extendEntries(at:width:base:successors:)``: the first entry with the table
+  /// `table(first)` gives, each next one with the table `table` gives for the entry before
+  /// it (whose high bits can name the table of the byte after its last). Calls `decoded`
+  /// with the place of each entry whose bytes were all taken, and `ended` with an entry
+  /// that holds more bytes than the content has left, the bytes taken from it and the entry
+  /// before it. The one decoding loop of a text's own code (one table for every byte) and
+  /// of a document's (a table per previous byte).
   ///
   /// - Throws: `invalidValue` at `offset` for bits that do not decode (a code the
   ///   context's table lacks) or that do not end with the content, padded with zero
@@ -366,31 +369,109 @@ enum ContentCoding {
   static func decodeSymbols(
     _ bits: ArraySlice<UInt8>, count: Int, offset: Int, first: Int,
     table: (_ previous: Int) -> (decoder: UnsafeMutablePointer<Int>, width: Int),
-    decoded: (_ entry: Int) -> Void
+    decoded: (_ slot: UnsafeMutablePointer<Int>) -> Void,
+    ended: (_ entry: Int, _ taken: Int, _ previous: Int) -> Void
   ) throws -> [UInt8] {
     let invalid = ConvergeDecodingError.invalidValue(
       offset: offset, reason: "text content bits that do not decode")
     return try bits.withUnsafeBufferPointer { input in
       try [UInt8](unsafeUninitializedCapacity: count) { output, written in
+        guard let outputBase = output.baseAddress else { return }
         var reader = BitReader(input)
         var previous = first
         var index = 0
+        // While four bytes are left: an entry's bytes stored at once, the ones past them
+        // overwritten next.
+        while index < count &- 3 {
+          let (decoder, width) = table(previous)
+          reader.refill()
+          guard let slot = lookup(reader.buffer, in: decoder, width: width) else { throw invalid }
+          let entry = slot.pointee
+          let length = entry & 0x0F
+          guard length <= reader.available else { throw invalid }
+          UnsafeMutableRawPointer(outputBase + index).storeBytes(
+            of: UInt32(truncatingIfNeeded: entry &>> Entry.firstSymbolShift).littleEndian,
+            as: UInt32.self)
+          index &+= Entry.count(entry)
+          reader.skip(length)
+          decoded(slot)
+          previous = entry
+        }
+        // The last bytes: an entry can hold more than are left.
         while index < count {
           let (decoder, width) = table(previous)
           reader.refill()
-          let entry = lookup(reader.buffer, in: decoder, width: width)
-          let length = entry & 0x0F
-          guard length > 0, length <= reader.available else { throw invalid }
-          output[index] = UInt8(truncatingIfNeeded: entry &>> 4)
-          index &+= 1
+          guard let slot = lookup(reader.buffer, in: decoder, width: width) else { throw invalid }
+          let entry = slot.pointee
+          let held = Entry.count(entry)
+          let taken = Swift.min(held, count &- index)
+          let length = taken < held ? Entry.length(of: taken, in: entry) : entry & 0x0F
+          guard length <= reader.available else { throw invalid }
+          for position in 0..<taken {
+            output[index &+ position] = Entry.symbol(position, of: entry)
+          }
+          index &+= taken
           reader.skip(length)
-          decoded(entry)
+          if taken < held { ended(entry, taken, previous) } else { decoded(slot) }
           previous = entry
         }
         guard reader.isAtPaddedEnd else { throw invalid }
         // Set last: a throw leaves nothing to free (the bytes are trivial).
         written = count
       }
+    }
+  }
+
+  /// The fields of a decoding entry (``buildDecoder(lengths:width:into:successor:)``):
+  /// one to three bytes with their codes' lengths, and the bits of the table after them.
+  enum Entry {
+    /// Where the first byte sits; the second and third follow, 8 bits each.
+    static let firstSymbolShift = 14
+    /// Where the caller's bits (the successor table) start.
+    static let successorShift = 38
+
+    /// How many bytes the entry holds (1 ... 3; 0 for successor bits alone, the table of
+    /// a content's first byte).
+    @inline(__always)
+    static func count(_ entry: Int) -> Int { entry &>> 4 & 0x03 }
+
+    /// The entry's last byte; 0 for successor bits alone (a content's first byte follows
+    /// a 0).
+    static func lastSymbol(of entry: Int) -> Int {
+      count(entry) == 0 ? 0 : Int(symbol(count(entry) - 1, of: entry))
+    }
+
+    /// The length of the codes of the entry's first `count` bytes (1 or 2 of them; all
+    /// of them: the low four bits).
+    @inline(__always)
+    static func length(of count: Int, in entry: Int) -> Int {
+      entry &>> (2 &+ count &* 4) & 0x0F
+    }
+
+    /// Byte `position` (0 ... 2) of the entry.
+    @inline(__always)
+    static func symbol(_ position: Int, of entry: Int) -> UInt8 {
+      UInt8(truncatingIfNeeded: entry &>> (firstSymbolShift &+ position &* 8))
+    }
+
+    /// The entry of one byte, `symbol`, whose code is `length` bits long.
+    static func single(_ symbol: Int, length: Int, successor: Int) -> Int {
+      successor | symbol << firstSymbolShift | length << 6 | 1 << 4 | length
+    }
+
+    /// A table as an entry's bits from bit 38: `offset << 42 | width << 38` (width is
+    /// 1 ... 12, offsets stay below 2^21). Decoding the next bytes reads their table from
+    /// the entry before them, not from a second array.
+    static func successor(offset: Int, width: Int) -> Int {
+      offset << 42 | width << successorShift
+    }
+
+    /// The table and width `entry`'s successor bits name, in the tables at `base`.
+    @inline(__always)
+    static func table(
+      _ entry: Int, in base: UnsafeMutablePointer<Int>
+    ) -> (decoder: UnsafeMutablePointer<Int>, width: Int) {
+      (base + entry &>> 42, entry &>> successorShift & 0x0F)
     }
   }
 
@@ -401,19 +482,24 @@ enum ContentCoding {
   /// lengths, 0 for unused values): the bits its lookup table reads (at most
   /// ``lookupBits``), its longest code, and the `Int`s the tables take.
   ///
-  /// The tables (``buildDecoder(lengths:width:into:rankBase:successor:)``) are a lookup
-  /// table of the first `width` bits (each an entry, 0 where a longer code or none
-  /// starts); then the longest code and, per length, the count of codes, the first code,
-  /// the index of its first value and the next free one; then the used values by (length,
-  /// value), each as its entry without the length. An entry is
-  /// `successor(symbol) | (rankBase + rank) << 12 | symbol << 4 | length`: the caller's
-  /// bits from bit 29 up, the caller's base plus the rank of the code among the used
-  /// values in that order (below 2^17), the value and its code's length.
+  /// The tables (``buildDecoder(lengths:width:into:successor:)``) are a lookup table of
+  /// the first `width` bits (each an entry, 0 where a longer code or none starts); then
+  /// the longest code and, per length, the count of codes, the first code, the index of
+  /// its first value and the next free one; then the used values' entries by (length,
+  /// value). Each entry takes two `Int`s, the entry and a count beside it (0 when built)
+  /// that a decoder can keep in the cache line it reads the entry from. An entry holds one
+  /// to three bytes decoded at once (``Entry``): from bit 38 up the caller's bits (the
+  /// table of the byte after its last), bits 14 ... 37 the bytes, bits 10 ... 13 and
+  /// 6 ... 9 the length of the codes of its first two bytes and of its first, bits 4 ... 5
+  /// its byte count, bits 0 ... 3 the length of all its codes.
+  /// ``buildDecoder(lengths:width:into:successor:)`` writes entries of one byte;
+  /// ``extendEntries(at:width:base:successors:)`` adds the bytes that follow where a
+  /// lookup's bits hold their codes too.
   ///
   /// - Throws: `invalidValue` at `tableOffset` for a code longer than 12 bits or lengths
   ///   that no prefix code has (Kraft's inequality).
   static func decoderShape(
-    lengths: UnsafeBufferPointer<UInt8>, tableOffset: Int
+    lengths: UnsafeBufferPointer<UInt8>, tableOffset: Int, fullWidth: Bool = false
   ) throws -> (width: Int, longest: Int, size: Int) {
     var space = 0
     var longest = 1
@@ -430,22 +516,23 @@ enum ContentCoding {
     guard space <= 1 << maximumCodeLength else {
       throw ConvergeDecodingError.invalidValue(offset: tableOffset, reason: "oversubscribed code")
     }
-    let width = Swift.min(longest, lookupBits)
-    return (width, longest, 1 << width + 4 * levels + used)
+    let width = fullWidth ? lookupBits : Swift.min(longest, lookupBits)
+    return (width, longest, 2 << width + 4 * levels + 2 * used)
   }
 
   /// Fills the tables of ``decoderShape(lengths:tableOffset:)`` at `scratch` for
-  /// `lengths`, whose shape has been checked; `successor(symbol)` gives the bits from 29
-  /// up of the entries of `symbol` (a multiple of 2^29), `rankBase` is added to the ranks.
+  /// `lengths`, whose shape has been checked, with entries of one byte;
+  /// `successor(symbol)` gives the bits from 38 up of the entries of `symbol` (a multiple
+  /// of 2^38).
   ///
   /// Codes of at most `width` bits are decoded with one lookup. A longer code is found
   /// by its length: the codes of one length are consecutive, from the length's first
   /// code, in byte-value order.
   static func buildDecoder(
     lengths: UnsafeBufferPointer<UInt8>, width: Int, into scratch: UnsafeMutablePointer<Int>,
-    rankBase: Int = 0, successor: (_ symbol: Int) -> Int
+    successor: (_ symbol: Int) -> Int
   ) {
-    let header = scratch + 1 << width
+    let header = scratch + 2 << width
     let (firstCode, firstIndex, nextIndex) = (
       header + levels, header + 2 * levels, header + 3 * levels
     )
@@ -463,50 +550,112 @@ enum ContentCoding {
       first += header[length]
     }
     // Codes fit in their lengths (Kraft), so every index below stays in the table.
-    for index in 0..<1 << width { scratch[index] = 0 }
+    for index in 0..<2 << width { scratch[index] = 0 }
     var longest = width
     for symbol in 0..<Swift.min(lengths.count, 256) where lengths[symbol] > 0 {
       let length = Int(lengths[symbol])
       longest = Swift.max(longest, length)
       let index = nextIndex[length]
       nextIndex[length] = index + 1
-      let value = successor(symbol) | (rankBase + index) << 12 | symbol << 4
-      symbols[index] = value
+      let value = Entry.single(symbol, length: length, successor: successor(symbol))
+      (symbols[2 * index], symbols[2 * index + 1]) = (value, 0)
       guard length <= width else { continue }
       let shift = width - length
       let start = (firstCode[length] + index - firstIndex[length]) << shift
-      for entry in start..<start + 1 << shift { scratch[entry] = value | length }
+      for entry in start..<start + 1 << shift { scratch[2 * entry] = value }
     }
     // Where no length has codes (the first code of length 1 counted them): now the
     // longest, for lookups past the table.
     header[0] = longest
   }
 
-  /// Where the tables of ``buildDecoder(lengths:width:into:rankBase:successor:)`` hold the used
+  /// Where the tables of ``buildDecoder(lengths:width:into:successor:)`` hold the used
   /// values' entries, by the rank of their codes.
-  static func symbolsOffset(width: Int) -> Int { 1 << width + 4 * levels }
+  static func symbolsOffset(width: Int) -> Int { 2 << width + 4 * levels }
 
-  /// The entry of the code at the top of `buffer` in the tables at `scratch`
-  /// (``buildDecoder(lengths:width:into:rankBase:successor:)``), or 0 if no code starts there.
+  /// Extends the entries of the lookup table at `scratch` (`width` bits, built by
+  /// ``buildDecoder(lengths:width:into:successor:)`` with successor bits
+  /// ``Entry/successor(offset:width:)`` of tables at `base`, `successors[symbol]` for
+  /// `symbol`) with the bytes after theirs whose codes the rest of the lookup's bits
+  /// hold, up to three bytes an entry. Only the first byte of the entries found in other
+  /// tables is read, so tables extended already serve as well.
+  ///
+  /// Sound for a prefix code: a code no longer than the bits left after the ones before
+  /// it is the code those bits start with, whatever bits follow.
+  static func extendEntries(
+    at scratch: UnsafeMutablePointer<Int>, width: Int, base: UnsafeMutablePointer<Int>,
+    successors: UnsafePointer<Int>
+  ) {
+    let low = 1 << Entry.successorShift - 1
+    // Fills the slots `start..<end` of `entry`, `used` bits long (the slots are every
+    // value of the bits after it), with it and the bytes after it their bits hold.
+    func extend(_ entry: Int, used: Int, from start: Int, to end: Int) {
+      let left = width &- used
+      let count = Entry.count(entry)
+      guard left > 0, count < 3 else {
+        for slot in start..<end { scratch[slot &<< 1] = entry }
+        return
+      }
+      let (next, nextWidth) = Entry.table(entry, in: base)
+      var slot = start
+      while slot < end {
+        let bits = slot &- start
+        let found =
+          next[
+            (nextWidth >= left ? bits &<< (nextWidth &- left) : bits &>> (left &- nextWidth)) &<< 1]
+        let length = Entry.length(of: 1, in: found)
+        guard found != 0, length <= left else {
+          // A code longer than the bits left, or none: this slot stays as it is.
+          scratch[slot &<< 1] = entry
+          slot &+= 1
+          continue
+        }
+        let symbol = Int(Entry.symbol(0, of: found))
+        let total = used &+ length
+        // The lengths of the first two codes are kept for a content that ends after them.
+        let extended =
+          successors[symbol] | entry & low & ~0x3F | (count == 1 ? total << 10 : 0)
+          | symbol << (Entry.firstSymbolShift &+ 8 &* count) | (count &+ 1) << 4 | total
+        let rangeEnd = slot &+ 1 &<< (left &- length)
+        extend(extended, used: total, from: slot, to: rangeEnd)
+        slot = rangeEnd
+      }
+    }
+    var slot = 0
+    while slot < 1 << width {
+      let single = scratch[slot << 1]
+      guard single != 0 else {
+        slot += 1
+        continue
+      }
+      let end = slot + 1 << (width - single & 0x0F)
+      extend(single, used: single & 0x0F, from: slot, to: end)
+      slot = end
+    }
+  }
+
+  /// The place of the entry of the code at the top of `buffer` in the tables at `scratch`
+  /// (``buildDecoder(lengths:width:into:successor:)``), or nil if no code starts there.
   @inline(__always)
   static func lookup(
     _ buffer: UInt64, in scratch: UnsafeMutablePointer<Int>, width: Int
-  ) -> Int {
+  ) -> UnsafeMutablePointer<Int>? {
     // Widths and lengths are 1...12, so the shifts and conversions need no checks.
-    let entry = scratch[Int(truncatingIfNeeded: buffer &>> UInt64(truncatingIfNeeded: 64 &- width))]
-    guard entry == 0 else { return entry }
+    let slot =
+      scratch + Int(truncatingIfNeeded: buffer &>> UInt64(truncatingIfNeeded: 64 &- width)) &<< 1
+    guard slot.pointee == 0 else { return slot }
     // A code longer than the table, or none: try each longer length.
-    let header = scratch + 1 << width
+    let header = scratch + 2 << width
     // The longest code is at least `width` long.
     for length in width + 1..<header[0] + 1 {
       let rank =
         Int(truncatingIfNeeded: buffer &>> UInt64(truncatingIfNeeded: 64 &- length))
         - header[levels + length]
       if rank >= 0, rank < header[length] {
-        return header[4 * levels + header[2 * levels + length] + rank] | length
+        return header + 4 * levels + 2 * (header[2 * levels + length] + rank)
       }
     }
-    return 0
+    return nil
   }
 
   /// Reads coded bits most significant first, keeping at least ``maximumCodeLength`` of

@@ -329,28 +329,29 @@ enum DocumentContentCode {
     /// The declared code; nil for the raw form.
     let code: Code?
     /// Every table's decoding tables
-    /// (``ContentCoding/buildDecoder(lengths:width:into:successor:)``), whose entries name
-    /// the table of the byte after theirs (``successors``).
-    private let decoders: [Int]
+    /// (``ContentCoding/buildDecoder(lengths:width:into:successor:)``, extended by
+    /// ``ContentCoding/extendEntries(at:width:base:successors:)``), whose entries name the
+    /// table of the byte after their last (``successors``). Under an order-1 code, the
+    /// count beside each entry counts its lookups: each stands for one to three (context,
+    /// byte) pairs, counted once the content is read.
+    private var decoders: [Int]
     /// Per context (byte value), its table as the entries of the bytes before it name it
-    /// (``successor(offset:width:)``): the decoder of nothing (offset 0)
+    /// (``ContentCoding/Entry/successor(offset:width:)``): the decoder of nothing (offset 0)
     /// for a context without a table.
     private let successors: [Int]
-    /// An order-1 code's tables: each one's context, where its used values lie in
-    /// `decoders` (by rank), where `rankCounts` counts them, and how many there are.
-    private let tables: [(context: Int, symbols: Int, countBase: Int, used: Int)]
-    /// Under an order-1 code, how often each table's codes were decoded, by the rank
-    /// index of their entries (their table's `countBase` plus their rank): a few
-    /// kilobytes, where counting (context, byte) pairs as they are decoded wrote all over
-    /// half a megabyte.
-    private var rankCounts: [Int] = []
-
-    /// A table as the high bits of an entry (from bit 29): `offset << 33 | width << 29`
-    /// (width is 1 ... 12, offsets stay below 2^18). Decoding the next byte reads its table
-    /// from the entry of the byte before it, not from a second array.
-    private static func successor(offset: Int, width: Int) -> Int {
-      offset << 33 | width << 29
-    }
+    /// An order-1 code's tables: each one's context, and where its tables lie in
+    /// `decoders`.
+    private let tables: [(context: Int, offset: Int, width: Int, size: Int)]
+    /// Whether the lookup tables read ``ContentCoding/lookupBits`` bits and their entries
+    /// hold the bytes after theirs that those bits code too
+    /// (``ContentCoding/extendEntries(at:width:base:successors:)``): when what follows
+    /// the code is at least ``extendingBytesPerTable`` bytes a table. Extending costs
+    /// about as much as decoding a few thousand bytes a table and then decodes about three
+    /// bytes a lookup instead of one (a third of a 50,000-note library's load); for a
+    /// smaller content (automerge-paper's: 109 KB for 94 tables) it cost more than it
+    /// saved.
+    let extendsEntries: Bool
+    static let extendingBytesPerTable = 4096
 
     /// What was decoded under a raw form or an order-0 code, (context, byte) pairs.
     private var counts = Counts()
@@ -359,12 +360,14 @@ enum DocumentContentCode {
     /// The bytes the code took after the form byte.
     private let codeSize: Int
 
-    /// Reads the form byte and the code of a coded form.
-    init(from reader: inout ByteReader) throws {
+    /// Reads the form byte and the code of a coded form. `extending` overrides the choice
+    /// of ``extendsEntries`` (for tests: both choices decode alike).
+    init(from reader: inout ByteReader, extending: Bool? = nil) throws {
       let start = reader.offset
       let form = try reader.readUInt8()
       guard form != raw else {
         (code, decoders, successors, tables, codeSize) = (nil, [], [], [], 0)
+        extendsEntries = false
         return
       }
       guard form == oneTable || form == tablePerContext else {
@@ -373,35 +376,37 @@ enum DocumentContentCode {
       let tableStart = reader.offset
       let code = try Code.read(order: form == oneTable ? 0 : 1, from: &reader)
       codeSize = reader.offset - tableStart
+      let extending =
+        extending ?? (reader.remainingCount / Self.extendingBytesPerTable >= code.contexts.count)
+      extendsEntries = extending
       var shapes: [(width: Int, longest: Int, size: Int)] = []
       var offsets: [Int] = []
       shapes.reserveCapacity(code.contexts.count)
       offsets.reserveCapacity(code.contexts.count)
       // First a decoder that decodes nothing (a one-bit table of zeros), for contexts
       // without a table: a byte after one fails as a code its table lacks.
-      var size = 2 + 4 * (ContentCoding.maximumCodeLength + 1)
+      var size = ContentCoding.symbolsOffset(width: 1)
       try code.lengths.withUnsafeBufferPointer { lengths in
         for slot in code.contexts.indices {
           let shape = try ContentCoding.decoderShape(
             lengths: UnsafeBufferPointer(rebasing: lengths[slot << 8..<(slot + 1) << 8]),
-            tableOffset: tableStart)
+            tableOffset: tableStart, fullWidth: extending)
           shapes.append(shape)
           offsets.append(size)
           size += shape.size
         }
       }
-      var tables: [(context: Int, symbols: Int, countBase: Int, used: Int)] = []
-      tables.reserveCapacity(code.order == 1 ? shapes.count : 0)
-      var countBase = 0
-      for (slot, shape) in shapes.enumerated() where code.order == 1 {
-        let symbols = ContentCoding.symbolsOffset(width: shape.width)
-        let used = shape.size - symbols
-        tables.append((Int(code.contexts[slot]), offsets[slot] + symbols, countBase, used))
-        countBase += used
+      let tables = (code.order == 1 ? Array(shapes.indices) : []).map {
+        (
+          context: Int(code.contexts[$0]), offset: offsets[$0], width: shapes[$0].width,
+          size: shapes[$0].size
+        )
       }
-      var successors = [Int](repeating: Self.successor(offset: 0, width: 1), count: 256)
+      var successors = [Int](
+        repeating: ContentCoding.Entry.successor(offset: 0, width: 1), count: 256)
       for (context, slot) in code.slots.enumerated() where slot >= 0 {
-        successors[context] = Self.successor(offset: offsets[slot], width: shapes[slot].width)
+        successors[context] = ContentCoding.Entry.successor(
+          offset: offsets[slot], width: shapes[slot].width)
       }
       // Every entry is written by `buildDecoder`: the decoder of nothing is that of a code
       // without values.
@@ -417,9 +422,17 @@ enum DocumentContentCode {
           for slot in code.contexts.indices {
             ContentCoding.buildDecoder(
               lengths: UnsafeBufferPointer(rebasing: lengths[slot << 8..<(slot + 1) << 8]),
-              width: shapes[slot].width, into: base + offsets[slot],
-              rankBase: code.order == 1 ? tables[slot].countBase : 0
+              width: shapes[slot].width, into: base + offsets[slot]
             ) { successors[$0] }
+          }
+        }
+        // Once every table is built: an entry's next bytes come from other tables.
+        successors.withUnsafeBufferPointer { successors in
+          guard extending, let successors = successors.baseAddress else { return }
+          for slot in code.contexts.indices {
+            ContentCoding.extendEntries(
+              at: base + offsets[slot], width: shapes[slot].width, base: base,
+              successors: successors)
           }
         }
         written = size
@@ -427,7 +440,6 @@ enum DocumentContentCode {
       (self.code, self.decoders, self.successors, self.tables) = (
         code, decoders, successors, tables
       )
-      rankCounts = [Int](repeating: 0, count: countBase)
     }
 
     /// The UTF-8 of one text's content field; `offset` is the field's, for errors.
@@ -452,41 +464,52 @@ enum DocumentContentCode {
       let bitsStart = reader.offset
       let bits = try reader.readBytes(count: reader.remainingCount)
       let count = try ContentCoding.checkedCount(rawCount, at: countStart, bits: bits)
-      let (decoders, first) = (self.decoders, successors[0])
+      let first = successors[0]
       guard order == 1 else {
-        let content = try Self.decodeBits(
-          bits, count: count, offset: bitsStart, decoders: decoders, first: first
-        ) { _ in }
+        let content = try decodeBits(bits, count: count, offset: bitsStart, first: first) {
+          _ in
+        } ended: { _, _, _ in
+        }
         counts.add(content[...])
         return content[...]
       }
-      return try rankCounts.withUnsafeMutableBufferPointer { ranks in
-        // An entry's rank is its table's first count plus its rank in the table: the
-        // index stays in `ranks`.
-        try Self.decodeBits(
-          bits, count: count, offset: bitsStart, decoders: decoders, first: first
-        ) { entry in ranks[entry &>> 12 & 0x1FFFF] &+= 1 }
-      }[...]
+      // Where the content ends inside an entry: its bytes taken, and the entry before.
+      var last: (entry: Int, taken: Int, previous: Int)?
+      let content = try decodeBits(bits, count: count, offset: bitsStart, first: first) {
+        $0[1] &+= 1
+      } ended: {
+        last = ($0, $1, $2)
+      }
+      if let last {
+        // The bytes taken, each after the one before it (the entry before's last byte).
+        var context = ContentCoding.Entry.lastSymbol(of: last.previous)
+        for position in 0..<last.taken {
+          let byte = Int(ContentCoding.Entry.symbol(position, of: last.entry))
+          counts.add(1, of: byte, after: context)
+          context = byte
+        }
+      }
+      return content[...]
     }
 
     /// Decodes `count` bytes from `bits` with `decoders`, the first with the table `first`
-    /// names, calling `decoded` with each byte's entry.
+    /// names, as ``ContentCoding/decodeSymbols(_:count:offset:first:table:decoded:ended:)``
+    /// does.
     @inline(__always)
-    private static func decodeBits(
-      _ bits: ArraySlice<UInt8>, count: Int, offset: Int, decoders: [Int], first: Int,
-      decoded: (_ entry: Int) -> Void
+    private mutating func decodeBits(
+      _ bits: ArraySlice<UInt8>, count: Int, offset: Int, first: Int,
+      decoded: (_ slot: UnsafeMutablePointer<Int>) -> Void,
+      ended: (_ entry: Int, _ taken: Int, _ previous: Int) -> Void
     ) throws -> [UInt8] {
-      try decoders.withUnsafeBufferPointer { decoders in
+      try decoders.withUnsafeMutableBufferPointer { decoders in
         // Never empty (the decoder of nothing comes first): no byte decodes without it.
-        guard let start = decoders.baseAddress else {
+        guard let base = decoders.baseAddress else {
           throw ConvergeDecodingError.invalidValue(
             offset: offset, reason: "text content bits that do not decode")
         }
-        let base = UnsafeMutablePointer(mutating: start)
         return try ContentCoding.decodeSymbols(
           bits, count: count, offset: offset, first: first,
-          table: { previous in (base + previous &>> 33, previous &>> 29 & 0x0F) },
-          decoded: decoded)
+          table: { ContentCoding.Entry.table($0, in: base) }, decoded: decoded, ended: ended)
       }
     }
 
@@ -494,15 +517,35 @@ enum DocumentContentCode {
     /// encoder chooses for the content read (``cheapestCode(_:countBytes:known:)``).
     func checkCanonical(offset: Int) throws {
       var counts = self.counts
-      // An order-1 code's counts by rank become (context, byte) counts.
+      // An order-1 code's counts by entry become (context, byte) counts.
       counts.reserveRows(tables.count)
-      rankCounts.withUnsafeBufferPointer { ranks in
-        decoders.withUnsafeBufferPointer { decoders in
-          for table in tables {
-            for rank in 0..<table.used where ranks[table.countBase + rank] > 0 {
-              let byte = decoders[table.symbols + rank] >> 4 & 0xFF
-              counts.add(ranks[table.countBase + rank], of: byte, after: table.context)
+      decoders.withUnsafeBufferPointer { decoders in
+        // `count` lookups of `entry`: (context, byte) pairs.
+        func add(_ count: Int, of entry: Int, after context: Int) {
+          guard count > 0 else { return }
+          var context = context
+          for position in 0..<ContentCoding.Entry.count(entry) {
+            let byte = Int(ContentCoding.Entry.symbol(position, of: entry))
+            counts.add(count, of: byte, after: context)
+            context = byte
+          }
+        }
+        for table in tables {
+          // The lookup table's entries, then those of the codes past it; a code's slots
+          // hold one entry, so its counts are added up first.
+          let symbols = table.offset + ContentCoding.symbolsOffset(width: table.width)
+          for range in [
+            table.offset..<table.offset + 2 << table.width, symbols..<table.offset + table.size,
+          ] {
+            var run = (entry: 0, count: 0)
+            for index in stride(from: range.lowerBound, to: range.upperBound, by: 2) {
+              if decoders[index] != run.entry {
+                add(run.count, of: run.entry, after: table.context)
+                run = (decoders[index], 0)
+              }
+              run.count += decoders[index + 1]
             }
+            add(run.count, of: run.entry, after: table.context)
           }
         }
       }
