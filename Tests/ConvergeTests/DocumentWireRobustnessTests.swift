@@ -292,4 +292,49 @@ import Testing
       try Document(decoding: fields)
     }
   }
+
+  /// An entity's field names are matched against the entity's before it as bytes while
+  /// they repeat them: more names, fewer, names that part ways, none, decode to the same
+  /// tables; a name equal as a string to one of the repeated ones is still a duplicate.
+  @Test func fieldNamesRepeatedFromTheEntityBeforeDecodeAsThemselves() throws {
+    var replica = Replica(id: ReplicaID(rawValue: 4), wallClock: .fixed(0))
+    let names = [
+      ["a", "b", "c"], ["a", "b"], ["a", "b", "c"], ["a", "c"], [], ["b"], ["a", "b", "c", "d"],
+    ]
+    for (index, fields) in names.enumerated() {
+      let key = EntityKey(type: "n", id: "\(index)")
+      replica.transact { tx in
+        tx.create(key)
+        for name in fields { tx.setValue(.int(Int64(index)), for: name, of: key) }
+      }
+    }
+    let bytes = replica.document.encoded()
+    let decoded = try Document(decoding: bytes)
+    #expect(decoded == replica.document)
+    #expect(decoded.encoded() == bytes)
+    for (index, fields) in names.enumerated() {
+      let key = EntityKey(type: "n", id: "\(index)")
+      #expect(decoded.fieldNames(of: key) == fields, "entity \(index)")
+    }
+    // The second entity repeats the first one's two names, then adds "é", equal as a
+    // string to the second of them.
+    let duplicate = Envelope.seal(kind: .documentState) { writer in
+      writer.writeBytes([0, 0, 0, 2])
+      for (id, fields) in [("a", ["a", "e\u{301}"]), ("b", ["a", "e\u{301}", "é"])] {
+        writer.writeString("n")
+        writer.writeString(id)
+        writer.writeBytes([0, 0, UInt8(fields.count)])
+        for name in fields {
+          writer.writeString(name)
+          writer.writeUInt8(3)
+        }
+      }
+    }
+    #expect(throws: ConvergeDecodingError.self) { try Document(decoding: duplicate) }
+    do {
+      _ = try Document(decoding: duplicate)
+    } catch let error as ConvergeDecodingError {
+      #expect("\(error)".contains("duplicate field name"), "\(error)")
+    }
+  }
 }

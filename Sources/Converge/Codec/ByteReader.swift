@@ -232,11 +232,41 @@ package struct ByteReader: Sendable {
   public mutating func readString() throws -> String {
     let lengthStart = offset
     let bytes = try readLengthPrefixedBytes()
-    let hadError = transcode(
-      bytes.makeIterator(), from: UTF8.self, to: UTF32.self, stoppingOnError: true,
-      into: { _ in })
-    guard !hadError else { throw ConvergeDecodingError.invalidUTF8(offset: lengthStart) }
+    // The one strict UTF-8 check (ASCII eight bytes at a time), not a generic transcoding.
+    let valid = bytes.withUnsafeBufferPointer {
+      (try? UTF8Scalars.forEachScalar(of: $0, asciiRun: { _ in }) { _ in }) != nil
+    }
+    guard valid else { throw ConvergeDecodingError.invalidUTF8(offset: lengthStart) }
     return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// Reads the next string if its bytes are `expected`'s and returns true; otherwise reads
+  /// nothing and returns false. A string met again (an entity's field names, which most
+  /// entities of a message repeat) is matched without being checked or built again.
+  mutating func readString(equalTo expected: String) -> Bool {
+    let start = position
+    var expected = expected
+    guard let length = try? readVarUInt(), length == UInt64(expected.utf8.count),
+      length <= UInt64(remainingCount)
+    else {
+      position = start
+      return false
+    }
+    let from = position - storage.startIndex
+    let equal = expected.withUTF8 { expected in
+      storage.withUnsafeBufferPointer { bytes in
+        for index in expected.indices where expected[index] != bytes[from + index] {
+          return false
+        }
+        return true
+      }
+    }
+    guard equal else {
+      position = start
+      return false
+    }
+    position += Int(length)
+    return true
   }
 
   /// Reads a section written by ``ByteWriter/writeLengthPrefixedSection(_:)``: `body`

@@ -342,16 +342,33 @@ enum FieldWire {
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
     readText: (inout ByteReader, inout DecodedReplicaTable) throws -> Text
   ) throws -> FieldTable<FieldContent<Text>> {
-    var fields = FieldTable<FieldContent<Text>>()
     // Names in scalar order can still be equal as strings ("é" and "e\u{301}"), and not
     // next to each other: past a few fields, a set finds them without a quadratic scan.
     var names: Set<String> = []
     // A field is at least an empty name and a tag.
     let count = try reader.readCount(minimumBytesPerElement: 2)
-    fields.reserveCapacity(count)
+    // While the names read are the previous entity's first ones (`shared` of them; -1
+    // once one differs), they are matched as bytes, and the table shares that list.
+    let previous = table.fieldNames
+    var shared = 0
+    var keys: [String] = []
+    var values: [FieldContent<Text>] = []
+    values.reserveCapacity(count)
     try reader.readSortedEntries(
       count: count, keys: .init(plural: "field names", singular: "field name"),
-      readKey: { try $0.readString() }, precedes: fieldNameOrder,
+      readKey: { reader in
+        if shared == values.count, shared < previous.count,
+          reader.readString(equalTo: previous[shared])
+        {
+          return previous[shared]
+        }
+        if shared >= 0 {
+          keys = Array(previous[..<values.count])
+          keys.reserveCapacity(count)
+          shared = -1
+        }
+        return try reader.readString()
+      }, precedes: fieldNameOrder,
       readValue: { reader, name, _ in
         let field: FieldContent<Text> =
           switch try readTag(from: &reader) {
@@ -360,16 +377,24 @@ enum FieldWire {
           case .set: .set(try readSet(from: &reader, replicas: &table))
           case .text: .text(try readText(&reader, &table))
           }
-        if fields.count < 16 {
-          guard fields.index(forKey: name) == nil else { return false }
+        if shared >= 0 {
+          // The previous list's next name, after its names before it: a valid table's
+          // names, none equal to another.
+          shared += 1
+        } else if keys.count < 16 {
+          guard !keys.contains(name) else { return false }
+          keys.append(name)
         } else {
-          if names.isEmpty { names = Set(fields.keys) }
+          if names.isEmpty { names = Set(keys) }
           guard names.insert(name).inserted else { return false }
+          keys.append(name)
         }
-        fields.append(name, field)
+        values.append(field)
         return true
       })
-    return fields
+    if shared >= 0 { keys = shared == previous.count ? previous : Array(previous[..<shared]) }
+    table.fieldNames = keys
+    return FieldTable(sortedKeys: keys, values: values)
   }
 
   /// Reads a field tag.

@@ -132,6 +132,9 @@ package struct DecodedReplicaTable: Sendable {
   /// before the entities that use it; nil in other messages, whose texts code their own
   /// content (§8.3.1).
   var documentContent: DocumentContentCode.Reader?
+  /// The field names of the entity read last (``FieldWire/readFields(from:replicas:readText:)``),
+  /// which the next one most often repeats.
+  var fieldNames: [String] = []
 
   /// Reads a table written by ``ReplicaTable/write(to:)``.
   ///

@@ -24,6 +24,13 @@ struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
     values = sorted.map(\.value)
   }
 
+  /// The table of `keys`, sorted by ``fieldNameOrder`` and no two equal, and their
+  /// `values` (a decoder checks its input's order before it calls this).
+  init(sortedKeys keys: [String], values: [Value]) {
+    self.keys = keys
+    self.values = values
+  }
+
   /// Adds the field `name`, which must come after every name in the table (a decoder
   /// checks its input's order before it calls this).
   mutating func append(_ name: String, _ field: Value) {
