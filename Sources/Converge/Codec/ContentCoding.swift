@@ -480,7 +480,7 @@ enum ContentCoding {
 
   /// The shape of the decoding tables of the canonical code of `lengths` (256 code
   /// lengths, 0 for unused values): the bits its lookup table reads (at most
-  /// ``lookupBits``), its longest code, and the `Int`s the tables take.
+  /// ``lookupBits``) and the `Int`s the tables take.
   ///
   /// The tables (``buildDecoder(lengths:width:into:successor:)``) are a lookup table of
   /// the first `width` bits (each an entry, 0 where a longer code or none starts); then
@@ -500,7 +500,7 @@ enum ContentCoding {
   ///   that no prefix code has (Kraft's inequality).
   static func decoderShape(
     lengths: UnsafeBufferPointer<UInt8>, tableOffset: Int, fullWidth: Bool = false
-  ) throws -> (width: Int, longest: Int, size: Int) {
+  ) throws -> (width: Int, size: Int) {
     var space = 0
     var longest = 1
     var used = 0
@@ -517,10 +517,10 @@ enum ContentCoding {
       throw ConvergeDecodingError.invalidValue(offset: tableOffset, reason: "oversubscribed code")
     }
     let width = fullWidth ? lookupBits : Swift.min(longest, lookupBits)
-    return (width, longest, 2 << width + 4 * levels + 2 * used)
+    return (width, 2 << width + 4 * levels + 2 * used)
   }
 
-  /// Fills the tables of ``decoderShape(lengths:tableOffset:)`` at `scratch` for
+  /// Fills the tables of ``decoderShape(lengths:tableOffset:fullWidth:)`` at `scratch` for
   /// `lengths`, whose shape has been checked, with entries of one byte;
   /// `successor(symbol)` gives the bits from 38 up of the entries of `symbol` (a multiple
   /// of 2^38).

@@ -379,7 +379,7 @@ enum DocumentContentCode {
       let extending =
         extending ?? (reader.remainingCount / Self.extendingBytesPerTable >= code.contexts.count)
       extendsEntries = extending
-      var shapes: [(width: Int, longest: Int, size: Int)] = []
+      var shapes: [(width: Int, size: Int)] = []
       var offsets: [Int] = []
       shapes.reserveCapacity(code.contexts.count)
       offsets.reserveCapacity(code.contexts.count)
@@ -530,23 +530,24 @@ enum DocumentContentCode {
             context = byte
           }
         }
-        for table in tables {
-          // The lookup table's entries, then those of the codes past it; a code's slots
-          // hold one entry, so its counts are added up first.
-          let symbols = table.offset + ContentCoding.symbolsOffset(width: table.width)
-          for range in [
-            table.offset..<table.offset + 2 << table.width, symbols..<table.offset + table.size,
-          ] {
-            var run = (entry: 0, count: 0)
-            for index in stride(from: range.lowerBound, to: range.upperBound, by: 2) {
-              if decoders[index] != run.entry {
-                add(run.count, of: run.entry, after: table.context)
-                run = (decoders[index], 0)
-              }
-              run.count += decoders[index + 1]
+        // The entries at `range` of a table for `context`: a code's slots hold one entry,
+        // so its counts are added up first.
+        func addEntries(_ range: Range<Int>, after context: Int) {
+          var run = (entry: 0, count: 0)
+          for index in stride(from: range.lowerBound, to: range.upperBound, by: 2) {
+            if decoders[index] != run.entry {
+              add(run.count, of: run.entry, after: context)
+              run = (decoders[index], 0)
             }
-            add(run.count, of: run.entry, after: table.context)
+            run.count += decoders[index + 1]
           }
+          add(run.count, of: run.entry, after: context)
+        }
+        for table in tables {
+          // The lookup table's entries, then those of the codes past it.
+          let symbols = table.offset + ContentCoding.symbolsOffset(width: table.width)
+          addEntries(table.offset..<table.offset + 2 << table.width, after: table.context)
+          addEntries(symbols..<table.offset + table.size, after: table.context)
         }
       }
       let known = code.map { (code: $0, size: codeSize) }
