@@ -186,9 +186,46 @@ import Testing
     }
   }
 
-  /// Counting (which skips ASCII eight bytes at a time) agrees with decoding on every
-  /// input, valid or not: the same scalars and supplementary counts, or both refuse.
-  @Test func countingAgreesWithDecoding() throws {
+  /// The checker accepts exactly what the standard library's strict validation accepts,
+  /// and counts its scalars and UTF-16 code units: every sequence of up to three bytes
+  /// drawn from the bytes where UTF-8's rules change (four after a four-byte lead), alone,
+  /// inside a word and across a word's end (the checker reads eight bytes at a time),
+  /// then random mixes of valid and malformed pieces.
+  @Test func checkerAgreesWithTheStandardLibrary() throws {
+    func agree(_ bytes: [UInt8]) throws {
+      let counted = try? TextWire.countScalars(bytes[...], offset: 0)
+      let string = String(validating: bytes, as: UTF8.self)
+      let expected = string.map {
+        [$0.unicodeScalars.count, $0.utf16.count - $0.unicodeScalars.count]
+      }
+      try ensure(
+        counted.map { [$0.scalars, $0.supplementary] } == expected,
+        "\(bytes): counted \(String(describing: counted)), expected \(String(describing: expected))"
+      )
+      let decoded = bytes.withUnsafeBufferPointer { try? UTF8Scalars.decode($0) }
+      try ensure(
+        decoded?.scalars == string.map { Array($0.unicodeScalars) }, "\(bytes): decoded")
+    }
+    let boundaries: [UInt8] = [
+      0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0,
+      0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+    ]
+    // Up to three bytes of any kind, and four after a four-byte lead.
+    var sequences: [[UInt8]] = [[]]
+    var last: [[UInt8]] = [[]]
+    for _ in 1...3 {
+      last = last.flatMap { prefix in boundaries.map { prefix + [$0] } }
+      sequences += last
+    }
+    sequences += last.filter { $0[0] >= 0xF0 && $0[0] <= 0xF4 }.flatMap { prefix in
+      boundaries.map { prefix + [$0] }
+    }
+    for sequence in sequences {
+      try agree(sequence)
+      for lead in [5, 7] {
+        try agree(Array(repeating: 0x61, count: lead) + sequence + Array("bc".utf8))
+      }
+    }
     let pieces: [[UInt8]] = [
       Array("milk and eggs ".utf8), Array("é".utf8), Array("中文".utf8), Array("🌱".utf8),
       [0x80], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF0, 0x9F, 0x98], [0xFF], [0x41],
@@ -203,11 +240,7 @@ import Testing
           : pieces[Int.random(in: 4..<pieces.count, using: &random)]
         bytes += piece
       }
-      let decoded = bytes.withUnsafeBufferPointer { try? UTF8Scalars.decode($0) }
-      let counted = try? TextWire.countScalars(bytes[...], offset: 0)
-      try ensure(
-        decoded.map { [$0.scalars.count, $0.supplementary] } == counted.map { [$0.0, $0.1] },
-        "\(bytes): decoded \(String(describing: decoded)), counted \(String(describing: counted))")
+      try agree(bytes)
     }
   }
 

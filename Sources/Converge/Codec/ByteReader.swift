@@ -232,10 +232,8 @@ package struct ByteReader: Sendable {
   public mutating func readString() throws -> String {
     let lengthStart = offset
     let bytes = try readLengthPrefixedBytes()
-    // The one strict UTF-8 check (ASCII eight bytes at a time), not a generic transcoding.
-    let valid = bytes.withUnsafeBufferPointer {
-      (try? UTF8Scalars.forEachScalar(of: $0, asciiRun: { _ in }) { _ in }) != nil
-    }
+    // The one strict UTF-8 check, not a generic transcoding.
+    let valid = bytes.withUnsafeBufferPointer { (try? UTF8Scalars.count($0)) != nil }
     guard valid else { throw ConvergeDecodingError.invalidUTF8(offset: lengthStart) }
     return String(decoding: bytes, as: UTF8.self)
   }

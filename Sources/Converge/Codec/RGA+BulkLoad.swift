@@ -699,13 +699,13 @@ private struct StateLoader {
         // Decoded only here: most runs take their bytes as they are.
         let end = advance(from: piece.byteStart, scalars: piece.length).end
         let utf8 = bytes[bytes.startIndex + piece.byteStart..<bytes.startIndex + end]
-        let content =
-          ((try? utf8.withUnsafeBufferPointer { try UTF8Scalars.decode($0, validating: false) })?
-          .scalars ?? [])[...]
+        let scalars = utf8.withUnsafeBufferPointer {
+          UTF8Scalars.scalarsAndUTF16Count(ofValid: $0).scalars
+        }
         text.pendingInserts.add(
           RGADelta.Insert(
             id: slice.id, lamport: slice.lamport, origin: slice.origin,
-            rightOrigin: slice.rightOrigin, content: content),
+            rightOrigin: slice.rightOrigin, content: scalars[...]),
           waitingFor: origin)
       }
     }

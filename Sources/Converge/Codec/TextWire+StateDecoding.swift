@@ -28,20 +28,16 @@ extension TextWire {
     return (decoded.scalars, decoded.supplementary > 0)
   }
 
-  /// The number of scalars of strictly valid UTF-8, checked as ``decodeScalars(_:offset:)``
-  /// checks it, without building them, and how many of them lie outside the Basic
-  /// Multilingual Plane.
+  /// The number of scalars of strictly valid UTF-8 (``UTF8Scalars/count(_:)``, the check
+  /// ``decodeScalars(_:offset:)`` makes), without building them, and how many of them lie
+  /// outside the Basic Multilingual Plane.
   ///
   /// - Throws: `invalidUTF8` at `offset`.
   static func countScalars(_ bytes: ArraySlice<UInt8>, offset: Int) throws -> (
     scalars: Int, supplementary: Int
   ) {
-    var count = 0
-    guard
-      let supplementary = try? bytes.withUnsafeBufferPointer({
-        try UTF8Scalars.forEachScalar(of: $0, asciiRun: { count += $0 }) { _ in count += 1 }
-      })
+    guard let counted = try? bytes.withUnsafeBufferPointer({ try UTF8Scalars.count($0) })
     else { throw ConvergeDecodingError.invalidUTF8(offset: offset) }
-    return (count, supplementary)
+    return counted
   }
 }

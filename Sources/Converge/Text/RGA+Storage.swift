@@ -284,7 +284,7 @@ extension RGA {
   func forEachScalar(inContent range: Range<Int>, _ body: (Unicode.Scalar) -> Void) {
     content.withUnsafeBufferPointer { content in
       let bytes = UnsafeBufferPointer(rebasing: content[range])
-      _ = try? UTF8Scalars.forEachScalar(of: bytes, validating: false, body)
+      UTF8Scalars.forEachScalar(of: bytes, body)
     }
   }
 
