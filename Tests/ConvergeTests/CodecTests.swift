@@ -57,6 +57,42 @@ import Testing
     #expect(throws: error) { try reader.readVarUInt() }
   }
 
+  /// Numbers with at least eight bytes after their start (read eight bytes at once) and
+  /// fewer, inside a slice that does not start at 0: the same values, the same errors at
+  /// the same offsets, the same bytes consumed.
+  @Test func leb128ReadsAlikeWithAndWithoutEightBytesLeft() throws {
+    let eightBytes = UInt64(1) << 56 - 1
+    let forms: [([UInt8], Result<UInt64, ConvergeDecodingError>)] =
+      Self.shortestForms.map { ($0.1, .success($0.0)) } + [
+        ([0x80, 0x00], .failure(.overlongInteger(offset: 1))),
+        ([0xFF, 0x80, 0x00], .failure(.overlongInteger(offset: 1))),
+        ([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00], .failure(.overlongInteger(offset: 1))),
+        ([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F], .success(eightBytes)),
+        ([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01], .success(eightBytes + 1)),
+        (
+          [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02],
+          .failure(.integerOverflow(offset: 1))
+        ),
+      ]
+    for (bytes, expected) in forms {
+      for trailing in [0, 9] {
+        let input = ([0x01, 0x02] + bytes + Array(repeating: 0x7F, count: trailing))[1...]
+        var reader = ByteReader(input)
+        #expect(try reader.readVarUInt() == 2)
+        var read: Result<UInt64, ConvergeDecodingError>
+        do {
+          read = .success(try reader.readVarUInt())
+        } catch let error as ConvergeDecodingError {
+          read = .failure(error)
+        } catch {
+          read = .failure(.truncated(offset: -1))
+        }
+        #expect(read == expected, "\(bytes), \(trailing) bytes after")
+        if case .success = expected { #expect(reader.offset == 1 + bytes.count) }
+      }
+    }
+  }
+
   @Test func leb128AndZigzagRoundTripRandomValues() throws {
     let seed = baseSeed(0x1EB1_28)
     var random = SeededGenerator(seed: seed)

@@ -148,14 +148,48 @@ package struct ByteReader: Sendable {
   /// - Throws: `truncated` if the input ends inside it, `overlongInteger` if its last
   ///   byte is a zero group (for example `0x80 0x00`), `integerOverflow` if it holds more
   ///   than 64 bits (its tenth byte is above `0x01`, or an eleventh byte follows).
+  @inline(__always)
   public mutating func readVarUInt() throws -> UInt64 {
-    let start = offset
-    // Fast path: one byte.
-    if position < end, storage[position] < 0x80 {
-      let value = UInt64(storage[position])
-      position += 1
-      return value
+    // One byte (most counts, lengths and indexes) where it is read; longer ones apart.
+    if position < end {
+      let byte = storage[position]
+      if byte < 0x80 {
+        position &+= 1
+        return UInt64(byte)
+      }
     }
+    return try readLongVarUInt()
+  }
+
+  /// ``readVarUInt()`` past its one-byte case.
+  @inline(never)
+  private mutating func readLongVarUInt() throws -> UInt64 {
+    // Up to eight bytes from a word: the first byte without its top bit ends the number,
+    // and the seven-bit groups before it are packed by three rounds of masks and shifts.
+    if end &- position >= 8 {
+      let word = storage.withUnsafeBytes {
+        UInt64(
+          littleEndian: $0.loadUnaligned(
+            fromByteOffset: position &- storage.startIndex, as: UInt64.self))
+      }
+      let stops = ~word & 0x8080_8080_8080_8080
+      if stops != 0 {
+        let length = (stops.trailingZeroBitCount &+ 1) &>> 3
+        let shift = UInt64(length) &* 8
+        let bytes = length == 8 ? word : word & ((1 &<< shift) &- 1)
+        // Its last byte zero, with bytes before it: a longer form than needed.
+        if bytes &>> (shift &- 8) == 0 {
+          throw ConvergeDecodingError.overlongInteger(offset: offset)
+        }
+        var value = bytes & 0x7F7F_7F7F_7F7F_7F7F
+        value = value & 0x007F_007F_007F_007F | (value & 0x7F00_7F00_7F00_7F00) &>> 1
+        value = value & 0x0000_3FFF_0000_3FFF | (value & 0x3FFF_0000_3FFF_0000) &>> 2
+        value = value & 0x0000_0000_0FFF_FFFF | (value & 0x0FFF_FFFF_0000_0000) &>> 4
+        position &+= length
+        return value
+      }
+    }
+    let start = offset
     var result: UInt64 = 0
     var shift: UInt64 = 0
     var index = 0
@@ -233,9 +267,17 @@ package struct ByteReader: Sendable {
     let lengthStart = offset
     let bytes = try readLengthPrefixedBytes()
     // The one strict UTF-8 check, not a generic transcoding.
-    let valid = bytes.withUnsafeBufferPointer { (try? UTF8Scalars.count($0)) != nil }
-    guard valid else { throw ConvergeDecodingError.invalidUTF8(offset: lengthStart) }
-    return String(decoding: bytes, as: UTF8.self)
+    return try bytes.withUnsafeBufferPointer { bytes in
+      guard (try? UTF8Scalars.count(bytes)) != nil else {
+        throw ConvergeDecodingError.invalidUTF8(offset: lengthStart)
+      }
+      // Built in place: a short string (names, ids, tags, titles) is stored inline and
+      // its ASCII taken as it is, not checked and copied again.
+      return String(unsafeUninitializedCapacity: bytes.count) { buffer in
+        _ = buffer.initialize(fromContentsOf: bytes)
+        return bytes.count
+      }
+    }
   }
 
   /// Reads the next string if its bytes are `expected`'s and returns true; otherwise reads

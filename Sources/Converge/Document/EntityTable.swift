@@ -113,7 +113,7 @@ struct EntityTable: Sendable, Sequence {
   /// The code of `type`, given it now if it is new.
   private mutating func code(of type: String) -> UInt32 {
     // Nearly every entity is of the type before it.
-    if let last = typeCodeAt.last, types[Int(last)].utf8.elementsEqual(type.utf8) { return last }
+    if let last = typeCodeAt.last, utf8Equal(types[Int(last)], type) { return last }
     let exact = ExactString(type)
     if let code = typeCodes[exact] { return code }
     // At most one type an entity, so fewer than 2^32 (see `append`).
@@ -187,7 +187,7 @@ private struct ExactString: Hashable {
   init(_ string: String) { self.string = string }
 
   static func == (lhs: ExactString, rhs: ExactString) -> Bool {
-    lhs.string.utf8.elementsEqual(rhs.string.utf8)
+    utf8Equal(lhs.string, rhs.string)
   }
 
   func hash(into hasher: inout Hasher) {

@@ -13,3 +13,14 @@ func utf8Precedes(_ lhs: String, _ rhs: String) -> Bool {
   }
   return (compared ?? nil) ?? lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
 }
+
+/// Whether `lhs` and `rhs` have the same UTF-8 bytes (not the canonical equivalence of
+/// `==`), compared over their contiguous storage as ``utf8Precedes(_:_:)`` compares.
+func utf8Equal(_ lhs: String, _ rhs: String) -> Bool {
+  let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
+    rhs.utf8.withContiguousStorageIfAvailable { right in
+      left.count == right.count && !zip(left, right).contains { $0 != $1 }
+    }
+  }
+  return (compared ?? nil) ?? lhs.utf8.elementsEqual(rhs.utf8)
+}
