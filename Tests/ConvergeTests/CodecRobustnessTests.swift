@@ -71,6 +71,13 @@ import Testing
         try reader.readCount(minimumBytesPerElement: 2)
       }
     }
+    // Exactly the bytes the elements need at least: accepted; a byte fewer: refused.
+    var exact = ByteReader([0x03] + Array(repeating: 0, count: 6))
+    #expect(try exact.readCount(minimumBytesPerElement: 2) == 3)
+    var short = ByteReader([0x03] + Array(repeating: 0, count: 5))
+    #expect(throws: ConvergeDecodingError.countTooLarge(offset: 0)) {
+      try short.readCount(minimumBytesPerElement: 2)
+    }
     // A frame whose body length is UInt64.max, and a string claiming 2^32 bytes.
     var frame = ByteWriter()
     frame.writeBytes(Envelope.magic + [Envelope.formatVersion, MessageKind.versionVector.rawValue])

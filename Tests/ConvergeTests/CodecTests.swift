@@ -145,6 +145,11 @@ import Testing
     #expect(try reader.readBool() == true)
     #expect(try reader.readBool() == false)
     #expect(throws: ConvergeDecodingError.truncated(offset: 16)) { try reader.readUInt32() }
+    // The same from a slice that does not start at 0 (numbers are loaded from the storage).
+    var sliced = ByteReader(([0xFF] + writer.bytes)[1...])
+    #expect(try sliced.readUInt16() == 0x0102)
+    #expect(try sliced.readUInt32() == 0x0304_0506)
+    #expect(try sliced.readUInt64() == 0x0708_090A_0B0C_0D0E)
     var badBool = ByteReader([2])
     #expect(throws: ConvergeDecodingError.self) { try badBool.readBool() }
   }

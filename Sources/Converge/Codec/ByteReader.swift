@@ -133,12 +133,12 @@ package struct ByteReader: Sendable {
   ) throws -> T {
     let size = MemoryLayout<T>.size
     guard size <= remainingCount else { throw ConvergeDecodingError.truncated(offset: offset) }
-    var value: T = 0
-    for shift in 0..<size {
-      value |= T(storage[position + shift]) << (shift * 8)
+    // One unaligned load of the bytes just checked to be there.
+    let raw = storage.withUnsafeBytes {
+      $0.loadUnaligned(fromByteOffset: position &- storage.startIndex, as: T.self)
     }
     position += size
-    return value
+    return T(littleEndian: raw)
   }
 
   // MARK: LEB128
@@ -245,8 +245,10 @@ package struct ByteReader: Sendable {
     let start = offset
     let count = try readVarUInt()
     let perElement = UInt64(Swift.max(1, minimumBytesPerElement))
-    // count * perElement > remaining, without the multiplication that could overflow.
-    guard count <= UInt64(remainingCount) / perElement else {
+    // count * perElement > remaining, the multiplication's overflow included (a
+    // multiplication, not a division: this runs for every map, set and vector).
+    let (needed, overflow) = count.multipliedReportingOverflow(by: perElement)
+    guard !overflow, needed <= UInt64(remainingCount) else {
       throw ConvergeDecodingError.countTooLarge(offset: start)
     }
     return Int(count)
@@ -265,19 +267,28 @@ package struct ByteReader: Sendable {
   /// (no overlong forms, surrogates or code points above U+10FFFF).
   public mutating func readString() throws -> String {
     let lengthStart = offset
-    let bytes = try readLengthPrefixedBytes()
-    // The one strict UTF-8 check, not a generic transcoding.
-    return try bytes.withUnsafeBufferPointer { bytes in
+    let length = try readVarUInt()
+    guard length <= UInt64(remainingCount) else {
+      throw ConvergeDecodingError.truncated(offset: offset)
+    }
+    let count = Int(length)
+    let start = position &- storage.startIndex
+    // Read in place, without a slice of the storage (a retain and a release a string).
+    let string = try storage.withUnsafeBufferPointer { storage in
+      let bytes = UnsafeBufferPointer(rebasing: storage[start..<start &+ count])
+      // The one strict UTF-8 check, not a generic transcoding.
       guard (try? UTF8Scalars.count(bytes)) != nil else {
         throw ConvergeDecodingError.invalidUTF8(offset: lengthStart)
       }
       // Built in place: a short string (names, ids, tags, titles) is stored inline and
       // its ASCII taken as it is, not checked and copied again.
-      return String(unsafeUninitializedCapacity: bytes.count) { buffer in
+      return String(unsafeUninitializedCapacity: count) { buffer in
         _ = buffer.initialize(fromContentsOf: bytes)
-        return bytes.count
+        return count
       }
     }
+    position &+= count
+    return string
   }
 
   /// Reads the next string if its bytes are `expected`'s and returns true; otherwise reads

@@ -325,7 +325,7 @@ enum FieldWire {
         })
       // Two spellings of one element (canonically equivalent strings) are far apart in
       // the wire's byte order: found once every element is read.
-      let (elements, duplicate) = SetElements.reading(entries)
+      let (elements, duplicate) = SetElements.reading(consume entries)
       if let duplicate {
         throw ConvergeDecodingError.invalidValue(
           offset: starts[duplicate], reason: "duplicate set element")

@@ -21,7 +21,8 @@ extension VersionVector {
   package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     var entries: [(replica: ReplicaID, value: UInt64)] = []
     try Self.readEntries(from: &reader, replicas: &table) { count in
-      entries.reserveCapacity(count)
+      // Most vectors read are a presence's removes: none (reserving none still costs).
+      if count > 0 { entries.reserveCapacity(count) }
     } entry: { replica, counter in
       entries.append((replica, counter))
     }
