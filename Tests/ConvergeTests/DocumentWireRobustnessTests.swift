@@ -298,8 +298,12 @@ import Testing
   /// tables; a name equal as a string to one of the repeated ones is still a duplicate.
   @Test func fieldNamesRepeatedFromTheEntityBeforeDecodeAsThemselves() throws {
     var replica = Replica(id: ReplicaID(rawValue: 4), wallClock: .fixed(0))
+    // A name of 128 bytes or more (a two-byte length, 0x82 0x01) is read in full even when
+    // repeated, also where its length's second byte would pass for its first.
+    let long = String(repeating: "\u{01}", count: 130)
     let names = [
       ["a", "b", "c"], ["a", "b"], ["a", "b", "c"], ["a", "c"], [], ["b"], ["a", "b", "c", "d"],
+      [long], [long], [long, "a"], [long, "a", "p"],
     ]
     for (index, fields) in names.enumerated() {
       let key = EntityKey(type: "n", id: "\(index)")

@@ -293,30 +293,30 @@ package struct ByteReader: Sendable {
 
   /// Reads the next string if its bytes are `expected`'s and returns true; otherwise reads
   /// nothing and returns false. A string met again (an entity's field names, which most
-  /// entities of a message repeat) is matched without being checked or built again.
+  /// entities of a message repeat) is matched without being checked or built again; only
+  /// strings under 128 bytes (a one-byte length) are matched, longer ones return false.
   mutating func readString(equalTo expected: String) -> Bool {
     let start = position
-    var expected = expected
-    guard let length = try? readVarUInt(), length == UInt64(expected.utf8.count),
-      length <= UInt64(remainingCount)
-    else {
-      position = start
-      return false
-    }
-    let from = position - storage.startIndex
-    let equal = expected.withUTF8 { expected in
-      storage.withUnsafeBufferPointer { bytes in
-        for index in expected.indices where expected[index] != bytes[from + index] {
-          return false
+    guard position < end, storage[position] < 0x80, Int(storage[position]) == expected.utf8.count,
+      Int(storage[position]) < remainingCount
+    else { return false }
+    let length = Int(storage[position])
+    position &+= 1
+    let from = position &- storage.startIndex
+    let equal =
+      expected.utf8.withContiguousStorageIfAvailable { expected in
+        storage.withUnsafeBufferPointer { bytes in
+          for index in expected.indices where expected[index] != bytes[from &+ index] {
+            return false
+          }
+          return true
         }
-        return true
-      }
-    }
+      } ?? false
     guard equal else {
       position = start
       return false
     }
-    position += Int(length)
+    position &+= length
     return true
   }
 
