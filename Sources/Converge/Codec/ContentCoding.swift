@@ -478,10 +478,16 @@ enum ContentCoding {
   /// The lengths' levels: codes of 1 ... 12 bits (index 0 unused).
   private static let levels = maximumCodeLength + 1
 
+  /// How many bits a lookup table reads: `exactly` that many (tables whose entries are
+  /// extended use every bit), or the longest code's length but `atMost` that many.
+  enum LookupWidth {
+    case exactly(Int)
+    case atMost(Int)
+  }
+
   /// The shape of the decoding tables of the canonical code of `lengths` (256 code
-  /// lengths, 0 for unused values): the bits its lookup table reads (``lookupBits`` with
-  /// `fullWidth`, else the longest code's length but at most `widest`) and the `Int`s the
-  /// tables take.
+  /// lengths, 0 for unused values): the bits its lookup table reads (`width`, never more
+  /// than ``lookupBits``) and the `Int`s the tables take.
   ///
   /// The tables (``buildDecoder(lengths:width:into:successor:)``) are a lookup table of
   /// the first `width` bits (each an entry, 0 where a longer code or none starts); then
@@ -500,8 +506,8 @@ enum ContentCoding {
   /// - Throws: `invalidValue` at `tableOffset` for a code longer than 12 bits or lengths
   ///   that no prefix code has (Kraft's inequality).
   static func decoderShape(
-    lengths: UnsafeBufferPointer<UInt8>, tableOffset: Int, fullWidth: Bool = false,
-    widest: Int = lookupBits
+    lengths: UnsafeBufferPointer<UInt8>, tableOffset: Int,
+    width lookupWidth: LookupWidth = .atMost(lookupBits)
   ) throws -> (width: Int, size: Int) {
     var space = 0
     var longest = 1
@@ -518,11 +524,15 @@ enum ContentCoding {
     guard space <= 1 << maximumCodeLength else {
       throw ConvergeDecodingError.invalidValue(offset: tableOffset, reason: "oversubscribed code")
     }
-    let width = fullWidth ? lookupBits : Swift.min(longest, widest, lookupBits)
+    let width =
+      switch lookupWidth {
+      case .exactly(let bits): Swift.min(bits, lookupBits)
+      case .atMost(let bits): Swift.min(longest, bits, lookupBits)
+      }
     return (width, 2 << width + 4 * levels + 2 * used)
   }
 
-  /// Fills the tables of ``decoderShape(lengths:tableOffset:fullWidth:widest:)`` at `scratch` for
+  /// Fills the tables of ``decoderShape(lengths:tableOffset:width:)`` at `scratch` for
   /// `lengths`, whose shape has been checked, with entries of one byte;
   /// `successor(symbol)` gives the bits from 38 up of the entries of `symbol` (a multiple
   /// of 2^38).

@@ -396,7 +396,8 @@ enum DocumentContentCode {
         for slot in code.contexts.indices {
           let shape = try ContentCoding.decoderShape(
             lengths: UnsafeBufferPointer(rebasing: lengths[slot << 8..<(slot + 1) << 8]),
-            tableOffset: tableStart, fullWidth: extending, widest: Self.narrowLookupBits)
+            tableOffset: tableStart,
+            width: extending ? .exactly(ContentCoding.lookupBits) : .atMost(Self.narrowLookupBits))
           shapes.append(shape)
           offsets.append(size)
           size += shape.size

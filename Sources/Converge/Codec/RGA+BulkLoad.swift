@@ -699,9 +699,7 @@ private struct StateLoader {
         // Decoded only here: most runs take their bytes as they are.
         let end = advance(from: piece.byteStart, scalars: piece.length).end
         let utf8 = bytes[bytes.startIndex + piece.byteStart..<bytes.startIndex + end]
-        let scalars = utf8.withUnsafeBufferPointer {
-          UTF8Scalars.scalarsAndUTF16Count(ofValid: $0).scalars
-        }
+        let scalars = utf8.withUnsafeBufferPointer { UTF8Scalars.decode(valid: $0).scalars }
         text.pendingInserts.add(
           RGADelta.Insert(
             id: slice.id, lamport: slice.lamport, origin: slice.origin,

@@ -125,23 +125,28 @@ enum UTF8Scalars {
   static func decode(_ input: UnsafeBufferPointer<UInt8>) throws(Invalid) -> (
     scalars: [Unicode.Scalar], supplementary: Int
   ) {
-    let counted = try count(input)
-    return (decode(valid: input, count: counted.scalars), counted.supplementary)
+    _ = try count(input)
+    return decode(valid: input)
   }
 
-  /// The `count` scalars of valid UTF-8 `input`.
+  /// The scalars of valid UTF-8 `input` (a String's storage, a text's own content, bytes
+  /// ``count(_:)`` accepted), and how many lie outside the Basic Multilingual Plane.
+  ///
+  /// - Complexity: O(n) for n bytes.
   @inline(__always)
-  private static func decode(valid input: UnsafeBufferPointer<UInt8>, count: Int)
-    -> [Unicode.Scalar]
-  {
-    [Unicode.Scalar](unsafeUninitializedCapacity: count) { output, written in
-      forEachScalar(of: input) { scalar in
-        // Never more than `count`: valid UTF-8 of `count` scalars.
-        guard written < count else { return }
+  static func decode(valid input: UnsafeBufferPointer<UInt8>) -> (
+    scalars: [Unicode.Scalar], supplementary: Int
+  ) {
+    var supplementary = 0
+    // At most a scalar a byte, whatever the bytes: `forEachScalar` moves on at least one.
+    let scalars = [Unicode.Scalar](unsafeUninitializedCapacity: input.count) {
+      output, written in
+      supplementary = forEachScalar(of: input) { scalar in
         output[written] = scalar
         written += 1
       }
     }
+    return (scalars, supplementary)
   }
 
   /// Calls `body` with each scalar of valid UTF-8 `input` in order; returns how many lie
@@ -209,13 +214,7 @@ extension UTF8Scalars {
   static func scalarsAndUTF16Count(ofValid utf8: UnsafeBufferPointer<UInt8>) -> (
     scalars: [Unicode.Scalar], utf16Count: Int
   ) {
-    var supplementary = 0
-    let scalars = [Unicode.Scalar](unsafeUninitializedCapacity: utf8.count) { output, written in
-      supplementary = forEachScalar(of: utf8) { scalar in
-        output[written] = scalar
-        written += 1
-      }
-    }
-    return (scalars, scalars.count + supplementary)
+    let decoded = decode(valid: utf8)
+    return (decoded.scalars, decoded.scalars.count + decoded.supplementary)
   }
 }
