@@ -72,6 +72,10 @@ package struct ByteReader: Sendable {
   /// How many bytes have been read, counted from the start.
   public var offset: Int { position - origin }
 
+  /// The bytes read and the index offsets count from: what a reader of a part of them
+  /// later needs (``DeferredTexts``).
+  var source: (storage: ArraySlice<UInt8>, origin: Int) { (storage, origin) }
+
   /// How many bytes are left to read.
   public var remainingCount: Int { end - position }
 

@@ -78,17 +78,44 @@ extension Document {
     self = try Self.decode(Envelope.slice(bytes))
   }
 
+  /// Decodes a message made by ``encoded()`` that this store saved with `tag`, its
+  /// ``SnapshotKey/tag(of:)`` under `key`: as ``init(decoding:)`` does, but when the tag
+  /// matches, the texts' content is left coded until a text is read
+  /// (``DeferredTexts``), which makes loading a library of notes several times faster.
+  ///
+  /// Bytes whose tag does not match (damaged, or not written with this key) are decoded
+  /// with every check, exactly as ``init(decoding:)`` decodes them.
+  ///
+  /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
+  ///   have produced, whose tag does not match.
+  @inlinable
+  public init(decoding bytes: some Collection<UInt8>, tag: UInt64, key: SnapshotKey) throws {
+    let slice = Envelope.slice(bytes)
+    self = try Self.decode(slice, deferringTexts: key.tag(of: slice) == tag)
+  }
+
+  /// Decodes `bytes`, deferring its texts (``DeferredTexts``) when `deferringTexts`:
+  /// only for bytes whose ``SnapshotKey`` tag matched (a store that checked the tag
+  /// itself calls this directly).
   @usableFromInline
-  static func decode(_ bytes: ArraySlice<UInt8>) throws -> Document {
-    try Envelope.decode(bytes, as: [.documentState, .legacyDocumentState]) { kind, reader in
-      try readBody(&reader, sharedContent: kind == .documentState)
+  package static func decode(_ bytes: ArraySlice<UInt8>, deferringTexts: Bool = false) throws
+    -> Document
+  {
+    // A matching tag covers every byte the checksum covers.
+    try Envelope.decode(
+      bytes, as: [.documentState, .legacyDocumentState], checksummed: !deferringTexts
+    ) { kind, reader in
+      try readBody(
+        &reader, sharedContent: kind == .documentState, deferringTexts: deferringTexts)
     }
   }
 
-  static func readBody(_ reader: inout ByteReader, sharedContent: Bool) throws -> Document {
+  static func readBody(
+    _ reader: inout ByteReader, sharedContent: Bool, deferringTexts: Bool = false
+  ) throws -> Document {
     var document = Document()
     (document.context, document.entities) = try EntityRecord.readBody(
-      from: &reader, sharedContent: sharedContent)
+      from: &reader, sharedContent: sharedContent, deferringTexts: deferringTexts)
     document.events = EventIndex(document.entities)
     document.deriveFromEntities()
     return document
@@ -201,16 +228,20 @@ extension WireEntity {
   /// replica of the table and that every register's write is in the context and within
   /// its entity's version (``FieldWire/checkRegister(_:presence:context:offset:)``).
   static func readBody<Map: DecodedEntityMap>(
-    from reader: inout ByteReader, sharedContent: Bool = false
+    from reader: inout ByteReader, sharedContent: Bool = false, deferringTexts: Bool = false
   ) throws -> (context: CausalContext, entities: Map) where Map.Entity == Self {
     var table = try DecodedReplicaTable(from: &reader)
     let context = try CausalContext(from: &reader, replicas: &table)
-    if sharedContent { table.documentContent = try DocumentContentCode.Reader(from: &reader) }
+    if sharedContent {
+      table.documentContent = try DocumentContentCode.Reader(from: &reader)
+      if deferringTexts { table.deferral = DeferredTexts(reading: reader, table: table) }
+    }
     let entities: Map = try EntityKey.readMap(from: &reader) { reader in
       try Self(from: &reader, replicas: &table)
     }
     try table.checkAllReferenced(offset: reader.offset)
-    try table.documentContent?.checkCanonical(offset: reader.offset)
+    // A deferring load counted no content: the code is the one its writer chose.
+    if table.deferral == nil { try table.documentContent?.checkCanonical(offset: reader.offset) }
     for entity in entities.values {
       for case .register(let register) in entity.fields.values {
         try FieldWire.checkRegister(
@@ -486,7 +517,7 @@ extension EntityRecord: WireEntity {
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     presence = try Presence(from: &reader, replicas: &table)
     fields = try FieldWire.readFields(from: &reader, replicas: &table) { reader, table in
-      TextStorage(try RGA(from: &reader, replicas: &table))
+      try TextStorage.read(from: &reader, replicas: &table)
     }
   }
 }

@@ -509,15 +509,50 @@ enum DocumentContentCode {
       ended: (_ entry: Int, _ taken: Int, _ previous: Int) -> Void
     ) throws -> [UInt8] {
       try decoders.withUnsafeMutableBufferPointer { decoders in
-        // Never empty (the decoder of nothing comes first): no byte decodes without it.
-        guard let base = decoders.baseAddress else {
-          throw ConvergeDecodingError.invalidValue(
-            offset: offset, reason: "text content bits that do not decode")
-        }
-        return try ContentCoding.decodeSymbols(
-          bits, count: count, offset: offset, first: first,
-          table: { ContentCoding.Entry.table($0, in: base) }, decoded: decoded, ended: ended)
+        try Self.decodeBits(
+          bits, count: count, offset: offset, first: first, decoders: decoders.baseAddress,
+          decoded: decoded, ended: ended)
       }
+    }
+
+    @inline(__always)
+    private static func decodeBits(
+      _ bits: ArraySlice<UInt8>, count: Int, offset: Int, first: Int,
+      decoders: UnsafeMutablePointer<Int>?,
+      decoded: (_ slot: UnsafeMutablePointer<Int>) -> Void,
+      ended: (_ entry: Int, _ taken: Int, _ previous: Int) -> Void
+    ) throws -> [UInt8] {
+      // Never empty (the decoder of nothing comes first): no byte decodes without it.
+      guard let base = decoders else {
+        throw ConvergeDecodingError.invalidValue(
+          offset: offset, reason: "text content bits that do not decode")
+      }
+      return try ContentCoding.decodeSymbols(
+        bits, count: count, offset: offset, first: first,
+        table: { ContentCoding.Entry.table($0, in: base) }, decoded: decoded, ended: ended)
+    }
+
+    /// ``decode(_:offset:)`` without counting what it decodes, for a text deferred by a
+    /// load that skipped the canonical check (``DeferredTexts``): the tables are only
+    /// read, so texts decode concurrently from one shared reader.
+    func decodeUncounted(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
+      guard code != nil else { return field }
+      var reader = ByteReader(
+        storage: field, range: field.startIndex..<field.endIndex,
+        origin: field.startIndex - offset, maximumDepth: 0)
+      let countStart = reader.offset
+      let rawCount = try reader.readVarUInt()
+      let bitsStart = reader.offset
+      let bits = try reader.readBytes(count: reader.remainingCount)
+      let count = try ContentCoding.checkedCount(rawCount, at: countStart, bits: bits)
+      let first = successors[0]
+      return try decoders.withUnsafeBufferPointer { decoders in
+        // Read only: neither closure writes through the slot it is given.
+        try Self.decodeBits(
+          bits, count: count, offset: bitsStart, first: first,
+          decoders: decoders.baseAddress.map { UnsafeMutablePointer(mutating: $0) },
+          decoded: { _ in }, ended: { _, _, _ in })
+      }[...]
     }
 
     /// Throws `invalidValue` at `offset` unless the form and the code are the ones the

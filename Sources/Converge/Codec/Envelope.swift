@@ -179,12 +179,16 @@ package enum Envelope {
   /// Opens `bytes`, checks that it is a message of one of `kinds`, and decodes its body
   /// with `decodeBody`, which must consume the body exactly. Another kind is
   /// `unexpectedMessageKind`, naming the first of `kinds` as expected.
+  ///
+  /// `checksummed: false` leaves the checksum unchecked, for bytes a stronger check
+  /// already covered (a snapshot whose ``SnapshotKey`` tag matched, computed over every
+  /// byte, the checksum's too).
   static func decode<T>(
     _ bytes: ArraySlice<UInt8>, as kinds: [MessageKind],
-    maximumDepth: Int = ByteReader.defaultMaximumDepth,
+    maximumDepth: Int = ByteReader.defaultMaximumDepth, checksummed: Bool = true,
     _ decodeBody: (MessageKind, inout ByteReader) throws -> T
   ) throws -> T {
-    let frame = try checkFrame(bytes)
+    let frame = try checkFrame(bytes, checksummed: checksummed)
     guard kinds.contains(frame.kind) else {
       throw ConvergeDecodingError.unexpectedMessageKind(
         expected: kinds.first?.rawValue ?? 0, actual: frame.kind.rawValue)
@@ -197,7 +201,7 @@ package enum Envelope {
   }
 
   private static func checkFrame(
-    _ bytes: ArraySlice<UInt8>
+    _ bytes: ArraySlice<UInt8>, checksummed: Bool = true
   ) throws -> (kind: MessageKind, body: Range<Int>) {
     var reader = ByteReader(bytes)
     for expected in magic {
@@ -218,8 +222,9 @@ package enum Envelope {
     let checksumStart = reader.offset
     let stored = try reader.readUInt32()
     guard reader.isAtEnd else { throw ConvergeDecodingError.trailingBytes(offset: reader.offset) }
-    let computed = CRC32C.checksum(bytes.prefix(checksumStart))
-    guard stored == computed else { throw ConvergeDecodingError.checksumMismatch }
+    guard !checksummed || stored == CRC32C.checksum(bytes.prefix(checksumStart)) else {
+      throw ConvergeDecodingError.checksumMismatch
+    }
     guard let kind = MessageKind(rawValue: rawKind) else {
       throw ConvergeDecodingError.unknownMessageKind(rawKind)
     }

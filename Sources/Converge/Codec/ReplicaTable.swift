@@ -132,6 +132,12 @@ package struct DecodedReplicaTable: Sendable {
   /// before the entities that use it; nil in other messages, whose texts code their own
   /// content (§8.3.1).
   var documentContent: DocumentContentCode.Reader?
+  /// Set while a load defers its texts (``DeferredTexts``): content is then left coded
+  /// and the canonical check of the code skipped.
+  var deferral: DeferredTexts?
+  /// Whether content is decoded without counting it for the canonical check: a deferred
+  /// text's, decoded on its own long after its document was read.
+  var decodesUncounted = false
   /// The field names of the entity read last (``FieldWire/readFields(from:replicas:readText:)``),
   /// which the next one most often repeats.
   var fieldNames: [String] = []
@@ -207,6 +213,8 @@ package struct DecodedReplicaTable: Sendable {
     _ field: ArraySlice<UInt8>, offset: Int
   ) throws -> ArraySlice<UInt8> {
     guard documentContent != nil else { return try ContentCoding.decode(field, offset: offset) }
+    if deferral != nil { return field }
+    if decodesUncounted { return try documentContent?.decodeUncounted(field, offset: offset) ?? [] }
     return try documentContent?.decode(field, offset: offset) ?? []
   }
 

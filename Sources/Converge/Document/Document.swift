@@ -74,7 +74,7 @@ public struct Document: Sendable {
       // By slot, in place: iterating the table's (name, field) pairs copied every field.
       for slot in entities.values[index].fields.values.indices {
         guard case .text(let storage) = entities.values[index].fields.values[slot],
-          storage.text.hasPending
+          storage.hasPending
         else { continue }
         waitingTexts.insert(
           TextFieldKey(
@@ -125,7 +125,10 @@ struct EntityRecord: Sendable, Equatable {
     }
     switch consume taken {
     case .text(var storage):
-      if !isKnownUniquelyReferenced(&storage) { storage = TextStorage(storage.text) }
+      // A deferred text is decoded into a storage of its own, kept decoded from then on.
+      if !isKnownUniquelyReferenced(&storage) || storage.isDeferred {
+        storage = TextStorage(storage.text)
+      }
       return storage
     case .register, .set: return nil
     }

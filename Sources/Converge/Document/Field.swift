@@ -54,12 +54,23 @@ extension FieldContent where Text == TextStorage {
 /// A text field's RGA, shared between copies of a document until one of them edits it
 /// (see ``EntityRecord/takeText(at:)``, which copies a shared one first).
 ///
+/// A snapshot loaded by ``Document/init(decoding:tag:key:)`` holds its texts as
+/// ``DeferredTextStorage``, the one subclass, which decodes the text on each read until
+/// an edit takes a decoded copy.
+///
 /// `@unchecked Sendable`: `text` is mutated only through a reference known to be unique,
 /// so no two threads ever see one storage change.
-final class TextStorage: @unchecked Sendable, Equatable {
+class TextStorage: @unchecked Sendable, Equatable {
   var text: RGA
 
   init(_ text: RGA) { self.text = text }
+
+  /// Whether the text waits for missing events (``RGA/hasPending``), known without
+  /// decoding a deferred text (which never waits).
+  var hasPending: Bool { text.hasPending }
+
+  /// Whether `text` is decoded anew on each read (a deferred text no one edited).
+  var isDeferred: Bool { false }
 
   static func == (lhs: TextStorage, rhs: TextStorage) -> Bool {
     lhs === rhs || lhs.text == rhs.text
