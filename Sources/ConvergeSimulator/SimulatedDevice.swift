@@ -1,5 +1,6 @@
 import Converge
 import ConvergeStore
+import ConvergeTestSupport
 import Foundation  // NSLock
 
 /// One simulated device: its replica lives in a ``DocumentStore`` on the device's own
@@ -49,6 +50,7 @@ struct SimulatedDevice {
     configuration.now = { .milliseconds(clock.now) }
     configuration.wallClock = wallClock
     configuration.freshID = { ids.next() }
+    configuration.freshKey = { ids.nextKey() }
     self.configuration = configuration
     store = try DocumentStore(directory: Self.directory, configuration: configuration)
     store.apply(origin.delta(since: CausalContext()))
@@ -127,11 +129,13 @@ final class ReplicaIDSource: @unchecked Sendable {
   private let lock = NSLock()
   private var first: ReplicaID?
   private var random: SimulationRandom
+  private var keys: SeededGenerator
 
   /// A source whose first id is `first` and whose later ids come from `random`.
   init(first: ReplicaID, random: SimulationRandom) {
     self.first = first
     self.random = random
+    keys = SeededGenerator(seed: first.rawValue ^ 0x6B65_7973)
   }
 
   func next() -> ReplicaID {
@@ -142,5 +146,11 @@ final class ReplicaIDSource: @unchecked Sendable {
       }
       return .random(using: &random)
     }
+  }
+
+  /// A store key, drawn from a generator of its own seeded by the first id, so that the
+  /// ids drawn (and recorded runs) are the ones drawn before stores had keys.
+  func nextKey() -> SnapshotKey {
+    lock.withLock { SnapshotKey(using: &keys) }
   }
 }

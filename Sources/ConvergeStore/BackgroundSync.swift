@@ -59,7 +59,8 @@ extension DocumentStore {
       ? .snapshot(storedReplica.document, generation: generation + 1)
       : .append(log: directory + "/" + Self.logName(generation))
     var job = SyncJob(
-      records: pending, work: work, directory: directory, fileSystem: fileSystem)
+      records: pending, work: work, directory: directory, fileSystem: fileSystem,
+      key: snapshotKey)
     pending = spareRecords
     spareRecords = PendingRecords()
     guard background else { return settle(job.run(), of: work, background: false) }

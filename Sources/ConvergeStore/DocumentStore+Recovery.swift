@@ -8,14 +8,17 @@ extension DocumentStore {
     var logBytes = 0
     var snapshotBytes = 0
     var identity: StoreIdentity?
+    /// The store's key, if its file was whole.
+    var key: SnapshotKey?
     var identityFileExisted = false
     var acknowledged: [String: CausalContext] = [:]
     var acknowledgementsReset = false
   }
 
-  /// Reads the directory: removes temporary files, loads the newest whole snapshot,
-  /// replays the logs of its generation and later (cutting damaged tails), and reads the
-  /// identity and acknowledgements.
+  /// Reads the directory: removes temporary files, reads the key, loads the newest whole
+  /// snapshot (its texts deferred if its tag matches the key), replays the logs of its
+  /// generation and later (cutting damaged tails), and reads the identity and
+  /// acknowledgements.
   ///
   /// - Complexity: O(n) in the bytes of the snapshot and logs read.
   static func recover(
@@ -32,8 +35,10 @@ extension DocumentStore {
       var logs: [UInt64] = []
       for name in names {
         guard let (kind, generation) = parse(name) else { continue }
-        if kind == "snapshot" { snapshots.append(generation) } else { logs.append(generation) }
+        if kind == "snapshot" { snapshots.append(generation) }
+        if kind == "log" { logs.append(generation) }
       }
+      loaded.key = try fileSystem.read(directory + "/" + keyName).flatMap(decodedKey)
 
       for generation in snapshots.sorted(by: >) {
         let name = snapshotName(generation)
@@ -42,12 +47,19 @@ extension DocumentStore {
         if records.count == 1, validLength == bytes.count, let payload = records.first {
           // A whole record is the store's own: one of another format version is refused,
           // never taken for damage and passed over for an older snapshot.
-          let decoded = try decodeRefusingOtherVersions(name) { try Document(decoding: payload) }
+          // Bytes this store wrote (their tag matches its key) load with their texts
+          // deferred; any others with every check.
+          let tag = try fileSystem.read(directory + "/" + tagName(generation)).flatMap(decodedTag)
+          let tagged = tag != nil && loaded.key.map { $0.tag(of: payload) } == tag
+          let decoded = try decodeRefusingOtherVersions(name) {
+            try Document.decode(payload, deferringTexts: tagged)
+          }
           if let document = decoded {
             loaded.document = document
             loaded.generation = generation
             loaded.snapshotBytes = bytes.count
             report.snapshotGeneration = generation
+            report.snapshotTagged = tagged
             break
           }
         }

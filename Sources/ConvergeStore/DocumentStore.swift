@@ -8,11 +8,14 @@ import Converge
 /// costs the edit (an append to a log), and the device keeps one replica id across
 /// launches without ever reusing a dot.
 ///
-/// The directory holds an `identity` record, at most one `snapshot-G` (the encoded
-/// document of generation G, framed) and the `log-G` files of the deltas since, each a
+/// The directory holds an `identity` record, a `key` (the store's ``SnapshotKey``), at
+/// most one `snapshot-G` (the encoded document of generation G, framed) with its `tag-G`
+/// (the snapshot's tag under the key), and the `log-G` files of the deltas since, each a
 /// sequence of framed ``DocumentDelta`` messages (see ``RecordFrame``). Opening recovers
 /// the newest whole snapshot and replays every log of its generation or later; a torn or
-/// damaged tail is cut at its last whole record and reported in ``recovery``.
+/// damaged tail is cut at its last whole record and reported in ``recovery``. A snapshot
+/// whose tag matches the key is the store's own: its texts are decoded when first read
+/// (``StoreRecovery/snapshotTagged``); any other loads with every check.
 ///
 /// ```swift
 /// let store = try DocumentStore(directory: notesFolder.path)
@@ -65,6 +68,8 @@ public final class DocumentStore {
     public var wallClock: WallClock = .system
     /// Where fresh replica ids come from; simulations pass a seeded source.
     public var freshID: @Sendable () -> ReplicaID = { .random() }
+    /// Where a new store's ``SnapshotKey`` comes from; simulations pass a seeded source.
+    public var freshKey: @Sendable () -> SnapshotKey = { .random() }
 
     public init() {}
   }
@@ -98,6 +103,8 @@ public final class DocumentStore {
 
   let configuration: Configuration
   var fileSystem: any StoreFileSystem { configuration.fileSystem }
+  /// The key that tags the store's snapshots, kept in its `key` file.
+  let snapshotKey: SnapshotKey
   var generation: UInt64
   var logBytes = 0
   var snapshotBytes = 0
@@ -188,6 +195,8 @@ public final class DocumentStore {
     recovery = report
     storedReplica = Replica(document: document, id: id, wallClock: configuration.wallClock)
     syncDue = configuration.now() + configuration.syncInterval
+    snapshotKey = loaded.key ?? configuration.freshKey()
+    if loaded.key == nil { try writeKey() }
     try writeIdentity(cleanShutdown: false)
     try Self.attempt {
       let log = Self.logName(generation)
@@ -335,6 +344,48 @@ public final class DocumentStore {
   // MARK: - Files
 
   static func snapshotName(_ generation: UInt64) -> String { "snapshot-" + hex(generation) }
+  /// The file holding the ``SnapshotKey`` tag of the snapshot of `generation`.
+  static func tagName(_ generation: UInt64) -> String { "tag-" + hex(generation) }
+  /// The file holding the store's ``SnapshotKey``.
+  static let keyName = "key"
+
+  /// A tag as its file holds it: one frame of its eight bytes, little-endian.
+  static func encodedTag(_ tag: UInt64) -> [UInt8] {
+    RecordFrame.framed((0..<8).map { UInt8(truncatingIfNeeded: tag >> ($0 * 8)) })
+  }
+
+  /// The tag in `bytes`, or `nil` if they are damaged.
+  static func decodedTag(_ bytes: [UInt8]) -> UInt64? {
+    guard let words = decodedWords(bytes, count: 1) else { return nil }
+    return words[0]
+  }
+
+  /// A key as its file holds it: one frame of its sixteen bytes.
+  static func encodedKey(_ key: SnapshotKey) -> [UInt8] {
+    RecordFrame.framed(
+      [key.low, key.high].flatMap { word in
+        (0..<8).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) }
+      })
+  }
+
+  /// The key in `bytes`, or `nil` if they are damaged.
+  static func decodedKey(_ bytes: [UInt8]) -> SnapshotKey? {
+    guard let words = decodedWords(bytes, count: 2) else { return nil }
+    return SnapshotKey(low: words[0], high: words[1])
+  }
+
+  /// The `count` little-endian words of a file of one whole frame, or `nil`.
+  private static func decodedWords(_ bytes: [UInt8], count: Int) -> [UInt64]? {
+    let (records, validLength) = RecordFrame.records(in: bytes)
+    guard records.count == 1, validLength == bytes.count, let payload = records.first,
+      payload.count == count * 8
+    else { return nil }
+    return (0..<count).map { word in
+      (0..<8).reduce(UInt64(0)) {
+        $0 | UInt64(payload[payload.startIndex + word * 8 + $1]) << ($1 * 8)
+      }
+    }
+  }
   static func logName(_ generation: UInt64) -> String { "log-" + hex(generation) }
 
   static func hex(_ value: UInt64) -> String {
@@ -352,6 +403,18 @@ public final class DocumentStore {
       throw .fileSystem(error)
     } catch {
       throw .fileSystem(StoreFileError(operation: "\(error)", path: "", code: 0))
+    }
+  }
+
+  /// Writes the key file (a temporary file, synced, renamed into place, the directory
+  /// synced): once, when the store has none whole.
+  func writeKey() throws(StoreError) {
+    let temporary = directory + "/" + Self.keyName + ".tmp"
+    try Self.attempt {
+      try fileSystem.write(Self.encodedKey(snapshotKey), to: temporary)
+      try fileSystem.sync(temporary)
+      try fileSystem.rename(temporary, to: directory + "/" + Self.keyName)
+      try fileSystem.syncDirectory(directory)
     }
   }
 
@@ -378,7 +441,7 @@ public final class DocumentStore {
     guard let dash = name.firstIndex(of: "-") else { return nil }
     let kind = name[..<dash]
     let digits = name[name.index(after: dash)...]
-    guard kind == "snapshot" || kind == "log", digits.count == 16,
+    guard kind == "snapshot" || kind == "log" || kind == "tag", digits.count == 16,
       let generation = UInt64(digits, radix: 16)
     else { return nil }
     return (kind, generation)

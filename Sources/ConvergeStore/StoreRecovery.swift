@@ -16,6 +16,11 @@ public struct StoreRecovery: Equatable, Sendable {
   public var previousRunClosedCleanly = true
   /// The generation of the snapshot recovery started from (0: none).
   public var snapshotGeneration: UInt64 = 0
+  /// Whether the snapshot's tag matched the store's key (``SnapshotKey``): its texts
+  /// were then left coded until read, which makes opening a large library several times
+  /// faster. False for a snapshot without a tag (an earlier build's), with a damaged
+  /// one, or under a key the store no longer has; such a snapshot loads with every check.
+  public var snapshotTagged = false
   /// Snapshots that failed their checksum or did not decode, newest first.
   public var damagedSnapshots: [String] = []
   /// Logs whose damaged tail was cut.

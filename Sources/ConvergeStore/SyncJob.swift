@@ -18,6 +18,8 @@ struct SyncJob: Sendable {
   let work: Work
   let directory: String
   let fileSystem: any StoreFileSystem
+  /// The store's key, which tags each snapshot (``DocumentStore/tagName(_:)``).
+  let key: SnapshotKey
 
   /// What a finished job reports back to the store's owner.
   struct Outcome: Sendable {
@@ -56,12 +58,18 @@ struct SyncJob: Sendable {
         }
         return bytes.count
       case .snapshot(let document, let generation):
-        let snapshot = RecordFrame.framed(document.encoded())
+        let encoded = document.encoded()
+        let snapshot = RecordFrame.framed(encoded)
         let path = directory + "/" + DocumentStore.snapshotName(generation)
+        let tag = directory + "/" + DocumentStore.tagName(generation)
         let log = directory + "/" + DocumentStore.logName(generation)
         try DocumentStore.attempt {
           try fileSystem.write(snapshot, to: path + ".tmp")
           try fileSystem.sync(path + ".tmp")
+          // The tag only speeds up loading: missing or damaged, the snapshot loads with
+          // every check.
+          try fileSystem.write(DocumentStore.encodedTag(key.tag(of: encoded)), to: tag)
+          try fileSystem.sync(tag)
           try fileSystem.rename(path + ".tmp", to: path)
           try fileSystem.write([], to: log)
           try fileSystem.sync(log)

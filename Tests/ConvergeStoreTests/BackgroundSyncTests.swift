@@ -115,7 +115,8 @@ final class GatedFileSystem: StoreFileSystem, @unchecked Sendable {
       records: records,
       work: fileSystem == nil
         ? .append(log: directory + "/log") : .snapshot(replica.document, generation: 1),
-      directory: directory, fileSystem: fileSystem ?? MemoryFileSystem())
+      directory: directory, fileSystem: fileSystem ?? MemoryFileSystem(),
+      key: SnapshotKey(low: 1, high: 2))
     return (job, buffer)
   }
 
