@@ -40,6 +40,30 @@ import Testing
     #expect(skipped > 100, "the skip was hardly exercised: \(skipped)")
   }
 
+  /// `keys(withEventsUnknownTo:)` (a store's pending entities at open) names exactly the
+  /// entities of `delta(since:)`, for peers, for the empty context and for a document's
+  /// own, whether its texts are deferred or not.
+  @Test func keysWithEventsUnknownToAreTheDeltasEntities() throws {
+    var named = 0
+    try forEachSeed(count: 200, base: 0x5_1D0) { random in
+      let network = DocumentNetwork(replicaCount: 3, rounds: 12, using: &random)
+      let key = SnapshotKey(using: &random)
+      for replica in network.replicas {
+        let bytes = replica.document.encoded()
+        let deferred = try Document(decoding: bytes, tag: key.tag(of: bytes), key: key)
+        for known in network.replicas.map(\.context) + [CausalContext(), replica.context] {
+          let expected = Set(replica.document.delta(since: known).keys)
+          named += expected.count
+          for document in [replica.document, deferred] {
+            let keys = document.keys(withEventsUnknownTo: known)
+            try ensure(Set(keys) == expected, "\(Set(keys)) against \(expected)")
+          }
+        }
+      }
+    }
+    #expect(named > 500, "hardly any entity was named: \(named)")
+  }
+
   /// The entities the event index lists for a peer are every entity whose presence may
   /// hold an event the peer lacks, so the index never hides one; on a document whose
   /// stale entries were rebuilt, too.

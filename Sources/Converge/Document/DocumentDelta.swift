@@ -272,6 +272,23 @@ extension Document {
     return delta
   }
 
+  /// The keys of the entities ``delta(since:)`` would hold for `known` (those with
+  /// events `known` lacks), without building the delta or decoding any text: a store's
+  /// pending entities at open. May repeat a key.
+  ///
+  /// An entity's presence holds its latest event of each replica, so an entity has
+  /// events above `known`'s gap-free prefix exactly when its presence does, and that is
+  /// when ``delta(since:)`` includes it.
+  package func keys(withEventsUnknownTo known: CausalContext) -> [EntityKey] {
+    guard !context.subtracting(known).isEmpty else { return [] }
+    let prefix = known.versionVector
+    let positions =
+      events.entities(withEventsAbove: prefix, limit: entities.count / 2)
+      ?? Array(entities.values.indices)
+    return positions.lazy.filter { entities.values[$0].presence.mayHaveEvents(unknownTo: prefix) }
+      .map { entities.key(at: $0) }
+  }
+
   /// Adds what `known` lacks of one entity to `delta`.
   private func addEntity(
     _ key: EntityKey, _ record: EntityRecord, since known: CausalContext, prefix: VersionVector,
