@@ -1,5 +1,6 @@
 import Converge
 import ConvergeSimulator
+import ConvergeStore
 import ConvergeTestSupport
 import ConvergeTraces
 import Foundation
@@ -18,7 +19,13 @@ enum LibraryBench {
     var buildUsPerEntity: Double
     var residentBytesPerEntity: Int
     var stateBytesPerEntity: Int
+    /// A store's load of its own snapshot (tagged: texts deferred).
     var loadMs: Double
+    /// A load of the same bytes from elsewhere, every byte checked.
+    var loadCheckedMs: Double
+    /// Opening a store whose snapshot holds the library: reading the file, checking its
+    /// frame and tag, loading with the texts deferred.
+    var storeOpenMs: Double
     var encodeMs: Double
     var deltaSinceMs: Double
     var applySmallDeltaUs: Double
@@ -49,6 +56,8 @@ enum LibraryBench {
     print("resident memory       \(report.residentBytesPerEntity) bytes per entity")
     print("saved state           \(report.stateBytesPerEntity) bytes per entity")
     print(String(format: "load the saved state  %10.2f ms", report.loadMs))
+    print(String(format: "  checking every byte %10.2f ms", report.loadCheckedMs))
+    print(String(format: "open a store of it    %10.2f ms", report.storeOpenMs))
     print(String(format: "encode the state      %10.2f ms", report.encodeMs))
     print(String(format: "delta(since:) %d back %10.2f ms", peerLag, report.deltaSinceMs))
     print(String(format: "apply a small delta   %10.2f µs", report.applySmallDeltaUs))
@@ -84,12 +93,24 @@ enum LibraryBench {
     let encode = best(of: 3) { state = replica.encodedState() }
     // Each loaded replica is released after its clock stops: freeing 50,000 entities is
     // not part of loading them.
-    var restored: Replica?
+    var restored: Document?
+    let loadChecked = best(of: 3) {
+      restored = nil
+    } measuring: {
+      restored = try? Document(decoding: state)
+    }
+    // As a store loads its own snapshot: the tag shows the bytes are the store's, and
+    // the texts stay coded until read (`DeferredTexts`).
+    var keyRandom = SeededGenerator(seed: 0x5EA1)
+    let key = SnapshotKey(using: &keyRandom)
+    let tag = key.tag(of: state)
     let load = best(of: 3) {
       restored = nil
     } measuring: {
-      restored = try? Replica(restoring: state)
+      restored = try? Document(decoding: state, tag: tag, key: key)
     }
+    let deferredTexts = restored?.deferredTextCount ?? 0
+    let storeOpen = measureStoreOpen(replica.document)
 
     // A peer that saw everything but the last 400 edits asks for what it lacks.
     let peerContext = replica.context
@@ -136,14 +157,16 @@ enum LibraryBench {
         tasks ? replica.all(SimulatedTask.self).count : replica.all(SimulatedNote.self).count
     }
     let consistent =
-      titles == entities && models == entities && restored?.document.keys.count == entities
+      titles == entities && models == entities && restored?.keys.count == entities
+      && deferredTexts == (bodies && !tasks ? entities : 0) && storeOpen?.tagged == true
     let count = Double(max(entities, 1))
     let report = Report(
       entities: entities,
       buildUsPerEntity: milliseconds(build) * 1000 / count,
       residentBytesPerEntity: resident / max(entities, 1),
       stateBytesPerEntity: state.count / max(entities, 1),
-      loadMs: milliseconds(load), encodeMs: milliseconds(encode),
+      loadMs: milliseconds(load), loadCheckedMs: milliseconds(loadChecked),
+      storeOpenMs: storeOpen.map { milliseconds($0.0) } ?? 0, encodeMs: milliseconds(encode),
       deltaSinceMs: milliseconds(deltaSince),
       applySmallDeltaUs: milliseconds(applyTimes[applyTimes.count / 2]) * 1000,
       readFieldAllMs: milliseconds(readField),
@@ -205,6 +228,38 @@ enum LibraryBench {
 
   private static func best(of runs: Int, _ body: () -> Void) -> Duration {
     best(of: runs, {}, measuring: body)
+  }
+
+  /// The fastest of three opens of a store in a temporary directory holding `document`
+  /// as its snapshot (read from the file system's cache), and whether each open found
+  /// its snapshot's tag matching (so that its texts stayed coded); `nil` if the store
+  /// failed.
+  private static func measureStoreOpen(_ document: Document) -> (Duration, tagged: Bool)? {
+    let directory = FileManager.default.temporaryDirectory
+      .appendingPathComponent("converge-library-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    var configuration = DocumentStore.Configuration()
+    configuration.syncInBackground = false
+    do {
+      let store = try DocumentStore(directory: directory, configuration: configuration)
+      store.apply(document.delta(since: CausalContext()))
+      try store.compact()
+      try store.close()
+    } catch {
+      return nil
+    }
+    var opened: DocumentStore?
+    var tagged = true
+    // Each store is closed after its clock stops: a close writes the identity record.
+    let open = best(of: 3) {
+      try? opened?.close()
+      opened = nil
+    } measuring: {
+      opened = try? DocumentStore(directory: directory, configuration: configuration)
+      tagged = tagged && opened?.recovery.snapshotTagged == true
+    }
+    try? opened?.close()
+    return (open, tagged)
   }
 
   /// The fastest of `runs` runs of `body`, each after an untimed `prepare`.

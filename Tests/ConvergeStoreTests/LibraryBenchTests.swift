@@ -14,7 +14,8 @@ import Testing
     #expect(report?["entities"] == 200, "\(output)")
     for key in [
       "build_us_per_entity", "state_bytes_per_entity", "load_ms", "encode_ms", "delta_since_ms",
-      "apply_small_delta_us", "read_field_all_ms", "read_models_all_ms",
+      "apply_small_delta_us", "read_field_all_ms", "read_models_all_ms", "load_checked_ms",
+      "store_open_ms",
     ] {
       #expect((report?[key] ?? 0) > 0, "\(key) in \(output)")
     }
