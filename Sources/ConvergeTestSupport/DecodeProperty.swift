@@ -24,7 +24,41 @@ public enum DecodeProperty {
     for kind in MessageKind.allCases {
       try checkMessage(Envelope.seal(kind: kind, body: bytes))
     }
+    try checkTagged(bytes)
+    try checkTagged(Envelope.seal(kind: .documentState, body: bytes))
     try checkFrame(sealStartFrame(body: bytes))
+  }
+
+  /// Bytes a key holder tagged (``Document/init(decoding:tag:key:)``) are trusted for
+  /// their texts' content alone: whatever they hold, a tagged load throws a typed error
+  /// exactly when a checked load does for anything but content, equals the checked
+  /// load when that succeeds, and gives texts that read, edit and encode without
+  /// trapping.
+  private static func checkTagged(_ bytes: [UInt8]) throws {
+    let key = SnapshotKey(low: 0x5EED, high: 0xC0DE)
+    let checked = try? Document(decoding: bytes)
+    let loaded: Document
+    do {
+      loaded = try Document(decoding: bytes, tag: key.tag(of: bytes), key: key)
+    } catch is ConvergeDecodingError {
+      guard checked == nil else {
+        throw Violation(description: "tagged: refused bytes a checked load accepts")
+      }
+      return
+    } catch {
+      throw Violation(description: "tagged: a decode threw a non-typed error: \(error)")
+    }
+    if let checked, checked != loaded {
+      throw Violation(description: "tagged: loaded another document than the checked load")
+    }
+    var replica = Replica(document: loaded, id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    for entity in loaded.keys {
+      for name in loaded.fieldNames(of: entity) where loaded.fieldKind(name, of: entity) == .text {
+        _ = loaded.text(of: name, in: entity)
+        replica.transact { $0.insertText("x", at: 0, in: name, of: entity) }
+      }
+    }
+    _ = replica.encodedState()
   }
 
   /// A sync session's start frame (see `FORMAT.md`, "Session frames") around `body`,
