@@ -38,14 +38,14 @@ struct SimulatedDevice {
   /// `origin` (a first sync from the device the document was created on).
   init(
     origin: Replica, ids: ReplicaIDSource, wallClock: WallClock, clock: VirtualClock,
-    syncInterval: UInt64
+    syncInterval: UInt64, compactionLogBytes: Int
   ) throws(StoreError) {
     var configuration = DocumentStore.Configuration()
     configuration.fileSystem = disk
     configuration.syncInBackground = false
-    // A device's document is small: compacting at 256 KiB keeps each reopen's log
-    // replay short, as an app's own compaction policy would.
-    configuration.compactionLogBytes = 256 << 10
+    // A device's document is small: compacting at 256 KiB (the simulation's default)
+    // keeps each reopen's log replay short, as an app's own compaction policy would.
+    configuration.compactionLogBytes = compactionLogBytes
     configuration.syncInterval = .milliseconds(syncInterval)
     configuration.now = { .milliseconds(clock.now) }
     configuration.wallClock = wallClock

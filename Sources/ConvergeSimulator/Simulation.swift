@@ -16,6 +16,9 @@ public struct SimulationHooks: Sendable {
   /// rolled back), which a store cannot tell from its own files: tests use it to show
   /// that the oracle catches a dot issued twice.
   public var restoresInPlace = false
+  /// The log size past which a device's store compacts (256 KiB when nil): tests set a
+  /// small one so that short runs restart from snapshots.
+  public var compactionLogBytes: Int?
 
   public typealias ApplyFilter =
     @Sendable (_ receiver: Int, _ delta: DocumentDelta, _ document: Document) -> Bool
@@ -163,6 +166,8 @@ struct RunStatistics: Sendable {
   /// from a stale copy of their directory.
   var restarts = 0
   var staleRestores = 0
+  /// Restarts whose store loaded its snapshot with the texts deferred (its tag matched).
+  var taggedRestarts = 0
   /// Undo and Redo presses that took back or made again a step.
   var undoPresses = 0
   /// Local commits a restart lost before the store made them durable (never sent).
@@ -271,7 +276,8 @@ struct SimulationRun {
       devices.append(
         try SimulatedDevice(
           origin: origin, ids: ids, wallClock: clock.addDevice(skew: skew), clock: clock,
-          syncInterval: configuration.syncInterval))
+          syncInterval: configuration.syncInterval,
+          compactionLogBytes: hooks.compactionLogBytes ?? 256 << 10))
       workloads.append(
         Workload(
           kind: configuration.workload,

@@ -61,6 +61,8 @@ public struct SimulationReport: Sendable {
   /// ``SimulationConfiguration/undo``).
   public var undoPresses: Int { statistics.undoPresses }
   public var staleRestores: Int { statistics.staleRestores }
+  /// Restarts that loaded the device's own snapshot with its texts deferred.
+  public var taggedRestarts: Int { statistics.taggedRestarts }
   public var identityChanges: Int { statistics.identityChanges }
   public var unsyncedCommitsLost: Int { statistics.unsyncedCommitsLost }
   /// Durable dots that stale restores took back before any peer received them: edits
@@ -93,7 +95,8 @@ public struct SimulationReport: Sendable {
       "  largest buffer: \(network.maxInFlight) messages in flight; "
         + "\(maxReplicasWithPendingChanges) replicas holding pending text at once",
       "  stores: sync interval \(c.syncInterval) ms; \(restarts) restarts (\(staleRestores) "
-        + "from a stale backup), \(identityChanges) fresh replica ids, "
+        + "from a stale backup, \(taggedRestarts) from a tagged snapshot), "
+        + "\(identityChanges) fresh replica ids, "
         + "\(unsyncedCommitsLost) unsynced commits lost, \(dotsTakenBack) durable dots taken "
         + "back by stale restores"
         + (c.undo > 0 ? "; \(undoPresses) undo and redo presses took effect" : ""),
@@ -141,6 +144,7 @@ public struct SimulationReport: Sendable {
       ("restarts", "\(restarts)"),
       ("undo_presses", "\(undoPresses)"),
       ("stale_restores", "\(staleRestores)"),
+      ("tagged_restarts", "\(taggedRestarts)"),
       ("identity_changes", "\(identityChanges)"),
       ("unsynced_commits_lost", "\(unsyncedCommitsLost)"),
       ("dots_taken_back", "\(dotsTakenBack)"),

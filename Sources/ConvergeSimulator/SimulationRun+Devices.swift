@@ -75,6 +75,7 @@ extension SimulationRun {
       return
     }
     statistics.restarts += 1
+    if devices[device].store.recovery.snapshotTagged { statistics.taggedRestarts += 1 }
     if fromBackup {
       statistics.staleRestores += 1
       ledger.restoredFromBackup(device)

@@ -62,6 +62,21 @@ import Testing
     #expect(report.restarts > 0)
   }
 
+  /// Devices whose stores compact often restart from their own snapshots, loaded with
+  /// their texts deferred (the tag matched), and still converge.
+  @Test func devicesRestartFromTaggedSnapshots() throws {
+    var tagged = 0
+    try forEachSeed(count: 3, base: 0x52_2000) { random in
+      var hooks = SimulationHooks()
+      hooks.compactionLogBytes = 4 << 10
+      let seed = random.next()
+      let report = Simulation(Self.restarting(seed: seed, workload: .notes), hooks: hooks).run()
+      #expect(report.converged, "seed \(seed): \(report.text)")
+      tagged += report.taggedRestarts
+    }
+    #expect(tagged > 10)
+  }
+
   @Test func sameSeedSameRunWithRestarts() {
     let configuration = Self.restarting(seed: 77)
     let first = Simulation(configuration).run()
