@@ -87,7 +87,9 @@ extension Document {
   /// with every check, exactly as ``init(decoding:)`` decodes them.
   ///
   /// - Throws: a ``ConvergeDecodingError`` for any input that ``encoded()`` could not
-  ///   have produced, whose tag does not match.
+  ///   have produced, except, with a matching tag, a text's content: that is trusted, and
+  ///   a text whose content does not decode (which only a key holder could write) reads
+  ///   as an empty text.
   @inlinable
   public init(decoding bytes: some Collection<UInt8>, tag: UInt64, key: SnapshotKey) throws {
     let slice = Envelope.slice(bytes)
