@@ -40,6 +40,32 @@ import Testing
     #expect(skipped > 100, "the skip was hardly exercised: \(skipped)")
   }
 
+  /// A deferred text answers `mayHaveEvents(unknownTo:)` from its summary as its decoded
+  /// text does, for every peer's prefix.
+  @Test func aDeferredTextAnswersAsItsDecodedText() throws {
+    var deferred = 0
+    try forEachSeed(count: 200, base: 0x5_1D1) { random in
+      let network = DocumentNetwork(replicaCount: 3, rounds: 12, using: &random)
+      let key = SnapshotKey(using: &random)
+      for replica in network.replicas {
+        let bytes = replica.document.encoded()
+        let document = try Document(decoding: bytes, tag: key.tag(of: bytes), key: key)
+        for known in network.replicas.map(\.context) + [CausalContext()] {
+          let prefix = known.versionVector
+          for record in document.entities.values {
+            for case .text(let storage) in record.fields.values where storage.isDeferred {
+              deferred += 1
+              let summary = storage.mayHaveEvents(unknownTo: prefix)
+              let decoded = storage.text.mayHaveEvents(unknownTo: prefix)
+              try ensure(summary == decoded, "summary \(summary), decoded text \(decoded)")
+            }
+          }
+        }
+      }
+    }
+    #expect(deferred > 500, "hardly any text was deferred: \(deferred)")
+  }
+
   /// `keys(withEventsUnknownTo:)` (a store's pending entities at open) names exactly the
   /// entities of `delta(since:)`, for peers, for the empty context and for a document's
   /// own, whether its texts are deferred or not.

@@ -50,12 +50,17 @@ final class DeferredTexts: Sendable {
 final class DeferredTextStorage: TextStorage, @unchecked Sendable {
   private let texts: DeferredTexts
   private let offsets: Range<Int>
+  /// The text's latest event (insert or delete) when all its events are one replica's
+  /// (a note typed on one device): what ``mayHaveEvents(unknownTo:)`` needs, without
+  /// decoding the text. `nil` for a text of several replicas.
+  private let latest: Dot?
   /// Whether `text` was set, which takes the place of the deferred bytes.
   private var isSet = false
 
-  init(_ texts: DeferredTexts, at offsets: Range<Int>) {
+  init(_ texts: DeferredTexts, at offsets: Range<Int>, latest: Dot?) {
     self.texts = texts
     self.offsets = offsets
+    self.latest = latest
     super.init(RGA())
   }
 
@@ -70,6 +75,11 @@ final class DeferredTextStorage: TextStorage, @unchecked Sendable {
   override var hasPending: Bool { isSet && super.text.hasPending }
 
   override var isDeferred: Bool { !isSet }
+
+  override func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
+    guard !isSet, let latest else { return super.mayHaveEvents(unknownTo: prefix) }
+    return latest.counter > prefix[latest.replica]
+  }
 }
 
 extension TextStorage {
@@ -88,7 +98,8 @@ extension TextStorage {
     let deletes = try TextWire.readDeletes(
       from: &reader, insertIDs: TextWire.InsertIDs(sortedRuns: headers), replicas: &table)
     if TextWire.waitsForNothing(headers, deletes) {
-      return DeferredTextStorage(deferral, at: start..<reader.offset)
+      return DeferredTextStorage(
+        deferral, at: start..<reader.offset, latest: TextWire.latestEvent(headers, deletes))
     }
     let decoded =
       try table.documentContent?.decodeUncounted(content.bytes, offset: content.offset) ?? []
@@ -121,6 +132,26 @@ extension TextWire {
       guard ids.covers(delete.target.replica, lower, upper) else { return false }
     }
     return true
+  }
+}
+
+extension TextWire {
+  /// The latest event of a text's runs (the largest insert id or delete dot) when all
+  /// are one replica's; `nil` otherwise (or for a text without runs).
+  static func latestEvent(_ headers: [RunHeader], _ deletes: [RGADelta.Delete]) -> Dot? {
+    guard let replica = headers.first?.id.replica ?? deletes.first?.dot.replica else {
+      return nil
+    }
+    var latest: UInt64 = 0
+    for header in headers {
+      guard header.id.replica == replica else { return nil }
+      latest = Swift.max(latest, header.id.counter &+ UInt64(header.length &- 1))
+    }
+    for delete in deletes {
+      guard delete.dot.replica == replica else { return nil }
+      latest = Swift.max(latest, delete.dot.counter &+ (delete.count &- 1))
+    }
+    return Dot(replica: replica, counter: latest)
   }
 }
 

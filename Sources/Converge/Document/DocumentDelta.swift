@@ -308,10 +308,10 @@ extension Document {
         let missing = elements.filter { $0.mayHaveEvents(unknownTo: prefix) }
         entityDelta.fields.append(name, .set(missing))
       case .text(let storage):
-        let text = storage.text
-        // Most texts of a document have nothing new for a peer: skip them in O(r).
-        guard text.mayHaveEvents(unknownTo: prefix) else { continue }
-        let missing = text.delta(since: known)
+        // Most texts of a document have nothing new for a peer: skip them in O(r)
+        // (a deferred text without decoding it).
+        guard storage.mayHaveEvents(unknownTo: prefix) else { continue }
+        let missing = storage.text.delta(since: known)
         if !missing.isEmpty { entityDelta.fields.append(name, .text(missing)) }
       }
     }

@@ -72,6 +72,12 @@ class TextStorage: @unchecked Sendable, Equatable {
   /// Whether `text` is decoded anew on each read (a deferred text no one edited).
   var isDeferred: Bool { false }
 
+  /// Whether the text may hold events above `prefix` (``RGA/mayHaveEvents(unknownTo:)``),
+  /// known for most deferred texts without decoding them.
+  func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
+    text.mayHaveEvents(unknownTo: prefix)
+  }
+
   static func == (lhs: TextStorage, rhs: TextStorage) -> Bool {
     lhs === rhs || lhs.text == rhs.text
   }
