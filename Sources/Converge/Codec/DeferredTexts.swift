@@ -23,7 +23,7 @@ final class DeferredTexts: Sendable {
   init(reading reader: ByteReader, table: DecodedReplicaTable) {
     (storage, origin) = reader.source
     var table = table
-    table.decodesUncounted = true
+    table.contentReading = .uncounted
     self.table = table
   }
 
@@ -84,27 +84,23 @@ final class DeferredTextStorage: TextStorage, @unchecked Sendable {
 
 extension TextStorage {
   /// Reads a document state's text field: its whole state, or, in a load that defers
-  /// texts (``DecodedReplicaTable/deferral``), its runs alone, keeping where its bytes
-  /// are for ``DeferredTexts/text(at:)``.
+  /// texts (``ContentReading/deferred(_:)``) and for a text that waits for nothing, its
+  /// runs alone, keeping where its bytes are for ``DeferredTexts/text(at:)``.
   static func read(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
   ) throws -> TextStorage {
-    guard let deferral = table.deferral else {
-      return TextStorage(try RGA(from: &reader, replicas: &table))
-    }
-    let start = reader.offset
-    // The content stays coded while the table defers.
-    let (headers, content) = try TextWire.readInsertHeaders(from: &reader, replicas: &table)
-    let deletes = try TextWire.readDeletes(
-      from: &reader, insertIDs: TextWire.InsertIDs(sortedRuns: headers), replicas: &table)
-    if TextWire.waitsForNothing(headers, deletes) {
+    var state = try TextWire.readState(from: &reader, replicas: &table)
+    guard let deferral = table.contentReading.deferral else { return TextStorage(try RGA(state)) }
+    if TextWire.waitsForNothing(state.headers, state.deletes) {
       return DeferredTextStorage(
-        deferral, at: start..<reader.offset, latest: TextWire.latestEvent(headers, deletes))
+        deferral, at: state.start..<reader.offset,
+        latest: TextWire.latestEvent(state.headers, state.deletes))
     }
-    let decoded =
-      try table.documentContent?.decodeUncounted(content.bytes, offset: content.offset) ?? []
-    return TextStorage(
-      try RGA(loading: headers, deletes: deletes, content: (decoded, content.offset), at: start))
+    // Its content was left coded: decoded now, as a deferred text's would be.
+    state.content.bytes =
+      try table.documentContent?.decodeUncounted(state.content.bytes, offset: state.content.offset)
+      ?? []
+    return TextStorage(try RGA(state))
   }
 }
 

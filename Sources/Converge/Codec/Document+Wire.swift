@@ -236,14 +236,18 @@ extension WireEntity {
     let context = try CausalContext(from: &reader, replicas: &table)
     if sharedContent {
       table.documentContent = try DocumentContentCode.Reader(from: &reader)
-      if deferringTexts { table.deferral = DeferredTexts(reading: reader, table: table) }
+      if deferringTexts {
+        table.contentReading = .deferred(DeferredTexts(reading: reader, table: table))
+      }
     }
     let entities: Map = try EntityKey.readMap(from: &reader) { reader in
       try Self(from: &reader, replicas: &table)
     }
     try table.checkAllReferenced(offset: reader.offset)
     // A deferring load counted no content: the code is the one its writer chose.
-    if table.deferral == nil { try table.documentContent?.checkCanonical(offset: reader.offset) }
+    if table.contentReading.deferral == nil {
+      try table.documentContent?.checkCanonical(offset: reader.offset)
+    }
     for entity in entities.values {
       for case .register(let register) in entity.fields.values {
         try FieldWire.checkRegister(

@@ -462,15 +462,8 @@ enum DocumentContentCode {
         countBytes += ContentCoding.varUIntSize(field.count)
         return field
       }
-      var reader = ByteReader(
-        storage: field, range: field.startIndex..<field.endIndex,
-        origin: field.startIndex - offset, maximumDepth: 0)
-      let countStart = reader.offset
-      let rawCount = try reader.readVarUInt()
-      countBytes += reader.offset - countStart
-      let bitsStart = reader.offset
-      let bits = try reader.readBytes(count: reader.remainingCount)
-      let count = try ContentCoding.checkedCount(rawCount, at: countStart, bits: bits)
+      let (bits, count, bitsStart, countSize) = try Self.readField(field, offset: offset)
+      countBytes += countSize
       let first = successors[0]
       guard order == 1 else {
         let content = try decodeBits(bits, count: count, offset: bitsStart, first: first) {
@@ -537,14 +530,7 @@ enum DocumentContentCode {
     /// read, so texts decode concurrently from one shared reader.
     func decodeUncounted(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
       guard code != nil else { return field }
-      var reader = ByteReader(
-        storage: field, range: field.startIndex..<field.endIndex,
-        origin: field.startIndex - offset, maximumDepth: 0)
-      let countStart = reader.offset
-      let rawCount = try reader.readVarUInt()
-      let bitsStart = reader.offset
-      let bits = try reader.readBytes(count: reader.remainingCount)
-      let count = try ContentCoding.checkedCount(rawCount, at: countStart, bits: bits)
+      let (bits, count, bitsStart, _) = try Self.readField(field, offset: offset)
       let first = successors[0]
       return try decoders.withUnsafeBufferPointer { decoders in
         // Read only: neither closure writes through the slot it is given.
@@ -553,6 +539,22 @@ enum DocumentContentCode {
           decoders: decoders.baseAddress.map { UnsafeMutablePointer(mutating: $0) },
           decoded: { _ in }, ended: { _, _, _ in })
       }[...]
+    }
+
+    /// A coded content field's parts: its bits, the byte count they decode to (checked
+    /// against them), the bits' offset, and the size of the count.
+    private static func readField(_ field: ArraySlice<UInt8>, offset: Int) throws -> (
+      bits: ArraySlice<UInt8>, count: Int, bitsOffset: Int, countSize: Int
+    ) {
+      var reader = ByteReader(
+        storage: field, range: field.startIndex..<field.endIndex,
+        origin: field.startIndex - offset, maximumDepth: 0)
+      let countStart = reader.offset
+      let rawCount = try reader.readVarUInt()
+      let bitsStart = reader.offset
+      let bits = try reader.readBytes(count: reader.remainingCount)
+      let count = try ContentCoding.checkedCount(rawCount, at: countStart, bits: bits)
+      return (bits, count, bitsStart, bitsStart - countStart)
     }
 
     /// Throws `invalidValue` at `offset` unless the form and the code are the ones the

@@ -151,11 +151,38 @@ extension RGA {
   ///   text cannot hold every run (an insert not younger than its origin is ignored by
   ///   the sequence, so such a state has no encoding).
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    let state = try TextWire.readState(from: &reader, replicas: &table)
+    try self.init(state)
+  }
+
+  /// The text a state read by ``TextWire/readState(from:replicas:)`` holds, its content
+  /// decoded.
+  init(_ state: TextWire.State) throws {
+    try self.init(
+      loading: state.headers, deletes: state.deletes, content: state.content, at: state.start)
+  }
+}
+
+extension TextWire {
+  /// A text state's runs as read, before the text is built: its insert runs, its delete
+  /// runs, its content (decoded, or coded in a load that defers texts) and where it
+  /// starts in the message.
+  struct State {
+    var start: Int
+    var headers: [RunHeader]
+    var deletes: [RGADelta.Delete]
+    var content: (bytes: ArraySlice<UInt8>, offset: Int)
+  }
+
+  /// Reads a text's whole state, written as the runs of `delta(since: CausalContext())`.
+  static func readState(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> State {
     let start = reader.offset
-    let (headers, content) = try TextWire.readInsertHeaders(from: &reader, replicas: &table)
-    let deletes = try TextWire.readDeletes(
-      from: &reader, insertIDs: TextWire.InsertIDs(sortedRuns: headers), replicas: &table)
-    try self.init(loading: headers, deletes: deletes, content: content, at: start)
+    let (headers, content) = try readInsertHeaders(from: &reader, replicas: &table)
+    let deletes = try readDeletes(
+      from: &reader, insertIDs: InsertIDs(sortedRuns: headers), replicas: &table)
+    return State(start: start, headers: headers, deletes: deletes, content: content)
   }
 }
 

@@ -114,6 +114,21 @@ package struct ReplicaTable: Sendable {
   }
 }
 
+/// How a document state's text content is read with its content code.
+enum ContentReading: Sendable {
+  /// Decoded and counted for the canonical check of the code.
+  case counted
+  /// Left coded, in a load that defers its texts to `texts` (and skips that check).
+  case deferred(DeferredTexts)
+  /// Decoded without counting: a deferred text's, decoded on its own after the load.
+  case uncounted
+
+  /// The texts of a load that defers them, if this is one.
+  var deferral: DeferredTexts? {
+    if case .deferred(let texts) = self { texts } else { nil }
+  }
+}
+
 /// The decoder's side of a message's replica table: maps the indexes in a body back to
 /// replica ids, and tracks which ones the body used.
 ///
@@ -132,12 +147,8 @@ package struct DecodedReplicaTable: Sendable {
   /// before the entities that use it; nil in other messages, whose texts code their own
   /// content (§8.3.1).
   var documentContent: DocumentContentCode.Reader?
-  /// Set while a load defers its texts (``DeferredTexts``): content is then left coded
-  /// and the canonical check of the code skipped.
-  var deferral: DeferredTexts?
-  /// Whether content is decoded without counting it for the canonical check: a deferred
-  /// text's, decoded on its own long after its document was read.
-  var decodesUncounted = false
+  /// How a document state's text content is read (``ContentReading``).
+  var contentReading = ContentReading.counted
   /// The field names of the entity read last (``FieldWire/readFields(from:replicas:readText:)``),
   /// which the next one most often repeats.
   var fieldNames: [String] = []
@@ -213,9 +224,11 @@ package struct DecodedReplicaTable: Sendable {
     _ field: ArraySlice<UInt8>, offset: Int
   ) throws -> ArraySlice<UInt8> {
     guard documentContent != nil else { return try ContentCoding.decode(field, offset: offset) }
-    if deferral != nil { return field }
-    if decodesUncounted { return try documentContent?.decodeUncounted(field, offset: offset) ?? [] }
-    return try documentContent?.decode(field, offset: offset) ?? []
+    switch contentReading {
+    case .counted: return try documentContent?.decode(field, offset: offset) ?? []
+    case .deferred: return field
+    case .uncounted: return try documentContent?.decodeUncounted(field, offset: offset) ?? []
+    }
   }
 
   /// Throws `invalidValue` at `offset` unless the body used every replica in the table.
