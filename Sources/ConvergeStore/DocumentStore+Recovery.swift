@@ -43,8 +43,7 @@ extension DocumentStore {
       for generation in snapshots.sorted(by: >) {
         let name = snapshotName(generation)
         let bytes = try fileSystem.read(directory + "/" + name) ?? []
-        let (records, validLength) = RecordFrame.records(in: bytes)
-        if records.count == 1, validLength == bytes.count, let payload = records.first {
+        if let payload = RecordFrame.onlyRecord(in: bytes) {
           // A whole record is the store's own: one of another format version is refused,
           // never taken for damage and passed over for an older snapshot.
           // Bytes this store wrote (their tag matches its key) load with their texts

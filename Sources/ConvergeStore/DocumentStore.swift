@@ -351,41 +351,28 @@ public final class DocumentStore {
 
   /// A tag as its file holds it: one frame of its eight bytes, little-endian.
   static func encodedTag(_ tag: UInt64) -> [UInt8] {
-    RecordFrame.framed((0..<8).map { UInt8(truncatingIfNeeded: tag >> ($0 * 8)) })
+    RecordFrame.framed(RecordFrame.littleEndianBytes([tag]))
   }
 
   /// The tag in `bytes`, or `nil` if they are damaged.
   static func decodedTag(_ bytes: [UInt8]) -> UInt64? {
-    guard let words = decodedWords(bytes, count: 1) else { return nil }
-    return words[0]
+    guard let payload = RecordFrame.onlyRecord(in: bytes), payload.count == 8 else { return nil }
+    return RecordFrame.littleEndianWord(payload, at: 0)
   }
 
   /// A key as its file holds it: one frame of its sixteen bytes.
   static func encodedKey(_ key: SnapshotKey) -> [UInt8] {
-    RecordFrame.framed(
-      [key.low, key.high].flatMap { word in
-        (0..<8).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) }
-      })
+    RecordFrame.framed(RecordFrame.littleEndianBytes([key.low, key.high]))
   }
 
   /// The key in `bytes`, or `nil` if they are damaged.
   static func decodedKey(_ bytes: [UInt8]) -> SnapshotKey? {
-    guard let words = decodedWords(bytes, count: 2) else { return nil }
-    return SnapshotKey(low: words[0], high: words[1])
+    guard let payload = RecordFrame.onlyRecord(in: bytes), payload.count == 16 else { return nil }
+    return SnapshotKey(
+      low: RecordFrame.littleEndianWord(payload, at: 0),
+      high: RecordFrame.littleEndianWord(payload, at: 8))
   }
 
-  /// The `count` little-endian words of a file of one whole frame, or `nil`.
-  private static func decodedWords(_ bytes: [UInt8], count: Int) -> [UInt64]? {
-    let (records, validLength) = RecordFrame.records(in: bytes)
-    guard records.count == 1, validLength == bytes.count, let payload = records.first,
-      payload.count == count * 8
-    else { return nil }
-    return (0..<count).map { word in
-      (0..<8).reduce(UInt64(0)) {
-        $0 | UInt64(payload[payload.startIndex + word * 8 + $1]) << ($1 * 8)
-      }
-    }
-  }
   static func logName(_ generation: UInt64) -> String { "log-" + hex(generation) }
 
   static func hex(_ value: UInt64) -> String {

@@ -55,6 +55,24 @@ enum RecordFrame {
   /// checksum.
   ///
   /// - Complexity: O(n) for n bytes.
+  /// The payload of a file that is exactly one whole record (the identity, the key, a
+  /// tag), or `nil` if it is damaged.
+  static func onlyRecord(in bytes: [UInt8]) -> ArraySlice<UInt8>? {
+    let (records, validLength) = records(in: bytes)
+    guard records.count == 1, validLength == bytes.count else { return nil }
+    return records.first
+  }
+
+  /// `words` as little-endian bytes, eight each.
+  static func littleEndianBytes(_ words: [UInt64]) -> [UInt8] {
+    words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) } }
+  }
+
+  /// The little-endian word at byte `offset` of `payload` (which holds eight bytes there).
+  static func littleEndianWord(_ payload: ArraySlice<UInt8>, at offset: Int) -> UInt64 {
+    (0..<8).reduce(0) { $0 | UInt64(payload[payload.startIndex + offset + $1]) << ($1 * 8) }
+  }
+
   static func records(in bytes: [UInt8]) -> (records: [ArraySlice<UInt8>], validLength: Int) {
     var records: [ArraySlice<UInt8>] = []
     var offset = 0

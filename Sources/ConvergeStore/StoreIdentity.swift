@@ -22,27 +22,22 @@ struct StoreIdentity: Equatable {
   var fingerprint: UInt64
 
   var encoded: [UInt8] {
-    var bytes: [UInt8] = [Self.version, cleanShutdown ? 1 : 0]
-    for value in [replica.rawValue, provenCounter, fingerprint] {
-      for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(value >> shift & 0xFF)) }
-    }
-    return RecordFrame.framed(bytes)
+    RecordFrame.framed(
+      [Self.version, cleanShutdown ? 1 : 0]
+        + RecordFrame.littleEndianBytes([replica.rawValue, provenCounter, fingerprint]))
   }
 
   /// The record in `bytes`, or `nil` if they are damaged or of an unknown version.
   init?(decoding bytes: [UInt8]) {
-    let (records, validLength) = RecordFrame.records(in: bytes)
-    guard records.count == 1, validLength == bytes.count, let payload = records.first,
-      payload.count == 26, payload.first == Self.version
+    guard let payload = RecordFrame.onlyRecord(in: bytes), payload.count == 26,
+      payload.first == Self.version
     else { return nil }
-    let body = Array(payload)
-    guard body[1] <= 1 else { return nil }
-    func word(_ index: Int) -> UInt64 {
-      (0..<8).reduce(0) { $0 | UInt64(body[2 + index * 8 + $1]) << ($1 * 8) }
-    }
+    let flag = payload[payload.startIndex + 1]
+    guard flag <= 1 else { return nil }
+    func word(_ index: Int) -> UInt64 { RecordFrame.littleEndianWord(payload, at: 2 + index * 8) }
     guard word(0) != 0 else { return nil }
     self.init(
-      replica: ReplicaID(rawValue: word(0)), provenCounter: word(1), cleanShutdown: body[1] == 1,
+      replica: ReplicaID(rawValue: word(0)), provenCounter: word(1), cleanShutdown: flag == 1,
       fingerprint: word(2))
   }
 
