@@ -258,18 +258,23 @@ extension Document {
     delta.context = context.subtracting(known)
     guard !delta.context.isEmpty else { return delta }
     let prefix = known.versionVector
-    if let touched = events.entities(withEventsAbove: prefix, limit: entities.count / 2) {
-      for position in touched {
-        addEntity(
-          entities.key(at: position), entities.values[position], since: known, prefix: prefix,
-          to: &delta)
-      }
-    } else {
-      for (key, record) in entities {
-        addEntity(key, record, since: known, prefix: prefix, to: &delta)
-      }
+    forEachPosition(mayHaveEventsAbove: prefix) { position in
+      addEntity(
+        entities.key(at: position), entities.values[position], since: known, prefix: prefix,
+        to: &delta)
     }
     return delta
+  }
+
+  /// Calls `body` with the position of every entity that may have events above `prefix`
+  /// (and maybe others): those the event index lists, or every entity when it would
+  /// list more than half of them. May repeat a position.
+  private func forEachPosition(mayHaveEventsAbove prefix: VersionVector, _ body: (Int) -> Void) {
+    if let touched = events.entities(withEventsAbove: prefix, limit: entities.count / 2) {
+      for position in touched { body(position) }
+    } else {
+      for position in entities.values.indices { body(position) }
+    }
   }
 
   /// The keys of the entities ``delta(since:)`` would hold for `known` (those with
@@ -282,11 +287,13 @@ extension Document {
   package func keys(withEventsUnknownTo known: CausalContext) -> [EntityKey] {
     guard !context.subtracting(known).isEmpty else { return [] }
     let prefix = known.versionVector
-    let positions =
-      events.entities(withEventsAbove: prefix, limit: entities.count / 2)
-      ?? Array(entities.values.indices)
-    return positions.lazy.filter { entities.values[$0].presence.mayHaveEvents(unknownTo: prefix) }
-      .map { entities.key(at: $0) }
+    var keys: [EntityKey] = []
+    forEachPosition(mayHaveEventsAbove: prefix) { position in
+      if entities.values[position].presence.mayHaveEvents(unknownTo: prefix) {
+        keys.append(entities.key(at: position))
+      }
+    }
+    return keys
   }
 
   /// Adds what `known` lacks of one entity to `delta`.
