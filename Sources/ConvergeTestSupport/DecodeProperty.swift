@@ -34,7 +34,11 @@ public enum DecodeProperty {
   /// exactly when a checked load does for anything but content, equals the checked
   /// load when that succeeds, and gives texts that read, edit and encode without
   /// trapping.
-  private static func checkTagged(_ bytes: [UInt8]) throws {
+  ///
+  /// - Returns: whether the tagged load accepted bytes the checked load refuses (damage
+  ///   the tag vouched for), so that a test can show it met some.
+  @discardableResult
+  public static func checkTagged(_ bytes: [UInt8]) throws -> Bool {
     let key = SnapshotKey(low: 0x5EED, high: 0xC0DE)
     let checked = try? Document(decoding: bytes)
     let loaded: Document
@@ -44,7 +48,7 @@ public enum DecodeProperty {
       guard checked == nil else {
         throw Violation(description: "tagged: refused bytes a checked load accepts")
       }
-      return
+      return false
     } catch {
       throw Violation(description: "tagged: a decode threw a non-typed error: \(error)")
     }
@@ -59,6 +63,7 @@ public enum DecodeProperty {
       }
     }
     _ = replica.encodedState()
+    return checked == nil
   }
 
   /// A sync session's start frame (see `FORMAT.md`, "Session frames") around `body`,

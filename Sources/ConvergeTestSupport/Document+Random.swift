@@ -92,3 +92,17 @@ public struct DocumentNetwork: Sendable {
     }
   }
 }
+
+extension DocumentNetwork {
+  /// Each replica's document as a store loads its own tagged snapshot of it (texts
+  /// deferred, ``Document/init(decoding:tag:key:)``), under a key drawn from `generator`.
+  public func taggedLoads(using generator: inout SeededGenerator) throws -> [(
+    replica: Replica, loaded: Document
+  )] {
+    let key = SnapshotKey(using: &generator)
+    return try replicas.map { replica in
+      let bytes = replica.document.encoded()
+      return (replica, try Document(decoding: bytes, tag: key.tag(of: bytes), key: key))
+    }
+  }
+}

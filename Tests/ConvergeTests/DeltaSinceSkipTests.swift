@@ -46,10 +46,7 @@ import Testing
     var deferred = 0
     try forEachSeed(count: 200, base: 0x5_1D1) { random in
       let network = DocumentNetwork(replicaCount: 3, rounds: 12, using: &random)
-      let key = SnapshotKey(using: &random)
-      for replica in network.replicas {
-        let bytes = replica.document.encoded()
-        let document = try Document(decoding: bytes, tag: key.tag(of: bytes), key: key)
+      for (_, document) in try network.taggedLoads(using: &random) {
         for known in network.replicas.map(\.context) + [CausalContext()] {
           let prefix = known.versionVector
           for record in document.entities.values {
@@ -73,10 +70,7 @@ import Testing
     var named = 0
     try forEachSeed(count: 200, base: 0x5_1D0) { random in
       let network = DocumentNetwork(replicaCount: 3, rounds: 12, using: &random)
-      let key = SnapshotKey(using: &random)
-      for replica in network.replicas {
-        let bytes = replica.document.encoded()
-        let deferred = try Document(decoding: bytes, tag: key.tag(of: bytes), key: key)
+      for (replica, deferred) in try network.taggedLoads(using: &random) {
         for known in network.replicas.map(\.context) + [CausalContext(), replica.context] {
           let expected = Set(replica.document.delta(since: known).keys)
           named += expected.count
