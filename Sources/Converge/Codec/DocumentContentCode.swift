@@ -462,8 +462,9 @@ enum DocumentContentCode {
         countBytes += ContentCoding.varUIntSize(field.count)
         return field
       }
-      // Read here rather than through `readField`: sharing it cost the counted decode
-      // about 330 instructions a text (callgrind, three loads of 10,000 notes +10 M).
+      // Read here rather than through `readField` (which would also have to return the
+      // count's size): sharing it cost the counted decode about 330 instructions a text
+      // (callgrind, three loads of 10,000 notes: +10 M).
       var reader = ByteReader(
         storage: field, range: field.startIndex..<field.endIndex,
         origin: field.startIndex - offset, maximumDepth: 0)
@@ -539,7 +540,7 @@ enum DocumentContentCode {
     /// read, so texts decode concurrently from one shared reader.
     func decodeUncounted(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
       guard code != nil else { return field }
-      let (bits, count, bitsStart, _) = try Self.readField(field, offset: offset)
+      let (bits, count, bitsStart) = try Self.readField(field, offset: offset)
       let first = successors[0]
       return try decoders.withUnsafeBufferPointer { decoders in
         // Read only: neither closure writes through the slot it is given.
@@ -551,9 +552,9 @@ enum DocumentContentCode {
     }
 
     /// A coded content field's parts: its bits, the byte count they decode to (checked
-    /// against them), the bits' offset, and the size of the count.
+    /// against them), and the bits' offset.
     private static func readField(_ field: ArraySlice<UInt8>, offset: Int) throws -> (
-      bits: ArraySlice<UInt8>, count: Int, bitsOffset: Int, countSize: Int
+      bits: ArraySlice<UInt8>, count: Int, bitsOffset: Int
     ) {
       var reader = ByteReader(
         storage: field, range: field.startIndex..<field.endIndex,
@@ -563,7 +564,7 @@ enum DocumentContentCode {
       let bitsStart = reader.offset
       let bits = try reader.readBytes(count: reader.remainingCount)
       let count = try ContentCoding.checkedCount(rawCount, at: countStart, bits: bits)
-      return (bits, count, bitsStart, bitsStart - countStart)
+      return (bits, count, bitsStart)
     }
 
     /// Throws `invalidValue` at `offset` unless the form and the code are the ones the
