@@ -115,16 +115,22 @@ extension RGA {
   ///
   /// - Complexity: O(runs).
   var isRightOriginOrder: Bool {
-    // Runs waiting for the item that ends their subtree, Lamport numbers ascending.
-    var waiting: [(lamport: UInt64, rightOrigin: Dot?)] = []
+    // Runs waiting for the item that ends their subtree, with the Lamport numbers of
+    // their first and last items, ascending.
+    var waiting: [(first: UInt64, last: UInt64, rightOrigin: Dot?)] = []
     for leafID in leafOrder.documentOrder {
       for run in leaves[leafID].runs {
         // Only a run's first item can end another's subtree: the others are younger.
-        while let last = waiting.last, last.lamport >= run.lamport {
-          guard last.lamport > run.lamport, last.rightOrigin == run.firstID else { return false }
+        // It ends the subtree of every waiting item not younger than it, a run's later
+        // items included: each of them shares the run's right origin, so that item must
+        // be the right origin and older than the whole run. (A sibling of a later item
+        // that the walk put after it, with the same Lamport number or a smaller one,
+        // ends that item's subtree too soon: the walk is then not the order.)
+        while let last = waiting.last, last.last >= run.lamport {
+          guard last.first > run.lamport, last.rightOrigin == run.firstID else { return false }
           waiting.removeLast()
         }
-        waiting.append((run.lamport, run.rightOrigin))
+        waiting.append((run.lamport, run.lamport + UInt64(run.length - 1), run.rightOrigin))
       }
     }
     return waiting.allSatisfy { $0.rightOrigin == nil }
