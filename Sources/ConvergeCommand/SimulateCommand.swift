@@ -34,9 +34,13 @@ enum SimulateCommand {
       was made durable twice and that nothing durable was lost. --undo P: with P per
       operation the user presses Undo (or, one time in three, Redo) on its own recorded
       edits instead of editing, while remote edits keep arriving.
-      --campaign SECONDS: random configurations drawn from the seed (2-16 replicas, every
-      workload, faults 0-0.5, frames and live pushes on and off, anti-entropy 0-200) until
-      the time is up; stops at the first failure and prints it shrunk.
+      --campaign SECONDS: random configurations drawn from the seed until the time is up:
+      2-16 replicas, 100-3,000 operations, every workload, --loss, --duplicate and
+      --reorder 0-0.5, --partitions and --offline 0-0.005, live pushes on and off,
+      --frames on and off, --anti-entropy 0-200; in half the runs --restarts
+      0.0001-0.05 (stale restores among them), --sync-interval 0, 50 or 200, --undo 0,
+      0.05 or 0.2, and in one run of six --library 100-2,000. It stops at the first
+      failure and prints it shrunk, and counts the runs that restarted devices.
       A failure is shrunk to few replicas, operations and deliveries; when operations or
       sends were cut, the reproduction is written to converge-schedule-SEED.txt, which
       --replay FILE runs again exactly (format: SimulationSchedule, version 1).

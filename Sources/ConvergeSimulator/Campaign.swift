@@ -1,4 +1,5 @@
 import Converge
+import Foundation  // log, exp
 
 /// Many simulations with random configurations, drawn from one seed, until a time or run
 /// budget is spent or one fails; a failure comes back shrunk, ready to replay.
@@ -6,7 +7,10 @@ import Converge
 /// A single run proves one configuration; a campaign covers the space an app meets:
 /// 2–16 replicas, every workload, loss, duplication and reordering from 0 to 0.5,
 /// partitions, offline devices, frames on and off, live pushes on and off, anti-entropy
-/// intervals from 0 to 200. The n-th configuration depends only on the campaign's seed
+/// intervals from 0 to 200; and on the devices' side, in half the runs, restarts from
+/// 0.0001 to 0.05 per operation (power cuts, torn tails, stale backups), group-commit
+/// intervals of 0, 50 and 200 ms, undo presses, and in one run of six a library of 100
+/// to 2,000 entities. The n-th configuration depends only on the campaign's seed
 /// and n, so a campaign replays with its seed (`converge simulate --campaign S --seed N`).
 public struct Campaign: Sendable {
   /// The seed every configuration is drawn from.
@@ -45,13 +49,21 @@ public struct Campaign: Sendable {
       livePush: livePush, framedPushes: livePush && Bool.random(using: &random),
       antiEntropyInterval: Int.random(in: 0...200, using: &random))
     // Drawn last, so the draws above are those of campaigns before devices restarted.
-    if Int.random(in: 0..<3, using: &random) == 0 {
-      configuration.restarts =
-        (Double.random(in: 0.0001...0.01, using: &random) * 10_000)
-        .rounded() / 10_000
+    // Half the runs restart devices, at rates spread evenly in magnitude from one
+    // restart in 10,000 operations to one in 20 (stale restores among them), so that
+    // the store's path (power cuts, torn tails, stale backups, snapshot loads) is
+    // explored as hard as the network's.
+    if Bool.random(using: &random) {
+      let magnitude = Double.random(in: log(0.0001)...log(0.05), using: &random)
+      configuration.restarts = Swift.max(0.0001, (exp(magnitude) * 10_000).rounded() / 10_000)
     }
     configuration.syncInterval = [0, 0, 50, 200].randomElement(using: &random) ?? 0
     configuration.undo = [0, 0, 0.05, 0.2].randomElement(using: &random) ?? 0
+    // One run in six starts from a long-lived library, so snapshots are large and
+    // restarts load many texts.
+    if Int.random(in: 0..<6, using: &random) == 0 {
+      configuration.library = Int.random(in: 100...2_000, using: &random)
+    }
     return configuration
   }
 
@@ -67,6 +79,10 @@ public struct Campaign: Sendable {
       let result = Simulation(configuration, hooks: hooks).run()
       report.runs += 1
       report.operations += result.operations
+      if configuration.restarts > 0 { report.restartingRuns += 1 }
+      report.restarts += result.restarts
+      report.staleRestores += result.staleRestores
+      report.identityChanges += result.identityChanges
       progress?(report)
       guard result.converged else {
         report.failure = result
@@ -86,6 +102,14 @@ public struct CampaignReport: Sendable {
   public var runs = 0
   /// Operations made over every run.
   public var operations = 0
+  /// Runs that restarted devices.
+  public var restartingRuns = 0
+  /// Devices killed and reopened over every run.
+  public var restarts = 0
+  /// Restarts from a stale backup over every run.
+  public var staleRestores = 0
+  /// Fresh replica ids the devices' stores took over every run.
+  public var identityChanges = 0
   /// The failing run, if one failed (the campaign stops there).
   public var failure: SimulationReport?
   /// The failure, shrunk.
@@ -102,7 +126,9 @@ public struct CampaignReport: Sendable {
   public var text: String {
     var lines = [
       "converge simulate --campaign: seed \(seed), \(runs) runs, \(operations) operations, "
-        + "\(failures) failures"
+        + "\(failures) failures",
+      "  stores: \(restartingRuns) runs restarting devices, \(restarts) restarts, "
+        + "\(staleRestores) from a stale backup, \(identityChanges) fresh replica ids",
     ]
     if let failure {
       lines.append("first failure: " + failure.configuration.command)
@@ -116,7 +142,9 @@ public struct CampaignReport: Sendable {
   public var json: String {
     var fields = [
       ("seed", "\(seed)"), ("runs", "\(runs)"), ("operations", "\(operations)"),
-      ("failures", "\(failures)"),
+      ("failures", "\(failures)"), ("restarting_runs", "\(restartingRuns)"),
+      ("restarts", "\(restarts)"), ("stale_restores", "\(staleRestores)"),
+      ("identity_changes", "\(identityChanges)"),
     ]
     if let failure { fields.append(("failure", jsonString(failure.configuration.command))) }
     if let shrunk {

@@ -34,6 +34,14 @@ import Testing
     #expect(Set(configurations.map(\.workload)) == Set(WorkloadKind.allCases))
     #expect(configurations.contains { $0.framedPushes } && configurations.contains { !$0.livePush })
     #expect(configurations.allSatisfy { $0.faults.loss <= 0.5 && $0.antiEntropyInterval <= 200 })
+    // The store's path as hard as the network's: at least a third of the runs restart
+    // devices, at rates up to 0.05, over every group-commit interval; some hold a library.
+    let restarting = configurations.filter { $0.restarts > 0 }
+    #expect(restarting.count * 3 >= configurations.count)
+    #expect(restarting.allSatisfy { $0.restarts <= 0.05 })
+    #expect(restarting.contains { $0.restarts >= 0.01 })
+    #expect(Set(restarting.map(\.syncInterval)) == [0, 50, 200])
+    #expect(configurations.contains { $0.library > 0 && $0.restarts > 0 })
   }
 
   /// A broken merge (every replica but the first ignores deltas that delete an entity)
