@@ -43,7 +43,8 @@ enum SimulateCommand {
       failure and prints it shrunk, and counts the runs that restarted devices.
       A failure is shrunk to few replicas, operations and deliveries; when operations or
       sends were cut, the reproduction is written to converge-schedule-SEED.txt, which
-      --replay FILE runs again exactly (format: SimulationSchedule, version 1).
+      --replay FILE runs again exactly (format: SimulationSchedule, version 2: cut operations,
+      sends and restarts, and stale restores made plain; version 1 files still replay).
       On a terminal, long runs show a progress line on standard error.
       Exit status 0 when every replica converged, 1 when not, 2 on a usage error.
     """

@@ -7,7 +7,8 @@
 /// finer size, keeping each removal after which the run still fails, until no single
 /// operation or send can go: the result is 1-minimal, within the shrinker's budget.
 extension ShrinkState {
-  /// `best` with as many operations skipped, then as many sends dropped, as still fail.
+  /// `best` with as many operations skipped, then as many sends dropped, then as many
+  /// restarts skipped and stale restores made plain, as still fail.
   mutating func minimizeSchedule(_ best: SimulationReport) -> SimulationReport {
     var report = best
     let steps = (0..<report.configuration.operations).filter {
@@ -34,6 +35,30 @@ extension ShrinkState {
       guard let failing = failingReport(next) else { return false }
       report = failing
       return true
+    }
+    // Restarts: which must happen, then which of those must restore a stale backup.
+    if !report.restartNumbers.isEmpty {
+      let restarts = report.restartNumbers
+      _ = DeltaDebugging.minimize(restarts) { kept in
+        guard !exhausted else { return nil }
+        var next = report.configuration
+        next.cuts.keptRestarts = Set(kept)
+        guard let failing = failingReport(next) else { return false }
+        report = failing
+        return true
+      }
+    }
+    let stale = report.staleRestoreNumbers
+    if !stale.isEmpty {
+      _ = DeltaDebugging.minimize(stale) { kept in
+        guard !exhausted else { return nil }
+        var next = report.configuration
+        let keptSet = Set(kept)
+        next.cuts.plainRestarts.formUnion(stale.filter { !keptSet.contains($0) })
+        guard let failing = failingReport(next) else { return false }
+        report = failing
+        return true
+      }
     }
     return report
   }

@@ -15,10 +15,13 @@ public struct ShrinkResult: Sendable {
   public var summary: String {
     let kept = shrunk.operations - shrunk.cuts.skippedOperations.count
     let dropped = shrunk.cuts.droppedMessages.count
+    let restarts =
+      report.restarts > 0
+      ? ", \(report.restarts) restarts (\(report.staleRestores) from a stale backup)" : ""
     return [
       "seed \(shrunk.seed): shrunk from \(original.replicas) replicas × \(original.operations) "
         + "operations to \(shrunk.replicas) × \(kept) operations"
-        + (dropped > 0 ? " and \(dropped) dropped sends" : "") + " in \(runs) runs",
+        + (dropped > 0 ? " and \(dropped) dropped sends" : "") + restarts + " in \(runs) runs",
       shrunk.cuts.isEmpty
         ? "replay: " + shrunk.command
         : "replay: converge simulate --replay FILE, FILE holding this schedule:\n" + schedule,
@@ -35,10 +38,12 @@ public struct ShrinkResult: Sendable {
 /// 1. operations: halve while it still fails, then take smaller steps off the end;
 /// 2. replicas: the smallest count from 2 up that still fails;
 /// 3. faults: each of loss, duplication, reordering, partitions and offline devices set
-///    to zero if it still fails; then live pushes off, then mid-run anti-entropy off;
+///    to zero if it still fails; then restarts, undo, the library and group commit off,
+///    then live pushes off, then mid-run anti-entropy off;
 /// 4. deliveries: the smallest message limit that still fails, by halving;
-/// 5. the schedule: delta debugging over the operations, then the sends, that remain
-///    (``ScheduleCuts``), until removing any one of them makes the failure disappear.
+/// 5. the schedule: delta debugging over the operations, then the sends, then the
+///    restarts and the stale restores among them, that remain (``ScheduleCuts``), until
+///    removing any one of them makes the failure disappear.
 ///
 /// The passes repeat while one of them makes progress, within ``maximumRuns`` runs and
 /// ``timeLimit``. Every replica's workload, the
@@ -137,6 +142,10 @@ struct ShrinkState {
     if best.faults.reorder > 0 { with { $0.faults.reorder = 0 } }
     if best.faults.partitions > 0 { with { $0.faults.partitions = 0 } }
     if best.faults.offline > 0 { with { $0.faults.offline = 0 } }
+    if best.restarts > 0 { with { $0.restarts = 0 } }
+    if best.undo > 0 { with { $0.undo = 0 } }
+    if best.library > 0 { with { $0.library = 0 } }
+    if best.syncInterval > 0 { with { $0.syncInterval = 0 } }
     if best.livePush { with { $0.livePush = false } }
     if best.antiEntropyInterval > 0 { with { $0.antiEntropyInterval = 0 } }
     let sent = Swift.min(report.network.sent, best.messageLimit ?? Int.max)

@@ -166,6 +166,11 @@ struct RunStatistics: Sendable {
   /// from a stale copy of their directory.
   var restarts = 0
   var staleRestores = 0
+  /// Restarts drawn, made or not (a shrinker's cuts skip some), and the numbers of those
+  /// made and of those that restored a stale backup.
+  var restartsDrawn = 0
+  var restartLog: [Int] = []
+  var staleRestoreLog: [Int] = []
   /// Restarts whose store loaded its snapshot with the texts deferred (its tag matched).
   var taggedRestarts = 0
   /// Undo and Redo presses that took back or made again a step.

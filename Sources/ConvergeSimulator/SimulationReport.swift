@@ -61,6 +61,11 @@ public struct SimulationReport: Sendable {
   /// ``SimulationConfiguration/undo``).
   public var undoPresses: Int { statistics.undoPresses }
   public var staleRestores: Int { statistics.staleRestores }
+  /// The numbers (in the order the run drew them) of the restarts made, and of those
+  /// that restored a stale backup: what a schedule shrinker cuts from
+  /// (``ScheduleCuts/keptRestarts``, ``ScheduleCuts/plainRestarts``).
+  public var restartNumbers: [Int] { statistics.restartLog }
+  public var staleRestoreNumbers: [Int] { statistics.staleRestoreLog }
   /// Restarts that loaded the device's own snapshot with its texts deferred.
   public var taggedRestarts: Int { statistics.taggedRestarts }
   public var identityChanges: Int { statistics.identityChanges }

@@ -58,7 +58,14 @@ extension SimulationRun {
     let device = Int.random(in: devices.indices, using: &restartRandom)
     let tornBytes = restartRandom.chance(0.3) ? Int.random(in: 1...64, using: &restartRandom) : 0
     let fromBackup = devices[device].hasBackup && restartRandom.chance(0.2)
-    restart(device, tornBytes: tornBytes, fromBackup: fromBackup)
+    // Every restart is drawn, so a shrinker's cuts leave the others where they were.
+    let index = statistics.restartsDrawn
+    statistics.restartsDrawn += 1
+    guard configuration.cuts.keepsRestart(index) else { return }
+    let stale = fromBackup && !configuration.cuts.plainRestarts.contains(index)
+    statistics.restartLog.append(index)
+    if stale { statistics.staleRestoreLog.append(index) }
+    restart(device, tornBytes: tornBytes, fromBackup: stale)
   }
 
   /// Kills `device` and reopens its store; its sessions start afresh (a new process),

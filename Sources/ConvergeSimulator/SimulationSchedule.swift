@@ -6,26 +6,47 @@
 /// operation keeps its step, its author and its time; only the skipped author's later
 /// edits change, as its workload draws less. A dropped send is lost whatever the
 /// network would have done, counted in the order sends happen.
+///
+/// Restarts are cut the same way: the run still draws every restart (its device, its torn
+/// bytes, whether it restores a backup), so the others keep their place; a skipped
+/// restart then does not happen, and a plain one reopens the device from what the power
+/// cut left instead of from its stale backup.
 public struct ScheduleCuts: Sendable, Equatable {
   /// Steps (0-based) whose operation is skipped.
   public var skippedOperations: Set<Int>
   /// Sends (0-based, in the order the run makes them) that the network loses.
   public var droppedMessages: Set<Int>
+  /// The restarts (0-based, in the order the run draws them) that happen; `nil`: all.
+  public var keptRestarts: Set<Int>?
+  /// Restarts from a stale backup (numbered as ``keptRestarts``) that reopen from what
+  /// the power cut left instead.
+  public var plainRestarts: Set<Int>
 
-  public init(skippedOperations: Set<Int> = [], droppedMessages: Set<Int> = []) {
+  public init(
+    skippedOperations: Set<Int> = [], droppedMessages: Set<Int> = [],
+    keptRestarts: Set<Int>? = nil, plainRestarts: Set<Int> = []
+  ) {
     self.skippedOperations = skippedOperations
     self.droppedMessages = droppedMessages
+    self.keptRestarts = keptRestarts
+    self.plainRestarts = plainRestarts
   }
 
   /// Whether nothing is cut: the configuration's command replays the run by itself.
-  public var isEmpty: Bool { skippedOperations.isEmpty && droppedMessages.isEmpty }
+  public var isEmpty: Bool {
+    skippedOperations.isEmpty && droppedMessages.isEmpty && keptRestarts == nil
+      && plainRestarts.isEmpty
+  }
+
+  /// Whether the `index`-th restart drawn happens.
+  func keepsRestart(_ index: Int) -> Bool { keptRestarts?.contains(index) ?? true }
 }
 
 /// A run written down for `converge simulate --replay FILE`: the configuration and its
 /// cuts, as lines of `key value`.
 ///
 /// ```text
-/// converge-schedule 1
+/// converge-schedule 2
 /// seed 12
 /// replicas 3
 /// operations 40
@@ -39,16 +60,24 @@ public struct ScheduleCuts: Sendable, Equatable {
 /// live-push true
 /// frames false
 /// message-limit none
+/// library 0
+/// restarts 0.02
+/// sync-interval 0
+/// undo 0.0
 /// operations-kept 3,17-19,39
 /// messages-dropped none
+/// restarts-kept 0,4
+/// restores-plain none
 /// ```
 ///
-/// The first line names the format and its version; a reader refuses other versions.
-/// Lists are comma-separated steps or `first-last` ranges, `all` or `none`. Operations
-/// are listed as those kept, since a shrunk schedule keeps few of many.
+/// The first line names the format and its version; a reader reads version 1 (written
+/// before restarts were cut: no `undo`, `restarts-kept` or `restores-plain` lines) and
+/// 2, and refuses others. Lists are comma-separated steps or `first-last` ranges, `all`
+/// or `none`. Operations and restarts are listed as those kept, since a shrunk schedule
+/// keeps few of many; restarts are numbered in the order the run draws them.
 public enum SimulationSchedule {
   /// The format's current version.
-  public static let version = 1
+  public static let version = 2
 
   /// The text of `configuration`'s schedule.
   public static func text(of configuration: SimulationConfiguration) -> String {
@@ -65,8 +94,11 @@ public enum SimulationSchedule {
       "live-push \(c.livePush)", "frames \(c.framedPushes)",
       "message-limit \(c.messageLimit.map(String.init) ?? "none")",
       "library \(c.library)", "restarts \(c.restarts)", "sync-interval \(c.syncInterval)",
+      "undo \(c.undo)",
       "operations-kept " + (kept.map(listText) ?? "all"),
       "messages-dropped " + listText(c.cuts.droppedMessages.sorted()),
+      "restarts-kept " + (c.cuts.keptRestarts.map { listText($0.sorted()) } ?? "all"),
+      "restores-plain " + listText(c.cuts.plainRestarts.sorted()),
     ]
     return lines.joined(separator: "\n") + "\n"
   }
@@ -77,7 +109,9 @@ public enum SimulationSchedule {
   public static func configuration(parsing text: String) throws -> SimulationConfiguration {
     var fields: [String: String] = [:]
     var lines = text.split(separator: "\n", omittingEmptySubsequences: true).makeIterator()
-    guard let header = lines.next(), header == "converge-schedule \(version)" else {
+    guard let header = lines.next(),
+      header == "converge-schedule \(version)" || header == "converge-schedule 1"
+    else {
       throw ScheduleError(line: 1, reason: "expected \"converge-schedule \(version)\"")
     }
     var number = 1
@@ -122,6 +156,16 @@ public enum SimulationSchedule {
     }
     configuration.cuts.skippedOperations = Set((0..<operations).filter { !kept.contains($0) })
     configuration.cuts.droppedMessages = Set(try field("messages-dropped", list))
+    // Version 1 has no undo and cuts no restarts.
+    if fields["undo"] != nil { configuration.undo = try field("undo", rate) }
+    if fields["restarts-kept"] != nil {
+      configuration.cuts.keptRestarts = try field("restarts-kept") { text -> Set<Int>?? in
+        text == "all" ? .some(nil) : list(text).map { .some(Set($0)) }
+      }
+    }
+    if fields["restores-plain"] != nil {
+      configuration.cuts.plainRestarts = Set(try field("restores-plain", list))
+    }
     return configuration
   }
 

@@ -1,5 +1,6 @@
 import Converge
 import ConvergeSimulator
+import Foundation
 import Testing
 
 /// The schedule shrinker: delta debugging over operations and sends, and the schedule
@@ -33,6 +34,49 @@ import Testing
     #expect(Simulation(replayed).run().converged, "the shrunk schedule fails only by the bug")
   }
 
+  /// A bug that needs a stale restore (backups rolled back in place keep the files'
+  /// identities, so a store cannot tell and issues a dot twice): the shrinker keeps only
+  /// the restarts the failure needs, at least one of them a stale restore, and the
+  /// schedule file replays exactly that.
+  @Test func restartsShrinkToThoseTheFailureNeeds() throws {
+    let hooks = SimulationHooks(restoresInPlace: true)
+    var found: SimulationConfiguration?
+    for seed in UInt64(0x52_2000)..<0x52_2010 {
+      var configuration = SimulationConfiguration(
+        seed: seed, replicas: 3, operations: 300, workload: .notes, faults: .hostile)
+      configuration.restarts = 0.05
+      if !Simulation(configuration, hooks: hooks).run().converged {
+        found = configuration
+        break
+      }
+    }
+    let original = try #require(found, "no seed from 0x522000 issued a dot twice")
+    let before = Simulation(original, hooks: hooks).run()
+    let result = Shrinker(hooks: hooks, maximumRuns: 200).shrink(original)
+    #expect(!result.report.converged, "seed \(original.seed): \(result.summary)")
+    #expect(result.report.staleRestores >= 1, "seed \(original.seed): \(result.summary)")
+    #expect(
+      result.report.restarts < before.restarts && result.report.restarts <= 4,
+      "seed \(original.seed): \(before.restarts) restarts → \(result.summary)")
+    let replayed = try SimulationSchedule.configuration(parsing: result.schedule)
+    #expect(replayed == result.shrunk)
+    let again = Simulation(replayed, hooks: hooks).run()
+    #expect(!again.converged)
+    #expect(again.restartNumbers == result.report.restartNumbers)
+    #expect(again.staleRestoreNumbers == result.report.staleRestoreNumbers)
+  }
+
+  /// A schedule of version 1 (before restarts were cut) still reads, with every restart.
+  @Test func aVersionOneScheduleStillReads() throws {
+    let text = SimulationSchedule.text(of: SimulationConfiguration(seed: 3, restarts: 0.01))
+      .replacingOccurrences(of: "converge-schedule 2", with: "converge-schedule 1")
+      .split(separator: "\n").filter {
+        !$0.hasPrefix("undo") && !$0.hasPrefix("restarts-kept") && !$0.hasPrefix("restores-plain")
+      }.joined(separator: "\n")
+    let configuration = try SimulationSchedule.configuration(parsing: text)
+    #expect(configuration.cuts.keptRestarts == nil && configuration.restarts == 0.01)
+  }
+
   @Test func ddminKeepsEachNeededStepAndNoOther() {
     let needed: Set = [3, 17, 18, 90]
     var calls = 0
@@ -62,7 +106,7 @@ import Testing
       try SimulationSchedule.configuration(parsing: SimulationSchedule.text(of: plain)) == plain)
     #expect(throws: ScheduleError.self) {
       try SimulationSchedule.configuration(
-        parsing: text.replacingOccurrences(of: "converge-schedule 1", with: "converge-schedule 2"))
+        parsing: text.replacingOccurrences(of: "converge-schedule 2", with: "converge-schedule 3"))
     }
     #expect(throws: ScheduleError.self) {
       try SimulationSchedule.configuration(

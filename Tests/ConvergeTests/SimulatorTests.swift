@@ -148,7 +148,7 @@ import Testing
     #expect(result.shrunk.replicas < original.replicas)
     #expect(result.report.operations <= 5, "\(result.summary)")
     #expect(result.shrunk.faults.loss == 0 && result.shrunk.faults.partitions == 0)
-    #expect(result.summary.contains("converge-schedule 1\nseed 12\n"))
+    #expect(result.summary.contains("converge-schedule 2\nseed 12\n"))
     // The shrunk schedule replays the failure.
     let replayed = try SimulationSchedule.configuration(parsing: result.schedule)
     #expect(!Simulation(replayed, hooks: hooks).run().converged)
