@@ -183,6 +183,12 @@ public final class DocumentStore {
         change = .uncleanShutdownUnproven
       } else if stored.provenCounter > held {
         change = .counterNotHeld
+      } else if loaded.acknowledged.values.contains(where: {
+        $0.counters(of: stored.replica).maximum > held
+      }) {
+        // A saved acknowledgement proves a peer holds dots of this id that the files no
+        // longer do (a lost log): the check ``recordAcknowledgement(_:from:)`` makes later.
+        change = .peerHoldsLaterDots
       }
     } else {
       change =
