@@ -11,9 +11,15 @@ import Converge
 /// The directory holds an `identity` record, a `key` (the store's ``SnapshotKey``), at
 /// most one `snapshot-G` (the encoded document of generation G, framed) with its `tag-G`
 /// (the snapshot's tag under the key), and the `log-G` files of the deltas since, each a
-/// sequence of framed ``DocumentDelta`` messages (see ``RecordFrame``). Opening recovers
-/// the newest whole snapshot and replays every log of its generation or later; a torn or
-/// damaged tail is cut at its last whole record and reported in ``recovery``. A snapshot
+/// sequence of framed ``DocumentDelta`` messages (see ``RecordFrame``), and a `generation`
+/// record naming the newest generation whose log a compaction made durable. Opening
+/// recovers the newest whole snapshot and replays every log of its generation or later; a
+/// torn tail is cut at its last whole record and reported in ``recovery``. Every loss (a
+/// missing snapshot or log, a log damaged before whole records, a damaged snapshot or
+/// identity) is reported in ``StoreRecovery/losses``, makes the store take a fresh replica
+/// id, and leaves the damaged bytes beside the store as `damaged-<name>-<n>`, never read
+/// or removed again. Files of generations older than the one recovered are removed once
+/// what replaces them is durable. A snapshot
 /// whose tag matches the key is the store's own: its texts are decoded when first read
 /// (``StoreRecovery/snapshotTagged``); any other loads with every check.
 ///
@@ -85,7 +91,7 @@ public final class DocumentStore {
   /// The store's directory.
   public let directory: String
   /// What opening found and repaired.
-  public let recovery: StoreRecovery
+  public private(set) var recovery: StoreRecovery
   /// Called after each sync with the deltas it made durable, in commit order.
   public var onDurable: (([[UInt8]]) -> Void)?
   /// The last durability failure of a sync a commit triggered (or of removing superseded
@@ -179,6 +185,8 @@ public final class DocumentStore {
       report.previousRunClosedCleanly = stored.cleanShutdown
       if fingerprint != stored.fingerprint {
         change = .copiedOrRestored
+      } else if !report.losses.isEmpty {
+        change = .filesLost
       } else if !stored.cleanShutdown && !report.cutTails.isEmpty {
         change = .uncleanShutdownUnproven
       } else if stored.provenCounter > held {
@@ -204,18 +212,68 @@ public final class DocumentStore {
     snapshotKey = loaded.key ?? configuration.freshKey()
     if loaded.key == nil { try writeKey() }
     try writeIdentity(cleanShutdown: false)
+    try startLog(recorded: loaded.recordedGeneration)
+    for (_, context) in acknowledged { acknowledgedUnion.formUnion(context) }
+    rebuildPending()
+    // A lost or damaged generation leaves files that would be found again at every
+    // open; a long log makes every open replay it: fold either into a snapshot now (which
+    // also removes the superseded files).
+    let lostGeneration = recovery.losses.contains {
+      switch $0 {
+      case .missingSnapshot, .missingLog, .damagedSnapshot: true
+      default: false
+      }
+    }
+    if lostGeneration || logBytes > compactionThreshold {
+      try compact()
+    } else if !loaded.superseded.isEmpty {
+      try removeSupersededFiles(loaded.superseded)
+    }
+  }
+
+  /// Makes sure the current generation's log exists and the generation record names it,
+  /// each durable (the log's entry before the record that names it).
+  func startLog(recorded: UInt64?) throws(StoreError) {
+    let path = directory + "/" + Self.logName(generation)
     try Self.attempt {
-      let log = Self.logName(generation)
-      if try fileSystem.read(directory + "/" + log) == nil {
-        try fileSystem.write([], to: directory + "/" + log)
-        try fileSystem.sync(directory + "/" + log)
+      if try fileSystem.read(path) == nil {
+        try fileSystem.write([], to: path)
+        try fileSystem.sync(path)
+        try fileSystem.syncDirectory(directory)
+      }
+      if recorded != generation {
+        try Self.writeGenerationRecord(generation, in: directory, fileSystem)
         try fileSystem.syncDirectory(directory)
       }
     }
-    for (_, context) in acknowledged { acknowledgedUnion.formUnion(context) }
-    rebuildPending()
-    // A long log makes every open replay it: fold it into a snapshot now.
-    if logBytes > compactionThreshold { try compact() }
+  }
+
+  /// Writes the generation record naming `generation` (a temporary file, synced, renamed
+  /// into place); the caller syncs the directory.
+  static func writeGenerationRecord(
+    _ generation: UInt64, in directory: String, _ fileSystem: any StoreFileSystem
+  ) throws {
+    let path = directory + "/" + generationRecordName
+    try fileSystem.write(encodedTag(generation), to: path + ".tmp")
+    try fileSystem.sync(path + ".tmp")
+    try fileSystem.rename(path + ".tmp", to: path)
+  }
+
+  /// Removes `names`, files of generations before the one recovery started from, once
+  /// every file that replaces them is durable (opening read them, but a process killed
+  /// before its writes reached the disk leaves them only in the system's cache).
+  func removeSupersededFiles(_ names: [String]) throws(StoreError) {
+    try Self.attempt {
+      let superseded = Set(names)
+      for name in try fileSystem.contents(ofDirectory: directory)
+      where Self.parse(name) != nil && !superseded.contains(name) {
+        try fileSystem.sync(directory + "/" + name)
+      }
+      try fileSystem.syncDirectory(directory)
+      for name in names { try fileSystem.remove(directory + "/" + name) }
+      try fileSystem.syncDirectory(directory)
+    }
+    recovery.removedSupersededFiles = true
   }
 
   /// Runs a local transaction, appends its delta to the log and syncs if the group

@@ -64,4 +64,7 @@ public enum IdentityChange: Equatable, Sendable {
   case counterNotHeld
   /// A peer showed dots of this id beyond what the store holds.
   case peerHoldsLaterDots
+  /// Opening found files lost or damaged (``StoreRecovery/losses``), so the store cannot
+  /// prove which counters it issued.
+  case filesLost
 }

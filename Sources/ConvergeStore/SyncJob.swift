@@ -31,8 +31,9 @@ struct SyncJob: Sendable {
     var records: PendingRecords
     /// The encoded deltas made durable, in commit order (empty on failure).
     var durable: [[UInt8]] = []
-    /// A failure to remove the files a snapshot superseded; the snapshot is durable all
-    /// the same, and the next compaction or open removes them.
+    /// A failure to record the new generation or remove the files a snapshot
+    /// superseded; the snapshot is durable all the same, and the next compaction or open
+    /// removes them.
     var removalError: StoreError?
   }
 
@@ -76,7 +77,12 @@ struct SyncJob: Sendable {
           try fileSystem.syncDirectory(directory)
         }
         do throws(StoreError) {
-          try DocumentStore.attempt { try removeSuperseded(before: generation) }
+          try DocumentStore.attempt {
+            // The log is durable: record its generation, so a lost log is seen at open.
+            // The removal's directory sync makes the record durable too.
+            try DocumentStore.writeGenerationRecord(generation, in: directory, fileSystem)
+            try removeSuperseded(before: generation)
+          }
         } catch {
           removalError = error
         }

@@ -60,4 +60,147 @@ import Testing
     // No dot of the old id beyond what it held is issued again.
     #expect(store.replica.context.counters(of: id).maximum == 3)
   }
+
+  /// A store of two compactions with commits after each: generation 2 holds "abc" in its
+  /// snapshot and "def" in its log.
+  static func compactedStore(_ fileSystem: MemoryFileSystem) throws -> DocumentStore {
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("ab", into: store)
+    try store.compact()
+    type("c", into: store)
+    try store.compact()
+    type("def", into: store)
+    try store.close()
+    return store
+  }
+
+  static func reopen(_ fileSystem: MemoryFileSystem) throws -> DocumentStore {
+    try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+  }
+
+  @Test func aDeletedNewestSnapshotIsReportedAndTakesAFreshID() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try Self.compactedStore(fileSystem)
+    try fileSystem.remove(directory + "/" + DocumentStore.snapshotName(2))
+    let reopened = try Self.reopen(fileSystem)
+    #expect(reopened.recovery.losses == [.missingSnapshot(generation: 2)])
+    #expect(reopened.recovery.identityChange == .filesLost)
+    #expect(reopened.replica.id != store.replica.id)
+    // The log's insertions follow characters the lost snapshot held: none shows.
+    #expect(reopened.replica.document.text(of: "body", in: note) == "")
+    // Opening folded what it kept into a new generation: the next open finds no loss.
+    try reopened.close()
+    let again = try Self.reopen(fileSystem)
+    #expect(again.recovery.losses.isEmpty && again.recovery.identityChange == nil)
+    #expect(again.replica.document == reopened.replica.document)
+  }
+
+  @Test func aDeletedNewestLogIsReportedAndTakesAFreshID() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try Self.compactedStore(fileSystem)
+    try fileSystem.remove(directory + "/" + DocumentStore.logName(2))
+    let reopened = try Self.reopen(fileSystem)
+    #expect(reopened.recovery.losses == [.missingLog(generation: 2)])
+    #expect(reopened.recovery.identityChange == .filesLost)
+    #expect(reopened.replica.id != store.replica.id)
+    #expect(reopened.replica.document.text(of: "body", in: note) == "abc")
+    try reopened.close()
+    #expect(try Self.reopen(fileSystem).recovery.losses.isEmpty)
+  }
+
+  @Test func aDeletedFirstLogIsReported() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("abc", into: store)
+    try store.close()
+    try fileSystem.remove(directory + "/" + DocumentStore.logName(0))
+    let reopened = try Self.reopen(fileSystem)
+    #expect(reopened.recovery.losses == [.missingLog(generation: 0)])
+    #expect(reopened.replica.id != store.replica.id)
+  }
+
+  /// A byte flipped in the middle of a log: the records after it are kept in a copy,
+  /// never read again, and the log holds the records before the damage.
+  @Test func aFlipInTheMiddleOfALogKeepsACopyAndReportsTheDroppedRecords() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    for scalar in "abcdef".unicodeScalars {
+      type(String(scalar), into: store)
+      try store.flush()
+    }
+    try store.close()
+    let path = directory + "/" + DocumentStore.logName(0)
+    var bytes = fileSystem.bytes(path) ?? []
+    let (records, _) = RecordFrame.records(in: bytes)
+    let third = records[2]
+    bytes[third.startIndex + third.count / 2] ^= 0x10
+    fileSystem.setBytes(bytes, at: path)
+
+    let reopened = try Self.reopen(fileSystem)
+    let copy = "damaged-" + DocumentStore.logName(0) + "-1"
+    #expect(
+      reopened.recovery.losses == [
+        .cutLog(file: DocumentStore.logName(0), droppedRecords: 3, copy: copy)
+      ])
+    #expect(reopened.recovery.cutTails.first?.copy == copy)
+    #expect(reopened.recovery.identityChange == .filesLost)
+    #expect(reopened.replica.document.text(of: "body", in: note) == "ab")
+    #expect(fileSystem.bytes(directory + "/" + copy) == bytes)
+    #expect(fileSystem.bytes(path) == Array(bytes[..<records[1].endIndex]))
+    type("X", into: reopened)
+    try reopened.compact()
+    try reopened.close()
+    // The copy stays through compactions and opens, and is never read again.
+    let again = try Self.reopen(fileSystem)
+    #expect(again.recovery.losses.isEmpty && again.recovery.identityChange == nil)
+    #expect(again.replica.document.text(of: "body", in: note) == "abX")
+    #expect(fileSystem.bytes(directory + "/" + copy) == bytes)
+  }
+
+  @Test func aDamagedIdentityIsMovedAsideAndReported() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("abc", into: store)
+    try store.close()
+    let path = directory + "/identity"
+    var bytes = fileSystem.bytes(path) ?? []
+    bytes[bytes.count - 1] ^= 1
+    fileSystem.setBytes(bytes, at: path)
+    let reopened = try Self.reopen(fileSystem)
+    #expect(reopened.recovery.losses == [.damagedIdentity(copy: "damaged-identity-1")])
+    #expect(reopened.recovery.identityChange == .identityUnreadable)
+    #expect(fileSystem.bytes(directory + "/damaged-identity-1") == bytes)
+    #expect(reopened.replica.id != store.replica.id)
+  }
+
+  /// A compaction killed after its snapshot and log were durable, before it removed the
+  /// generation they replace: the next open removes that generation (and only it).
+  @Test func openingRemovesTheGenerationsACompactionSuperseded() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("abc", into: store)
+    try store.compact()
+    type("def", into: store)
+    try store.flush()
+    fileSystem.setBytes([1, 2, 3], at: directory + "/identity")
+    let kept = try Self.reopen(fileSystem)
+    #expect(kept.recovery.losses == [.damagedIdentity(copy: "damaged-identity-1")])
+    try kept.close()
+    // Dies right after the new generation's directory sync.
+    let second = try Self.reopen(fileSystem)
+    fileSystem.failAnyOperation(at: 8)
+    #expect(throws: Never.self) { try second.compact() }
+    #expect(second.lastError != nil)
+    fileSystem.crash()
+    #expect(try fileSystem.contents(ofDirectory: directory).contains(DocumentStore.logName(1)))
+    let reopened = try Self.reopen(fileSystem)
+    #expect(reopened.recovery.removedSupersededFiles)
+    #expect(reopened.recovery.losses.isEmpty && reopened.recovery.identityChange == nil)
+    let names = try fileSystem.contents(ofDirectory: directory)
+    #expect(names.allSatisfy { DocumentStore.parse($0).map { $0.generation == 2 } ?? true })
+    #expect(names.contains("damaged-identity-1"))
+    #expect(reopened.replica.document.text(of: "body", in: note) == "abcdef")
+    try reopened.close()
+    #expect(!(try Self.reopen(fileSystem).recovery.removedSupersededFiles))
+  }
 }
