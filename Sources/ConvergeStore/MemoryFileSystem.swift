@@ -28,13 +28,19 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   public enum Operation: Hashable, CaseIterable, Sendable { case write, sync, rename }
 
   private final class File {
+    /// The inode number, which a file made after a restore may get back.
     let identity: UInt64
+    /// The birth time: new for every file made, kept by a rename.
+    let birth: UInt64
     var data: [UInt8] = []
     /// How many leading bytes of `data` are durable, while `data` only grew since.
     var durableCount = 0
     /// The durable content, kept only once `data` was rewritten or cut since its sync.
     var durableCopy: [UInt8]?
-    init(identity: UInt64) { self.identity = identity }
+    init(identity: UInt64, birth: UInt64) {
+      self.identity = identity
+      self.birth = birth
+    }
 
     /// What a power cut would keep of the file (its unsynced tail dropped).
     var durableContent: [UInt8] { durableCopy ?? Array(data.prefix(durableCount)) }
@@ -54,6 +60,7 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   private var entries: [String: File] = [:]
   private var durableEntries: [String: File] = [:]
   private var nextIdentity: UInt64 = 1
+  private var nextBirth: UInt64 = 1
   private var counts: [Operation: Int] = [:]
   private var failures: [Operation: Int] = [:]
   private var anyCount = 0
@@ -111,24 +118,30 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   /// copy to another device or a restored backup would. Files already under
   /// `destination` are removed first. With `durableOnly`, the copy holds what a power cut
   /// would keep (a crash-consistent backup, such as a file-system snapshot). With
-  /// `inPlace`, a copied file keeps the identity of the file it replaces, as a
-  /// file-system snapshot rolled back in place does.
+  /// `inPlace`, a copied file keeps the identity (inode number and birth time) of the
+  /// file it replaces, as a file-system snapshot rolled back in place does. With
+  /// `reusingInodeNumbers`, it keeps only the inode number, with a new birth time: a
+  /// restore of a backup onto a file system that hands freed inode numbers back.
   public func copyDirectory(
-    _ source: String, to destination: String, durableOnly: Bool = false, inPlace: Bool = false
+    _ source: String, to destination: String, durableOnly: Bool = false, inPlace: Bool = false,
+    reusingInodeNumbers: Bool = false
   ) {
     lock.withLock {
       let sources = durableOnly ? durableEntries : entries
-      var replaced: [String: UInt64] = [:]
+      var replaced: [String: File] = [:]
       for (path, file) in entries where path.hasPrefix(destination + "/") {
-        replaced[path] = file.identity
+        replaced[path] = file
         entries[path] = nil
         durableEntries[path] = nil
       }
       for (path, file) in sources where path.hasPrefix(source + "/") {
         let target = destination + path.dropFirst(source.count)
-        let kept = inPlace ? replaced[target] : nil
-        let copy = File(identity: kept ?? nextIdentity)
-        if kept == nil { nextIdentity += 1 }
+        let old = inPlace || reusingInodeNumbers ? replaced[target] : nil
+        let copy = File(
+          identity: old?.identity ?? nextIdentity,
+          birth: inPlace ? old?.birth ?? nextBirth : nextBirth)
+        if old == nil { nextIdentity += 1 }
+        nextBirth += 1
         copy.data = durableOnly ? file.durableContent : file.data
         copy.sync()
         entries[target] = copy
@@ -164,8 +177,9 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
 
   private func file(_ path: String) -> File {
     if let file = entries[path] { return file }
-    let file = File(identity: nextIdentity)
+    let file = File(identity: nextIdentity, birth: nextBirth)
     nextIdentity += 1
+    nextBirth += 1
     entries[path] = file
     return file
   }
@@ -243,6 +257,6 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   }
 
   public func fileIdentity(_ path: String) throws -> UInt64? {
-    lock.withLock { entries[path]?.identity }
+    lock.withLock { entries[path].map { fingerprintHash([$0.identity, $0.birth]) } }
   }
 }

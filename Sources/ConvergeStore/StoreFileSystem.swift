@@ -31,8 +31,10 @@ public protocol StoreFileSystem: Sendable {
   func remove(_ path: String) throws
   /// Cuts `path` to its first `length` bytes.
   func truncate(_ path: String, to length: Int) throws
-  /// A number that names the file itself rather than its path (device and inode): a copy
-  /// or a restored backup gets another one. `nil` if there is no such file.
+  /// A number that names the file itself rather than its path: a hash of its device,
+  /// inode number and, where the system records it, birth time. A copy or a restored
+  /// backup gets another one, even when the file system hands the restored file an old
+  /// inode number back; a rename keeps it. `nil` if there is no such file.
   func fileIdentity(_ path: String) throws -> UInt64?
 }
 
@@ -152,9 +154,30 @@ public struct POSIXFileSystem: StoreFileSystem {
       if errno == ENOENT { return nil }
       throw StoreFileError(operation: "stat", path: path, code: errno)
     }
-    // Mixes device and inode; equal files always give equal numbers.
-    return UInt64(truncatingIfNeeded: status.st_dev) &* 0x9E37_79B9_7F4A_7C15
-      ^ UInt64(truncatingIfNeeded: status.st_ino)
+    // Equal files always give equal numbers. Inode numbers are reused once a file is
+    // removed, so a restore can hand the identity file its old number back: the birth
+    // time (which a rename keeps and a new file does not) tells them apart where the
+    // system has one; elsewhere the device and inode alone.
+    var words = [
+      UInt64(truncatingIfNeeded: status.st_dev), UInt64(truncatingIfNeeded: status.st_ino),
+    ]
+    if let birth = birthTime(path, status) { words += [birth.seconds, birth.nanoseconds] }
+    return fingerprintHash(words)
+  }
+
+  /// The birth time of `path`, if the system and file system record one.
+  private func birthTime(_ path: String, _ status: stat) -> (seconds: UInt64, nanoseconds: UInt64)?
+  {
+    #if canImport(Darwin)
+      return (
+        UInt64(truncatingIfNeeded: status.st_birthtimespec.tv_sec),
+        UInt64(truncatingIfNeeded: status.st_birthtimespec.tv_nsec)
+      )
+    #elseif canImport(Glibc)
+      return linuxBirthTime(path)
+    #else
+      return nil
+    #endif
   }
 
   private func withDescriptor<Result>(
@@ -197,3 +220,50 @@ private func systemRename(_ source: String, _ destination: String) -> Int32 {
 private func systemTruncate(_ path: String, _ length: off_t) -> Int32 {
   truncate(path, length)
 }
+
+/// A hash of `words` (FNV-1a over their bytes, then a final mix): the fingerprint of a
+/// file, the same for the same words on every run.
+func fingerprintHash(_ words: [UInt64]) -> UInt64 {
+  var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+  for word in words {
+    for index in 0..<8 {
+      hash ^= (word >> (index * 8)) & 0xFF
+      hash = hash &* 0x0000_0100_0000_01B3
+    }
+  }
+  hash ^= hash >> 33
+  hash = hash &* 0xFF51_AFD7_ED55_8CCD
+  return hash ^ hash >> 33
+}
+
+#if canImport(Glibc)
+  /// `statx(2)`, found at run time: Glibc's module does not export it (it is declared
+  /// only for `_GNU_SOURCE`), and a C library older than 2.28 lacks it.
+  private typealias StatxFunction =
+    @convention(c) (Int32, UnsafePointer<CChar>, Int32, UInt32, UnsafeMutableRawPointer) -> Int32
+  private let statxFunction: StatxFunction? = {
+    // `dlsym(RTLD_DEFAULT, …)`: RTLD_DEFAULT is the null handle on Linux.
+    guard let symbol = dlsym(nil, "statx") else { return nil }
+    return unsafeBitCast(symbol, to: StatxFunction.self)
+  }()
+
+  /// The birth time `statx` reports for `path`, or `nil` where the kernel or the file
+  /// system keeps none. Offsets are those of the kernel's `struct statx` (a stable ABI):
+  /// `stx_mask` at 0, `stx_btime` (seconds, then nanoseconds) at 80, 256 bytes in all.
+  func linuxBirthTime(_ path: String) -> (seconds: UInt64, nanoseconds: UInt64)? {
+    guard let statx = statxFunction else { return nil }
+    let birthMask: UInt32 = 0x800  // STATX_BTIME
+    let currentDirectory: Int32 = -100  // AT_FDCWD
+    return withUnsafeTemporaryAllocation(byteCount: 256, alignment: 8) { buffer in
+      guard let base = buffer.baseAddress else { return nil }
+      base.initializeMemory(as: UInt8.self, repeating: 0, count: 256)
+      guard statx(currentDirectory, path, 0, birthMask, base) == 0,
+        base.load(fromByteOffset: 0, as: UInt32.self) & birthMask != 0
+      else { return nil }
+      return (
+        UInt64(bitPattern: base.load(fromByteOffset: 80, as: Int64.self)),
+        UInt64(base.load(fromByteOffset: 88, as: UInt32.self))
+      )
+    }
+  }
+#endif

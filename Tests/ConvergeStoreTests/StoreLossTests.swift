@@ -1,5 +1,6 @@
 import Converge
 import ConvergeTestSupport
+import Foundation
 import Testing
 
 @testable import ConvergeStore
@@ -202,5 +203,69 @@ import Testing
     #expect(reopened.replica.document.text(of: "body", in: note) == "abcdef")
     try reopened.close()
     #expect(!(try Self.reopen(fileSystem).recovery.removedSupersededFiles))
+  }
+}
+
+@Suite struct RestoreDetectionTests {
+  /// A backup restored onto a file system that hands the freed inode numbers back: the
+  /// identity file has its old inode number, but it is a new file.
+  @Test func aRestoreThatReusesInodeNumbersTakesAFreshID() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("abc", into: store)
+    try store.close()
+    fileSystem.copyDirectory(directory, to: "/backup")
+    let backup = try #require(fileSystem.bytes(directory + "/identity"))
+    fileSystem.copyDirectory("/backup", to: directory, reusingInodeNumbers: true)
+    #expect(fileSystem.bytes(directory + "/identity") == backup)
+    let restored = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    #expect(restored.recovery.identityChange == .copiedOrRestored)
+    #expect(restored.replica.id != store.replica.id)
+  }
+
+  /// A snapshot rolled back in place keeps the file itself: nothing to detect here (a
+  /// peer's acknowledgement does, see ``DocumentStoreTests``).
+  @Test func aRollbackInPlaceKeepsTheFingerprint() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    try store.close()
+    let before = try fileSystem.fileIdentity(directory + "/identity")
+    fileSystem.copyDirectory(directory, to: "/backup")
+    fileSystem.copyDirectory("/backup", to: directory, inPlace: true)
+    #expect(try fileSystem.fileIdentity(directory + "/identity") == before)
+  }
+
+  /// On the real disk: a file removed and made again at the same path (which often gets
+  /// the same inode number back) has another identity where the system records birth
+  /// times, and a rename keeps it.
+  @Test func aRemadeFileHasAnotherIdentityOnDisk() throws {
+    #if canImport(Glibc)
+      let path = FileManager.default.temporaryDirectory.path + "/converge-identity-\(getpid())"
+      let disk = POSIXFileSystem()
+      defer { try? disk.remove(path) }
+      try disk.write([1], to: path + ".tmp")
+      let first = try disk.fileIdentity(path + ".tmp")
+      try disk.rename(path + ".tmp", to: path)
+      #expect(try disk.fileIdentity(path) == first)
+      guard linuxBirthTime(path) != nil else { return }  // no birth times here
+      var reusedInode = false
+      for _ in 0..<20 {
+        let before = try disk.fileIdentity(path)
+        let inode = try inodeNumber(path)
+        try disk.remove(path)
+        try disk.write([2], to: path)
+        reusedInode = try reusedInode || inodeNumber(path) == inode
+        #expect(try disk.fileIdentity(path) != before)
+      }
+      print("inode numbers reused: \(reusedInode)")
+    #endif
+  }
+
+  func inodeNumber(_ path: String) throws -> UInt64 {
+    var status = stat()
+    guard stat(path, &status) == 0 else {
+      throw StoreFileError(operation: "stat", path: path, code: errno)
+    }
+    return UInt64(status.st_ino)
   }
 }
