@@ -54,6 +54,12 @@ extension DocumentStore {
   ///
   /// - Returns: the error of a sync that ran and failed.
   func startSync(snapshot: Bool, background: Bool) -> StoreError? {
+    do throws(StoreError) {
+      try prepareForWriting()
+    } catch {
+      lastError = error
+      return error
+    }
     let work: SyncJob.Work =
       snapshot
       ? .snapshot(storedReplica.document, generation: generation + 1)
@@ -111,6 +117,8 @@ extension DocumentStore {
         logBytes = 0
         snapshotBytes = count
         needsFreshGeneration = false
+        // The job records the generation before removing what it superseded.
+        recordedGeneration = outcome.removalError == nil ? next : nil
       }
       markDurable(outcome.durable, releasingOnQueue: background)
       if let removalError = outcome.removalError { lastError = removalError }

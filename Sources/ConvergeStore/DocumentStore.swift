@@ -139,6 +139,15 @@ public final class DocumentStore {
   let backgroundSync = BackgroundSync()
   @exclusivity(unchecked) var running: SyncJob.Work?
   var isClosed = false
+  /// Whether this run readied its files for writing (``prepareForWriting()``).
+  var isPrepared = false
+  /// Whether the directory holds a whole key file.
+  var hasKeyFile = false
+  /// The generation the generation record names, if known.
+  var recordedGeneration: UInt64?
+  /// The identity record the directory holds, as this store read or last wrote it; `nil`
+  /// if it does not hold this store's.
+  var identityOnDisk: StoreIdentity?
   var acknowledged: [String: CausalContext]
   /// Each pending entity's latest local counter per replica id (normally one): it stays
   /// pending until an acknowledged context holds every counter of that id up to it.
@@ -210,9 +219,15 @@ public final class DocumentStore {
     storedReplica = Replica(document: document, id: id, wallClock: configuration.wallClock)
     syncDue = configuration.now() + configuration.syncInterval
     snapshotKey = loaded.key ?? configuration.freshKey()
-    if loaded.key == nil { try writeKey() }
-    try writeIdentity(cleanShutdown: false)
-    try startLog(recorded: loaded.recordedGeneration)
+    hasKeyFile = loaded.key != nil
+    recordedGeneration = loaded.recordedGeneration
+    identityOnDisk = change == nil ? stored : nil
+    // The files are readied for writing (the identity marked unclean) before the first
+    // sync, not here: an open that only reads writes nothing. A fresh id, taken for a
+    // reason the files may no longer show (a cut log now rewritten, a damaged file moved
+    // aside), is made durable at once so that no later open goes back to the old id; a
+    // missing or damaged key is replaced at once too.
+    if change != nil || loaded.key == nil { try prepareForWriting() }
     for (_, context) in acknowledged { acknowledgedUnion.formUnion(context) }
     rebuildPending()
     // A lost or damaged generation leaves files that would be found again at every
@@ -231,9 +246,24 @@ public final class DocumentStore {
     }
   }
 
+  /// Readies the files for this run's first write, once: the key file if the store has
+  /// none whole, the current generation's log and the generation record naming it, and
+  /// the identity record marked unclean, all durable before any record of this run is
+  /// (so that a crash after a write is always seen as an unclean shutdown).
+  func prepareForWriting() throws(StoreError) {
+    guard !isPrepared else { return }
+    if !hasKeyFile {
+      try writeKey()
+      hasKeyFile = true
+    }
+    try startLog()
+    try writeIdentity(cleanShutdown: false)
+    isPrepared = true
+  }
+
   /// Makes sure the current generation's log exists and the generation record names it,
   /// each durable (the log's entry before the record that names it).
-  func startLog(recorded: UInt64?) throws(StoreError) {
+  func startLog() throws(StoreError) {
     let path = directory + "/" + Self.logName(generation)
     try Self.attempt {
       if try fileSystem.read(path) == nil {
@@ -241,9 +271,10 @@ public final class DocumentStore {
         try fileSystem.sync(path)
         try fileSystem.syncDirectory(directory)
       }
-      if recorded != generation {
+      if recordedGeneration != generation {
         try Self.writeGenerationRecord(generation, in: directory, fileSystem)
         try fileSystem.syncDirectory(directory)
+        recordedGeneration = generation
       }
     }
   }
@@ -401,7 +432,12 @@ public final class DocumentStore {
     guard !isClosed else { return }
     checkOutsideTransaction()
     try flush()
-    try writeIdentity(cleanShutdown: true)
+    // A run that wrote nothing leaves a clean record of the same id and counter as it is.
+    let counter = storedReplica.context.counters(of: storedReplica.id).maximum
+    let unchanged = identityOnDisk.map {
+      $0.cleanShutdown && $0.replica == storedReplica.id && $0.provenCounter == counter
+    }
+    if unchanged != true { try writeIdentity(cleanShutdown: true) }
     isClosed = true
   }
 
@@ -484,6 +520,7 @@ public final class DocumentStore {
       try fileSystem.sync(temporary)
       try fileSystem.rename(temporary, to: directory + "/identity")
       try fileSystem.syncDirectory(directory)
+      identityOnDisk = identity
     }
   }
 

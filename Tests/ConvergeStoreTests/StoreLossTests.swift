@@ -187,8 +187,11 @@ import Testing
     let kept = try Self.reopen(fileSystem)
     #expect(kept.recovery.losses == [.damagedIdentity(copy: "damaged-identity-1")])
     try kept.close()
-    // Dies right after the new generation's directory sync.
+    // Dies right after the new generation's directory sync (its identity already
+    // marked unclean by a first sync).
     let second = try Self.reopen(fileSystem)
+    type("g", into: second)
+    try second.flush()
     fileSystem.failAnyOperation(at: 8)
     #expect(throws: Never.self) { try second.compact() }
     #expect(second.lastError != nil)
@@ -200,7 +203,7 @@ import Testing
     let names = try fileSystem.contents(ofDirectory: directory)
     #expect(names.allSatisfy { DocumentStore.parse($0).map { $0.generation == 2 } ?? true })
     #expect(names.contains("damaged-identity-1"))
-    #expect(reopened.replica.document.text(of: "body", in: note) == "abcdef")
+    #expect(reopened.replica.document.text(of: "body", in: note) == "abcdefg")
     try reopened.close()
     #expect(!(try Self.reopen(fileSystem).recovery.removedSupersededFiles))
   }
@@ -267,5 +270,62 @@ import Testing
       throw StoreFileError(operation: "stat", path: path, code: errno)
     }
     return UInt64(status.st_ino)
+  }
+}
+
+@Suite struct LazyIdentityTests {
+  /// Opening a closed store, reading it and closing it writes nothing and syncs nothing.
+  @Test func anOpenThatOnlyReadsWritesNothing() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("abc", into: store)
+    try store.compact()
+    type("def", into: store)
+    try store.close()
+    fileSystem.resetCounts()
+    for _ in 0..<3 {
+      let reader = try DocumentStore(
+        directory: directory, configuration: configuration(fileSystem))
+      #expect(reader.replica.document.text(of: "body", in: note) == "abcdef")
+      #expect(reader.recovery.identityChange == nil)
+      try reader.close()
+    }
+    for operation in MemoryFileSystem.Operation.allCases {
+      #expect(fileSystem.calls(operation) == 0, "\(operation)")
+    }
+    // The first write of a run marks it unclean first.
+    let writer = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("g", into: writer)
+    try writer.flush()
+    #expect(fileSystem.calls(.sync) > 1)
+  }
+
+  /// A power cut at every file operation of a run's first sync: whenever the run's
+  /// record survives, so does the unclean marker written before it.
+  @Test func theUncleanMarkerIsDurableBeforeTheRunsFirstRecord() throws {
+    var step = 0
+    var survived = 0
+    while true {
+      let fileSystem = MemoryFileSystem()
+      let first = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+      type("abc", into: first)
+      try first.close()
+      let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+      type("d", into: store)
+      fileSystem.failAnyOperation(at: step)
+      let completed = (try? store.flush()) != nil
+      fileSystem.crash()
+      let reopened = try DocumentStore(
+        directory: directory, configuration: configuration(fileSystem))
+      if reopened.replica.document.text(of: "body", in: note) == "abcd" {
+        survived += 1
+        #expect(!reopened.recovery.previousRunClosedCleanly, "crash at operation \(step)")
+      }
+      if completed { break }
+      step += 1
+    }
+    // Write the identity's temporary file empty (for its fingerprint) and whole, sync
+    // it, rename it, sync the directory; append and sync the record.
+    #expect(step == 7 && survived == 1)
   }
 }
