@@ -2,6 +2,8 @@ import Converge
 
 #if canImport(Glibc)
   import Glibc
+#elseif canImport(Darwin)
+  import Darwin
 #endif
 
 /// A replica kept durably in a directory: every acknowledged edit survives a crash, a save
@@ -169,10 +171,15 @@ public final class DocumentStore {
 
   /// Opens (or creates) the store in `directory`, recovering what the last run left.
   ///
-  /// - Throws: a ``StoreError`` if the directory cannot be read or the identity record
-  ///   cannot be written. Damaged data is cut and reported in ``recovery``, never thrown.
+  /// A relative `directory` is resolved against the current directory, once: ``directory``
+  /// holds the absolute path.
+  ///
+  /// - Throws: a ``StoreError`` if the directory cannot be created or read, or the
+  ///   identity record cannot be written (the error names the directory or file). Damaged
+  ///   data is cut and reported in ``recovery``, never thrown.
   public init(directory: String, configuration: Configuration = Configuration()) throws(StoreError)
   {
+    let directory = try Self.absolutePath(directory)
     self.directory = directory
     self.configuration = configuration
     var report = StoreRecovery()
@@ -474,6 +481,25 @@ public final class DocumentStore {
   }
 
   static func logName(_ generation: UInt64) -> String { "log-" + hex(generation) }
+
+  /// `path` made absolute against the current directory (without a trailing slash).
+  static func absolutePath(_ path: String) throws(StoreError) -> String {
+    var resolved = path
+    if !path.hasPrefix("/") {
+      var buffer = [CChar](repeating: 0, count: 4096)
+      guard getcwd(&buffer, buffer.count) != nil else {
+        throw .fileSystem(StoreFileError(operation: "getcwd", path: path, code: errno))
+      }
+      let current = String(
+        decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      var relative = Substring(path)
+      while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
+      if relative == "." { relative = "" }
+      resolved = current + (current.hasSuffix("/") || relative.isEmpty ? "" : "/") + relative
+    }
+    while resolved.count > 1 && resolved.hasSuffix("/") { resolved.removeLast() }
+    return resolved
+  }
 
   static func hex(_ value: UInt64) -> String {
     let digits = String(value, radix: 16)

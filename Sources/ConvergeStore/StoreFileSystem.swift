@@ -8,7 +8,8 @@
 /// fail each write, sync and rename in turn, or drop what was never synced (a simulated
 /// power cut).
 ///
-/// Paths are absolute strings. Every operation either succeeds or throws a
+/// Paths are absolute strings (``DocumentStore`` resolves a relative directory against
+/// the current directory before it calls any). Every operation either succeeds or throws a
 /// ``StoreFileError``; none traps.
 public protocol StoreFileSystem: Sendable {
   /// The names in `directory`; an empty list if it does not exist.
@@ -53,7 +54,12 @@ public struct StoreFileError: Error, Equatable, Sendable, CustomStringConvertibl
     self.code = code
   }
 
-  public var description: String { "\(operation) \(path) failed (errno \(code))" }
+  public var description: String {
+    guard code != 0, let reason = strerror(code) else {
+      return "\(operation) \(path) failed (errno \(code))"
+    }
+    return "\(operation) \(path) failed: \(String(cString: reason)) (errno \(code))"
+  }
 }
 
 /// The operating system's files, through the C library.

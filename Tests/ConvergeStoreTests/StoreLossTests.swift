@@ -329,3 +329,44 @@ import Testing
     #expect(step == 7 && survived == 1)
   }
 }
+
+@Suite struct StorePathTests {
+  @Test func relativePathsResolveAgainstTheCurrentDirectory() throws {
+    let current = FileManager.default.currentDirectoryPath
+    #expect(try DocumentStore.absolutePath("a/b") == current + "/a/b")
+    #expect(try DocumentStore.absolutePath("./a/") == current + "/a")
+    #expect(try DocumentStore.absolutePath(".") == current)
+    #expect(try DocumentStore.absolutePath("/x/y/") == "/x/y")
+  }
+
+  /// On the real disk: a store opened at a relative path lives under the current
+  /// directory (it once made its folders under `/` and failed on `key.tmp`).
+  @Test func aStoreAtARelativePathOpensAndReopens() throws {
+    let folder = ".build/converge-relative-\(getpid())"
+    let relative = folder + "/notes"
+    let absolute = FileManager.default.currentDirectoryPath + "/" + relative
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let store = try DocumentStore(directory: relative)
+    #expect(store.directory == absolute)
+    store.transact { $0.insertText("kept", at: 0, in: "body", of: note) }
+    try store.close()
+    #expect(FileManager.default.fileExists(atPath: absolute + "/identity"))
+    let reopened = try DocumentStore(directory: relative)
+    #expect(reopened.replica.document.text(of: "body", in: note) == "kept")
+    #expect(reopened.recovery.identityChange == nil)
+  }
+
+  /// A directory that cannot be made is named in the error, with the reason.
+  @Test func aDirectoryThatCannotBeMadeIsNamed() throws {
+    let file = FileManager.default.temporaryDirectory.path + "/converge-not-a-folder-\(getpid())"
+    try POSIXFileSystem().write([], to: file)
+    defer { try? POSIXFileSystem().remove(file) }
+    #expect {
+      try DocumentStore(directory: file + "/store")
+    } throws: { error in
+      guard case .fileSystem(let failure) = error as? StoreError else { return false }
+      return failure.operation == "mkdir" && failure.path == file + "/store"
+        && failure.description.contains("Not a directory")
+    }
+  }
+}
