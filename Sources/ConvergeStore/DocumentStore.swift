@@ -423,9 +423,11 @@ public final class DocumentStore {
   /// before anything older is removed. Opening ignores temporary files and prefers the
   /// newest whole snapshot, replaying every log of its generation or later.
   ///
-  /// A failure to remove the superseded files is reported in ``lastError`` without
-  /// failing the compaction, which is durable already; the next compaction or open
-  /// removes them.
+  /// Once the new generation is durable, the `generation` record is made to name it (so
+  /// that opening can tell a lost newest log from a compaction a crash cut short), then
+  /// the superseded files are removed. A failure of either is reported in ``lastError``
+  /// without failing the compaction, which is durable already; the next compaction or
+  /// open removes them (never a `damaged-` copy).
   public func compact() throws(StoreError) {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
