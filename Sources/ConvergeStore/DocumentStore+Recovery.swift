@@ -24,6 +24,10 @@ extension DocumentStore {
   /// that a lost newest log is seen (one frame of the generation's eight bytes).
   static let generationRecordName = "generation"
 
+  /// Generations at or past this are damage, never taken for a file or record of the
+  /// store: adding one to any smaller one cannot overflow.
+  static let maximumGeneration: UInt64 = 1 << 62
+
   /// Reads the directory: removes temporary files, reads the key, the identity and the
   /// generation record, loads the newest whole snapshot (its texts deferred if its tag
   /// matches the key), replays the logs of its generation and later (cutting damaged
@@ -65,7 +69,9 @@ extension DocumentStore {
         }
       }
       if let bytes = try fileSystem.read(directory + "/" + generationRecordName) {
-        loaded.recordedGeneration = decodedTag(bytes)
+        // A generation the store could never reach (it counts up from 0) is damage: the
+        // next compaction adds one to it.
+        loaded.recordedGeneration = decodedTag(bytes).flatMap { $0 < maximumGeneration ? $0 : nil }
         if loaded.recordedGeneration == nil {
           let copy = try aside.move(generationRecordName)
           report.losses.append(.damagedGenerationRecord(copy: copy))

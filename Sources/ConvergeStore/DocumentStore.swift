@@ -558,7 +558,7 @@ public final class DocumentStore {
     let kind = name[..<dash]
     let digits = name[name.index(after: dash)...]
     guard kind == "snapshot" || kind == "log" || kind == "tag", digits.count == 16,
-      let generation = UInt64(digits, radix: 16)
+      let generation = UInt64(digits, radix: 16), generation < maximumGeneration
     else { return nil }
     return (kind, generation)
   }

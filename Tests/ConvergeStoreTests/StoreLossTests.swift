@@ -370,3 +370,23 @@ import Testing
     }
   }
 }
+
+@Suite struct GenerationBoundTests {
+  /// A generation record or file name at the top of the counter space is damage, not a
+  /// generation: the next compaction would add one to it.
+  @Test func generationsAtTheTopOfTheCounterSpaceAreDamage() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("abc", into: store)
+    try store.close()
+    try StoreLossTests.put(
+      DocumentStore.encodedTag(.max), DocumentStore.generationRecordName, on: fileSystem)
+    try StoreLossTests.put([], DocumentStore.logName(.max), on: fileSystem)
+    let reopened = try StoreLossTests.reopen(fileSystem)
+    #expect(
+      reopened.recovery.losses == [.damagedGenerationRecord(copy: "damaged-generation-1")])
+    type("d", into: reopened)
+    try reopened.compact()
+    #expect(reopened.replica.document.text(of: "body", in: note) == "abcd")
+  }
+}
