@@ -54,16 +54,17 @@ extension DocumentStore {
   ///
   /// - Returns: the error of a sync that ran and failed.
   func startSync(snapshot: Bool, background: Bool) -> StoreError? {
+    let work: SyncJob.Work
     do throws(StoreError) {
       try prepareForWriting()
+      work =
+        snapshot
+        ? .snapshot(storedReplica.document, generation: generation + 1)
+        : .append(log: try openLog())
     } catch {
       lastError = error
       return error
     }
-    let work: SyncJob.Work =
-      snapshot
-      ? .snapshot(storedReplica.document, generation: generation + 1)
-      : .append(log: directory + "/" + Self.logName(generation))
     var job = SyncJob(
       records: pending, work: work, directory: directory, fileSystem: fileSystem,
       key: snapshotKey)
@@ -73,6 +74,22 @@ extension DocumentStore {
     backgroundSync.start(consume job)
     running = work
     return nil
+  }
+
+  /// The handle on the current generation's log, opened by the first append to it and
+  /// held until the generation ends, a sync fails or the store closes.
+  func openLog() throws(StoreError) -> any StoreAppendHandle {
+    if let logHandle { return logHandle }
+    let path = directory + "/" + Self.logName(generation)
+    let handle = try Self.attempt { try fileSystem.openForAppending(path) }
+    logHandle = handle
+    return handle
+  }
+
+  /// Closes the log's handle, if one is open.
+  func closeLog() {
+    logHandle?.close()
+    logHandle = nil
   }
 
   /// Takes in what a finished background sync did, if one finished.
@@ -103,6 +120,8 @@ extension DocumentStore {
   {
     switch outcome.result {
     case .failure(let error):
+      // The next sync starts a new generation, whose log is opened afresh.
+      closeLog()
       pending.prepend(outcome.records)
       needsFreshGeneration = true
       lastError = error
@@ -113,6 +132,7 @@ extension DocumentStore {
       case .append:
         logBytes += count
       case .snapshot(_, let next):
+        closeLog()
         generation = next
         logBytes = 0
         snapshotBytes = count

@@ -141,6 +141,8 @@ public final class DocumentStore {
   let backgroundSync = BackgroundSync()
   @exclusivity(unchecked) var running: SyncJob.Work?
   var isClosed = false
+  /// The current generation's log, held open between syncs (``openLog()``).
+  var logHandle: (any StoreAppendHandle)?
   /// Whether this run readied its files for writing (``prepareForWriting()``).
   var isPrepared = false
   /// Whether the directory holds a whole key file.
@@ -447,6 +449,7 @@ public final class DocumentStore {
       $0.cleanShutdown && $0.replica == storedReplica.id && $0.provenCounter == counter
     }
     if unchanged != true { try writeIdentity(cleanShutdown: true) }
+    closeLog()
     isClosed = true
   }
 

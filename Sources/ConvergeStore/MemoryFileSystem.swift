@@ -65,6 +65,8 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   private var failures: [Operation: Int] = [:]
   private var anyCount = 0
   private var anyFailure = Int.max
+  /// Counts the power cuts: a handle opened before one belongs to a process that died.
+  private var crashes = 0
 
   public init() {}
 
@@ -111,6 +113,7 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
       }
       failures = [:]
       anyFailure = .max
+      crashes += 1
     }
   }
 
@@ -199,6 +202,55 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
     try lock.withLock {
       try count(.write, path)
       file(path).data.append(contentsOf: bytes)
+    }
+  }
+
+  /// A handle on the file at `path` (made if missing): it appends to that file, counted
+  /// and failed like ``append(_:to:)`` and ``sync(_:)``, even after the path names
+  /// another file or none; after a power cut (``crash(tearing:)``) it only throws.
+  public func openForAppending(_ path: String) throws -> any StoreAppendHandle {
+    lock.withLock { Handle(fileSystem: self, file: file(path), path: path, crashes: crashes) }
+  }
+
+  /// A file held open: the file itself, not its path.
+  ///
+  /// `@unchecked Sendable`: its state is read and written under the file system's lock.
+  private final class Handle: StoreAppendHandle, @unchecked Sendable {
+    let fileSystem: MemoryFileSystem
+    let file: File
+    let path: String
+    let crashes: Int
+    var isClosed = false
+
+    init(fileSystem: MemoryFileSystem, file: File, path: String, crashes: Int) {
+      self.fileSystem = fileSystem
+      self.file = file
+      self.path = path
+      self.crashes = crashes
+    }
+
+    func append(_ bytes: [UInt8]) throws {
+      try fileSystem.lock.withLock {
+        try fileSystem.count(.write, path)
+        try checkOpen("write")
+        file.data.append(contentsOf: bytes)
+      }
+    }
+
+    func sync() throws {
+      try fileSystem.lock.withLock {
+        try fileSystem.count(.sync, path)
+        try checkOpen("fsync")
+        file.sync()
+      }
+    }
+
+    func close() { fileSystem.lock.withLock { isClosed = true } }
+
+    private func checkOpen(_ operation: String) throws {
+      guard !isClosed, crashes == fileSystem.crashes else {
+        throw StoreFileError(operation: operation, path: path, code: 9)  // EBADF
+      }
     }
   }
 

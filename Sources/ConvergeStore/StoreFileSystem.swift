@@ -20,6 +20,11 @@ public protocol StoreFileSystem: Sendable {
   func read(_ path: String) throws -> [UInt8]?
   /// Appends `bytes` to `path`, creating the file if missing (not synced).
   func append(_ bytes: [UInt8], to path: String) throws
+  /// Opens `path` for appending, creating it if missing, and keeps it open until the
+  /// handle is closed: a store appends each sync's records through one handle instead of
+  /// opening the log for each write and each sync. The handle keeps naming the file it
+  /// opened, even after a rename or removal of `path`.
+  func openForAppending(_ path: String) throws -> any StoreAppendHandle
   /// Creates or replaces `path` with `bytes` (not synced).
   func write(_ bytes: [UInt8], to path: String) throws
   /// Makes `path`'s content durable (`fsync`).
@@ -37,6 +42,40 @@ public protocol StoreFileSystem: Sendable {
   /// backup gets another one, even when the file system hands the restored file an old
   /// inode number back; a rename keeps it. `nil` if there is no such file.
   func fileIdentity(_ path: String) throws -> UInt64?
+}
+
+/// A file held open for appending (``StoreFileSystem/openForAppending(_:)``).
+///
+/// One sync at a time uses a handle (the store hands it from sync to sync), so its
+/// methods need no lock of their own.
+public protocol StoreAppendHandle: AnyObject, Sendable {
+  /// Appends `bytes` at the end of the file (not synced).
+  func append(_ bytes: [UInt8]) throws
+  /// Makes the file's content durable (`fsync`).
+  func sync() throws
+  /// Closes the file; later calls throw. Closing twice is harmless.
+  func close()
+}
+
+extension StoreFileSystem {
+  /// A handle that appends and syncs through the path-based operations, for a file
+  /// system that holds nothing open.
+  public func openForAppending(_ path: String) throws -> any StoreAppendHandle {
+    PathAppendHandle(fileSystem: self, path: path)
+  }
+}
+
+/// Appends and syncs by path: the default ``StoreAppendHandle``.
+final class PathAppendHandle: StoreAppendHandle {
+  let fileSystem: any StoreFileSystem
+  let path: String
+  init(fileSystem: any StoreFileSystem, path: String) {
+    self.fileSystem = fileSystem
+    self.path = path
+  }
+  func append(_ bytes: [UInt8]) throws { try fileSystem.append(bytes, to: path) }
+  func sync() throws { try fileSystem.sync(path) }
+  func close() {}
 }
 
 /// A file operation that failed, with the operation, the path and `errno`.
@@ -120,6 +159,12 @@ public struct POSIXFileSystem: StoreFileSystem {
     try withDescriptor(path, O_WRONLY | O_CREAT | O_TRUNC) { try writeAll(bytes, $0, path) }
   }
 
+  public func openForAppending(_ path: String) throws -> any StoreAppendHandle {
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+    if descriptor < 0 { throw StoreFileError(operation: "open", path: path, code: errno) }
+    return POSIXAppendHandle(descriptor: descriptor, path: path)
+  }
+
   public func sync(_ path: String) throws {
     try withDescriptor(path, O_RDONLY) { descriptor in
       if fsync(descriptor) != 0 {
@@ -195,7 +240,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     return try body(descriptor)
   }
 
-  private func writeAll(_ bytes: [UInt8], _ descriptor: Int32, _ path: String) throws {
+  fileprivate func writeAll(_ bytes: [UInt8], _ descriptor: Int32, _ path: String) throws {
     try bytes.withUnsafeBytes { raw in
       guard let base = raw.baseAddress else { return }
       var offset = 0
@@ -211,7 +256,43 @@ public struct POSIXFileSystem: StoreFileSystem {
   }
 }
 
+/// A file descriptor opened with `O_APPEND`, closed by ``close()`` or when the handle goes.
+///
+/// `@unchecked Sendable`: one sync at a time uses it (``StoreAppendHandle``); `descriptor`
+/// changes only in `close()`, which the store calls once no sync runs.
+final class POSIXAppendHandle: StoreAppendHandle, @unchecked Sendable {
+  private var descriptor: Int32
+  let path: String
+
+  init(descriptor: Int32, path: String) {
+    self.descriptor = descriptor
+    self.path = path
+  }
+
+  deinit { close() }
+
+  func append(_ bytes: [UInt8]) throws {
+    guard descriptor >= 0 else { throw StoreFileError(operation: "write", path: path, code: EBADF) }
+    try POSIXFileSystem().writeAll(bytes, descriptor, path)
+  }
+
+  func sync() throws {
+    guard descriptor >= 0 else { throw StoreFileError(operation: "fsync", path: path, code: EBADF) }
+    if fsync(descriptor) != 0 { throw StoreFileError(operation: "fsync", path: path, code: errno) }
+  }
+
+  func close() {
+    guard descriptor >= 0 else { return }
+    systemClose(descriptor)
+    descriptor = -1
+  }
+}
+
 // The C functions whose names the protocol's methods shadow inside the type.
+private func systemClose(_ descriptor: Int32) {
+  // Nothing to do about a failed close: every byte that counts was synced before.
+  _ = close(descriptor)
+}
 private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int)
   -> Int
 {

@@ -6,8 +6,9 @@ import Converge
 /// runs the same on the owner's thread or on the store's sync queue.
 struct SyncJob: Sendable {
   enum Work: Sendable {
-    /// Append the records to the log of the current generation.
-    case append(log: String)
+    /// Append the records to the log of the current generation, through the handle the
+    /// store holds open on it (one `write` and one `fsync`, no `open` or `close`).
+    case append(log: any StoreAppendHandle)
     /// Write `document` (which holds every commit in `records`) as the snapshot of
     /// `generation`, start that generation's empty log, then remove the older files.
     case snapshot(Document, generation: UInt64)
@@ -54,8 +55,8 @@ struct SyncJob: Sendable {
       case .append(let log):
         let bytes = records.framed()
         try DocumentStore.attempt {
-          try fileSystem.append(bytes, to: log)
-          try fileSystem.sync(log)
+          try log.append(bytes)
+          try log.sync()
         }
         return bytes.count
       case .snapshot(let document, let generation):
