@@ -55,6 +55,9 @@ enum StoreBench {
       try reopened.close()
       try? FileManager.default.removeItem(atPath: folder)
     }
+    let saves = syncedSaveFigures(trace, directory: directory, runs: runs)
+    let opened = try openFigures(trace, directory: directory, runs: runs)
+    reopenedEqual = reopenedEqual && opened.equal
     let base = (without.min() ?? 0) / edits * 1e6
     let stored = (through.min() ?? 0) / edits * 1e6
     let typed = (typingOnly.min() ?? 0) / edits * 1e6
@@ -91,11 +94,128 @@ enum StoreBench {
         "log_bytes_per_edit", "log payload bytes per edit",
         String(format: "%.1f", Double(logBytes) / edits)
       ),
+      ("fsync_floor_us", "fsync floor: append + fsync, held file", fixed(saves.floor)),
+      ("synced_save_us", "a commit synced at once (median)", fixed(saves.save)),
+      (
+        "synced_save_over_floor_us", "synced save minus the fsync floor",
+        fixed(saves.save - saves.floor)
+      ),
+      ("open_edits", "edits before the open (default settings)", "\(opened.edits)"),
+      ("open_ms", "open the store of those edits (fastest)", fixed(opened.openMs)),
+      ("open_replayed_records", "log records the open replayed", "\(opened.replayed)"),
+      (
+        "disk_bytes_per_edit", "bytes on disk per edit (all files)",
+        String(format: "%.2f", opened.diskBytesPerEdit)
+      ),
       ("reopened_equal", "reopened store equals the replica", "\(reopenedEqual)"),
     ]
     // Every value here is a bare number, so the rows print as the design bench's do.
     FileHandleOutput.printRows(rows, json: json)
     return reopenedEqual ? 0 : 1
+  }
+
+  private static func fixed(_ value: Double) -> String { String(format: "%.3f", value) }
+
+  /// The cost of one durable save: the fsync floor (a small record appended to a file
+  /// held open, then `fsync`) and a commit through a store that syncs each commit at
+  /// once on the caller's thread, each the median of `runs` rounds of 200 taken in turn
+  /// (so that the disk's mood weighs on both alike), in µs.
+  static func syncedSaveFigures(_ trace: SequentialTrace, directory: String, runs: Int)
+    -> (floor: Double, save: Double)
+  {
+    let clock = ContinuousClock()
+    let count = 200
+    var floors: [Double] = []
+    var saves: [Double] = []
+    let folder = directory + "/bench-synced"
+    try? FileManager.default.removeItem(atPath: folder)
+    var configuration = DocumentStore.Configuration()
+    configuration.wallClock = .fixed(0)
+    configuration.freshID = { ReplicaID(rawValue: 1) }
+    configuration.syncInterval = .zero
+    configuration.syncInBackground = false
+    guard let store = try? DocumentStore(directory: folder, configuration: configuration) else {
+      return (0, 0)
+    }
+    store.onDurable = { _ in }
+    let floorPath = directory + "/bench-fsync-floor"
+    let descriptor = open(floorPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+    defer {
+      close(descriptor)
+      unlink(floorPath)
+    }
+    let record = [UInt8](repeating: 7, count: 40)
+    var next = 0
+    for _ in 0..<max(1, runs) {
+      for _ in 0..<count {
+        let start = clock.now
+        _ = record.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        _ = fsync(descriptor)
+        floors.append(milliseconds(clock.now - start) * 1000)
+      }
+      for _ in 0..<count {
+        let patch = trace.patches[next % trace.patches.count]
+        next += 1
+        let start = clock.now
+        syncedSave(patch, store)
+        saves.append(milliseconds(clock.now - start) * 1000)
+      }
+    }
+    try? store.close()
+    try? FileManager.default.removeItem(atPath: folder)
+    return (median(floors), median(saves))
+  }
+
+  /// One commit, synced before it returns (`--toggle-collect='*syncedSave*'`).
+  @inline(never)
+  static func syncedSave(_ patch: TracePatch, _ store: DocumentStore) {
+    store.transact { SequentialTrace.edit(patch, in: &$0) }
+  }
+
+  /// A store of the trace's first 100,000 edits (or all, if fewer), one commit each,
+  /// typed with default settings and closed: the bytes its directory holds per edit and
+  /// the fastest of `runs` opens.
+  static func openFigures(_ trace: SequentialTrace, directory: String, runs: Int) throws
+    -> (edits: Int, openMs: Double, replayed: Int, diskBytesPerEdit: Double, equal: Bool)
+  {
+    let clock = ContinuousClock()
+    let patches = trace.patches.prefix(100_000)
+    let folder = directory + "/bench-open"
+    try? FileManager.default.removeItem(atPath: folder)
+    var configuration = DocumentStore.Configuration()
+    configuration.wallClock = .fixed(0)
+    configuration.freshID = { ReplicaID(rawValue: 1) }
+    let store = try DocumentStore(directory: folder, configuration: configuration)
+    store.onDurable = { _ in }
+    for patch in patches { store.transact { SequentialTrace.edit(patch, in: &$0) } }
+    try store.close()
+    let expected = store.replica.document
+    var bytes = 0
+    for name in try FileManager.default.contentsOfDirectory(atPath: folder) {
+      let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/" + name)
+      bytes += (attributes[.size] as? Int) ?? 0
+    }
+    var opens: [Double] = []
+    var replayed = 0
+    var equal = true
+    for _ in 0..<max(3, runs) {
+      let start = clock.now
+      let reopened = try DocumentStore(directory: folder, configuration: configuration)
+      opens.append(milliseconds(clock.now - start))
+      replayed = reopened.recovery.replayedRecords
+      equal = equal && reopened.replica.document == expected
+      try reopened.close()
+    }
+    try? FileManager.default.removeItem(atPath: folder)
+    return (
+      patches.count, opens.min() ?? 0, replayed, Double(bytes) / Double(max(1, patches.count)),
+      equal
+    )
+  }
+
+  static func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
   }
 
   /// The CPU time the calling thread has used: unlike wall time, it leaves out the time

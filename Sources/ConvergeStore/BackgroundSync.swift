@@ -54,10 +54,17 @@ extension DocumentStore {
   ///
   /// - Returns: the error of a sync that ran and failed.
   func startSync(snapshot: Bool, background: Bool) -> StoreError? {
-    let work: SyncJob.Work =
-      snapshot
-      ? .snapshot(storedReplica.document, generation: generation + 1)
-      : .append(log: directory + "/" + Self.logName(generation))
+    let work: SyncJob.Work
+    do throws(StoreError) {
+      try prepareForWriting()
+      work =
+        snapshot
+        ? .snapshot(storedReplica.document, generation: generation + 1)
+        : .append(log: try openLog())
+    } catch {
+      lastError = error
+      return error
+    }
     var job = SyncJob(
       records: pending, work: work, directory: directory, fileSystem: fileSystem,
       key: snapshotKey)
@@ -67,6 +74,22 @@ extension DocumentStore {
     backgroundSync.start(consume job)
     running = work
     return nil
+  }
+
+  /// The handle on the current generation's log, opened by the first append to it and
+  /// held until the generation ends, a sync fails or the store closes.
+  func openLog() throws(StoreError) -> any StoreAppendHandle {
+    if let logHandle { return logHandle }
+    let path = directory + "/" + Self.logName(generation)
+    let handle = try Self.attempt { try fileSystem.openForAppending(path) }
+    logHandle = handle
+    return handle
+  }
+
+  /// Closes the log's handle, if one is open.
+  func closeLog() {
+    logHandle?.close()
+    logHandle = nil
   }
 
   /// Takes in what a finished background sync did, if one finished.
@@ -97,6 +120,8 @@ extension DocumentStore {
   {
     switch outcome.result {
     case .failure(let error):
+      // The next sync starts a new generation, whose log is opened afresh.
+      closeLog()
       pending.prepend(outcome.records)
       needsFreshGeneration = true
       lastError = error
@@ -107,10 +132,13 @@ extension DocumentStore {
       case .append:
         logBytes += count
       case .snapshot(_, let next):
+        closeLog()
         generation = next
         logBytes = 0
         snapshotBytes = count
         needsFreshGeneration = false
+        // The job records the generation before removing what it superseded.
+        recordedGeneration = outcome.removalError == nil ? next : nil
       }
       markDurable(outcome.durable, releasingOnQueue: background)
       if let removalError = outcome.removalError { lastError = removalError }

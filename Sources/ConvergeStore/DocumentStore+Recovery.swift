@@ -13,14 +13,34 @@ extension DocumentStore {
     var identityFileExisted = false
     var acknowledged: [String: CausalContext] = [:]
     var acknowledgementsReset = false
+    /// The generation the generation record names, if it is whole.
+    var recordedGeneration: UInt64?
+    /// Snapshots, logs and tags of generations before the snapshot recovery started
+    /// from: a compaction's leftovers, removed once the store has settled.
+    var superseded: [String] = []
   }
 
-  /// Reads the directory: removes temporary files, reads the key, loads the newest whole
-  /// snapshot (its texts deferred if its tag matches the key), replays the logs of its
-  /// generation and later (cutting damaged tails), and reads the identity and
-  /// acknowledgements.
+  /// The file recording the newest generation whose log a compaction made durable, so
+  /// that a lost newest log is seen (one frame of the generation's eight bytes).
+  static let generationRecordName = "generation"
+
+  /// Generations at or past this are damage, never taken for a file or record of the
+  /// store: adding one to any smaller one cannot overflow.
+  static let maximumGeneration: UInt64 = 1 << 62
+
+  /// Reads the directory: removes temporary files, reads the key, the identity and the
+  /// generation record, loads the newest whole snapshot (its texts deferred if its tag
+  /// matches the key), replays the logs of its generation and later (cutting damaged
+  /// tails), reads the acknowledgements, and reports in `report` every generation that
+  /// should be there and is not.
   ///
-  /// - Complexity: O(n) in the bytes of the snapshot and logs read.
+  /// A damaged snapshot, identity or generation record is moved aside; a log damaged
+  /// before whole records (or after a clean close) is copied aside and rewritten with
+  /// the records before the damage. Nothing is removed here: superseded generations go
+  /// once the store has settled (``DocumentStore/removeSupersededFiles()``).
+  ///
+  /// - Complexity: O(n) in the bytes of the snapshot and logs read, plus O(n²) in the
+  ///   bytes after the damage of a damaged log (looking for whole records there).
   static func recover(
     _ directory: String, _ fileSystem: any StoreFileSystem, _ report: inout StoreRecovery
   ) throws(StoreError) -> Loaded {
@@ -31,6 +51,7 @@ extension DocumentStore {
       for name in names where name.hasSuffix(".tmp") {
         try fileSystem.remove(directory + "/" + name)
       }
+      var aside = DamagedCopies(directory: directory, fileSystem: fileSystem, names: Set(names))
       var snapshots: [UInt64] = []
       var logs: [UInt64] = []
       for name in names {
@@ -39,6 +60,24 @@ extension DocumentStore {
         if kind == "log" { logs.append(generation) }
       }
       loaded.key = try fileSystem.read(directory + "/" + keyName).flatMap(decodedKey)
+
+      if let bytes = try fileSystem.read(directory + "/identity") {
+        loaded.identityFileExisted = true
+        loaded.identity = StoreIdentity(decoding: bytes)
+        if loaded.identity == nil {
+          report.losses.append(.damagedIdentity(copy: try aside.move("identity")))
+        }
+      }
+      if let bytes = try fileSystem.read(directory + "/" + generationRecordName) {
+        // A generation the store could never reach (it counts up from 0) is damage: the
+        // next compaction adds one to it.
+        loaded.recordedGeneration = decodedTag(bytes).flatMap { $0 < maximumGeneration ? $0 : nil }
+        if loaded.recordedGeneration == nil {
+          let copy = try aside.move(generationRecordName)
+          report.losses.append(.damagedGenerationRecord(copy: copy))
+        }
+      }
+      let closedCleanly = loaded.identity?.cleanShutdown ?? false
 
       for generation in snapshots.sorted(by: >) {
         let name = snapshotName(generation)
@@ -63,14 +102,20 @@ extension DocumentStore {
           }
         }
         report.damagedSnapshots.append(name)
+        let copy = try aside.move(name)
+        report.losses.append(.damagedSnapshot(file: name, copy: copy))
       }
+      let start = loaded.generation
+      var emptyLogs: Set<UInt64> = []
 
-      for generation in logs.sorted() where generation >= loaded.generation {
+      for generation in logs.sorted() where generation >= start {
         let name = logName(generation)
         let path = directory + "/" + name
         let bytes = try fileSystem.read(path) ?? []
+        if bytes.isEmpty { emptyLogs.insert(generation) }
         let (records, validLength) = RecordFrame.records(in: bytes)
         var kept = 0
+        var replayed = 0
         for record in records {
           // A record whose frame is whole but whose message does not decode is damage
           // too: the log is cut before it.
@@ -80,23 +125,50 @@ extension DocumentStore {
           else { break }
           loaded.document.apply(delta)
           kept = record.endIndex
-          report.replayedRecords += 1
+          replayed += 1
         }
+        report.replayedRecords += replayed
         if records.count == 0 || kept == records.last?.endIndex { kept = validLength }
         if kept < bytes.count {
-          try fileSystem.truncate(path, to: kept)
-          try fileSystem.sync(path)
-          report.cutTails.append(
-            StoreRecovery.CutTail(file: name, keptBytes: kept, droppedBytes: bytes.count - kept))
+          // Whole records dropped: an undecodable one (its frame was whole, so no torn
+          // write made it), those after it, and any found past the first broken frame.
+          let dropped =
+            records.count - replayed + RecordFrame.wholeRecords(after: validLength, in: bytes)
+          var cut = StoreRecovery.CutTail(
+            file: name, keptBytes: kept, droppedBytes: bytes.count - kept)
+          if dropped > 0 || closedCleanly {
+            // Damage, not a torn tail: keep the whole file, then replace the log by its
+            // records before the damage (a copy, so that a crash at any step leaves the
+            // log or its prefix in place).
+            let copy = try aside.copy(bytes, of: name)
+            try fileSystem.write(Array(bytes[..<kept]), to: path + ".tmp")
+            try fileSystem.sync(path + ".tmp")
+            try fileSystem.rename(path + ".tmp", to: path)
+            try fileSystem.syncDirectory(directory)
+            cut.copy = copy
+            report.losses.append(.cutLog(file: name, droppedRecords: dropped, copy: copy))
+          } else {
+            try fileSystem.truncate(path, to: kept)
+            try fileSystem.sync(path)
+          }
+          report.cutTails.append(cut)
         }
         loaded.generation = Swift.max(loaded.generation, generation)
         loaded.logBytes = kept
       }
 
-      if let bytes = try fileSystem.read(directory + "/identity") {
-        loaded.identityFileExisted = true
-        loaded.identity = StoreIdentity(decoding: bytes)
+      let newest = newestWrittenGeneration(
+        snapshots: snapshots, logs: logs, recorded: loaded.recordedGeneration,
+        emptyLogs: emptyLogs)
+      report.losses += missingGenerations(
+        start: start, newest: newest, snapshots: Set(snapshots), logs: Set(logs),
+        recorded: loaded.recordedGeneration)
+      if newest > loaded.generation {
+        loaded.generation = newest
+        loaded.logBytes = 0
       }
+      loaded.superseded = names.filter { parse($0).map { $0.generation < start } ?? false }
+
       if let bytes = try fileSystem.read(directory + "/" + acknowledgementsName) {
         if let acknowledged = try decodeAcknowledgements(bytes, file: acknowledgementsName) {
           loaded.acknowledged = acknowledged
@@ -106,6 +178,79 @@ extension DocumentStore {
       }
     }
     return loaded
+  }
+
+  /// The newest generation the files show the store wrote: the generation record's, or
+  /// the newest snapshot's or log's. An empty log newer than the record and without a
+  /// snapshot is left out: a compaction that a crash cut between starting its log and
+  /// making the directory durable, which wrote no commit there.
+  static func newestWrittenGeneration(
+    snapshots: [UInt64], logs: [UInt64], recorded: UInt64?, emptyLogs: Set<UInt64>
+  ) -> UInt64 {
+    let snapshotSet = Set(snapshots)
+    let counted = logs.filter { generation in
+      !(emptyLogs.contains(generation) && generation > (recorded ?? 0)
+        && !snapshotSet.contains(generation))
+    }
+    return ([recorded ?? 0] + snapshots + counted).max() ?? 0
+  }
+
+  /// What is missing of generation `newest`, the one the store wrote last: all a
+  /// recovery needs is its snapshot (unless it is 0) and its log. Older generations go
+  /// at each compaction, so their absence is no loss.
+  ///
+  /// The snapshot of `newest` is missing when recovery started from an older one (`start`)
+  /// and no damaged copy was found (that one is reported by name). Its log is missing
+  /// unless a crash cut the compaction that made it before the log became durable: its
+  /// snapshot whole and the generation record not yet naming it.
+  static func missingGenerations(
+    start: UInt64, newest: UInt64, snapshots: Set<UInt64>, logs: Set<UInt64>,
+    recorded: UInt64?
+  ) -> [StoreRecovery.Loss] {
+    var losses: [StoreRecovery.Loss] = []
+    if newest > start && !snapshots.contains(newest) {
+      losses.append(.missingSnapshot(generation: newest))
+    }
+    let unfinished = newest == start && recorded.map { $0 < newest } ?? (newest > 0)
+    let fresh = newest == 0 && recorded == nil
+    if !logs.contains(newest) && !unfinished && !fresh {
+      losses.append(.missingLog(generation: newest))
+    }
+    return losses
+  }
+
+  /// Moves or copies damaged files aside as `damaged-<name>-<n>`, a name no other file
+  /// of the directory has.
+  struct DamagedCopies {
+    let directory: String
+    let fileSystem: any StoreFileSystem
+    var names: Set<String>
+
+    /// A free name for a copy of `name`.
+    mutating func name(for name: String) -> String {
+      var index = 1
+      while names.contains("damaged-\(name)-\(index)") { index += 1 }
+      let copy = "damaged-\(name)-\(index)"
+      names.insert(copy)
+      return copy
+    }
+
+    /// Renames `name` aside (durably) and returns the new name.
+    mutating func move(_ name: String) throws -> String {
+      let copy = self.name(for: name)
+      try fileSystem.rename(directory + "/" + name, to: directory + "/" + copy)
+      try fileSystem.syncDirectory(directory)
+      return copy
+    }
+
+    /// Writes `bytes` (the content of `name`) to a copy, durably, and returns its name.
+    mutating func copy(_ bytes: [UInt8], of name: String) throws -> String {
+      let copy = self.name(for: name)
+      try fileSystem.write(bytes, to: directory + "/" + copy)
+      try fileSystem.sync(directory + "/" + copy)
+      try fileSystem.syncDirectory(directory)
+      return copy
+    }
   }
 
   /// The value `decode` returns, or `nil` if it fails (damage); a message of a format

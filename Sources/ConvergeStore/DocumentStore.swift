@@ -2,6 +2,8 @@ import Converge
 
 #if canImport(Glibc)
   import Glibc
+#elseif canImport(Darwin)
+  import Darwin
 #endif
 
 /// A replica kept durably in a directory: every acknowledged edit survives a crash, a save
@@ -11,9 +13,15 @@ import Converge
 /// The directory holds an `identity` record, a `key` (the store's ``SnapshotKey``), at
 /// most one `snapshot-G` (the encoded document of generation G, framed) with its `tag-G`
 /// (the snapshot's tag under the key), and the `log-G` files of the deltas since, each a
-/// sequence of framed ``DocumentDelta`` messages (see ``RecordFrame``). Opening recovers
-/// the newest whole snapshot and replays every log of its generation or later; a torn or
-/// damaged tail is cut at its last whole record and reported in ``recovery``. A snapshot
+/// sequence of framed ``DocumentDelta`` messages (see ``RecordFrame``), and a `generation`
+/// record naming the newest generation whose log a compaction made durable. Opening
+/// recovers the newest whole snapshot and replays every log of its generation or later; a
+/// torn tail is cut at its last whole record and reported in ``recovery``. Every loss (a
+/// missing snapshot or log, a log damaged before whole records, a damaged snapshot or
+/// identity) is reported in ``StoreRecovery/losses``, makes the store take a fresh replica
+/// id, and leaves the damaged bytes beside the store as `damaged-<name>-<n>`, never read
+/// or removed again. Files of generations older than the one recovered are removed once
+/// what replaces them is durable. A snapshot
 /// whose tag matches the key is the store's own: its texts are decoded when first read
 /// (``StoreRecovery/snapshotTagged``); any other loads with every check.
 ///
@@ -85,7 +93,7 @@ public final class DocumentStore {
   /// The store's directory.
   public let directory: String
   /// What opening found and repaired.
-  public let recovery: StoreRecovery
+  public private(set) var recovery: StoreRecovery
   /// Called after each sync with the deltas it made durable, in commit order.
   public var onDurable: (([[UInt8]]) -> Void)?
   /// The last durability failure of a sync a commit triggered (or of removing superseded
@@ -133,6 +141,17 @@ public final class DocumentStore {
   let backgroundSync = BackgroundSync()
   @exclusivity(unchecked) var running: SyncJob.Work?
   var isClosed = false
+  /// The current generation's log, held open between syncs (``openLog()``).
+  var logHandle: (any StoreAppendHandle)?
+  /// Whether this run readied its files for writing (``prepareForWriting()``).
+  var isPrepared = false
+  /// Whether the directory holds a whole key file.
+  var hasKeyFile = false
+  /// The generation the generation record names, if known.
+  var recordedGeneration: UInt64?
+  /// The identity record the directory holds, as this store read or last wrote it; `nil`
+  /// if it does not hold this store's.
+  var identityOnDisk: StoreIdentity?
   var acknowledged: [String: CausalContext]
   /// Each pending entity's latest local counter per replica id (normally one): it stays
   /// pending until an acknowledged context holds every counter of that id up to it.
@@ -154,10 +173,15 @@ public final class DocumentStore {
 
   /// Opens (or creates) the store in `directory`, recovering what the last run left.
   ///
-  /// - Throws: a ``StoreError`` if the directory cannot be read or the identity record
-  ///   cannot be written. Damaged data is cut and reported in ``recovery``, never thrown.
+  /// A relative `directory` is resolved against the current directory, once: ``directory``
+  /// holds the absolute path.
+  ///
+  /// - Throws: a ``StoreError`` if the directory cannot be created or read, or the
+  ///   identity record cannot be written (the error names the directory or file). Damaged
+  ///   data is cut and reported in ``recovery``, never thrown.
   public init(directory: String, configuration: Configuration = Configuration()) throws(StoreError)
   {
+    let directory = try Self.absolutePath(directory)
     self.directory = directory
     self.configuration = configuration
     var report = StoreRecovery()
@@ -179,10 +203,18 @@ public final class DocumentStore {
       report.previousRunClosedCleanly = stored.cleanShutdown
       if fingerprint != stored.fingerprint {
         change = .copiedOrRestored
+      } else if !report.losses.isEmpty {
+        change = .filesLost
       } else if !stored.cleanShutdown && !report.cutTails.isEmpty {
         change = .uncleanShutdownUnproven
       } else if stored.provenCounter > held {
         change = .counterNotHeld
+      } else if loaded.acknowledged.values.contains(where: {
+        $0.counters(of: stored.replica).maximum > held
+      }) {
+        // A saved acknowledgement proves a peer holds dots of this id that the files no
+        // longer do (a lost log): the check ``recordAcknowledgement(_:from:)`` makes later.
+        change = .peerHoldsLaterDots
       }
     } else {
       change =
@@ -196,20 +228,92 @@ public final class DocumentStore {
     storedReplica = Replica(document: document, id: id, wallClock: configuration.wallClock)
     syncDue = configuration.now() + configuration.syncInterval
     snapshotKey = loaded.key ?? configuration.freshKey()
-    if loaded.key == nil { try writeKey() }
-    try writeIdentity(cleanShutdown: false)
-    try Self.attempt {
-      let log = Self.logName(generation)
-      if try fileSystem.read(directory + "/" + log) == nil {
-        try fileSystem.write([], to: directory + "/" + log)
-        try fileSystem.sync(directory + "/" + log)
-        try fileSystem.syncDirectory(directory)
-      }
-    }
+    hasKeyFile = loaded.key != nil
+    recordedGeneration = loaded.recordedGeneration
+    identityOnDisk = change == nil ? stored : nil
+    // The files are readied for writing (the identity marked unclean) before the first
+    // sync, not here: an open that only reads writes nothing. A fresh id, taken for a
+    // reason the files may no longer show (a cut log now rewritten, a damaged file moved
+    // aside), is made durable at once so that no later open goes back to the old id; a
+    // missing or damaged key is replaced at once too.
+    if change != nil || loaded.key == nil { try prepareForWriting() }
     for (_, context) in acknowledged { acknowledgedUnion.formUnion(context) }
     rebuildPending()
-    // A long log makes every open replay it: fold it into a snapshot now.
-    if logBytes > compactionThreshold { try compact() }
+    // A lost or damaged generation leaves files that would be found again at every
+    // open; a long log makes every open replay it: fold either into a snapshot now (which
+    // also removes the superseded files).
+    let lostGeneration = recovery.losses.contains {
+      switch $0 {
+      case .missingSnapshot, .missingLog, .damagedSnapshot: true
+      default: false
+      }
+    }
+    if lostGeneration || logBytes > compactionThreshold {
+      try compact()
+    } else if !loaded.superseded.isEmpty {
+      try removeSupersededFiles(loaded.superseded)
+    }
+  }
+
+  /// Readies the files for this run's first write, once: the key file if the store has
+  /// none whole, the current generation's log and the generation record naming it, and
+  /// the identity record marked unclean, all durable before any record of this run is
+  /// (so that a crash after a write is always seen as an unclean shutdown).
+  func prepareForWriting() throws(StoreError) {
+    guard !isPrepared else { return }
+    if !hasKeyFile {
+      try writeKey()
+      hasKeyFile = true
+    }
+    try startLog()
+    try writeIdentity(cleanShutdown: false)
+    isPrepared = true
+  }
+
+  /// Makes sure the current generation's log exists and the generation record names it,
+  /// each durable (the log's entry before the record that names it).
+  func startLog() throws(StoreError) {
+    let path = directory + "/" + Self.logName(generation)
+    try Self.attempt {
+      if try fileSystem.read(path) == nil {
+        try fileSystem.write([], to: path)
+        try fileSystem.sync(path)
+        try fileSystem.syncDirectory(directory)
+      }
+      if recordedGeneration != generation {
+        try Self.writeGenerationRecord(generation, in: directory, fileSystem)
+        try fileSystem.syncDirectory(directory)
+        recordedGeneration = generation
+      }
+    }
+  }
+
+  /// Writes the generation record naming `generation` (a temporary file, synced, renamed
+  /// into place); the caller syncs the directory.
+  static func writeGenerationRecord(
+    _ generation: UInt64, in directory: String, _ fileSystem: any StoreFileSystem
+  ) throws {
+    let path = directory + "/" + generationRecordName
+    try fileSystem.write(encodedTag(generation), to: path + ".tmp")
+    try fileSystem.sync(path + ".tmp")
+    try fileSystem.rename(path + ".tmp", to: path)
+  }
+
+  /// Removes `names`, files of generations before the one recovery started from, once
+  /// every file that replaces them is durable (opening read them, but a process killed
+  /// before its writes reached the disk leaves them only in the system's cache).
+  func removeSupersededFiles(_ names: [String]) throws(StoreError) {
+    try Self.attempt {
+      let superseded = Set(names)
+      for name in try fileSystem.contents(ofDirectory: directory)
+      where Self.parse(name) != nil && !superseded.contains(name) {
+        try fileSystem.sync(directory + "/" + name)
+      }
+      try fileSystem.syncDirectory(directory)
+      for name in names { try fileSystem.remove(directory + "/" + name) }
+      try fileSystem.syncDirectory(directory)
+    }
+    recovery.removedSupersededFiles = true
   }
 
   /// Runs a local transaction, appends its delta to the log and syncs if the group
@@ -321,9 +425,11 @@ public final class DocumentStore {
   /// before anything older is removed. Opening ignores temporary files and prefers the
   /// newest whole snapshot, replaying every log of its generation or later.
   ///
-  /// A failure to remove the superseded files is reported in ``lastError`` without
-  /// failing the compaction, which is durable already; the next compaction or open
-  /// removes them.
+  /// Once the new generation is durable, the `generation` record is made to name it (so
+  /// that opening can tell a lost newest log from a compaction a crash cut short), then
+  /// the superseded files are removed. A failure of either is reported in ``lastError``
+  /// without failing the compaction, which is durable already; the next compaction or
+  /// open removes them (never a `damaged-` copy).
   public func compact() throws(StoreError) {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
@@ -337,7 +443,13 @@ public final class DocumentStore {
     guard !isClosed else { return }
     checkOutsideTransaction()
     try flush()
-    try writeIdentity(cleanShutdown: true)
+    // A run that wrote nothing leaves a clean record of the same id and counter as it is.
+    let counter = storedReplica.context.counters(of: storedReplica.id).maximum
+    let unchanged = identityOnDisk.map {
+      $0.cleanShutdown && $0.replica == storedReplica.id && $0.provenCounter == counter
+    }
+    if unchanged != true { try writeIdentity(cleanShutdown: true) }
+    closeLog()
     isClosed = true
   }
 
@@ -374,6 +486,25 @@ public final class DocumentStore {
   }
 
   static func logName(_ generation: UInt64) -> String { "log-" + hex(generation) }
+
+  /// `path` made absolute against the current directory (without a trailing slash).
+  static func absolutePath(_ path: String) throws(StoreError) -> String {
+    var resolved = path
+    if !path.hasPrefix("/") {
+      var buffer = [CChar](repeating: 0, count: 4096)
+      guard getcwd(&buffer, buffer.count) != nil else {
+        throw .fileSystem(StoreFileError(operation: "getcwd", path: path, code: errno))
+      }
+      let current = String(
+        decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      var relative = Substring(path)
+      while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
+      if relative == "." { relative = "" }
+      resolved = current + (current.hasSuffix("/") || relative.isEmpty ? "" : "/") + relative
+    }
+    while resolved.count > 1 && resolved.hasSuffix("/") { resolved.removeLast() }
+    return resolved
+  }
 
   static func hex(_ value: UInt64) -> String {
     let digits = String(value, radix: 16)
@@ -420,6 +551,7 @@ public final class DocumentStore {
       try fileSystem.sync(temporary)
       try fileSystem.rename(temporary, to: directory + "/identity")
       try fileSystem.syncDirectory(directory)
+      identityOnDisk = identity
     }
   }
 
@@ -429,7 +561,7 @@ public final class DocumentStore {
     let kind = name[..<dash]
     let digits = name[name.index(after: dash)...]
     guard kind == "snapshot" || kind == "log" || kind == "tag", digits.count == 16,
-      let generation = UInt64(digits, radix: 16)
+      let generation = UInt64(digits, radix: 16), generation < maximumGeneration
     else { return nil }
     return (kind, generation)
   }

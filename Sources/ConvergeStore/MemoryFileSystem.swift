@@ -28,13 +28,19 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   public enum Operation: Hashable, CaseIterable, Sendable { case write, sync, rename }
 
   private final class File {
+    /// The inode number, which a file made after a restore may get back.
     let identity: UInt64
+    /// The birth time: new for every file made, kept by a rename.
+    let birth: UInt64
     var data: [UInt8] = []
     /// How many leading bytes of `data` are durable, while `data` only grew since.
     var durableCount = 0
     /// The durable content, kept only once `data` was rewritten or cut since its sync.
     var durableCopy: [UInt8]?
-    init(identity: UInt64) { self.identity = identity }
+    init(identity: UInt64, birth: UInt64) {
+      self.identity = identity
+      self.birth = birth
+    }
 
     /// What a power cut would keep of the file (its unsynced tail dropped).
     var durableContent: [UInt8] { durableCopy ?? Array(data.prefix(durableCount)) }
@@ -54,10 +60,13 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   private var entries: [String: File] = [:]
   private var durableEntries: [String: File] = [:]
   private var nextIdentity: UInt64 = 1
+  private var nextBirth: UInt64 = 1
   private var counts: [Operation: Int] = [:]
   private var failures: [Operation: Int] = [:]
   private var anyCount = 0
   private var anyFailure = Int.max
+  /// Counts the power cuts: a handle opened before one belongs to a process that died.
+  private var crashes = 0
 
   public init() {}
 
@@ -104,6 +113,7 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
       }
       failures = [:]
       anyFailure = .max
+      crashes += 1
     }
   }
 
@@ -111,24 +121,30 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   /// copy to another device or a restored backup would. Files already under
   /// `destination` are removed first. With `durableOnly`, the copy holds what a power cut
   /// would keep (a crash-consistent backup, such as a file-system snapshot). With
-  /// `inPlace`, a copied file keeps the identity of the file it replaces, as a
-  /// file-system snapshot rolled back in place does.
+  /// `inPlace`, a copied file keeps the identity (inode number and birth time) of the
+  /// file it replaces, as a file-system snapshot rolled back in place does. With
+  /// `reusingInodeNumbers`, it keeps only the inode number, with a new birth time: a
+  /// restore of a backup onto a file system that hands freed inode numbers back.
   public func copyDirectory(
-    _ source: String, to destination: String, durableOnly: Bool = false, inPlace: Bool = false
+    _ source: String, to destination: String, durableOnly: Bool = false, inPlace: Bool = false,
+    reusingInodeNumbers: Bool = false
   ) {
     lock.withLock {
       let sources = durableOnly ? durableEntries : entries
-      var replaced: [String: UInt64] = [:]
+      var replaced: [String: File] = [:]
       for (path, file) in entries where path.hasPrefix(destination + "/") {
-        replaced[path] = file.identity
+        replaced[path] = file
         entries[path] = nil
         durableEntries[path] = nil
       }
       for (path, file) in sources where path.hasPrefix(source + "/") {
         let target = destination + path.dropFirst(source.count)
-        let kept = inPlace ? replaced[target] : nil
-        let copy = File(identity: kept ?? nextIdentity)
-        if kept == nil { nextIdentity += 1 }
+        let old = inPlace || reusingInodeNumbers ? replaced[target] : nil
+        let copy = File(
+          identity: old?.identity ?? nextIdentity,
+          birth: inPlace ? old?.birth ?? nextBirth : nextBirth)
+        if old == nil { nextIdentity += 1 }
+        nextBirth += 1
         copy.data = durableOnly ? file.durableContent : file.data
         copy.sync()
         entries[target] = copy
@@ -164,8 +180,9 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
 
   private func file(_ path: String) -> File {
     if let file = entries[path] { return file }
-    let file = File(identity: nextIdentity)
+    let file = File(identity: nextIdentity, birth: nextBirth)
     nextIdentity += 1
+    nextBirth += 1
     entries[path] = file
     return file
   }
@@ -185,6 +202,55 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
     try lock.withLock {
       try count(.write, path)
       file(path).data.append(contentsOf: bytes)
+    }
+  }
+
+  /// A handle on the file at `path` (made if missing): it appends to that file, counted
+  /// and failed like ``append(_:to:)`` and ``sync(_:)``, even after the path names
+  /// another file or none; after a power cut (``crash(tearing:)``) it only throws.
+  public func openForAppending(_ path: String) throws -> any StoreAppendHandle {
+    lock.withLock { Handle(fileSystem: self, file: file(path), path: path, crashes: crashes) }
+  }
+
+  /// A file held open: the file itself, not its path.
+  ///
+  /// `@unchecked Sendable`: its state is read and written under the file system's lock.
+  private final class Handle: StoreAppendHandle, @unchecked Sendable {
+    let fileSystem: MemoryFileSystem
+    let file: File
+    let path: String
+    let crashes: Int
+    var isClosed = false
+
+    init(fileSystem: MemoryFileSystem, file: File, path: String, crashes: Int) {
+      self.fileSystem = fileSystem
+      self.file = file
+      self.path = path
+      self.crashes = crashes
+    }
+
+    func append(_ bytes: [UInt8]) throws {
+      try fileSystem.lock.withLock {
+        try fileSystem.count(.write, path)
+        try checkOpen("write")
+        file.data.append(contentsOf: bytes)
+      }
+    }
+
+    func sync() throws {
+      try fileSystem.lock.withLock {
+        try fileSystem.count(.sync, path)
+        try checkOpen("fsync")
+        file.sync()
+      }
+    }
+
+    func close() { fileSystem.lock.withLock { isClosed = true } }
+
+    private func checkOpen(_ operation: String) throws {
+      guard !isClosed, crashes == fileSystem.crashes else {
+        throw StoreFileError(operation: operation, path: path, code: 9)  // EBADF
+      }
     }
   }
 
@@ -243,6 +309,6 @@ public final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
   }
 
   public func fileIdentity(_ path: String) throws -> UInt64? {
-    lock.withLock { entries[path]?.identity }
+    lock.withLock { entries[path].map { fingerprintHash([$0.identity, $0.birth]) } }
   }
 }

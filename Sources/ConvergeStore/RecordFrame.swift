@@ -89,6 +89,27 @@ enum RecordFrame {
     return (records, offset)
   }
 
+  /// The whole records of `bytes` from the first offset after `damage` where one
+  /// starts: what a cut at `damage` (the end of the valid prefix) would drop that is not
+  /// a torn tail.
+  ///
+  /// - Complexity: O(n²) in the n bytes after `damage` at worst; most offsets are passed
+  ///   over on their length alone.
+  static func wholeRecords(after damage: Int, in bytes: [UInt8]) -> Int {
+    var offset = damage + 1
+    while bytes.count - offset >= headerSize {
+      let length = Int(readUInt32(bytes, at: offset + 4))
+      if length <= maximumPayload, length <= bytes.count - offset - headerSize,
+        CRC32C.checksum(bytes[(offset + 4)..<(offset + headerSize + length)])
+          == readUInt32(bytes, at: offset)
+      {
+        return records(in: Array(bytes[offset...])).records.count
+      }
+      offset += 1
+    }
+    return 0
+  }
+
   private static func appendLittleEndian(_ value: UInt32, to bytes: inout [UInt8]) {
     for index in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: value >> (index * 8))) }
   }

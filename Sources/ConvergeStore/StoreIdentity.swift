@@ -4,11 +4,13 @@ import Converge
 /// counter the store proved it issued, whether the last run closed cleanly, and a
 /// fingerprint of the file itself.
 ///
-/// The fingerprint is the device and inode number of the identity file (see
-/// ``StoreFileSystem/fileIdentity(_:)``), written into the file before it is renamed into
-/// place. Copying the directory to another device, or restoring it from a backup, makes
-/// new files with other inode numbers, so the fingerprint no longer matches and the
-/// store takes a fresh replica id. A mismatch that is not a copy (a file system that
+/// The fingerprint is a hash of the device, inode number and birth time of the identity
+/// file (see ``StoreFileSystem/fileIdentity(_:)``), written into the file before it is
+/// renamed into place (a rename keeps all three). Copying the directory to another
+/// device, or restoring it from a backup, makes new files, with new birth times even when
+/// the file system hands an old inode number back, so the fingerprint no longer matches
+/// and the store takes a fresh replica id. Where the system records no birth time, the
+/// device and inode alone make the fingerprint. A mismatch that is not a copy (a file system that
 /// renumbers inodes) only costs one fresh id. A restore that keeps inode numbers (a
 /// file-system snapshot rolled back in place) is not detected here; the store then learns
 /// of it when a peer shows dots of this id beyond the store's (see
@@ -64,4 +66,7 @@ public enum IdentityChange: Equatable, Sendable {
   case counterNotHeld
   /// A peer showed dots of this id beyond what the store holds.
   case peerHoldsLaterDots
+  /// Opening found files lost or damaged (``StoreRecovery/losses``), so the store cannot
+  /// prove which counters it issued.
+  case filesLost
 }

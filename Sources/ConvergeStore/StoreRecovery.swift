@@ -10,6 +10,36 @@ public struct StoreRecovery: Equatable, Sendable {
     public var keptBytes: Int
     /// The bytes dropped after them.
     public var droppedBytes: Int
+    /// The name of the copy of the whole damaged file kept beside the log, or `nil` when
+    /// the cut dropped only a torn tail (the unsynced end of a run that did not close).
+    public var copy: String? = nil
+  }
+
+  /// Something opening could not recover: each loss may have dropped acknowledged
+  /// commits, so the store takes a fresh replica id (``IdentityChange/filesLost``)
+  /// whenever it finds one. A damaged file is never read again: its bytes stay beside the
+  /// store as `copy` (`damaged-<name>-<n>`), which neither opening nor compaction removes.
+  public enum Loss: Equatable, Sendable {
+    /// The snapshot of the newest generation is missing, though a log of it or the
+    /// store's generation record shows it was written: recovery started from an older
+    /// snapshot (or none), and the commits a compaction put only in this snapshot are
+    /// lost.
+    case missingSnapshot(generation: UInt64)
+    /// The log of the newest generation is missing, though the store made it durable:
+    /// its commits are lost.
+    case missingLog(generation: UInt64)
+    /// A snapshot failed its checksum or did not decode; it was moved aside as `copy`.
+    case damagedSnapshot(file: String, copy: String)
+    /// A log was damaged before its end, with `droppedRecords` whole records after the
+    /// damage (or its previous run had closed cleanly, so its tail was durable data):
+    /// the whole file was kept as `copy` and the log rewritten with the records before
+    /// the damage.
+    case cutLog(file: String, droppedRecords: Int, copy: String)
+    /// The identity record was damaged; it was moved aside as `copy`.
+    case damagedIdentity(copy: String)
+    /// The store's generation record was damaged, so a lost newest log could go unseen;
+    /// it was moved aside as `copy`.
+    case damagedGenerationRecord(copy: String)
   }
 
   /// Whether the previous run closed the store (``DocumentStore/close()``).
@@ -25,6 +55,12 @@ public struct StoreRecovery: Equatable, Sendable {
   public var damagedSnapshots: [String] = []
   /// Logs whose damaged tail was cut.
   public var cutTails: [CutTail] = []
+  /// What opening could not recover, in the order found; empty after a clean run or a
+  /// crash that lost only unsynced commits.
+  public var losses: [Loss] = []
+  /// Whether opening removed files of generations older than the snapshot it started
+  /// from, left by a compaction that did not finish removing them.
+  public var removedSupersededFiles = false
   /// Log records replayed on top of the snapshot.
   public var replayedRecords = 0
   /// Why the store took a fresh replica id, or `nil` if it continued the stored one.

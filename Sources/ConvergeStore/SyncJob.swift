@@ -6,8 +6,9 @@ import Converge
 /// runs the same on the owner's thread or on the store's sync queue.
 struct SyncJob: Sendable {
   enum Work: Sendable {
-    /// Append the records to the log of the current generation.
-    case append(log: String)
+    /// Append the records to the log of the current generation, through the handle the
+    /// store holds open on it (one `write` and one `fsync`, no `open` or `close`).
+    case append(log: any StoreAppendHandle)
     /// Write `document` (which holds every commit in `records`) as the snapshot of
     /// `generation`, start that generation's empty log, then remove the older files.
     case snapshot(Document, generation: UInt64)
@@ -31,8 +32,9 @@ struct SyncJob: Sendable {
     var records: PendingRecords
     /// The encoded deltas made durable, in commit order (empty on failure).
     var durable: [[UInt8]] = []
-    /// A failure to remove the files a snapshot superseded; the snapshot is durable all
-    /// the same, and the next compaction or open removes them.
+    /// A failure to record the new generation or remove the files a snapshot
+    /// superseded; the snapshot is durable all the same, and the next compaction or open
+    /// removes them.
     var removalError: StoreError?
   }
 
@@ -53,8 +55,8 @@ struct SyncJob: Sendable {
       case .append(let log):
         let bytes = records.framed()
         try DocumentStore.attempt {
-          try fileSystem.append(bytes, to: log)
-          try fileSystem.sync(log)
+          try log.append(bytes)
+          try log.sync()
         }
         return bytes.count
       case .snapshot(let document, let generation):
@@ -76,7 +78,12 @@ struct SyncJob: Sendable {
           try fileSystem.syncDirectory(directory)
         }
         do throws(StoreError) {
-          try DocumentStore.attempt { try removeSuperseded(before: generation) }
+          try DocumentStore.attempt {
+            // The log is durable: record its generation, so a lost log is seen at open.
+            // The removal's directory sync makes the record durable too.
+            try DocumentStore.writeGenerationRecord(generation, in: directory, fileSystem)
+            try removeSuperseded(before: generation)
+          }
         } catch {
           removalError = error
         }

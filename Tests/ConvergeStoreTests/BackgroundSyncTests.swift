@@ -114,7 +114,8 @@ final class GatedFileSystem: StoreFileSystem, @unchecked Sendable {
     let job = SyncJob(
       records: records,
       work: fileSystem == nil
-        ? .append(log: directory + "/log") : .snapshot(replica.document, generation: 1),
+        ? .append(log: PathAppendHandle(fileSystem: MemoryFileSystem(), path: directory + "/log"))
+        : .snapshot(replica.document, generation: 1),
       directory: directory, fileSystem: fileSystem ?? MemoryFileSystem(),
       key: SnapshotKey(low: 1, high: 2))
     return (job, buffer)
