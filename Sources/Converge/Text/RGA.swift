@@ -81,7 +81,8 @@
 ///   directly (`RGA+BulkLoad.swift`), nothing is integrated one run at a time.
 ///
 /// Measured figures (replaying `Tests/Traces/automerge-paper.json.gz`, state size, load,
-/// merge) are in the README's "Performance" section, with the commands that produce them.
+/// merge) are in `BENCHMARKS.md` ("Performance: editing traces"), with the commands that
+/// produce them.
 public struct RGA: Sendable {
   /// Runs per leaf before the leaf splits in two. Inserting a run moves the runs after it
   /// and finding an id scans the runs before it, so smaller leaves cost less there and
