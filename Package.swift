@@ -71,7 +71,9 @@ let package = Package(
     .target(name: "FrameworkNames", path: "Tests/FrameworkNames"),
     .testTarget(
       name: "NameCollisionTests",
-      dependencies: ["Converge", "ConvergeSimulator", "ConvergeStore", "FrameworkNames"]),
+      dependencies: [
+        "Converge", "ConvergeSimulator", "ConvergeStore", "ConvergeTestSupport", "FrameworkNames",
+      ]),
   ],
   swiftLanguageModes: [.v6]
 )

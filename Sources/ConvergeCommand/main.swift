@@ -25,6 +25,8 @@ let usage = """
         count concurrent typing at one spot that merges interleaved (exit 1 if any)
     torture <dir> [--seconds N] [--kills N] [--seed S] [--json]
         kill writers of a durable store at random moments; check nothing acknowledged is lost
+    fixtures --write <dir> | --check <dir>
+        write (or compare) the codec's golden files, normally Tests/ConvergeTests/Fixtures
   """
 
 // Each command parses its own arguments and returns the exit status.
@@ -32,6 +34,7 @@ let commands: [String: ([String]) -> Int32] = [
   "replay": ReplayCommand.run, "simulate": SimulateCommand.run, "inspect": InspectCommand.run,
   "bench": BenchCommand.run, "fuzz": FuzzCommand.run, "passages": PassagesCommand.run,
   "torture": TortureCommand.run, "torture-child": TortureCommand.child,
+  "fixtures": FixturesCommand.run,
 ]
 
 var arguments = Array(CommandLine.arguments.dropFirst())

@@ -1,4 +1,5 @@
 import Converge
+import ConvergeTestSupport
 import Foundation
 import Testing
 
@@ -7,40 +8,10 @@ import Testing
 ///
 /// The files live in `Tests/ConvergeTests/Fixtures/` and ship as a copied resource of the
 /// test target, loaded through `Bundle.module` (which works on Linux and Apple
-/// platforms alike). To regenerate them after a deliberate format change (a new format
-/// version, never an edit of version 1), run
-/// `CONVERGE_WRITE_FIXTURES=1 swift test --filter CodecFixtureTests`, which writes them
-/// into the source tree next to this file.
+/// platforms alike). What they hold is `CodecFixtures` (in `ConvergeTestSupport`); after a
+/// deliberate format change (a new format version, never an edit of version 1),
+/// `swift run converge fixtures --write Tests/ConvergeTests/Fixtures` writes them again.
 @Suite struct CodecFixtureTests {
-  static let versionVector = VersionVector([
-    ReplicaID(rawValue: 0x0123_4567_89AB_CDEF): 42,
-    ReplicaID(rawValue: 0xA1): 1,
-    ReplicaID(rawValue: 0xFEDC_BA98_7654_3210): 300,
-  ])
-
-  static let causalContext: CausalContext = {
-    var context = CausalContext()
-    let first = ReplicaID(rawValue: 0x11)
-    context.insert(replica: first, counters: 1...5)
-    context.insert(Dot(replica: first, counter: 8))
-    context.insert(replica: first, counters: 10...12)
-    context.insert(Dot(replica: ReplicaID(rawValue: 0x2222), counter: 3))
-    context.insert(replica: ReplicaID(rawValue: 0xFFFF_FFFF_FFFF_FFFF), counters: 1...1_000_000)
-    return context
-  }()
-
-  static let fixtures: [(name: String, bytes: [UInt8])] = [
-    ("version-vector-v2.bin", versionVector.encoded()),
-    ("version-vector-empty-v2.bin", VersionVector().encoded()),
-    ("causal-context-v2.bin", causalContext.encoded()),
-    ("document-v2.bin", DocumentFixtureScenario.document.encoded()),
-    ("document-delta-v2.bin", DocumentFixtureScenario.delta.encoded()),
-    ("text-edit-delta-v2.bin", TextEditFixtureScenario.edit.encoded()),
-    ("text-state-v2.bin", TextStateFixtureScenario.document.encoded()),
-    ("text-coded-v2.bin", CodedTextFixture.document.encoded()),
-    ("library-v2.bin", LibraryFixture.document.encoded()),
-  ]
-
   /// Document states of the form before the shared content code (message kind 3): they
   /// are read, never written, and decode to the same documents as before.
   static let legacyFixtures: [(name: String, document: Document)] = [
@@ -56,19 +27,10 @@ import Testing
     return Array(try Data(contentsOf: url))
   }
 
-  @Test func writeFixturesWhenAsked() throws {
-    guard ProcessInfo.processInfo.environment["CONVERGE_WRITE_FIXTURES"] == "1" else { return }
-    let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-      .appendingPathComponent("Fixtures")
-    for (name, bytes) in Self.fixtures {
-      try Data(bytes).write(to: folder.appendingPathComponent(name))
-    }
-  }
-
   @Test func versionVectorFixtureDecodesAndReencodesExactly() throws {
     let bytes = try load("version-vector-v2.bin")
     let vector = try VersionVector(decoding: bytes)
-    #expect(vector == Self.versionVector)
+    #expect(vector == CodecFixtures.versionVector)
     #expect(vector.encoded() == bytes)
     let empty = try load("version-vector-empty-v2.bin")
     #expect(try VersionVector(decoding: empty) == VersionVector())
@@ -78,7 +40,7 @@ import Testing
   @Test func causalContextFixtureDecodesAndReencodesExactly() throws {
     let bytes = try load("causal-context-v2.bin")
     let context = try CausalContext(decoding: bytes)
-    #expect(context == Self.causalContext)
+    #expect(context == CodecFixtures.causalContext)
     #expect(context.counters(of: ReplicaID(rawValue: 0x11)).ranges == [1...5, 8...8, 10...12])
     #expect(context.encoded() == bytes)
   }
@@ -127,7 +89,7 @@ import Testing
   }
 
   @Test func fixturesMatchTheirGenerators() throws {
-    for (name, bytes) in Self.fixtures {
+    for (name, bytes) in CodecFixtures.files {
       #expect(try load(name) == bytes, "\(name) differs from what this build encodes")
     }
   }

@@ -343,30 +343,6 @@ import Testing
   }
 }
 
-/// The fixed scenario behind `text-coded-v2.bin`: a note body long enough that its
-/// content is coded, with a deleted word (a tombstone without content).
-enum CodedTextFixture {
-  static let note = EntityKey(type: "note", id: "n1")
-  static let paragraph = """
-    Offline edits from several devices merge field by field: a title is a register, \
-    tags are an add-wins set, and this body is a sequence of characters with ids. \
-    Nothing waits in a queue and nobody is asked which copy to keep. The phone, the \
-    laptop and the tablet each apply what the others send, in any order and as often \
-    as it arrives, and end with the same bytes.
-    """
-
-  static let document: Document = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    phone.transact { tx in
-      tx.create(note)
-      tx.insertText(paragraph, at: 0, in: "body", of: note)
-    }
-    // "Offline edits" loses "Offline ".
-    phone.transact { $0.deleteText(0..<8, in: "body", of: note) }
-    return phone.document
-  }()
-}
-
 @Suite struct CodedTextFixtureTests {
   @Test func fixtureDecodesAndReencodesExactly() throws {
     let url = try #require(

@@ -1,5 +1,6 @@
 import ConvergeSimulator
 import ConvergeTestSupport
+import Foundation
 import Testing
 
 @testable import Converge
@@ -184,10 +185,38 @@ import Testing
   }
 
   @Test func messageSummary() throws {
-    let bytes = Replica().encodedState()
-
+    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
+    let note = EntityKey(type: "note", id: "n1")
+    phone.transact { $0.setValue(.string("Groceries"), for: "title", of: note) }
+    let bytes = phone.encodedState()
     print(try MessageSummary(decoding: bytes).text)
-    // kind: documentState (7), 377 bytes
-    // replicas: 2 …
+    // kind: documentState (7), 68 bytes
+    // replicas: 1
+    // context: 1 replicas, 1 events
+    //   00000000000000a1: 1 ranges
+    // entities: 1 (1 visible)
+    //   type note: 1 (1 visible)
+    // note/n1:
+    //   title: register "Groceries"
+
+    // The summary is the one the doc comment shows, line for line.
+    let shown = try Self.printedOutput(
+      inDocCommentOf: "Sources/Converge/Sync/MessageSummary.swift")
+    #expect(try MessageSummary(decoding: bytes).text == shown)
+  }
+
+  /// The `// ` lines that follow the first `print(` of the Swift sample in `file`'s doc
+  /// comments: what the sample says it prints.
+  static func printedOutput(inDocCommentOf file: String) throws -> String {
+    let root = URL(fileURLWithPath: #filePath)  // <repo>/Tests/ConvergeTests/<this file>
+      .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let source = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+    let comment = source.split(separator: "\n", omittingEmptySubsequences: false)
+      .map { $0.drop { $0 == " " } }
+      .filter { $0.hasPrefix("///") }
+      .map { $0.dropFirst(3).drop { $0 == " " } }
+    guard let print = comment.firstIndex(where: { $0.hasPrefix("print(") }) else { return "" }
+    return comment[(print + 1)...].prefix { $0.hasPrefix("// ") }
+      .map { String($0.dropFirst(3)) }.joined(separator: "\n")
   }
 }

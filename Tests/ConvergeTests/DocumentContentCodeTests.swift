@@ -4,36 +4,6 @@ import Testing
 
 @testable import Converge
 
-/// The fixed scenario behind `library-v2.bin`: a small library of notes whose bodies
-/// share their words, so that its state codes its content with a table per previous byte.
-enum LibraryFixture {
-  static let words = [
-    "buy ", "milk ", "call ", "Mom ", "the ", "meeting ", "at ", "3pm. ", "café ",
-  ]
-
-  static func note(_ index: Int) -> EntityKey { EntityKey(type: "note", id: "n\(index)") }
-
-  /// The body note `index` is typed with: a fixed walk through the words (no generator:
-  /// the bytes are pinned).
-  static func body(_ index: Int) -> String {
-    (0..<30).map { words[(index * 7 + $0 * ($0 % 5 + 1)) % words.count] }.joined()
-  }
-
-  static let document: Document = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    for index in 0..<12 {
-      let body = body(index)
-      phone.transact { tx in
-        tx.setValue(.string("Note \(index)"), for: "title", of: note(index))
-        tx.insertText(body, at: 0, in: "body", of: note(index))
-      }
-    }
-    // A deleted word leaves a tombstone without content.
-    phone.transact { $0.deleteText(0..<4, in: "body", of: note(3)) }
-    return phone.document
-  }()
-}
-
 /// A document state's shared content code (`FORMAT.md` §8.4.1): raw, one table or a table
 /// per previous byte, whichever costs least, and nothing else accepted.
 @Suite struct DocumentContentCodeTests {

@@ -1,53 +1,7 @@
 import Converge
+import ConvergeTestSupport
 import Foundation
 import Testing
-
-/// The fixed scenario behind `document-v2.bin` and `document-delta-v2.bin`: two devices
-/// with fixed ids and clocks edit a note (all three field kinds: registers of every value
-/// kind, a tag set with a removed tag, a body typed concurrently on both with a
-/// deletion) and a task that one of them deletes.
-enum DocumentFixtureScenario {
-  static let note = EntityKey(type: "note", id: "n1")
-  static let task = EntityKey(type: "task", id: "t1")
-
-  /// The final document, and the delta the laptop sent for its concurrent edits.
-  static let (document, delta): (Document, DocumentDelta) = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_500))
-    let setup = phone.transact { tx in
-      tx.create(note)
-      tx.setValue(.string("Groceries"), for: "title", of: note)
-      tx.insert(.string("home"), into: "tags", of: note)
-      tx.insert(.string("work"), into: "tags", of: note)
-      tx.insertText("Buy milk", at: 0, in: "body", of: note)
-      tx.create(task)
-      tx.setValue(.string("Call Bob"), for: "title", of: task)
-    }
-    laptop.apply(setup.delta)
-    let onPhone = phone.transact { tx in
-      tx.remove(.string("work"), from: "tags", of: note)
-      tx.setValue(.int(-2), for: "priority", of: note)
-      tx.setValue(.double(0.5), for: "ratio", of: note)
-      tx.setValue(.bool(true), for: "flagged", of: note)
-      tx.setValue(.null, for: "archived", of: note)
-      tx.setValue(
-        .date(Date(timeIntervalSinceReferenceDate: 790_000_000)), for: "due", of: note)
-      tx.setValue(.bytes([0xCA, 0xFE]), for: "icon", of: note)
-      tx.setValue(
-        .record(["x": .int(3), "column": .string("todo")]), for: "position", of: note)
-      tx.insertText(" and eggs", at: 8, in: "body", of: note)
-      tx.delete(task)
-    }
-    let onLaptop = laptop.transact { tx in
-      tx.insertText("oat ", at: 4, in: "body", of: note)
-      tx.deleteText(0..<4, in: "body", of: note)
-      tx.setValue(.string("Shopping"), for: "title", of: note)
-    }
-    phone.apply(onLaptop.delta)
-    laptop.apply(onPhone.delta)
-    return (phone.document, onLaptop.delta)
-  }()
-}
 
 @Suite struct DocumentFixtureTests {
   private func load(_ name: String) throws -> [UInt8] {

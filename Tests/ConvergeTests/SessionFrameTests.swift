@@ -244,19 +244,8 @@ struct Typist {
       Bundle.module.url(
         forResource: "session-frames-v2.bin", withExtension: nil, subdirectory: "Fixtures"))
     let golden = Array(try Data(contentsOf: url))
-    let (frames, deltas) = Self.goldenStream()
-    var stream: [UInt8] = []
-    for frame in frames {
-      var writer = ByteWriter()
-      writer.writeLengthPrefixedBytes(frame)
-      stream += writer.bytes
-    }
-    if ProcessInfo.processInfo.environment["CONVERGE_WRITE_FIXTURES"] == "1" {
-      let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Fixtures")
-      try Data(stream).write(to: folder.appendingPathComponent("session-frames-v2.bin"))
-    }
-    #expect(golden == stream)
+    let deltas = SessionFramesFixture.frames().deltas
+    #expect(golden == SessionFramesFixture.stream)
     var reader = ByteReader(golden)
     var decoder = SessionStream()
     var replica = Replica(id: ReplicaID(rawValue: 9), wallClock: .fixed(0))
@@ -308,7 +297,7 @@ struct Typist {
   }
 
   @Test func inspectSummarizesFrames() throws {
-    let (frames, _) = Self.goldenStream()
+    let (frames, _) = SessionFramesFixture.frames()
     let start = try MessageSummary(decoding: frames[0]).text
     #expect(start.contains("session frame (starts stream ddba115eed)"))
     #expect(start.contains("note/golden"))
@@ -322,33 +311,11 @@ struct Typist {
   /// The fuzzers seal arbitrary bodies as start frames; a real body sealed that way must
   /// decode, or they would only ever test the checksum.
   @Test func theFuzzersStartFramesFollowTheFormat() throws {
-    let (frames, deltas) = Self.goldenStream()
+    let (frames, deltas) = SessionFramesFixture.frames()
     let header = try SessionStream.header(of: frames[0][...])
     let body = Array(frames[0].dropLast(4).suffix(header.bodyLength))
     var decoder = SessionStream()
     #expect(try decoder.decode(DecodeProperty.sealStartFrame(body: body)[...]) == deltas[0])
-  }
-
-  /// A fixed editing session: typing, a paste, backspaces, a remote edit, a title.
-  static func goldenStream() -> (frames: [[UInt8]], deltas: [DocumentDelta]) {
-    var local = Replica(id: ReplicaID(rawValue: 0x1111_2222_3333_4444), wallClock: .fixed(7))
-    var remote = Replica(id: ReplicaID(rawValue: 0x5555), wallClock: .fixed(3))
-    let key = EntityKey(type: "note", id: "golden")
-    var commits: [Commit] = []
-    for (offset, scalar) in "Hi, world".unicodeScalars.enumerated() {
-      commits.append(
-        local.transact { $0.insertText(String(scalar), at: offset, in: "body", of: key) })
-    }
-    commits.append(local.transact { $0.deleteText(5..<6, in: "body", of: key) })
-    commits.append(local.transact { $0.insertText("ö", at: 5, in: "body", of: key) })
-    remote.apply(local.delta(since: remote.context))
-    local.apply(remote.transact { $0.insertText("!", at: 9, in: "body", of: key) }.delta)
-    commits.append(local.transact { $0.insertText(" 😀", at: 9, in: "body", of: key) })
-    commits.append(local.transact { $0.deleteText(0..<0, in: "body", of: key) })
-    commits.append(local.transact { $0.setValue(.string("Golden"), for: "title", of: key) })
-    var encoder = SessionStream(streamID: 0x0DDB_A11_5EED)
-    let frames = commits.map { encoder.encode($0.delta) }
-    return (frames, commits.map(\.delta))
   }
 
   /// The frame with a checksum that matches its bytes, for a start frame its own stream

@@ -224,7 +224,7 @@ import Testing
       try TextAnchor(decoding: [0x20])
     }
     let selection = text.selection(1..<4)
-    #expect(try TextSelection(decoding: selection.encoded()) == selection)
+    #expect(try SelectionAnchors(decoding: selection.encoded()) == selection)
   }
 }
 

@@ -65,7 +65,7 @@ import Testing
   }
 
   /// Whether the characters a selection's anchors are bound to are still visible.
-  static func edgesSurvive(_ selection: TextSelection, in text: SharedText) -> Bool {
+  static func edgesSurvive(_ selection: SelectionAnchors, in text: SharedText) -> Bool {
     [selection.start, selection.end].allSatisfy { anchor in
       guard let character = anchor.character else { return true }
       let after = text.position(of: TextAnchor(character: character, affinity: .preceding))

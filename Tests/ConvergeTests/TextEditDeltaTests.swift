@@ -3,30 +3,6 @@ import ConvergeTestSupport
 import Foundation
 import Testing
 
-/// The scenario behind `text-edit-delta-v2.bin`: the phone types "Buy milk" into a note;
-/// the laptop, having received it, replaces "Buy " with "oat " in one transaction. That
-/// live edit (inserts and deletes of one replica in one text field, with an origin and
-/// targets of the other replica) has the compact text edit form.
-enum TextEditFixtureScenario {
-  static let note = EntityKey(type: "note", id: "n1")
-
-  static let (base, edit): (Document, DocumentDelta) = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_500))
-    let typed = phone.transact { tx in
-      tx.create(note)
-      tx.insertText("Buy milk", at: 0, in: "body", of: note)
-    }
-    laptop.apply(typed.delta)
-    let base = laptop.document
-    let edit = laptop.transact { tx in
-      tx.insertText("oat ", at: 4, in: "body", of: note)
-      tx.deleteText(0..<4, in: "body", of: note)
-    }
-    return (base, edit.delta)
-  }()
-}
-
 @Suite struct TextEditDeltaTests {
   private func load(_ name: String) throws -> [UInt8] {
     let url = try #require(

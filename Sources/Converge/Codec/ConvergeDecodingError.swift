@@ -4,7 +4,7 @@
 /// with one of these errors instead of trapping, and builds its result only after the
 /// whole input has been checked, so a failed decode never leaves anything half-applied.
 ///
-/// Offsets count bytes from the start of the message (or of the buffer a ``ByteReader``
+/// Offsets count bytes from the start of the message (or of the buffer a `ByteReader`
 /// was made from) to where the problem was found.
 public enum ConvergeDecodingError: Error, Equatable, Sendable {
   /// The input ended in the middle of a value that starts or continues at `offset`.

@@ -81,7 +81,7 @@ extension Document {
   /// Decodes a message made by ``encoded()`` that this store saved with `tag`, its
   /// ``SnapshotKey/tag(of:)`` under `key`: as ``init(decoding:)`` does, but when the tag
   /// matches, the texts' content is left coded until a text is read
-  /// (``DeferredTexts``), which makes loading a library of notes several times faster.
+  /// (`DeferredTexts`), which makes loading a library of notes several times faster.
   ///
   /// Bytes whose tag does not match (damaged, or not written with this key) are decoded
   /// with every check, exactly as ``init(decoding:)`` decodes them.
@@ -96,7 +96,7 @@ extension Document {
     self = try Self.decode(slice, deferringTexts: key.tag(of: slice) == tag)
   }
 
-  /// Decodes `bytes`, deferring its texts (``DeferredTexts``) when `deferringTexts`:
+  /// Decodes `bytes`, deferring its texts (`DeferredTexts`) when `deferringTexts`:
   /// only for bytes whose ``SnapshotKey`` tag matched (a store that checked the tag
   /// itself calls this directly).
   @usableFromInline

@@ -63,7 +63,7 @@ extension TextAnchor {
   }
 }
 
-extension TextSelection {
+extension SelectionAnchors {
   /// The selection's bytes: its start's, then its end's.
   public func encoded() -> [UInt8] {
     var writer = ByteWriter(capacity: 38)

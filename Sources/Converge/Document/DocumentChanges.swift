@@ -5,7 +5,7 @@ public struct DocumentChanges: Sendable, Equatable {
   /// The changes, one per entity, sorted by key.
   ///
   /// The changes of a transaction's single text edit (a keystroke) keep their one entity
-  /// as a ``SingleTextChange`` and build the arrays and the table of an ``EntityChange``
+  /// as a `SingleTextChange` and build the arrays and the table of an ``EntityChange``
   /// only if something reads them.
   public internal(set) var entities: [EntityChange] {
     get {

@@ -9,7 +9,7 @@ public struct DocumentDelta: Sendable, Equatable {
   /// The events the delta accounts for, including removals (seen dots it does not hold).
   ///
   /// The delta of a transaction's single text edit keeps its events as one range of one
-  /// replica (``localEvents``) and builds the context only if something reads it.
+  /// replica (`localEvents`) and builds the context only if something reads it.
   public internal(set) var context: CausalContext {
     get {
       guard let localEvents else { return storedContext }
@@ -245,7 +245,7 @@ extension Document {
   /// difference. Every change, removals included, is an event with a dot of its own, so
   /// nothing is re-sent that `known` already covers, except that a presence (an entity's
   /// or a set element's) is re-sent whole when `known` has a gap at or below one of its
-  /// entries (see ``Presence/mayHaveEvents(unknownTo:)``).
+  /// entries (see `Presence.mayHaveEvents(unknownTo:)`).
   ///
   /// Its size grows with the changes since `known`, not with the document's history, and
   /// so does its cost: an index of which entities each replica's events touched (see

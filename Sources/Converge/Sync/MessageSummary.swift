@@ -8,9 +8,19 @@
 /// debugging what a device stored or sent.
 ///
 /// ```swift
+/// var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
+/// let note = EntityKey(type: "note", id: "n1")
+/// phone.transact { $0.setValue(.string("Groceries"), for: "title", of: note) }
+/// let bytes = phone.encodedState()
 /// print(try MessageSummary(decoding: bytes).text)
-/// // kind: documentState (7), 377 bytes
-/// // replicas: 2 …
+/// // kind: documentState (7), 68 bytes
+/// // replicas: 1
+/// // context: 1 replicas, 1 events
+/// //   00000000000000a1: 1 ranges
+/// // entities: 1 (1 visible)
+/// //   type note: 1 (1 visible)
+/// // note/n1:
+/// //   title: register "Groceries"
 /// ```
 ///
 /// Decoding is the full, checked decode of the message's kind, so a summary is only

@@ -25,7 +25,7 @@
 ///
 /// - Complexity: encoding and decoding a frame are O(r + s) for r runs and s scalars,
 ///   plus one hash lookup when the frame names a new entity or field.
-struct SessionStream: Sendable, Equatable {
+package struct SessionStream: Sendable, Equatable {
   /// The first byte of every frame; it differs from the `C` that starts every
   /// self-contained message.
   static let magic: UInt8 = 0xCF
@@ -88,11 +88,11 @@ struct SessionStream: Sendable, Equatable {
   var predictedDeleteTarget: Dot?
 
   /// A stream named `streamID`; a sending session picks a random one for every stream.
-  init(streamID: UInt64 = 0) {
+  package init(streamID: UInt64 = 0) {
     self.streamID = streamID
   }
 
-  static func == (lhs: SessionStream, rhs: SessionStream) -> Bool {
+  package static func == (lhs: SessionStream, rhs: SessionStream) -> Bool {
     lhs.streamID == rhs.streamID && lhs.sequence == rhs.sequence && lhs.replicas == rhs.replicas
       && lhs.keys == rhs.keys
       && lhs.fields == rhs.fields && lhs.target?.key == rhs.target?.key
@@ -136,7 +136,7 @@ struct SessionStream: Sendable, Equatable {
 
 extension SessionStream {
   /// The frame that carries `delta` as the stream's next one.
-  mutating func encode(_ delta: DocumentDelta) -> [UInt8] {
+  package mutating func encode(_ delta: DocumentDelta) -> [UInt8] {
     var writer = ByteWriter(capacity: 32)
     writer.writeUInt8(Self.magic)
     writer.writeUInt8(Self.version | (isAtStart ? Self.startFlag : 0))

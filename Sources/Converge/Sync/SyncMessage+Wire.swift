@@ -72,7 +72,7 @@ extension SyncSession {
 
   /// A live push of one local transaction as the next frame of this session's stream:
   /// a few bytes for a typed character. Send the frames in order; the peer decodes them
-  /// with ``receive(encoded:into:)``.
+  /// with ``receive(encoded:into:)-([UInt8],_)``.
   ///
   /// - Complexity: O(d) for a delta of d runs and scalars; a delta that is not one
   ///   replica's edit of one text field travels embedded, at the cost of its message.

@@ -60,9 +60,9 @@
 /// Consecutive scalars typed by one replica live in one *run* (split on demand), so a
 /// typed word costs one node. Runs sit in leaves of at most 32 runs; the leaves, in
 /// document order, sit in blocks of at most 32 with their visible scalar and UTF-16
-/// counts, and Fenwick trees over the blocks' totals (``LeafOrder``), so a position is
+/// counts, and Fenwick trees over the blocks' totals (`LeafOrder`), so a position is
 /// found in O(log n). A per-replica sorted index, in chunks of at most 128 entries
-/// (``ReplicaIndex``), maps id ranges to leaves, so an id is found in O(log n) as well;
+/// (`ReplicaIndex`), maps id ranges to leaves, so an id is found in O(log n) as well;
 /// a text of one leaf has no index until that leaf splits, and scans its runs instead.
 /// Content lives in one contiguous buffer of UTF-16 code units. Nothing recurses. With n scalars (visible or
 /// not), L leaves and p buffered items:
@@ -81,7 +81,8 @@
 ///   directly (`RGA+BulkLoad.swift`), nothing is integrated one run at a time.
 ///
 /// Measured figures (replaying `Tests/Traces/automerge-paper.json.gz`, state size, load,
-/// merge) are in the README's "Performance" section, with the commands that produce them.
+/// merge) are in `BENCHMARKS.md` ("Performance: editing traces"), with the commands that
+/// produce them.
 public struct RGA: Sendable {
   /// Runs per leaf before the leaf splits in two. Inserting a run moves the runs after it
   /// and finding an id scans the runs before it, so smaller leaves cost less there and
@@ -189,7 +190,7 @@ public struct RGA: Sendable {
   }
 
   /// A node of the document: up to ``maxRunsPerLeaf`` runs in order. Its counts are
-  /// the leaf order's (``LeafOrder``), kept there only.
+  /// the leaf order's (`LeafOrder`), kept there only.
   struct Leaf: Sendable {
     var runs: [Run] = []
 

@@ -16,7 +16,7 @@
 /// // phone.string == laptop.string: "Hello world!" or "Hello! world"
 /// ```
 ///
-/// Positions count Unicode scalars and are clamped to the text; ``Text+UTF16`` converts
+/// Positions count Unicode scalars and are clamped to the text; `SharedText+UTF16.swift` converts
 /// from and to UTF-16 offsets (`NSRange`) and `String.Index`.
 public struct SharedText: Sendable {
   /// The replicated sequence.
@@ -106,7 +106,7 @@ public struct SharedText: Sendable {
   }
 
   /// Replaces `deleting` scalars at `position` with `inserting`; see
-  /// ``edit(at:deleting:inserting:)-(_,_,some Collection<Unicode.Scalar>)``.
+  /// ``edit(at:deleting:inserting:)-(_,_,Collection<Unicode.Scalar>)``.
   ///
   /// - Complexity: O(log n + r + k).
   public mutating func edit(

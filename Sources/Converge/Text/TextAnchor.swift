@@ -44,7 +44,7 @@ public struct TextAnchor: Hashable, Sendable {
 /// Its start is bound to the first selected character and its end to the last, so text
 /// inserted just outside the selection stays outside it; an empty selection is a cursor,
 /// both ends one anchor.
-public struct TextSelection: Hashable, Sendable {
+public struct SelectionAnchors: Hashable, Sendable {
   /// The anchor of the first selected character (or the cursor).
   public let start: TextAnchor
   /// The anchor after the last selected character.
@@ -90,18 +90,18 @@ extension RGA {
     resolve(anchor)?.utf16
   }
 
-  /// An anchor pair for `range` (clamped to the text): see ``TextSelection``.
-  public func selection(_ range: Range<Int>) -> TextSelection {
+  /// An anchor pair for `range` (clamped to the text): see ``SelectionAnchors``.
+  public func selection(_ range: Range<Int>) -> SelectionAnchors {
     let start = anchor(at: range.lowerBound, affinity: .following)
     guard range.upperBound > range.lowerBound else {
-      return TextSelection(start: start, end: start)
+      return SelectionAnchors(start: start, end: start)
     }
-    return TextSelection(start: start, end: anchor(at: range.upperBound, affinity: .preceding))
+    return SelectionAnchors(start: start, end: anchor(at: range.upperBound, affinity: .preceding))
   }
 
   /// The scalar range `selection` covers now (empty where its characters were, if all of
   /// them were deleted), or `nil` if one of its characters has not reached this replica.
-  public func range(of selection: TextSelection) -> Range<Int>? {
+  public func range(of selection: SelectionAnchors) -> Range<Int>? {
     guard let lower = position(of: selection.start), let upper = position(of: selection.end)
     else { return nil }
     return lower..<Swift.max(lower, upper)
@@ -109,7 +109,7 @@ extension RGA {
 
   /// The UTF-16 range `selection` covers now (an `NSRange`'s `location..<location +
   /// length`), or `nil` as for ``range(of:)``.
-  public func utf16Range(of selection: TextSelection) -> Range<Int>? {
+  public func utf16Range(of selection: SelectionAnchors) -> Range<Int>? {
     guard let lower = utf16Offset(of: selection.start), let upper = utf16Offset(of: selection.end)
     else { return nil }
     return lower..<Swift.max(lower, upper)
@@ -158,14 +158,14 @@ extension SharedText {
     return string.utf16.index(string.utf16.startIndex, offsetBy: offset, limitedBy: string.endIndex)
   }
 
-  /// An anchor pair for a scalar range; see ``TextSelection``.
-  public func selection(_ range: Range<Int>) -> TextSelection { rga.selection(range) }
+  /// An anchor pair for a scalar range; see ``SelectionAnchors``.
+  public func selection(_ range: Range<Int>) -> SelectionAnchors { rga.selection(range) }
 
   /// The scalar range a selection covers now, or `nil` if a character has not arrived.
-  public func range(of selection: TextSelection) -> Range<Int>? { rga.range(of: selection) }
+  public func range(of selection: SelectionAnchors) -> Range<Int>? { rga.range(of: selection) }
 
   /// The UTF-16 range a selection covers now, or `nil` if a character has not arrived.
-  public func utf16Range(of selection: TextSelection) -> Range<Int>? {
+  public func utf16Range(of selection: SelectionAnchors) -> Range<Int>? {
     rga.utf16Range(of: selection)
   }
 }

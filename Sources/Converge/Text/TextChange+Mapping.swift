@@ -1,5 +1,5 @@
 /// Moving a selection through change events, for a text view that holds offsets rather
-/// than anchors: the same result as resolving a ``TextSelection`` again, without one.
+/// than anchors: the same result as resolving a ``SelectionAnchors`` again, without one.
 ///
 /// Text inserted at a selection's start lands before it and text inserted at its end
 /// lands after it, so a selection does not grow at its edges; an empty selection (a
