@@ -212,6 +212,21 @@ import Testing
     #expect(found?.dot == next)
   }
 
+  /// A device applying a peer's delta under the peer's grant refuses a forgery and
+  /// changes nothing.
+  @Test func aReplicaApplyingAPeersForgeryThrowsAndStaysUnchanged() throws {
+    var (receiver, _, _) = setup()
+    let before = receiver.document
+    let entity = EntityDelta(
+      presence: Presence(added: VersionVector([a: 1]), removed: VersionVector([a: 1, b: future])))
+    #expect(throws: AuthorshipViolation.self) {
+      try receiver.apply(forged(entity), authoredBy: [a])
+    }
+    #expect(receiver.document == before)
+    try receiver.apply(forged(EntityDelta(presence: .add(dotA(1)))), authoredBy: [a])
+    #expect(receiver.document.context.contains(dotA(1)))
+  }
+
   /// The refusal protects B: its next edits of every kind still show after a refused
   /// forgery (which the receiver never applied).
   @Test func afterARefusedForgeryTheVictimsEditsShow() {
