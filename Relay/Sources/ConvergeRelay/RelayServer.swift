@@ -265,9 +265,10 @@ public struct RelayServer: Sendable {
     } catch {
       throw RelayCloseReason(refreshing: error).httpError
     }
-    var durable = await hub.replica.context
+    let held = await hub.replica
+    var durable = held.context
     if let delta = message.delta, !delta.isEmpty {
-      if let refusal = await grant.refusal(toPush: delta, known: durable) {
+      if let refusal = await grant.refusal(toPush: delta, known: held.document) {
         throw refusal.httpError
       }
       durable = try await hub.commit(delta, from: nil)
@@ -324,7 +325,7 @@ extension RelayCloseReason {
       case .malformedMessage: .badRequest
       case .messageTooLarge: .contentTooLarge
       case .unauthorized, .tokenExpired: .unauthorized
-      case .wrongSpace, .readOnlyToken, .replicaNotGranted: .forbidden
+      case .wrongSpace, .readOnlyToken, .replicaNotGranted, .observedUnknownEvents: .forbidden
       case .rateLimited: .tooManyRequests
       case .idleTimeout, .slowConsumer, .serverError, .storedDataUnreadable: .internalServerError
       }

@@ -102,7 +102,7 @@ extension DocumentDelta {
   ///
   /// - Complexity: O(d) for d ids in the delta.
   public func isAuthored(onlyBy replicas: Set<ReplicaID>) -> Bool {
-    var check = AuthorshipCheck(granted: replicas, known: nil)
+    let check = AuthorshipCheck(granted: replicas, known: nil)
     do {
       try check.run(on: self)
       return true
@@ -125,7 +125,7 @@ extension Document {
   public func authorshipViolation(in delta: DocumentDelta, grantedTo replicas: Set<ReplicaID>)
     -> AuthorshipViolation?
   {
-    var check = AuthorshipCheck(granted: replicas, known: self)
+    let check = AuthorshipCheck(granted: replicas, known: self)
     do {
       try check.run(on: delta)
       return nil
