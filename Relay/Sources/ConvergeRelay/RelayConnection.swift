@@ -84,7 +84,7 @@ struct RelayPeer {
     }
     var replies: [[UInt8]] = []
     if let delta = message.delta, !delta.isEmpty {
-      if let refusal = await grant.refusal(toPush: delta, known: await hub.replica.context) {
+      if let refusal = await grant.refusal(toPush: delta, known: await hub.replica.document) {
         return .failure(refusal)
       }
       if message.context == nil {

@@ -61,7 +61,7 @@ public struct RelayServer: Sendable {
       "v1/spaces/:space/sync",
       onUpgrade: { inbound, outbound, context in
         let space = context.requestContext.parameters.get("space") ?? ""
-        await relay.serve(
+        try await relay.serve(
           space: space, token: Self.token(of: context.request), inbound: inbound,
           outbound: outbound)
       })
@@ -98,10 +98,13 @@ public struct RelayServer: Sendable {
   /// can reach a client before its WebSocket pipeline is in place, and the client then
   /// never sees it (seen with the swift-websocket client: its socket stayed in
   /// CLOSE-WAIT). Every client opens with a handshake, so this costs no round trip.
+  ///
+  /// Throws what the library's message stream threw (a protocol error, a message too
+  /// large), for the library to close the socket with that error's code.
   func serve(
     space: String, token: String?, inbound: WebSocketInboundStream,
     outbound: WebSocketOutboundWriter
-  ) async {
+  ) async throws {
     let grant: RelayGrant
     switch await authority.authorize(token, space: space) {
     case .failure(let reason):
@@ -178,7 +181,12 @@ public struct RelayServer: Sendable {
         try? await outbound.close(reason.webSocketCode, reason: reason.description)
       }
     }
-    await withTaskGroup(of: Void.self) { group in
+    // A stream the library refused (a continuation frame with no message started, a
+    // message over `maxMessageSize` in fragments under the frame limit): thrown again
+    // once the socket is cleaned up, so that the library closes with its code (1002,
+    // 1009) and not as a normal closure.
+    let refusedStream: (any Error)? = await withTaskGroup(of: Void.self) { group in
+      var refusedStream: (any Error)?
       var writing = false
       var limiter = RateLimiter(perSecond: configuration.messagesPerSecond)
       do {
@@ -205,14 +213,16 @@ public struct RelayServer: Sendable {
           if state.reason != nil { break }
         }
       } catch {
-        // The library closes oversized or broken streams itself.
+        refusedStream = error
       }
       continuation.finish()
       if !writing { group.addTask(operation: writer) }
       await group.waitForAll()
+      return refusedStream
     }
     watchdog.cancel()
     await hub.unsubscribe(peerID)
+    if let refusedStream { throw refusedStream }
   }
 
   /// Closes a socket the relay will not serve, with `reason`, once the client has sent
@@ -265,9 +275,10 @@ public struct RelayServer: Sendable {
     } catch {
       throw RelayCloseReason(refreshing: error).httpError
     }
-    var durable = await hub.replica.context
+    let held = await hub.replica
+    var durable = held.context
     if let delta = message.delta, !delta.isEmpty {
-      if let refusal = await grant.refusal(toPush: delta, known: durable) {
+      if let refusal = await grant.refusal(toPush: delta, known: held.document) {
         throw refusal.httpError
       }
       durable = try await hub.commit(delta, from: nil)
@@ -324,7 +335,7 @@ extension RelayCloseReason {
       case .malformedMessage: .badRequest
       case .messageTooLarge: .contentTooLarge
       case .unauthorized, .tokenExpired: .unauthorized
-      case .wrongSpace, .readOnlyToken, .replicaNotGranted: .forbidden
+      case .wrongSpace, .readOnlyToken, .replicaNotGranted, .observedUnknownEvents: .forbidden
       case .rateLimited: .tooManyRequests
       case .idleTimeout, .slowConsumer, .serverError, .storedDataUnreadable: .internalServerError
       }

@@ -100,25 +100,23 @@ public struct RelayGrant: Sendable, Equatable {
 
   /// Why `delta` may not be pushed under this grant, or `nil` if it may.
   ///
-  /// Dots of a replica the token does not grant are accepted only when the relay has
-  /// them already (`known`): a client answering a handshake may echo events it received
-  /// from the relay a moment earlier, which forges nothing.
-  /// `known` is read only for a delta that names a replica outside the grant, so a
-  /// device's own keystrokes never wait for the space's context.
+  /// Every id the delta carries is checked by the core's
+  /// `Document.authorshipViolation(in:grantedTo:)` against the space as the relay holds it
+  /// (`known`): events of a replica the token does not grant are accepted only when the
+  /// relay holds them as they are (a client answering a handshake may echo events it
+  /// received from the relay a moment earlier, which forges nothing), and a removal or a
+  /// text delete may claim to have observed only events of such a replica that the
+  /// relay holds. `known` is read only for a delta that names a replica outside the
+  /// grant, so a device's own keystrokes never wait for the space's state.
   func refusal(
-    toPush delta: DocumentDelta, known: @autoclosure () async -> CausalContext,
+    toPush delta: DocumentDelta, known: @autoclosure () async -> Document,
     now: Date = Date()
   ) async -> RelayCloseReason? {
     guard now < expiry else { return .tokenExpired }
     guard canWrite else { return .readOnlyToken }
-    let foreign = delta.context.replicas.filter { !replicas.contains($0) }
-    guard !foreign.isEmpty else { return nil }
-    let held = await known()
-    for replica in foreign {
-      var events = CausalContext()
-      events.insert(replica: replica, counters: delta.context.counters(of: replica))
-      if !held.includes(events) { return .replicaNotGranted }
-    }
-    return nil
+    guard !delta.isAuthored(onlyBy: replicas) else { return nil }
+    guard let violation = await known().authorshipViolation(in: delta, grantedTo: replicas)
+    else { return nil }
+    return violation.isObservation ? .observedUnknownEvents : .replicaNotGranted
   }
 }

@@ -1,8 +1,8 @@
 /// Why the relay closed a socket, as the WebSocket close code it sends.
 ///
 /// A client must tell a refusal it cannot fix by retrying (a token for another space, an
-/// expired token, a read token that pushes, a delta naming a replica the token does not
-/// grant) from a limit it can wait out, so every reason has its own code: the standard
+/// expired token, a read token that pushes, a delta carrying events of a replica the token
+/// does not grant or claiming events that do not exist) from a limit it can wait out, so every reason has its own code: the standard
 /// codes where one fits (1008 policy violation for a malformed message, 1009 for a
 /// message too large) and private codes (4000–4999) for the rest.
 public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStringConvertible {
@@ -20,7 +20,10 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   case tokenExpired = 4003
   /// A read token that pushed a delta.
   case readOnlyToken = 4004
-  /// A delta carrying dots of a replica the token does not grant.
+  /// A delta carrying an event of a replica the token does not grant that the relay does
+  /// not hold as it is: a dot of that replica in its context, a register write stamped
+  /// with one, an entity or set add, text runs or deletes (see `AuthorshipViolation` in
+  /// Converge). Re-sending another replica's events the relay holds is allowed.
   case replicaNotGranted = 4005
   /// More messages per second than the relay allows one connection.
   case rateLimited = 4006
@@ -33,6 +36,10 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   /// nothing; once an operator migrates the store or runs a relay that reads it,
   /// retrying succeeds.
   case storedDataUnreadable = 4009
+  /// A delta claiming to have observed events of a replica the token does not grant that
+  /// the relay does not hold: a removal of an entity or a set element, or a text delete,
+  /// that would hide that replica's later edits (see `AuthorshipViolation/isObservation`).
+  case observedUnknownEvents = 4010
 
   /// Whether reconnecting with the same token can succeed.
   public var isRetryable: Bool {
@@ -41,7 +48,7 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
       .storedDataUnreadable:
       true
     case .malformedMessage, .unauthorized, .wrongSpace, .tokenExpired, .readOnlyToken,
-      .replicaNotGranted:
+      .replicaNotGranted, .observedUnknownEvents:
       false
     }
   }
@@ -61,6 +68,7 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
     case .idleTimeout: "idle timeout"
     case .slowConsumer: "slow consumer"
     case .storedDataUnreadable: "stored data unreadable"
+    case .observedUnknownEvents: "observed events that do not exist"
     }
   }
 }

@@ -34,7 +34,9 @@ import Testing
     let relay = try await LiveRelay.start { $0.idleTimeout = .seconds(2) }
     // A token that grants no replica: a corpus delta that decodes is refused, not stored.
     let token = try await relay.token(space: "s", replicas: [])
-    let expected: Set<RelayCloseReason> = [.malformedMessage, .replicaNotGranted, .messageTooLarge]
+    let expected: Set<RelayCloseReason> = [
+      .malformedMessage, .replicaNotGranted, .observedUnknownEvents, .messageTooLarge,
+    ]
     for input in inputs {
       let result = try await exchange(
         url: relay.url(space: "s"), token: token, messages: [input.bytes],

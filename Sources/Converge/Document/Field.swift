@@ -184,6 +184,41 @@ struct Presence: Sendable, Equatable {
     vectors.read { $0.pointee.added[replica] } ?? (replica == onlyReplica ? onlyCounter : 0)
   }
 
+  /// What the latest removes had observed of `replica` (0 if none).
+  func removedCounter(of replica: ReplicaID) -> UInt64 {
+    vectors.read { $0.pointee.removed[replica] } ?? 0
+  }
+
+  /// The first entry of a replica not in `granted` that `local` does not account for
+  /// already, if any: an add above `local`'s latest add of that replica, or a removal
+  /// that observed more of it than `local` holds (its add and removal entries). Joining
+  /// a presence without one into `local` changes nothing for those replicas.
+  ///
+  /// - Complexity: O(r) for r replicas in the presence.
+  func firstEntry(beyond local: Presence, outside granted: Set<ReplicaID>) -> (
+    dot: Dot, isRemoval: Bool
+  )? {
+    guard let mine = vectors.value else {
+      guard onlyCounter > 0, !granted.contains(onlyReplica),
+        onlyCounter > local.addedCounter(of: onlyReplica)
+      else { return nil }
+      return (Dot(replica: onlyReplica, counter: onlyCounter), false)
+    }
+    var found: (dot: Dot, isRemoval: Bool)?
+    mine.added.forEachEntry { replica, counter in
+      guard found == nil, !granted.contains(replica), counter > local.addedCounter(of: replica)
+      else { return }
+      found = (Dot(replica: replica, counter: counter), false)
+    }
+    mine.removed.forEachEntry { replica, counter in
+      guard found == nil, !granted.contains(replica),
+        counter > Swift.max(local.addedCounter(of: replica), local.removedCounter(of: replica))
+      else { return }
+      found = (Dot(replica: replica, counter: counter), true)
+    }
+    return found
+  }
+
   /// Whether some replica added it (a set element that was never added is no element).
   var hasAdds: Bool { vectors.read { !$0.pointee.added.isEmpty } ?? (onlyCounter > 0) }
 

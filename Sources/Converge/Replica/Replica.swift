@@ -108,6 +108,23 @@ public struct Replica: Sendable {
     return document.apply(delta)
   }
 
+  /// Integrates a delta from a sender that may author only the events of `replicas` (a
+  /// peer authenticated as those replicas), or throws why it may not, changing nothing:
+  /// the check a relay runs on every push (see ``AuthorshipViolation``).
+  ///
+  /// - Complexity: O(d log n), as ``apply(_:)``, plus the check's O(d log n).
+  @discardableResult
+  public mutating func apply(_ delta: DocumentDelta, authoredBy replicas: Set<ReplicaID>)
+    throws(AuthorshipViolation) -> DocumentChanges
+  {
+    if !delta.isAuthored(onlyBy: replicas),
+      let violation = document.authorshipViolation(in: delta, grantedTo: replicas)
+    {
+      throw violation
+    }
+    return apply(delta)
+  }
+
   /// Integrates another replica's whole state.
   ///
   /// - Complexity: O(e + d log n) for e entities in `other` and the d dots this replica

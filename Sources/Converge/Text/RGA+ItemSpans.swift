@@ -59,6 +59,28 @@ extension RGA {
     return ranges
   }
 
+  /// Whether each of the `count` items from `first` is integrated here, and deleted
+  /// too when `deleted` is set: whether a run or a delete of them would change nothing
+  /// (see ``Document/authorshipViolation(in:grantedTo:)``).
+  ///
+  /// - Complexity: O(p (log n + r)) for p pieces the items are split into and r runs in
+  ///   a leaf.
+  func holdsItems(from first: Dot, count: UInt64, deleted mustBeDeleted: Bool) -> Bool {
+    var counter = first.counter
+    let (end, overflow) = counter.addingReportingOverflow(count)
+    guard !overflow, count > 0 else { return false }
+    while counter < end {
+      guard let found = locate(Dot(replica: first.replica, counter: counter)) else {
+        return false
+      }
+      let run = leaves[found.leaf].runs[found.run]
+      if mustBeDeleted, !run.deleted { return false }
+      // `found.offset` is below the run's length, so this takes at least one item.
+      counter += Swift.min(UInt64(run.length - found.offset), end - counter)
+    }
+    return true
+  }
+
   /// Whether the item `item` is integrated here, visible or deleted.
   func contains(_ item: Dot) -> Bool { locate(item) != nil }
 
