@@ -17,7 +17,8 @@ enum SimulateCommand {
                              [--reorder P] [--partitions P] [--offline P]
                              [--anti-entropy N] [--no-live-push] [--frames]
                              [--message-limit N] [--library N]
-                             [--restarts P] [--sync-interval MS] [--undo P]
+                             [--restarts P] [--file-loss P] [--sync-interval MS]
+                             [--undo P]
                              [--no-shrink] [--json]
            converge simulate --campaign SECONDS [--seed S] [--json]
            converge simulate --replay FILE [--no-shrink] [--json]
@@ -31,14 +32,17 @@ enum SimulateCommand {
       long for their sync (group commit; 0: each commit syncs). --restarts P kills a
       device without closing its store (P per operation) and reopens it from what a
       power cut left, sometimes from a stale backup; the oracle also checks that no dot
-      was made durable twice and that nothing durable was lost. --undo P: with P per
+      was made durable twice and that nothing durable was lost. --file-loss P: with P per
+      restart the device's newest log or snapshot is also lost, or a byte of its newest log
+      flipped; the store must report it and take a fresh replica id. --undo P: with P per
       operation the user presses Undo (or, one time in three, Redo) on its own recorded
       edits instead of editing, while remote edits keep arriving.
       --campaign SECONDS: random configurations drawn from the seed until the time is up:
       2-16 replicas, 100-3,000 operations, every workload, --loss, --duplicate and
       --reorder 0-0.5, --partitions and --offline 0-0.005, live pushes on and off,
       --frames on and off, --anti-entropy 0-200; in half the runs --restarts
-      0.0001-0.05 (stale restores among them), --sync-interval 0, 50 or 200, --undo 0,
+      0.0001-0.05 (stale restores among them; in half of those --file-loss 0.05, 0.2 or
+      0.5), --sync-interval 0, 50 or 200, --undo 0,
       0.05 or 0.2, and in one run of six --library 100-2,000. It stops at the first
       failure and prints it shrunk, and counts the runs that restarted devices.
       A failure is shrunk to few replicas, operations and deliveries; when operations or
@@ -76,6 +80,7 @@ enum SimulateCommand {
         .value("--library", \.configuration.library, .count(minimum: 0)),
         .value("--restarts", \.configuration.restarts, .rate),
         .value("--undo", \.configuration.undo, .rate),
+        .value("--file-loss", \.configuration.fileLoss, .rate),
         .value("--sync-interval", \.configuration.syncInterval, .number),
         .value("--message-limit", \.configuration.messageLimit, .count(minimum: 0)),
         .value("--seed", \.configuration.seed, .number),

@@ -8,7 +8,8 @@ import Foundation  // log, exp
 /// 2–16 replicas, every workload, loss, duplication and reordering from 0 to 0.5,
 /// partitions, offline devices, frames on and off, live pushes on and off, anti-entropy
 /// intervals from 0 to 200; and on the devices' side, in half the runs, restarts from
-/// 0.0001 to 0.05 per operation (power cuts, torn tails, stale backups), group-commit
+/// 0.0001 to 0.05 per operation (power cuts, torn tails, stale backups, and in half of
+/// those runs lost or damaged files), group-commit
 /// intervals of 0, 50 and 200 ms, undo presses, and in one run of six a library of 100
 /// to 2,000 entities. The n-th configuration depends only on the campaign's seed
 /// and n, so a campaign replays with its seed (`converge simulate --campaign S --seed N`).
@@ -59,6 +60,10 @@ public struct Campaign: Sendable {
     }
     configuration.syncInterval = [0, 0, 50, 200].randomElement(using: &random) ?? 0
     configuration.undo = [0, 0, 0.05, 0.2].randomElement(using: &random) ?? 0
+    // In half the restarting runs, restarts also lose or damage a file now and then.
+    if configuration.restarts > 0, Bool.random(using: &random) {
+      configuration.fileLoss = [0.05, 0.2, 0.5].randomElement(using: &random) ?? 0.05
+    }
     // One run in six starts from a long-lived library, so snapshots are large and
     // restarts load many texts.
     if Int.random(in: 0..<6, using: &random) == 0 {
@@ -82,6 +87,7 @@ public struct Campaign: Sendable {
       if configuration.restarts > 0 { report.restartingRuns += 1 }
       report.restarts += result.restarts
       report.staleRestores += result.staleRestores
+      report.damagedFiles += result.damagedFiles
       report.identityChanges += result.identityChanges
       progress?(report)
       guard result.converged else {
@@ -108,6 +114,8 @@ public struct CampaignReport: Sendable {
   public var restarts = 0
   /// Restarts from a stale backup over every run.
   public var staleRestores = 0
+  /// Restarts that also lost or damaged a file, over every run.
+  public var damagedFiles = 0
   /// Fresh replica ids the devices' stores took over every run.
   public var identityChanges = 0
   /// The failing run, if one failed (the campaign stops there).
@@ -128,7 +136,8 @@ public struct CampaignReport: Sendable {
       "converge simulate --campaign: seed \(seed), \(runs) runs, \(operations) operations, "
         + "\(failures) failures",
       "  stores: \(restartingRuns) runs restarting devices, \(restarts) restarts, "
-        + "\(staleRestores) from a stale backup, \(identityChanges) fresh replica ids",
+        + "\(staleRestores) from a stale backup, \(damagedFiles) with a file lost or damaged, "
+        + "\(identityChanges) fresh replica ids",
     ]
     if let failure {
       lines.append("first failure: " + failure.configuration.command)
@@ -144,6 +153,7 @@ public struct CampaignReport: Sendable {
       ("seed", "\(seed)"), ("runs", "\(runs)"), ("operations", "\(operations)"),
       ("failures", "\(failures)"), ("restarting_runs", "\(restartingRuns)"),
       ("restarts", "\(restarts)"), ("stale_restores", "\(staleRestores)"),
+      ("damaged_files", "\(damagedFiles)"),
       ("identity_changes", "\(identityChanges)"),
     ]
     if let failure { fields.append(("failure", jsonString(failure.configuration.command))) }

@@ -143,6 +143,7 @@ struct ShrinkState {
     if best.faults.partitions > 0 { with { $0.faults.partitions = 0 } }
     if best.faults.offline > 0 { with { $0.faults.offline = 0 } }
     if best.restarts > 0 { with { $0.restarts = 0 } }
+    if best.fileLoss > 0 { with { $0.fileLoss = 0 } }
     if best.undo > 0 { with { $0.undo = 0 } }
     if best.library > 0 { with { $0.library = 0 } }
     if best.syncInterval > 0 { with { $0.syncInterval = 0 } }

@@ -100,9 +100,9 @@ struct SimulatedDevice {
   /// copy). The store reopens from the disk; unsynced commits are gone.
   ///
   /// - Returns: how many local commits were lost before they were durable.
-  mutating func restart(tornBytes: Int, fromBackup: Bool, inPlace: Bool = false)
-    throws(StoreError) -> Int
-  {
+  mutating func restart(
+    tornBytes: Int, fromBackup: Bool, inPlace: Bool = false, damage: FileDamage? = nil
+  ) throws(StoreError) -> Int {
     let lost = unpushed.count
     unpushed = []
     history.removeAll()
@@ -115,8 +115,41 @@ struct SimulatedDevice {
     if fromBackup && hasBackup {
       disk.copyDirectory(Self.backupDirectory, to: Self.directory, inPlace: inPlace)
     }
+    damagedAFile = damage?.apply(to: disk, in: Self.directory) ?? false
     store = try DocumentStore(directory: Self.directory, configuration: configuration)
     return lost
+  }
+
+  /// Whether the last restart lost or damaged a file (there was one to hit).
+  var damagedAFile = false
+
+  /// A file of the store's directory lost or damaged while the device was off.
+  enum FileDamage: CaseIterable {
+    case newestLogLost
+    case newestSnapshotLost
+    /// A byte in the middle of the newest log flipped.
+    case newestLogFlipped
+
+    /// Does it to the newest file of its kind in `directory`, if there is one; returns
+    /// whether there was.
+    func apply(to disk: MemoryFileSystem, in directory: String) -> Bool {
+      let prefix = self == .newestSnapshotLost ? "snapshot-" : "log-"
+      let names = ((try? disk.contents(ofDirectory: directory)) ?? []).filter {
+        $0.hasPrefix(prefix)
+      }
+      // Generations are hexadecimal of one width per kind: the largest name is the newest.
+      guard let newest = names.max(by: { ($0.count, $0) < ($1.count, $1) }) else { return false }
+      let path = directory + "/" + newest
+      switch self {
+      case .newestLogLost, .newestSnapshotLost:
+        return (try? disk.remove(path)) != nil
+      case .newestLogFlipped:
+        guard var bytes = disk.bytes(path), !bytes.isEmpty else { return false }
+        bytes[bytes.count / 2] ^= 0x5A
+        disk.setBytes(bytes, at: path)
+        return true
+      }
+    }
   }
 }
 

@@ -169,6 +169,8 @@ struct RunStatistics: Sendable {
   /// Restarts drawn, made or not (a shrinker's cuts skip some), and the numbers of those
   /// made and of those that restored a stale backup.
   var restartsDrawn = 0
+  /// Restarts that also lost or damaged one of the device's files.
+  var damagedFiles = 0
   var restartLog: [Int] = []
   var staleRestoreLog: [Int] = []
   /// Restarts whose store loaded its snapshot with the texts deferred (its tag matched).
@@ -235,6 +237,9 @@ struct SimulationRun {
   /// Restarts and backups draw from their own stream, so a run without them keeps the
   /// schedule it had before they existed.
   var restartRandom: SimulationRandom
+  /// Which restarts also lose or damage a file, and which: a stream of its own, so runs
+  /// without file damage draw exactly what they drew before it existed.
+  var fileDamageRandom: SimulationRandom
   var sessionSeeds: SimulationRandom
   var statistics = RunStatistics()
   /// `sessions[a][b]` is replica a's session with replica b.
@@ -252,6 +257,7 @@ struct SimulationRun {
     case sessions = 5
     case restarts = 6
     case identities = 7
+    case fileDamage = 8
     case workloads = 100
   }
 
@@ -272,6 +278,7 @@ struct SimulationRun {
       random: SimulationRandom(seed: seed, stream: Stream.origin.rawValue))
     originUser.seedOrigin(&origin, library: configuration.library)
     restartRandom = SimulationRandom(seed: seed, stream: Stream.restarts.rawValue)
+    fileDamageRandom = SimulationRandom(seed: seed, stream: Stream.fileDamage.rawValue)
     for index in 0..<count {
       let skew = Self.skew(using: &setup)
       let ids = ReplicaIDSource(

@@ -89,6 +89,11 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// instead of editing: devices record their edits in an ``UndoHistory`` and take back
   /// their own steps while remote edits arrive. 0: nobody undoes.
   public var undo: Double = 0
+  /// Probability per restart that a file of the device's store directory is lost or
+  /// damaged as well (its newest log or snapshot deleted, or a byte of its newest log
+  /// flipped), as a sync tool, a partial backup or a failing disk would: the store must
+  /// report it, take a fresh replica id and still converge. 0: files are only torn.
+  public var fileLoss: Double = 0
   /// Operations and sends a schedule shrinker removed (see ``ScheduleCuts``); a
   /// configuration with cuts replays from its ``SimulationSchedule`` file, not its
   /// ``command``.
@@ -131,6 +136,7 @@ public struct SimulationConfiguration: Sendable, Equatable {
     if restarts > 0 { result += ["--restarts", "\(restarts)"] }
     if syncInterval > 0 { result += ["--sync-interval", "\(syncInterval)"] }
     if undo > 0 { result += ["--undo", "\(undo)"] }
+    if fileLoss > 0 { result += ["--file-loss", "\(fileLoss)"] }
     return result
   }
 

@@ -61,6 +61,9 @@ public struct SimulationReport: Sendable {
   /// ``SimulationConfiguration/undo``).
   public var undoPresses: Int { statistics.undoPresses }
   public var staleRestores: Int { statistics.staleRestores }
+  /// Restarts that also lost or damaged a file of the device's store (see
+  /// ``SimulationConfiguration/fileLoss``).
+  public var damagedFiles: Int { statistics.damagedFiles }
   /// The numbers (in the order the run drew them) of the restarts made, and of those
   /// that restored a stale backup: what a schedule shrinker cuts from
   /// (``ScheduleCuts/keptRestarts``, ``ScheduleCuts/plainRestarts``).
@@ -100,10 +103,11 @@ public struct SimulationReport: Sendable {
       "  largest buffer: \(network.maxInFlight) messages in flight; "
         + "\(maxReplicasWithPendingChanges) replicas holding pending text at once",
       "  stores: sync interval \(c.syncInterval) ms; \(restarts) restarts (\(staleRestores) "
-        + "from a stale backup, \(taggedRestarts) from a tagged snapshot), "
+        + "from a stale backup, \(taggedRestarts) from a tagged snapshot"
+        + (c.fileLoss > 0 ? ", \(damagedFiles) with a file lost or damaged" : "") + "), "
         + "\(identityChanges) fresh replica ids, "
         + "\(unsyncedCommitsLost) unsynced commits lost, \(dotsTakenBack) durable dots taken "
-        + "back by stale restores"
+        + "back by stale restores and lost files"
         + (c.undo > 0 ? "; \(undoPresses) undo and redo presses took effect" : ""),
       "  state: \(verdict.entityCount) entities, \(verdict.textLength) characters of text, sha256 \(stateSHA256)",
       "  time: " + formatted(seconds) + " s (" + formatted(virtualSeconds) + " s simulated); "
@@ -149,6 +153,7 @@ public struct SimulationReport: Sendable {
       ("restarts", "\(restarts)"),
       ("undo_presses", "\(undoPresses)"),
       ("stale_restores", "\(staleRestores)"),
+      ("damaged_files", "\(damagedFiles)"),
       ("tagged_restarts", "\(taggedRestarts)"),
       ("identity_changes", "\(identityChanges)"),
       ("unsynced_commits_lost", "\(unsyncedCommitsLost)"),

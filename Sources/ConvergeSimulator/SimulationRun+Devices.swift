@@ -61,22 +61,28 @@ extension SimulationRun {
     // Every restart is drawn, so a shrinker's cuts leave the others where they were.
     let index = statistics.restartsDrawn
     statistics.restartsDrawn += 1
+    var damage: SimulatedDevice.FileDamage?
+    if configuration.fileLoss > 0, fileDamageRandom.chance(configuration.fileLoss) {
+      damage = SimulatedDevice.FileDamage.allCases.randomElement(using: &fileDamageRandom)
+    }
     guard configuration.cuts.keepsRestart(index) else { return }
     let stale = fromBackup && !configuration.cuts.plainRestarts.contains(index)
     statistics.restartLog.append(index)
     if stale { statistics.staleRestoreLog.append(index) }
-    restart(device, tornBytes: tornBytes, fromBackup: stale)
+    restart(device, tornBytes: tornBytes, fromBackup: stale, damage: damage)
   }
 
   /// Kills `device` and reopens its store; its sessions start afresh (a new process),
   /// its peers' sessions with it are reset (the connection dropped), and it opens a
   /// handshake with every peer it can reach.
-  mutating func restart(_ device: Int, tornBytes: Int, fromBackup: Bool) {
+  mutating func restart(
+    _ device: Int, tornBytes: Int, fromBackup: Bool, damage: SimulatedDevice.FileDamage? = nil
+  ) {
     let before = devices[device].store.replica.id
     do {
       statistics.unsyncedCommitsLost += try devices[device].restart(
         tornBytes: tornBytes, fromBackup: fromBackup && devices[device].hasBackup,
-        inPlace: hooks.restoresInPlace)
+        inPlace: hooks.restoresInPlace, damage: damage)
     } catch {
       ledger.storeErrors.append("device \(device) did not reopen: \(error)")
       return
@@ -86,6 +92,18 @@ extension SimulationRun {
     if fromBackup {
       statistics.staleRestores += 1
       ledger.restoredFromBackup(device)
+    }
+    if devices[device].damagedAFile {
+      statistics.damagedFiles += 1
+      // What the lost file held is gone from this device, as after a stale restore;
+      // the store must say so and never issue those dots again.
+      ledger.lostFiles(device)
+      let recovery = devices[device].store.recovery
+      if recovery.losses.isEmpty && recovery.cutTails.isEmpty {
+        ledger.storeErrors.append(
+          "device \(device): a lost or damaged file (\(damage.map { "\($0)" } ?? "")) went "
+            + "unreported")
+      }
     }
     if devices[device].store.replica.id != before { statistics.identityChanges += 1 }
     for peer in devices.indices where peer != device {
@@ -114,6 +132,8 @@ struct DurabilityLedger {
   private var mustSurvive = CausalContext()
   /// Per device, the counters made durable since its last backup.
   private var sinceBackup: [Int: CausalContext] = [:]
+  /// Per device, every counter it made durable.
+  private var everDurable: [Int: CausalContext] = [:]
   /// Dots made durable twice, one line each.
   private var reuses: [String] = []
   /// Store operations that failed (the simulated disk never fails by itself).
@@ -130,6 +150,14 @@ struct DurabilityLedger {
     issued.insert(replica: replica, counters: counters)
     mustSurvive.insert(replica: replica, counters: counters)
     sinceBackup[device, default: CausalContext()].insert(replica: replica, counters: counters)
+    everDurable[device, default: CausalContext()].insert(replica: replica, counters: counters)
+  }
+
+  /// Notes that a file of `device`'s store was lost or damaged: any of its durable dots
+  /// may be gone from it (a peer may still hold them), so none is required to survive;
+  /// they must still never be issued again.
+  mutating func lostFiles(_ device: Int) {
+    if let durable = everDurable[device] { mustSurvive = mustSurvive.subtracting(durable) }
   }
 
   /// Notes that `device` took a backup of its directory.

@@ -64,6 +64,7 @@ public struct ScheduleCuts: Sendable, Equatable {
 /// restarts 0.02
 /// sync-interval 0
 /// undo 0.0
+/// file-loss 0.0
 /// operations-kept 3,17-19,39
 /// messages-dropped none
 /// restarts-kept 0,4
@@ -94,7 +95,7 @@ public enum SimulationSchedule {
       "live-push \(c.livePush)", "frames \(c.framedPushes)",
       "message-limit \(c.messageLimit.map(String.init) ?? "none")",
       "library \(c.library)", "restarts \(c.restarts)", "sync-interval \(c.syncInterval)",
-      "undo \(c.undo)",
+      "undo \(c.undo)", "file-loss \(c.fileLoss)",
       "operations-kept " + (kept.map(listText) ?? "all"),
       "messages-dropped " + listText(c.cuts.droppedMessages.sorted()),
       "restarts-kept " + (c.cuts.keptRestarts.map { listText($0.sorted()) } ?? "all"),
@@ -158,6 +159,7 @@ public enum SimulationSchedule {
     configuration.cuts.droppedMessages = Set(try field("messages-dropped", list))
     // Version 1 has no undo and cuts no restarts.
     if fields["undo"] != nil { configuration.undo = try field("undo", rate) }
+    if fields["file-loss"] != nil { configuration.fileLoss = try field("file-loss", rate) }
     if fields["restarts-kept"] != nil {
       configuration.cuts.keptRestarts = try field("restarts-kept") { text -> Set<Int>?? in
         text == "all" ? .some(nil) : list(text).map { .some(Set($0)) }

@@ -99,6 +99,26 @@ import Testing
   /// A backup rolled back in place keeps the files' identities, so the store cannot see
   /// the copy (its documented limit) and issues again counters its peers already hold:
   /// the oracle must say so.
+  /// Restarts that also lose the newest log or snapshot, or flip a byte of the newest
+  /// log: every store reports what it lost (an unreported loss fails the run), takes a
+  /// fresh replica id, issues no dot twice, and every device converges.
+  @Test func convergesWhenRestartsLoseAndDamageFiles() throws {
+    var damaged = 0
+    var fresh = 0
+    try forEachSeed(count: 4, base: 0x10_55F1) { random in
+      var configuration = Self.restarting(seed: random.next())
+      configuration.restarts = 0.04
+      configuration.fileLoss = 0.5
+      var hooks = SimulationHooks()
+      hooks.compactionLogBytes = 4 << 10  // snapshots early, so some restarts lose one
+      let report = Simulation(configuration, hooks: hooks).run()
+      #expect(report.converged, "\(report.text)")
+      damaged += report.damagedFiles
+      fresh += report.identityChanges
+    }
+    #expect(damaged > 0 && fresh >= damaged)
+  }
+
   @Test func oracleCatchesDotsIssuedTwiceAfterAnInPlaceRollback() throws {
     var caught = 0
     try forEachSeed(count: 4, base: 0x52_2000) { random in
