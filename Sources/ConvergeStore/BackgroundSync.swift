@@ -131,10 +131,12 @@ extension DocumentStore {
       switch work {
       case .append:
         logBytes += count
+        logRecords += outcome.durable.count
       case .snapshot(_, let next):
         closeLog()
         generation = next
         logBytes = 0
+        logRecords = 0
         snapshotBytes = count
         needsFreshGeneration = false
         // The job records the generation before removing what it superseded.
