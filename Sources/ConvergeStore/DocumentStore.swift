@@ -273,39 +273,6 @@ public final class DocumentStore {
     }
   }
 
-  /// Readies the files for this run's first write, once: the key file if the store has
-  /// none whole, the current generation's log and the generation record naming it, and
-  /// the identity record marked unclean, all durable before any record of this run is
-  /// (so that a crash after a write is always seen as an unclean shutdown).
-  func prepareForWriting() throws(StoreError) {
-    guard !isPrepared else { return }
-    if !hasKeyFile {
-      try writeKey()
-      hasKeyFile = true
-    }
-    try startLog()
-    try writeIdentity(cleanShutdown: false)
-    isPrepared = true
-  }
-
-  /// Makes sure the current generation's log exists and the generation record names it,
-  /// each durable (the log's entry before the record that names it).
-  func startLog() throws(StoreError) {
-    let path = directory + "/" + Self.logName(generation)
-    try Self.attempt {
-      if try fileSystem.read(path) == nil {
-        try fileSystem.write([], to: path)
-        try fileSystem.sync(path)
-        try fileSystem.syncDirectory(directory)
-      }
-      if recordedGeneration != generation {
-        try Self.writeGenerationRecord(generation, in: directory, fileSystem)
-        try fileSystem.syncDirectory(directory)
-        recordedGeneration = generation
-      }
-    }
-  }
-
   /// Writes the generation record naming `generation` (a temporary file, synced, renamed
   /// into place); the caller syncs the directory.
   static func writeGenerationRecord(
@@ -566,33 +533,43 @@ public final class DocumentStore {
 
   /// Writes the key file (a temporary file, synced, renamed into place, the directory
   /// synced): once, when the store has none whole.
-  func writeKey() throws(StoreError) {
-    let temporary = directory + "/" + Self.keyName + ".tmp"
-    try Self.attempt {
-      try fileSystem.write(Self.encodedKey(snapshotKey), to: temporary)
-      try fileSystem.sync(temporary)
-      try fileSystem.rename(temporary, to: directory + "/" + Self.keyName)
-      try fileSystem.syncDirectory(directory)
+  static func writeKey(_ key: SnapshotKey, in directory: String, _ fileSystem: any StoreFileSystem)
+    throws
+  {
+    let temporary = directory + "/" + keyName + ".tmp"
+    try fileSystem.write(encodedKey(key), to: temporary)
+    try fileSystem.sync(temporary)
+    try fileSystem.rename(temporary, to: directory + "/" + keyName)
+    try fileSystem.syncDirectory(directory)
+  }
+
+  /// Writes the identity record of the store's current id and counter.
+  func writeIdentity(cleanShutdown: Bool) throws(StoreError) {
+    let counter = storedReplica.context.counters(of: storedReplica.id).maximum
+    identityOnDisk = try Self.attempt {
+      try Self.writeIdentity(
+        replica: storedReplica.id, counter: counter, cleanShutdown: cleanShutdown,
+        in: directory, fileSystem)
     }
   }
 
-  /// Writes the identity record: a temporary file whose own inode becomes the
+  /// Writes an identity record: a temporary file whose own inode becomes the
   /// fingerprint, synced, renamed into place, then the directory synced.
-  func writeIdentity(cleanShutdown: Bool) throws(StoreError) {
+  static func writeIdentity(
+    replica: ReplicaID, counter: UInt64, cleanShutdown: Bool, in directory: String,
+    _ fileSystem: any StoreFileSystem
+  ) throws -> StoreIdentity {
     let temporary = directory + "/identity.tmp"
-    let counter = storedReplica.context.counters(of: storedReplica.id).maximum
-    try Self.attempt {
-      try fileSystem.write([], to: temporary)
-      let fingerprint = try fileSystem.fileIdentity(temporary) ?? 0
-      let identity = StoreIdentity(
-        replica: storedReplica.id, provenCounter: counter, cleanShutdown: cleanShutdown,
-        fingerprint: fingerprint)
-      try fileSystem.write(identity.encoded, to: temporary)
-      try fileSystem.sync(temporary)
-      try fileSystem.rename(temporary, to: directory + "/identity")
-      try fileSystem.syncDirectory(directory)
-      identityOnDisk = identity
-    }
+    try fileSystem.write([], to: temporary)
+    let fingerprint = try fileSystem.fileIdentity(temporary) ?? 0
+    let identity = StoreIdentity(
+      replica: replica, provenCounter: counter, cleanShutdown: cleanShutdown,
+      fingerprint: fingerprint)
+    try fileSystem.write(identity.encoded, to: temporary)
+    try fileSystem.sync(temporary)
+    try fileSystem.rename(temporary, to: directory + "/identity")
+    try fileSystem.syncDirectory(directory)
+    return identity
   }
 
   /// The kind and generation a file name encodes, or `nil` for other files.
