@@ -104,6 +104,14 @@ enum StoreBench {
       ("open_ms", "open the store of those edits (fastest)", fixed(opened.openMs)),
       ("open_replayed_records", "log records the open replayed", "\(opened.replayed)"),
       (
+        "open_longest_replay_records", "longest log the triggers leave (records)",
+        "\(opened.longestReplay)"
+      ),
+      (
+        "open_longest_replay_ms", "open with that log (fastest of 3)",
+        fixed(opened.longestReplayOpenMs)
+      ),
+      (
         "disk_bytes_per_edit", "bytes on disk per edit (all files)",
         String(format: "%.2f", opened.diskBytesPerEdit)
       ),
@@ -176,7 +184,10 @@ enum StoreBench {
   /// typed with default settings and closed: the bytes its directory holds per edit and
   /// the fastest of `runs` opens.
   static func openFigures(_ trace: SequentialTrace, directory: String, runs: Int) throws
-    -> (edits: Int, openMs: Double, replayed: Int, diskBytesPerEdit: Double, equal: Bool)
+    -> (
+      edits: Int, openMs: Double, replayed: Int, diskBytesPerEdit: Double, equal: Bool,
+      longestReplay: Int, longestReplayOpenMs: Double
+    )
   {
     let clock = ContinuousClock()
     let patches = trace.patches.prefix(100_000)
@@ -206,11 +217,52 @@ enum StoreBench {
       equal = equal && reopened.replica.document == expected
       try reopened.close()
     }
+    let longest = try longestReplay(
+      trace, after: patches.count, folder: folder, configuration: configuration)
     try? FileManager.default.removeItem(atPath: folder)
     return (
       patches.count, opens.min() ?? 0, replayed, Double(bytes) / Double(max(1, patches.count)),
-      equal
+      equal && longest.equal, longest.records, longest.openMs
     )
+  }
+
+  /// The longest log the compaction triggers leave an open to replay, and that open's
+  /// time (the fastest of three): the store in `folder` gets 100 more edits of `trace`
+  /// per run (each run opened, typed, closed) until a run's close compacts.
+  static func longestReplay(
+    _ trace: SequentialTrace, after typed: Int, folder: String,
+    configuration: DocumentStore.Configuration
+  ) throws -> (records: Int, openMs: Double, equal: Bool) {
+    let clock = ContinuousClock()
+    var next = typed
+    var longest = (records: 0, openMs: 0.0, equal: true)
+    for _ in 0..<100 {
+      var store: DocumentStore?
+      var fastest = Double.infinity
+      for _ in 0..<3 {
+        // An open after a clean close writes nothing, so the first two are dropped
+        // unclosed; the third is typed into.
+        let start = clock.now
+        store = try DocumentStore(directory: folder, configuration: configuration)
+        fastest = min(fastest, milliseconds(clock.now - start))
+      }
+      guard let store else { break }
+      let records = store.recovery.replayedRecords
+      if records < longest.records || next >= trace.patches.count {
+        try store.close()
+        break
+      }
+      longest = (records, fastest, longest.equal)
+      for patch in trace.patches[next..<min(next + 100, trace.patches.count)] {
+        store.transact { SequentialTrace.edit(patch, in: &$0) }
+      }
+      next += 100
+      let expected = store.replica.document
+      try store.close()
+      let check = try DocumentStore(directory: folder, configuration: configuration)
+      longest.equal = longest.equal && check.replica.document == expected
+    }
+    return longest
   }
 
   static func median(_ values: [Double]) -> Double {

@@ -54,20 +54,23 @@ extension DocumentStore {
   ///
   /// - Returns: the error of a sync that ran and failed.
   func startSync(snapshot: Bool, background: Bool) -> StoreError? {
+    // A background job readies the run's files itself: the owner's thread never waits
+    // for the identity's `fsync`s.
+    let preparation = background ? writePreparation() : nil
     let work: SyncJob.Work
     do throws(StoreError) {
-      try prepareForWriting()
+      if !background { try prepareForWriting() }
       work =
         snapshot
         ? .snapshot(storedReplica.document, generation: generation + 1)
-        : .append(log: try openLog())
+        : .append(log: preparation == nil ? try openLog() : nil)
     } catch {
       lastError = error
       return error
     }
     var job = SyncJob(
       records: pending, work: work, directory: directory, fileSystem: fileSystem,
-      key: snapshotKey)
+      key: snapshotKey, preparation: preparation)
     pending = spareRecords
     spareRecords = PendingRecords()
     guard background else { return settle(job.run(), of: work, background: false) }
@@ -118,6 +121,10 @@ extension DocumentStore {
   func settle(_ outcome: SyncJob.Outcome, of work: SyncJob.Work, background: Bool)
     -> StoreError?
   {
+    if let preparation = outcome.preparation {
+      applyPreparation(outcome.progress, of: preparation)
+    }
+    if let opened = outcome.openedLog { logHandle = opened }
     switch outcome.result {
     case .failure(let error):
       // The next sync starts a new generation, whose log is opened afresh.
@@ -131,10 +138,12 @@ extension DocumentStore {
       switch work {
       case .append:
         logBytes += count
+        logRecords += outcome.durable.count
       case .snapshot(_, let next):
         closeLog()
         generation = next
         logBytes = 0
+        logRecords = 0
         snapshotBytes = count
         needsFreshGeneration = false
         // The job records the generation before removing what it superseded.

@@ -15,7 +15,7 @@ import Converge
 /// file-system snapshot rolled back in place) is not detected here; the store then learns
 /// of it when a peer shows dots of this id beyond the store's (see
 /// ``DocumentStore/recordAcknowledgement(_:from:)``).
-struct StoreIdentity: Equatable {
+struct StoreIdentity: Equatable, Sendable {
   static let version: UInt8 = 1
   var replica: ReplicaID
   /// The largest counter of `replica` the store holds durably, written at a clean close.

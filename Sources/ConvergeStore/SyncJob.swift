@@ -7,8 +7,10 @@ import Converge
 struct SyncJob: Sendable {
   enum Work: Sendable {
     /// Append the records to the log of the current generation, through the handle the
-    /// store holds open on it (one `write` and one `fsync`, no `open` or `close`).
-    case append(log: any StoreAppendHandle)
+    /// store holds open on it (one `write` and one `fsync`, no `open` or `close`); `nil`
+    /// for a job that readies the files first (``preparation``), which opens the log once
+    /// it is durable and hands the handle back.
+    case append(log: (any StoreAppendHandle)?)
     /// Write `document` (which holds every commit in `records`) as the snapshot of
     /// `generation`, start that generation's empty log, then remove the older files.
     case snapshot(Document, generation: UInt64)
@@ -21,6 +23,9 @@ struct SyncJob: Sendable {
   let fileSystem: any StoreFileSystem
   /// The store's key, which tags each snapshot (``DocumentStore/tagName(_:)``).
   let key: SnapshotKey
+  /// The run's first write, readied before the job's own work (in the background, so
+  /// that the owner's thread never waits for the identity's `fsync`s).
+  var preparation: WritePreparation? = nil
 
   /// What a finished job reports back to the store's owner.
   struct Outcome: Sendable {
@@ -36,6 +41,11 @@ struct SyncJob: Sendable {
     /// superseded; the snapshot is durable all the same, and the next compaction or open
     /// removes them.
     var removalError: StoreError?
+    /// The preparation the job ran, and what of it finished (even on failure).
+    var preparation: WritePreparation?
+    var progress = WritePreparation.Progress()
+    /// The log handle the job opened after its preparation, for the store to keep.
+    var openedLog: (any StoreAppendHandle)?
   }
 
   /// Does the file work; never throws, the outcome says what happened.
@@ -50,9 +60,22 @@ struct SyncJob: Sendable {
     var records = PendingRecords()
     swap(&records, &self.records)
     var removalError: StoreError?
+    var progress = WritePreparation.Progress()
+    var openedLog: (any StoreAppendHandle)?
     let result = Result { () throws(StoreError) -> Int in
+      if let preparation {
+        try DocumentStore.attempt { try preparation.run(in: directory, fileSystem, &progress) }
+      }
       switch work {
-      case .append(let log):
+      case .append(let held):
+        let log: any StoreAppendHandle
+        if let held {
+          log = held
+        } else {
+          let path = directory + "/" + DocumentStore.logName(preparation?.generation ?? 0)
+          log = try DocumentStore.attempt { try fileSystem.openForAppending(path) }
+          openedLog = log
+        }
         let bytes = records.framed()
         try DocumentStore.attempt {
           try log.append(bytes)
@@ -90,11 +113,16 @@ struct SyncJob: Sendable {
         return snapshot.count
       }
     }
-    guard case .success = result else { return Outcome(result: result, records: records) }
+    guard case .success = result else {
+      return Outcome(
+        result: result, records: records, preparation: preparation, progress: progress,
+        openedLog: openedLog)
+    }
     let durable = records.payloads()
     records.removeAll()
     return Outcome(
-      result: result, records: records, durable: durable, removalError: removalError)
+      result: result, records: records, durable: durable, removalError: removalError,
+      preparation: preparation, progress: progress, openedLog: openedLog)
   }
 
   /// Removes the snapshots and logs of generations before `generation`.
