@@ -33,12 +33,18 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   /// nothing; once an operator migrates the store or runs a relay that reads it,
   /// retrying succeeds.
   case storedDataUnreadable = 4009
+  /// The relay serves as many sockets as it allows one process; retry later.
+  case relayBusy = 4020
+  /// The space has as many sockets as the relay allows one space, or more pushes wait
+  /// for its next commit than it allows; retry later (the device's handshake sends what
+  /// was not acknowledged).
+  case spaceBusy = 4021
 
   /// Whether reconnecting with the same token can succeed.
   public var isRetryable: Bool {
     switch self {
     case .serverError, .rateLimited, .idleTimeout, .slowConsumer, .messageTooLarge,
-      .storedDataUnreadable:
+      .storedDataUnreadable, .relayBusy, .spaceBusy:
       true
     case .malformedMessage, .unauthorized, .wrongSpace, .tokenExpired, .readOnlyToken,
       .replicaNotGranted:
@@ -61,6 +67,8 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
     case .idleTimeout: "idle timeout"
     case .slowConsumer: "slow consumer"
     case .storedDataUnreadable: "stored data unreadable"
+    case .relayBusy: "relay busy"
+    case .spaceBusy: "space busy"
     }
   }
 }
