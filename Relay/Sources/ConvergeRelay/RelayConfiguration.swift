@@ -21,6 +21,11 @@ public struct RelayConfiguration: Sendable {
   /// How long a socket may stay silent before the relay closes it. Checked by one
   /// timer for the whole process, which sleeps until the earliest socket's deadline.
   public var idleTimeout: Duration = .seconds(300)
+  /// How often the WebSocket layer pings every socket; zero, the default, never: a ping
+  /// is a timer per socket (10,000 idle sockets pinged every 30 s, the library's default,
+  /// kept the relay at about 3% of a core), and a dead peer is closed by ``idleTimeout``.
+  /// Set it behind proxies that drop connections silent for less than that.
+  public var pingInterval: Duration = .zero
   /// Log entries between two snapshots of a space.
   public var compactionInterval: UInt64 = 1_000
   /// How often the relay reads the store, for each space with open sockets, for deltas

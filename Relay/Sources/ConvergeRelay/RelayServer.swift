@@ -78,7 +78,10 @@ public struct RelayServer: Sendable {
       router: router,
       server: .http1WebSocketUpgrade(
         webSocketRouter: router,
-        configuration: .init(maxFrameSize: configuration.maxMessageSize)),
+        configuration: .init(
+          maxFrameSize: configuration.maxMessageSize,
+          autoPing: configuration.pingInterval > .zero
+            ? .enabled(timePeriod: configuration.pingInterval) : .disabled)),
       configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
       onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
       logger: logger)

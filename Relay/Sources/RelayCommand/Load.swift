@@ -43,6 +43,8 @@ struct Load: AsyncParsableCommand {
   var count = 300
   @Option(help: "writer: deltas per second (1…5,000).")
   var rate = 800
+  @Option(help: "Another converge-relay executable whose serve to measure (an older build).")
+  var relay: String?
 
   func validate() throws {
     guard ["idle", "handshakes", "writer"].contains(scenario), (1...30_000).contains(sockets),
@@ -67,7 +69,8 @@ struct Load: AsyncParsableCommand {
     let secret = (0..<4).map { _ in String(UInt64.random(in: 1 << 60 ... .max), radix: 16) }
       .joined()
     let relay = try RelayChildProcess.start(
-      executable: RelaySimulation.executable, data: directory, secret: secret)
+      executable: self.relay.map { URL(fileURLWithPath: $0) } ?? RelaySimulation.executable,
+      data: directory, secret: secret)
     defer { relay.kill() }
     let probe = ProcessProbe(pid: relay.processIdentifier)
     var logger = Logger(label: "converge-relay-load")
