@@ -9,6 +9,7 @@ public struct LocalRelay: Sendable {
   public let port: Int
   private let group: ServiceGroup
   private let task: Task<Void, any Error>
+  private let spaces: SpaceDirectory
 
   /// Starts a relay over `store`; `configuration`'s host and port are replaced by
   /// loopback and a free port.
@@ -21,9 +22,8 @@ public struct LocalRelay: Sendable {
     configuration.host = "127.0.0.1"
     configuration.port = 0
     let (ports, portReported) = AsyncStream<Int>.makeStream()
-    let application = RelayServer(
-      store: store, authority: authority, configuration: configuration
-    ).makeApplication(logger: logger) { port in portReported.yield(port) }
+    let server = RelayServer(store: store, authority: authority, configuration: configuration)
+    let application = server.makeApplication(logger: logger) { port in portReported.yield(port) }
     let group = ServiceGroup(
       configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
     let task = Task { try await group.run() }
@@ -31,7 +31,13 @@ public struct LocalRelay: Sendable {
       task.cancel()
       throw LocalRelayDidNotStart()
     }
-    return LocalRelay(port: port, group: group, task: task)
+    return LocalRelay(port: port, group: group, task: task, spaces: server.spaces)
+  }
+
+  /// Spaces whose replica the relay holds in memory now: those with a socket or request
+  /// in flight, and those whose last one is still finishing its commits.
+  public func servedSpaces() async -> Int {
+    await spaces.servedCount
   }
 
   /// `ws://127.0.0.1:PORT`, the base of every space's address.

@@ -18,21 +18,27 @@ public struct RelayChildProcess: @unchecked Sendable {
   public let port: Int
   private let process: Process
 
+  /// Its process id.
+  public var processIdentifier: Int32 { process.processIdentifier }
+
   /// The first line `serve` prints did not name a port.
   public struct DidNotStart: Error, CustomStringConvertible {
     public var description: String
   }
 
   /// Starts `executable serve --data data` with `secret`, over the PostgreSQL database
-  /// at `postgres` when given (the data directory then holds nothing).
-  public static func start(executable: URL, data: String, secret: String, postgres: String? = nil)
-    throws -> RelayChildProcess
-  {
+  /// at `postgres` when given (the data directory then holds nothing). `storePoll` is for
+  /// relays sharing one SQLite file, which learn of each other's appends only by polling.
+  public static func start(
+    executable: URL, data: String, secret: String, postgres: String? = nil,
+    storePoll: Duration? = nil
+  ) throws -> RelayChildProcess {
     let process = Process()
     process.executableURL = executable
     process.arguments =
       ["serve", "--data", data, "--port", "0", "--secret", secret, "--exit-when-input-closes"]
       + (postgres.map { ["--postgres", $0] } ?? [])
+      + (storePoll.map { ["--store-poll-ms", String(milliseconds($0))] } ?? [])
     let output = Pipe()
     process.standardOutput = output
     // Kept open by this process alone: when it exits, however it exits, the relay does.
@@ -50,6 +56,10 @@ public struct RelayChildProcess: @unchecked Sendable {
       throw DidNotStart(description: "a relay did not start: \(text)")
     }
     return RelayChildProcess(port: port, process: process)
+  }
+
+  private static func milliseconds(_ duration: Duration) -> Int64 {
+    duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
   }
 
   /// The WebSocket address of `space`.

@@ -1,4 +1,14 @@
 /// The relay's address and limits.
+///
+/// Every limit that bounds memory or work is here, with its default. What a relay holds:
+/// per space it serves, a replica (the space's state) while at least one socket or
+/// request uses it, dropped after the last one leaves; per socket, its outgoing queue,
+/// at most ``queueLimit`` messages and ``queueByteLimit`` bytes (a client that reads too
+/// slowly is closed with `slowConsumer`, 4008); per space, at most
+/// ``pendingDeltasPerSpace`` deltas waiting for the next group commit. Beyond
+/// ``maxConnections`` sockets in the process or ``maxSocketsPerSpace`` in one space, new
+/// sockets are refused with a retryable close code (`relayBusy`, `spaceBusy`) that
+/// clients wait out with backoff.
 public struct RelayConfiguration: Sendable {
   /// The interface to bind; loopback unless the relay is meant to be reachable.
   public var host = "127.0.0.1"
@@ -8,19 +18,40 @@ public struct RelayConfiguration: Sendable {
   public var maxMessageSize = 1 << 20
   /// Messages a connection may send per second, sustained and as a burst.
   public var messagesPerSecond = 2_000
-  /// How long a socket may stay silent before the relay closes it.
+  /// How long a socket may stay silent before the relay closes it. Checked by one
+  /// timer for the whole process, which sleeps until the earliest socket's deadline.
   public var idleTimeout: Duration = .seconds(300)
+  /// How often the WebSocket layer pings every socket; zero, the default, never: a ping
+  /// is a timer per socket (10,000 idle sockets pinged every 30 s, the library's default,
+  /// kept the relay at about 3% of a core), and a dead peer is closed by ``idleTimeout``.
+  /// Set it behind proxies that drop connections silent for less than that.
+  public var pingInterval: Duration = .zero
   /// Log entries between two snapshots of a space.
   public var compactionInterval: UInt64 = 1_000
-  /// How often a space with open sockets reads the store for deltas that other relay
-  /// processes sharing it appended, and pushes them; zero turns polling off (one
-  /// process alone never needs it).
-  public var storePollInterval: Duration = .milliseconds(250)
+  /// How often the relay reads the store, for each space with open sockets, for deltas
+  /// that other relay processes sharing a SQLite file appended, and pushes them. Zero,
+  /// the default, never polls: one process alone learns of every append itself, so an
+  /// idle space costs no CPU. Set it only when several processes share one SQLite file.
+  public var storePollInterval: Duration = .zero
   /// The same for a store that reports appends as they commit (PostgreSQL): only a
-  /// safety net for a report lost with the store's connection.
+  /// safety net for a report lost with the store's connection. Zero never polls.
   public var notifiedStorePollInterval: Duration = .seconds(5)
   /// Messages waiting for one socket before it counts as a slow consumer.
   public var queueLimit = 8_192
+  /// Bytes waiting for one socket (the message being written included) before it counts
+  /// as a slow consumer; an empty queue takes one message of any size, so a handshake
+  /// answer larger than this still goes out.
+  public var queueByteLimit = 8 << 20
+  /// How long a socket being closed may take to take its last messages and the close
+  /// frame; a client that reads nothing meanwhile is disconnected without them.
+  public var closeGracePeriod: Duration = .seconds(10)
+  /// Open sockets in the process; more are refused with `relayBusy` (4020).
+  public var maxConnections = 16_384
+  /// Open sockets in one space; more are refused with `spaceBusy` (4021).
+  public var maxSocketsPerSpace = 256
+  /// Deltas that may wait for one space's next group commit; a push beyond it closes its
+  /// socket with `spaceBusy` (4021), and the device sends it again after backing off.
+  public var pendingDeltasPerSpace = 16_384
 
   /// The defaults: loopback, port 7780.
   public init() {}

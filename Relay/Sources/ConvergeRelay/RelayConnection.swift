@@ -8,27 +8,95 @@ import Synchronization
   import Foundation
 #endif
 
-/// What one socket's tasks (reader, writer, watchdog) share: why it is closing and when
-/// it last heard from the client.
+/// What one socket's tasks (reader, writer) and the relay's ``SocketDeadlines`` share:
+/// why it is closing, since when, and when it last heard from the client.
 final class ConnectionState: Sendable {
-  private let storage: Mutex<(reason: RelayCloseReason?, lastHeard: ContinuousClock.Instant)>
-
-  init() {
-    storage = Mutex((nil, .now))
+  private struct Fields {
+    var reason: RelayCloseReason?
+    var closedAt: ContinuousClock.Instant?
+    var lastHeard: ContinuousClock.Instant
   }
 
-  /// The first reason given wins.
-  func close(_ reason: RelayCloseReason) {
-    storage.withLock { if $0.reason == nil { $0.reason = reason } }
+  private let storage: Mutex<Fields>
+
+  init() {
+    storage = Mutex(Fields(lastHeard: .now))
+  }
+
+  /// The first reason given wins; returns whether this one did.
+  @discardableResult
+  func close(_ reason: RelayCloseReason) -> Bool {
+    storage.withLock {
+      guard $0.reason == nil else { return false }
+      $0.reason = reason
+      $0.closedAt = .now
+      return true
+    }
   }
 
   var reason: RelayCloseReason? { storage.withLock { $0.reason } }
+
+  /// When the socket started closing.
+  var closedAt: ContinuousClock.Instant? { storage.withLock { $0.closedAt } }
 
   func heard() {
     storage.withLock { $0.lastHeard = .now }
   }
 
   var lastHeard: ContinuousClock.Instant { storage.withLock { $0.lastHeard } }
+}
+
+/// One socket's outgoing messages, bounded in count and in bytes.
+///
+/// The bytes of a message count from when it is queued until the socket has written it,
+/// so a client that does not read holds at most the budget: the message the writer is
+/// stuck on included. An empty queue takes one message of any size (a handshake answer
+/// can be larger than the budget).
+final class Outbox: Sendable {
+  let messages: AsyncStream<[UInt8]>
+  private let continuation: AsyncStream<[UInt8]>.Continuation
+  private let queued = Mutex((count: 0, bytes: 0))
+  private let countLimit: Int
+  private let byteLimit: Int
+
+  init(countLimit: Int, byteLimit: Int) {
+    (messages, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    self.countLimit = max(1, countLimit)
+    self.byteLimit = byteLimit
+  }
+
+  /// Queues `bytes`; `false`, queuing nothing, when the queue is full or finished.
+  func send(_ bytes: [UInt8]) -> Bool {
+    let admitted = queued.withLock { queued in
+      guard
+        queued.count == 0
+          || (queued.count < countLimit && queued.bytes + bytes.count <= byteLimit)
+      else { return false }
+      queued.count += 1
+      queued.bytes += bytes.count
+      return true
+    }
+    guard admitted else { return false }
+    if case .enqueued = continuation.yield(bytes) { return true }
+    written(bytes.count)
+    return false
+  }
+
+  /// The writer is done with a message of `count` bytes.
+  func written(_ count: Int) {
+    queued.withLock {
+      $0.count -= 1
+      $0.bytes -= count
+    }
+  }
+
+  /// Bytes queued and not written yet.
+  var bytes: Int { queued.withLock { $0.bytes } }
+
+  /// Takes no more messages; the writer ends after those queued.
+  func finish() {
+    continuation.finish()
+  }
 }
 
 /// A token bucket: `rate` messages per second, bursts of up to `rate`.
@@ -91,7 +159,7 @@ struct RelayPeer {
         // A live push: the next message is read while it commits, and `acknowledge`
         // queues its acknowledgement once it is durable.
         let queued = await hub.submit(delta, from: id, then: acknowledge)
-        return queued ? .success([]) : .failure(.serverError)
+        return queued ? .success([]) : .failure(.spaceBusy)
       }
       // A handshake that carries a delta is answered after the delta is durable, so the
       // answer's context includes it and the device does not send it again.
@@ -126,5 +194,41 @@ struct RelayPeer {
   /// The session's next message for the space as `replica` holds it, if it has one.
   private mutating func answer(for replica: Replica) -> [[UInt8]] {
     session.makeEncodedMessage(for: replica).map { [$0] } ?? []
+  }
+}
+
+/// The task that writes a socket's queue: started once the client has spoken, and
+/// abandoned (cancelled, which ends a write stuck on a client that does not read) by the
+/// deadline timer when the socket's grace period has passed.
+final class SocketWriter: Sendable {
+  private let body: @Sendable () async -> Void
+  private let task = Mutex<(running: Task<Void, Never>?, abandoned: Bool)>((nil, false))
+
+  init(_ body: @escaping @Sendable () async -> Void) {
+    self.body = body
+  }
+
+  /// Starts the writer unless it runs already.
+  func start() {
+    task.withLock { task in
+      guard task.running == nil else { return }
+      let body = self.body
+      let running = Task { await body() }
+      if task.abandoned { running.cancel() }
+      task.running = running
+    }
+  }
+
+  func abandon() {
+    let running = task.withLock { task in
+      task.abandoned = true
+      return task.running
+    }
+    running?.cancel()
+  }
+
+  /// Waits for the writer to end.
+  func finished() async {
+    await task.withLock { $0.running }?.value
   }
 }

@@ -31,6 +31,7 @@ public struct RelayServer: Sendable {
   let authority: RelayTokenAuthority
   let configuration: RelayConfiguration
   let spaces: SpaceDirectory
+  let deadlines: SocketDeadlines
 
   /// A relay over `store` that accepts tokens signed by `authority`.
   public init(
@@ -39,10 +40,9 @@ public struct RelayServer: Sendable {
     self.store = store
     self.authority = authority
     self.configuration = configuration
-    self.spaces = SpaceDirectory(
-      store: store, compactionInterval: configuration.compactionInterval,
-      pollInterval: configuration.storePollInterval,
-      notifiedPollInterval: configuration.notifiedStorePollInterval)
+    self.spaces = SpaceDirectory(store: store, configuration: configuration)
+    self.deadlines = SocketDeadlines(
+      idleTimeout: configuration.idleTimeout, grace: configuration.closeGracePeriod)
   }
 
   /// The Hummingbird application; run it with `runService()` or in a service group.
@@ -78,7 +78,10 @@ public struct RelayServer: Sendable {
       router: router,
       server: .http1WebSocketUpgrade(
         webSocketRouter: router,
-        configuration: .init(maxFrameSize: configuration.maxMessageSize)),
+        configuration: .init(
+          maxFrameSize: configuration.maxMessageSize,
+          autoPing: configuration.pingInterval > .zero
+            ? .enabled(timePeriod: configuration.pingInterval) : .disabled)),
       configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
       onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
       logger: logger)
@@ -113,116 +116,140 @@ public struct RelayServer: Sendable {
     case .success(let granted): grant = granted
     }
     let hub: SpaceHub
+    switch await spaces.acquire(space, socket: true) {
+    case .failure(let reason):
+      await refuse(reason, inbound: inbound, outbound: outbound)
+      return
+    case .success(let taken): hub = taken
+    }
     do {
-      hub = try await spaces.hub(for: space)
       try await hub.refresh()
     } catch {
+      await spaces.release(space, hub, socket: true)
       await refuse(RelayCloseReason(refreshing: error), inbound: inbound, outbound: outbound)
       return
     }
+    let refusedStream = await connect(hub, grant: grant, inbound: inbound, outbound: outbound)
+    await spaces.release(space, hub, socket: true)
+    if let refusedStream { throw refusedStream }
+  }
+
+  /// Serves an admitted, authorized socket until it closes.
+  ///
+  /// Nothing here has a timer: the token's expiry, idleness and the grace period of a
+  /// socket that is closing are ``SocketDeadlines``, kept by one timer for the process.
+  /// Everything the socket is sent goes through its ``Outbox``, bounded in messages and
+  /// bytes; the socket is closed with `slowConsumer` when it overflows, its reader stops,
+  /// and a client that takes nothing within the grace period is disconnected.
+  ///
+  /// - Returns: the error the library's message stream threw, if it refused the stream
+  ///   (a continuation frame with no message started, a message over `maxMessageSize` in
+  ///   fragments under the frame limit), to be thrown once the socket is cleaned up so
+  ///   that the library closes with its code (1002, 1009), not as a normal closure.
+  private func connect(
+    _ hub: SpaceHub, grant: RelayGrant, inbound: WebSocketInboundStream,
+    outbound: WebSocketOutboundWriter
+  ) async -> (any Error)? {
     let state = ConnectionState()
-    let (queue, continuation) = AsyncStream<[UInt8]>.makeStream(
-      bufferingPolicy: .bufferingOldest(configuration.queueLimit))
-    var peer = RelayPeer(grant: grant, hub: hub) { result in
+    let outbox = Outbox(
+      countLimit: configuration.queueLimit, byteLimit: configuration.queueByteLimit)
+    let deadlines = self.deadlines
+    // The first reason wins; the writer sends what is queued, then the close frame.
+    let shut: @Sendable (RelayCloseReason) -> Void = { reason in
+      if state.close(reason) { deadlines.closing() }
+      outbox.finish()
+    }
+    let peer = RelayPeer(grant: grant, hub: hub) { result in
       switch result {
       case .success(let durable):
-        if case .dropped = continuation.yield(RelayAcknowledgement(durable: durable).encoded()) {
-          state.close(.slowConsumer)
-          continuation.finish()
-        }
+        if !outbox.send(RelayAcknowledgement(durable: durable).encoded()) { shut(.slowConsumer) }
       case .failure(let error):
-        state.close(RelayCloseReason(refreshing: error))
-        continuation.finish()
+        shut(RelayCloseReason(refreshing: error))
       }
     }
     let peerID = peer.id
     await hub.subscribe(peerID) { bytes in
-      switch continuation.yield(bytes) {
-      case .enqueued: return true
-      case .dropped:
-        state.close(.slowConsumer)
-        continuation.finish()
-        return false
-      case .terminated: return false
-      @unknown default: return false
-      }
-    }
-    let idleTimeout = configuration.idleTimeout
-    // Expiry and idleness, outside the group so that ending it never cancels the writer
-    // before its close frame is out.
-    let watchdog = Task {
-      // Expiry and idleness, for sockets that live longer than their token.
-      while !Task.isCancelled {
-        let untilExpiry = grant.expiry.timeIntervalSinceNow
-        if untilExpiry <= 0 {
-          state.close(.tokenExpired)
-        } else if ContinuousClock.now - state.lastHeard >= idleTimeout {
-          state.close(.idleTimeout)
-        }
-        if state.reason != nil {
-          continuation.finish()
-          return
-        }
-        let nap = min(.seconds(min(untilExpiry, 1)) + .milliseconds(1), idleTimeout / 4)
-        try? await Task.sleep(for: nap)
-      }
+      if outbox.send(bytes) { return true }
+      shut(.slowConsumer)
+      return false
     }
     // The only writer, so pushes, answers and acknowledgements keep their order. It
-    // starts once the client has spoken (see above); until then the queue holds pushes.
-    let writer: @Sendable () async -> Void = {
-      for await bytes in queue {
+    // starts once the client has spoken (see `serve`); until then the queue holds pushes.
+    let writer = SocketWriter {
+      for await bytes in outbox.messages {
         do {
           try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
         } catch {
           break
         }
+        outbox.written(bytes.count)
       }
       if let reason = state.reason {
         try? await outbound.close(reason.webSocketCode, reason: reason.description)
       }
     }
-    // A stream the library refused (a continuation frame with no message started, a
-    // message over `maxMessageSize` in fragments under the frame limit): thrown again
-    // once the socket is cleaned up, so that the library closes with its code (1002,
-    // 1009) and not as a normal closure.
-    let refusedStream: (any Error)? = await withTaskGroup(of: Void.self) { group in
-      var refusedStream: (any Error)?
-      var writing = false
-      var limiter = RateLimiter(perSecond: configuration.messagesPerSecond)
-      do {
-        for try await message in inbound.messages(maxSize: configuration.maxMessageSize) {
-          state.heard()
-          if !writing {
-            writing = true
-            group.addTask(operation: writer)
+    let (abandoned, abandon) = AsyncStream<Void>.makeStream()
+    let untilExpiry = min(max(0, grant.expiry.timeIntervalSinceNow), 3e8)
+    deadlines.add(
+      peerID,
+      SocketDeadlines.Socket(
+        state: state, expiry: .now + .seconds(untilExpiry), expired: shut,
+        stuck: {
+          writer.abandon()
+          abandon.finish()
+        }))
+    let maxMessageSize = configuration.maxMessageSize
+    let messagesPerSecond = configuration.messagesPerSecond
+    let refusedStream = await withTaskGroup(of: (any Error)?.self) { group in
+      group.addTask {
+        var peer = peer
+        var limiter = RateLimiter(perSecond: messagesPerSecond)
+        do {
+          for try await message in inbound.messages(maxSize: maxMessageSize) {
+            state.heard()
+            writer.start()
+            guard limiter.allow() else {
+              shut(.rateLimited)
+              break
+            }
+            guard case .binary(let buffer) = message else {
+              shut(.malformedMessage)
+              break
+            }
+            switch await peer.handle([UInt8](buffer: buffer)[...]) {
+            case .success(let replies):
+              for reply in replies {
+                guard outbox.send(reply) else {
+                  shut(.slowConsumer)
+                  break
+                }
+              }
+            case .failure(let reason):
+              shut(reason)
+            }
+            if state.reason != nil { break }
           }
-          guard limiter.allow() else {
-            state.close(.rateLimited)
-            break
-          }
-          guard case .binary(let buffer) = message else {
-            state.close(.malformedMessage)
-            break
-          }
-          switch await peer.handle([UInt8](buffer: buffer)[...]) {
-          case .success(let replies):
-            for reply in replies { continuation.yield(reply) }
-          case .failure(let reason):
-            state.close(reason)
-          }
-          if state.reason != nil { break }
+        } catch {
+          return error
         }
-      } catch {
-        refusedStream = error
+        return nil
       }
-      continuation.finish()
-      if !writing { group.addTask(operation: writer) }
-      await group.waitForAll()
-      return refusedStream
+      // A socket closing for longer than the grace period stops reading too.
+      group.addTask {
+        for await _ in abandoned {}
+        return nil
+      }
+      let first = await group.next() ?? nil
+      group.cancelAll()
+      return first
     }
-    watchdog.cancel()
+    outbox.finish()
+    writer.start()
+    await writer.finished()
+    deadlines.remove(peerID)
+    abandon.finish()
     await hub.unsubscribe(peerID)
-    if let refusedStream { throw refusedStream }
+    return refusedStream
   }
 
   /// Closes a socket the relay will not serve, with `reason`, once the client has sent
@@ -269,19 +296,25 @@ public struct RelayServer: Sendable {
     guard let message = try? SyncMessage(decoding: bytes) else {
       throw RelayCloseReason.malformedMessage.httpError
     }
-    let hub = try await spaces.hub(for: space)
-    do {
-      try await hub.refresh()
-    } catch {
-      throw RelayCloseReason(refreshing: error).httpError
-    }
-    let held = await hub.replica
-    var durable = held.context
-    if let delta = message.delta, !delta.isEmpty {
-      if let refusal = await grant.refusal(toPush: delta, known: held.document) {
-        throw refusal.httpError
+    let durable = try await spaces.withHub(space) { hub in
+      do {
+        try await hub.refresh()
+      } catch {
+        throw RelayCloseReason(refreshing: error).httpError
       }
-      durable = try await hub.commit(delta, from: nil)
+      let held = await hub.replica
+      var durable = held.context
+      if let delta = message.delta, !delta.isEmpty {
+        if let refusal = await grant.refusal(toPush: delta, known: held.document) {
+          throw refusal.httpError
+        }
+        do {
+          durable = try await hub.commit(delta, from: nil)
+        } catch let error as SpaceHubOverloaded {
+          throw RelayCloseReason(refreshing: error).httpError
+        }
+      }
+      return durable
     }
     return Self.binaryResponse(RelayAcknowledgement(durable: durable).encoded())
   }
@@ -298,13 +331,14 @@ public struct RelayServer: Sendable {
       }
       known = decoded
     }
-    let hub = try await spaces.hub(for: space)
-    do {
-      try await hub.refresh()
-    } catch {
-      throw RelayCloseReason(refreshing: error).httpError
+    let replica = try await spaces.withHub(space) { hub in
+      do {
+        try await hub.refresh()
+      } catch {
+        throw RelayCloseReason(refreshing: error).httpError
+      }
+      return await hub.replica
     }
-    let replica = await hub.replica
     let delta = replica.delta(since: known)
     return Self.binaryResponse(
       SyncMessage(context: replica.context, delta: delta.isEmpty ? nil : delta).encoded())
@@ -321,7 +355,12 @@ extension RelayCloseReason {
   /// Why a space could not be brought up to date from the store: bytes it holds that
   /// do not decode, or the store's own failure.
   init(refreshing error: any Error) {
-    self = error is ConvergeDecodingError ? .storedDataUnreadable : .serverError
+    self =
+      switch error {
+      case is ConvergeDecodingError: .storedDataUnreadable
+      case is SpaceHubOverloaded: .spaceBusy
+      default: .serverError
+      }
   }
 
   var webSocketCode: WebSocketErrorCode {
@@ -337,6 +376,7 @@ extension RelayCloseReason {
       case .unauthorized, .tokenExpired: .unauthorized
       case .wrongSpace, .readOnlyToken, .replicaNotGranted, .observedUnknownEvents: .forbidden
       case .rateLimited: .tooManyRequests
+      case .relayBusy, .spaceBusy: .serviceUnavailable
       case .idleTimeout, .slowConsumer, .serverError, .storedDataUnreadable: .internalServerError
       }
     return HTTPError(status, message: description)

@@ -17,6 +17,10 @@ import RelayWire
 /// one that carries its bytes and comes next in position order is applied and fanned
 /// out with no read; anything else (a gap, an entry too large to announce, a lost
 /// announcement) is read from the store.
+///
+/// A hub has no timer of its own: an idle space costs no CPU. When the store is shared
+/// and cannot announce appends, ``SpaceDirectory`` polls every hub with sockets from one
+/// timer (``pollIfServing()``).
 actor SpaceHub {
   let space: String
   private let store: any RelayStore
@@ -42,6 +46,12 @@ actor SpaceHub {
   /// could name the sender.
   private var isUsingStore = false
   private var storeQueue: [CheckedContinuation<Void, Never>] = []
+  /// Who waits for the hub to finish its reads and commits (``settle()``).
+  private var settleQueue: [CheckedContinuation<Void, Never>] = []
+  /// Deltas that may wait for the next append before ``submit(_:from:then:)`` refuses
+  /// more: a store that stalls, or a space pushed faster than it commits, costs bounded
+  /// memory.
+  private let waitingLimit: Int
 
   /// Announced entries a space keeps while it waits for the ones before them; past it,
   /// the rest are read from the store instead.
@@ -58,35 +68,35 @@ actor SpaceHub {
     var done: @Sendable (Result<CausalContext, any Error>) -> Void
   }
 
-  /// Deltas that may wait for one space's next append before submitting more fails:
-  /// a store that stalls costs bounded memory.
-  static let waitingLimit = 65_536
-
-  init(space: String, store: any RelayStore, compactionInterval: UInt64, pollInterval: Duration) {
+  init(space: String, store: any RelayStore, compactionInterval: UInt64, waitingLimit: Int) {
     self.space = space
     self.store = store
     self.compactionInterval = max(1, compactionInterval)
-    self.pollInterval = pollInterval
+    self.waitingLimit = max(1, waitingLimit)
     self.replica = Replica()
   }
-
-  /// How often the space reads the store while sockets are open, for what other relay
-  /// processes appended; zero never polls.
-  private let pollInterval: Duration
-  private var polling: Task<Void, Never>?
 
   /// Registers a socket; `send` returns `false` when its queue is full.
   func subscribe(_ id: UInt64, send: @escaping @Sendable ([UInt8]) -> Bool) {
     subscribers[id] = Subscriber(send: send)
-    guard polling == nil, pollInterval > .zero else { return }
-    let interval = pollInterval
-    polling = Task { [weak self] in
-      while !Task.isCancelled {
-        try? await Task.sleep(for: interval)
-        // A failed read is retried at the next tick; the sockets keep their state.
-        await self?.polled()
-      }
-    }
+  }
+
+  /// Whether a read or a commit is in flight or owed.
+  private var isBusy: Bool {
+    isFlushing || isCatchingUp || isUsingStore || !waiting.isEmpty
+  }
+
+  /// Returns once no read or commit is in flight: what was submitted is durable (or
+  /// failed) and its senders have been told, so the hub may be dropped.
+  func settle() async {
+    while isBusy { await withCheckedContinuation { settleQueue.append($0) } }
+  }
+
+  private func wakeSettlers() {
+    guard !isBusy, !settleQueue.isEmpty else { return }
+    let settlers = settleQueue
+    settleQueue.removeAll()
+    for settler in settlers { settler.resume() }
   }
 
   /// The store announced an append at `position`, with its bytes when it could carry
@@ -107,9 +117,10 @@ actor SpaceHub {
     catchUpIfNotified()
   }
 
-  /// A poll tick: some appends may have gone unannounced, so the space reads the store
-  /// once no append of its own is in flight.
-  private func polled() {
+  /// A poll tick: some appends may have gone unannounced, so a space with sockets reads
+  /// the store once no append of its own is in flight.
+  func pollIfServing() {
+    guard !subscribers.isEmpty else { return }
     isResumed = true
     catchUpIfNotified()
   }
@@ -157,14 +168,11 @@ actor SpaceHub {
       if appliedPosition == before, !isResumed { break }
     }
     isCatchingUp = false
+    wakeSettlers()
   }
 
   func unsubscribe(_ id: UInt64) {
     subscribers[id] = nil
-    if subscribers.isEmpty {
-      polling?.cancel()
-      polling = nil
-    }
   }
 
   /// Brings the cache up to the store's latest state and fans what was new out to the
@@ -197,6 +205,7 @@ actor SpaceHub {
   private func releaseStore() {
     if storeQueue.isEmpty {
       isUsingStore = false
+      wakeSettlers()
     } else {
       storeQueue.removeFirst().resume()
     }
@@ -228,12 +237,12 @@ actor SpaceHub {
 
   /// Queues a validated delta for the next group commit; `done` receives the space's
   /// context once the delta is durable, or the store's error. Returns `false`, queuing
-  /// nothing, when ``waitingLimit`` deltas already wait.
+  /// nothing, when `waitingLimit` deltas already wait.
   func submit(
     _ delta: DocumentDelta, from sender: UInt64?,
     then done: @escaping @Sendable (Result<CausalContext, any Error>) -> Void
   ) -> Bool {
-    guard waiting.count < Self.waitingLimit else { return false }
+    guard waiting.count < waitingLimit else { return false }
     waiting.append(PendingCommit(delta: delta, sender: sender, done: done))
     if !isFlushing {
       isFlushing = true
@@ -270,6 +279,7 @@ actor SpaceHub {
     }
     isFlushing = false
     catchUpIfNotified()
+    wakeSettlers()
   }
 
   /// Appends one group commit, `merged`, and brings the cache past it; `excluded` are the
@@ -315,61 +325,6 @@ actor SpaceHub {
   }
 }
 
-/// More deltas wait for a space's next append than ``SpaceHub/waitingLimit``.
+/// More deltas wait for a space's next append than the relay allows
+/// (``RelayConfiguration/pendingDeltasPerSpace``).
 struct SpaceHubOverloaded: Error {}
-
-/// The spaces this process serves, each built on first use from the store. When the
-/// store reports appends (``RelayStore/events()``), each goes to its space's hub and the
-/// poll only backs that up at `notifiedPollInterval`; otherwise spaces poll at
-/// `pollInterval`.
-actor SpaceDirectory {
-  private let store: any RelayStore
-  private let compactionInterval: UInt64
-  private let pollInterval: Duration
-  private var hubs: [String: SpaceHub] = [:]
-  private let events: AsyncStream<RelayStoreEvent>?
-  private var listening: Task<Void, Never>?
-
-  init(
-    store: any RelayStore, compactionInterval: UInt64, pollInterval: Duration,
-    notifiedPollInterval: Duration
-  ) {
-    self.store = store
-    self.compactionInterval = compactionInterval
-    events = store.events()
-    self.pollInterval = events == nil ? pollInterval : notifiedPollInterval
-  }
-
-  /// Routes the store's events to the hubs, from the first hub on.
-  private func listenIfNeeded() {
-    guard listening == nil, let events else { return }
-    listening = Task { [weak self] in
-      for await event in events {
-        guard let self else { return }
-        await self.route(event)
-      }
-    }
-  }
-
-  deinit { listening?.cancel() }
-
-  private func route(_ event: RelayStoreEvent) async {
-    switch event {
-    case .appended(let space, let position, let delta):
-      await hubs[space]?.notified(position: position, delta: delta)
-    case .resumed:
-      for hub in hubs.values { await hub.notified(position: nil) }
-    }
-  }
-
-  /// The space's hub, refreshed from the store.
-  func hub(for space: String) async throws -> SpaceHub {
-    if let hub = hubs[space] { return hub }
-    listenIfNeeded()
-    let hub = SpaceHub(
-      space: space, store: store, compactionInterval: compactionInterval,
-      pollInterval: pollInterval)
-    hubs[space] = hub
-    return hub
-  }
-}

@@ -23,6 +23,12 @@ import Synchronization
 /// seconds in, its devices reconnect to the next, and the report adds the reconnections,
 /// how long after the kill every device held everything acknowledged before it, and the
 /// fan-out p99 outside that window.
+///
+/// The bench ends at any offered rate: the devices stop by 10 s after typing ends, the
+/// settling handshakes and the relay's contexts take at most 20 s each, and a last-resort
+/// deadline (typing plus 90 s) exits the process with status 2 should anything still
+/// hang. The report gives what was offered beside what was typed and acknowledged, the
+/// sockets the relay closed by reason, and a verdict.
 struct Bench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(abstract: "Measure the relay under load.")
 
@@ -60,6 +66,14 @@ struct Bench: AsyncParsableCommand {
   }
 
   func run() async throws {
+    let seconds = self.seconds
+    // The last resort: a run that has not printed its report by now never will.
+    Thread.detachNewThread {
+      Thread.sleep(forTimeInterval: Double(seconds + 90))
+      let message = "bench: no report \(seconds + 90) s in; giving up\n"
+      FileHandle.standardError.write(Data(message.utf8))
+      Foundation.exit(2)
+    }
     var quietLogger = Logger(label: "converge-relay-bench")
     quietLogger.logLevel = .error
     let logger = quietLogger
@@ -129,19 +143,26 @@ struct Bench: AsyncParsableCommand {
       return await Self.kill(victim, devices: everyDevice, metrics: metrics, until: typingEnds)
     }
     let deviceBases = bases
-    let connected = try await withThrowingTaskGroup(of: Bool.self) { group in
-      for device in devices {
-        group.addTask {
-          await device.run(
-            bases: deviceBases, interval: interval, until: typingEnds, logger: logger)
-        }
+    // Each device on its own task, so that one stuck in its socket cannot hold up the
+    // others or the report: devices still running 10 s after typing ends are cancelled
+    // and left behind.
+    let running = devices.map { device in
+      Task {
+        await device.run(
+          bases: deviceBases, interval: interval, until: typingEnds, logger: logger)
       }
-      return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
     }
+    let connectedCount = await Self.within(until: typingEnds + .seconds(10)) {
+      var connected = 0
+      for task in running where await task.value { connected += 1 }
+      return connected
+    }
+    for task in running { task.cancel() }
     let convergedAfterKill = await killing.value
     let report = await metrics.report(
-      devices: devices, connected: connected, seconds: seconds,
-      base: bases[bases.count - 1], nodes: bases.count, convergedAfterKill: convergedAfterKill,
+      devices: devices, connected: connectedCount ?? 0, seconds: seconds,
+      offeredPerDevice: rate, base: bases[bases.count - 1], nodes: bases.count,
+      convergedAfterKill: convergedAfterKill, endedWithinDeadline: connectedCount != nil,
       authority: authority, logger: logger)
     if json {
       let data = try JSONEncoder().encode(report)
@@ -150,6 +171,33 @@ struct Bench: AsyncParsableCommand {
       report.printText()
     }
     if let local { await local.stop() }
+  }
+
+  /// What `body` returns, or `nil` if it has not returned within `limit`; it runs on a
+  /// task of its own, cancelled and not waited for when the time is up.
+  static func within<T: Sendable>(
+    _ limit: Duration, _ body: @escaping @Sendable () async -> T
+  ) async -> T? {
+    await within(until: .now + limit, body)
+  }
+
+  static func within<T: Sendable>(
+    until deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () async -> T
+  ) async -> T? {
+    let (results, result) = AsyncStream<T?>.makeStream()
+    let work = Task {
+      result.yield(await body())
+    }
+    let timer = Task {
+      try? await Task.sleep(until: deadline)
+      result.yield(nil)
+    }
+    var iterator = results.makeAsyncIterator()
+    let value = await iterator.next() ?? nil
+    timer.cancel()
+    work.cancel()
+    result.finish()
+    return value
   }
 
   /// Kills `victim` and returns how long after the kill every device held everything

@@ -1,5 +1,6 @@
 import Converge
 import ConvergeRelay
+import ConvergeRelayClient
 import Foundation
 import HTTPTypes
 import Histogram
@@ -23,6 +24,8 @@ final class BenchMetrics: Sendable {
     var lastAcknowledgement: ContinuousClock.Instant?
     /// Connections that dropped before the device was done and were made again.
     var reconnections = 0
+    /// Sockets the relay closed with a reason, by reason (refusals and limits).
+    var closes: [RelayCloseReason: Int] = [:]
     /// When a node was killed, and the samples that arrived after it: whether each is
     /// inside the kill window depends on when the devices converged, known only later.
     var killedAt: ContinuousClock.Instant?
@@ -41,8 +44,11 @@ final class BenchMetrics: Sendable {
     }
   }
 
-  func reconnected() {
-    counts.withLock { $0.reconnections += 1 }
+  func reconnected(closedWith reason: RelayCloseReason?) {
+    counts.withLock {
+      $0.reconnections += 1
+      if let reason { $0.closes[reason, default: 0] += 1 }
+    }
   }
 
   func killed(at instant: ContinuousClock.Instant) {
@@ -93,33 +99,55 @@ final class BenchMetrics: Sendable {
   /// `convergedAfterKill` how long after the kill every device held what had been
   /// acknowledged by then (`nil`: no kill, or they never did).
   func report(
-    devices: [BenchDevice], connected: Int, seconds: Int, base: String, nodes: Int,
-    convergedAfterKill: Duration?, authority: RelayTokenAuthority, logger: Logger
+    devices: [BenchDevice], connected: Int, seconds: Int, offeredPerDevice: Int, base: String,
+    nodes: Int, convergedAfterKill: Duration?, endedWithinDeadline: Bool,
+    authority: RelayTokenAuthority, logger: Logger
   ) async -> BenchReport {
-    // Let every space settle: one more handshake per device pulls anything missed. Each
-    // is bounded, so a relay that never answers ends the bench (as not converged)
-    // instead of hanging it.
-    for device in devices {
+    // Let every space settle: one more handshake per device pulls anything missed. All
+    // at once and bounded as a whole, so a relay that never answers ends the bench (as
+    // not converged) instead of hanging it.
+    let settled = await Bench.within(.seconds(20)) {
       await withTaskGroup(of: Void.self) { group in
-        group.addTask { await device.settle(base: base, logger: logger) }
-        group.addTask { try? await Task.sleep(for: .seconds(10)) }
-        await group.next()
-        group.cancelAll()
+        for device in devices {
+          group.addTask { await device.settle(base: base, logger: logger) }
+        }
       }
     }
     var converged = true
     var lost: UInt64 = 0
     let spaces = Dictionary(grouping: devices, by: \.space)
+    // What the relay holds now, pulled by a fresh reader per space; `nil` for a space
+    // whose reader had no answer in time.
+    let relayContexts: [String: CausalContext] =
+      await Bench.within(.seconds(20)) { () -> [String: CausalContext] in
+        await withTaskGroup(of: (String, CausalContext?).self) { group in
+          for space in spaces.keys {
+            group.addTask {
+              let context = await BenchDevice.relayContext(
+                base: base, space: space, authority: authority, logger: logger)
+              return (space, context)
+            }
+          }
+          var found: [String: CausalContext] = [:]
+          for await (space, context) in group { found[space] = context }
+          return found
+        }
+      } ?? [:]
     for (space, members) in spaces {
       let documents = members.map { $0.state.withLock { $0.replica.document } }
       if documents.contains(where: { $0 != documents[0] }) { converged = false }
-      // What the relay holds now, pulled by a fresh reader.
-      let relayContext = await BenchDevice.relayContext(
-        base: base, space: space, authority: authority, logger: logger)
+      let relayContext = relayContexts[space]
+      if relayContext == nil { converged = false }
       for member in members {
         let acknowledged = member.state.withLock { $0.acknowledgedOwn }
         lost += acknowledged.subtracting(relayContext ?? CausalContext()).eventCount
       }
+    }
+    let typed = devices.reduce(0) { $0 + $1.state.withLock { Int($0.typed) } }
+    let acknowledgedKeystrokes = devices.reduce(0) { sum, device in
+      sum
+        + Int(
+          device.state.withLock { $0.acknowledgedOwn.eventCount })
     }
     var counts = self.counts.withLock { $0 }
     let elapsed = Double(seconds)
@@ -139,6 +167,12 @@ final class BenchMetrics: Sendable {
     }
     return BenchReport(
       clients: devices.count, connected: connected, seconds: seconds,
+      offeredPerSecond: Double(offeredPerDevice * devices.count),
+      typedPerSecond: Double(typed) / elapsed,
+      acknowledgedKeystrokesPerSecond: Double(acknowledgedKeystrokes) / elapsed,
+      settled: settled != nil, endedWithinDeadline: endedWithinDeadline,
+      closes: Dictionary(
+        uniqueKeysWithValues: counts.closes.map { ("\($0.key.rawValue) \($0.key)", $0.value) }),
       acceptedPerSecond: Double(counts.acknowledged) / elapsed,
       fannedOutPerSecond: Double(counts.fannedOut) / elapsed,
       latencySamples: counts.latency.totalCount,
@@ -162,6 +196,18 @@ struct BenchReport: Codable {
   var clients: Int
   var connected: Int
   var seconds: Int
+  /// Keystrokes a second the devices were asked to type, all together.
+  var offeredPerSecond: Double
+  /// Keystrokes a second they typed and pushed (none while disconnected).
+  var typedPerSecond: Double
+  /// Keystrokes a second the relay acknowledged as durable.
+  var acknowledgedKeystrokesPerSecond: Double
+  /// Whether every device's last handshake ended in time.
+  var settled: Bool
+  /// Whether every device stopped by the run's deadline (typing, then 10 s).
+  var endedWithinDeadline: Bool
+  /// Sockets the relay closed with a reason, by code and reason.
+  var closes: [String: Int]
   var acceptedPerSecond: Double
   var fannedOutPerSecond: Double
   var latencySamples: UInt64
@@ -179,8 +225,20 @@ struct BenchReport: Codable {
   var p99OutsideKillWindowMilliseconds: Double?
   var killWindowSamples: Int?
 
+  /// One line: whether the run did what it should under the load it was offered.
+  var verdict: String {
+    let ok = converged && lostAcknowledged == 0 && endedWithinDeadline && settled
+    return ok
+      ? "verdict: ok (every space converged, nothing acknowledged lost)"
+      : "verdict: FAILED (converged \(converged), lost \(lostAcknowledged), "
+        + "ended within deadline \(endedWithinDeadline), settled \(settled))"
+  }
+
   func printText() {
     print("clients \(connected)/\(clients) connected, \(seconds) s")
+    print(
+      "keystrokes offered \(Int(offeredPerSecond))/s, typed \(Int(typedPerSecond))/s, "
+        + "acknowledged \(Int(acknowledgedKeystrokesPerSecond))/s")
     print(
       "deltas accepted \(Int(acceptedPerSecond))/s, fan-out messages \(Int(fannedOutPerSecond))/s")
     print(
@@ -189,6 +247,10 @@ struct BenchReport: Codable {
     print("bytes sent \(bytesSent), received \(bytesReceived)")
     print("converged \(converged ? "yes" : "no"), lost acknowledged events \(lostAcknowledged)")
     print("nodes \(nodes), reconnections \(reconnections)")
+    if !closes.isEmpty {
+      let list = closes.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+      print("closed by the relay: " + list.joined(separator: ", "))
+    }
     if let killedNodeAtSeconds {
       let converged = convergedAfterKillMilliseconds.map { "\($0) ms after it" } ?? "never"
       print("node 1 killed at \(killedNodeAtSeconds) s; every device converged \(converged)")
@@ -196,6 +258,7 @@ struct BenchReport: Codable {
         "fan-out p99 outside the kill window \(p99OutsideKillWindowMilliseconds ?? 0) ms "
           + "(\(killWindowSamples ?? 0) samples inside it)")
     }
+    print(verdict)
   }
 }
 
@@ -205,6 +268,8 @@ final class BenchDevice: Sendable {
     var replica: Replica
     var session = SyncSession()
     var acknowledgedOwn = CausalContext()
+    /// Keystrokes typed.
+    var typed = 0
   }
 
   let id: ReplicaID
@@ -229,13 +294,14 @@ final class BenchDevice: Sendable {
     base: String, logger: Logger,
     _ body:
       @escaping @Sendable (WebSocketInboundStream, WebSocketOutboundWriter) async throws -> Void
-  ) async throws {
+  ) async throws -> RelayCloseReason? {
     var headers = HTTPFields()
     headers[.authorization] = "Bearer \(token)"
-    try await WebSocketClient.connect(
+    let close = try await WebSocketClient.connect(
       url: "\(base)/v1/spaces/\(space)/sync",
       configuration: .init(maxFrameSize: 1 << 24, additionalHeaders: headers), logger: logger
     ) { inbound, outbound, _ in try await body(inbound, outbound) }
+    return close.flatMap(RelayCloseReason.init(closeFrame:))
   }
 
   /// Handles one message from the relay and returns the reply the session owes, if any.
@@ -265,16 +331,22 @@ final class BenchDevice: Sendable {
   /// Types until `end` through `bases[home]`, then returns whether the device connected
   /// at all. When its connection drops first (its node was killed), it connects to the
   /// next node, as a load balancer would send it, handshakes from its replica and types
-  /// on; keystrokes are paced by the clock, so none is made while it is away.
+  /// on; keystrokes are paced by the clock, so none is made while it is away. When the
+  /// relay closes it with a retryable reason (a refusal under load, a slow consumer), it
+  /// backs off (exponentially, jittered) and comes back to the same node; with one that
+  /// retrying cannot fix, it stops.
   func run(
     bases: [String], interval: Duration, until end: ContinuousClock.Instant, logger: Logger
   ) async -> Bool {
     var connected = false
     var node = home % bases.count
+    var attempt = 0
     let typing = Typing(first: ContinuousClock.now + interval * Double.random(in: 0...1))
     while true {
+      var closedWith: RelayCloseReason?
+      let answered = Mutex(false)
       do {
-        try await connect(base: bases[node], logger: logger) { inbound, outbound in
+        closedWith = try await connect(base: bases[node], logger: logger) { inbound, outbound in
           let hello = self.state.withLock { state in
             state.session.reset()
             return state.session.makeEncodedMessage(for: state.replica)
@@ -295,6 +367,7 @@ final class BenchDevice: Sendable {
             }
             for try await message in inbound.messages(maxSize: 1 << 24) {
               guard case .binary(let buffer) = message else { continue }
+              answered.withLock { $0 = true }
               if let reply = try self.receive([UInt8](buffer: buffer)) {
                 try await outbound.write(.binary(ByteBuffer(bytes: reply)))
               }
@@ -307,9 +380,18 @@ final class BenchDevice: Sendable {
         logger.debug("device \(id) lost its connection: \(error)")
       }
       if typing.finished.withLock({ $0 }) || ContinuousClock.now >= end + .seconds(2) { break }
-      metrics.reconnected()
-      node = (node + 1) % bases.count
-      try? await Task.sleep(for: .milliseconds(20))
+      if Task.isCancelled { break }
+      metrics.reconnected(closedWith: closedWith)
+      if let closedWith, !closedWith.isRetryable { break }
+      if closedWith == nil { node = (node + 1) % bases.count }
+      attempt = answered.withLock { $0 } ? 0 : attempt + 1
+      // 20 ms after a dropped connection, as before; doubling from 50 ms up to 2 s,
+      // jittered, after a refusal, so refused devices neither hammer nor return in step.
+      let delay: Duration =
+        closedWith == nil && attempt == 0
+        ? .milliseconds(20)
+        : min(.milliseconds(50) * (1 << min(attempt, 6)), .seconds(2)) * Double.random(in: 0.5...1)
+      try? await Task.sleep(for: delay)
     }
     return connected
   }
@@ -328,6 +410,7 @@ final class BenchDevice: Sendable {
         tx.insertText("x", at: Int.random(in: 0...64), in: "body", of: Self.note)
       }
       let counter = commit.delta.context.counters(of: id).maximum
+      state.typed += 1
       return (
         state.session.pushEncoded(commit, from: state.replica), Dot(replica: id, counter: counter)
       )
@@ -338,7 +421,7 @@ final class BenchDevice: Sendable {
 
   /// One handshake round after the run, so a device that missed a push catches up.
   func settle(base: String, logger: Logger) async {
-    try? await connect(base: base, logger: logger) { inbound, outbound in
+    _ = try? await connect(base: base, logger: logger) { inbound, outbound in
       let hello = self.state.withLock { state in
         state.session.reset()
         return state.session.makeEncodedMessage(for: state.replica)

@@ -10,7 +10,7 @@ struct ConvergeRelayCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "converge-relay",
     abstract: "A sync relay for Converge replicas.",
-    subcommands: [Serve.self, MintToken.self, Bench.self, Simulate.self])
+    subcommands: [Serve.self, MintToken.self, Bench.self, Simulate.self, Load.self])
 }
 
 /// The HS256 secret: the flag, else `CONVERGE_RELAY_SECRET`, else the data directory's
@@ -65,6 +65,13 @@ struct Serve: AsyncParsableCommand {
   var rate = 2_000
   @Option(help: "Seconds a socket may stay silent.")
   var idleTimeout = 300
+  @Option(
+    help: ArgumentHelp(
+      "Milliseconds between two reads of the store for other processes' appends (0: never).",
+      discussion:
+        "Only for several relays sharing one SQLite file; one relay alone, or relays on "
+        + "PostgreSQL (which reports appends), need no polling."))
+  var storePollMs = 0
   @OptionGroup var secret: SecretOptions
   @Flag(help: "Exit when standard input closes (a parent that runs relays as children).")
   var exitWhenInputCloses = false
@@ -100,6 +107,7 @@ struct Serve: AsyncParsableCommand {
     configuration.maxMessageSize = maxMessageSize
     configuration.messagesPerSecond = rate
     configuration.idleTimeout = .seconds(idleTimeout)
+    configuration.storePollInterval = .milliseconds(max(0, storePollMs))
     var logger = Logger(label: "converge-relay")
     logger.logLevel = .warning
     let host = self.host

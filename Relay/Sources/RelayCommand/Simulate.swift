@@ -121,6 +121,8 @@ struct RelaySimulationReport {
 /// The devices and relays of one run.
 struct RelaySimulation {
   static let space = "simulation"
+  /// The relays share one SQLite file: each polls it for the others' appends.
+  static let storePoll = Duration.milliseconds(250)
   /// This very executable, whose `serve` the relays run.
   static let executable =
     FileManager.default.fileExists(atPath: "/proc/self/exe")
@@ -152,7 +154,9 @@ struct RelaySimulation {
     authority = try await RelayTokenAuthority(secret: secret)
     for _ in 0..<relays {
       self.relays.append(
-        try RelayChildProcess.start(executable: Self.executable, data: directory, secret: secret))
+        try RelayChildProcess.start(
+          executable: Self.executable, data: directory, secret: secret,
+          storePoll: Self.storePoll))
     }
     for index in 0..<count {
       let id = ReplicaID(rawValue: UInt64(index) + 1)
@@ -240,7 +244,7 @@ struct RelaySimulation {
     report.relayRestarts += 1
     relays[index].kill()
     relays[index] = try RelayChildProcess.start(
-      executable: Self.executable, data: directory, secret: secret)
+      executable: Self.executable, data: directory, secret: secret, storePoll: Self.storePoll)
     for device in devices.indices where clients[device].relay == index {
       let wasOnline = clients[device].task != nil
       await disconnect(device)

@@ -40,12 +40,18 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   /// the relay does not hold: a removal of an entity or a set element, or a text delete,
   /// that would hide that replica's later edits (see `AuthorshipViolation/isObservation`).
   case observedUnknownEvents = 4010
+  /// The relay serves as many sockets as it allows one process; retry later.
+  case relayBusy = 4020
+  /// The space has as many sockets as the relay allows one space, or more pushes wait
+  /// for its next commit than it allows; retry later (the device's handshake sends what
+  /// was not acknowledged).
+  case spaceBusy = 4021
 
   /// Whether reconnecting with the same token can succeed.
   public var isRetryable: Bool {
     switch self {
     case .serverError, .rateLimited, .idleTimeout, .slowConsumer, .messageTooLarge,
-      .storedDataUnreadable:
+      .storedDataUnreadable, .relayBusy, .spaceBusy:
       true
     case .malformedMessage, .unauthorized, .wrongSpace, .tokenExpired, .readOnlyToken,
       .replicaNotGranted, .observedUnknownEvents:
@@ -69,6 +75,8 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
     case .slowConsumer: "slow consumer"
     case .storedDataUnreadable: "stored data unreadable"
     case .observedUnknownEvents: "observed events that do not exist"
+    case .relayBusy: "relay busy"
+    case .spaceBusy: "space busy"
     }
   }
 }

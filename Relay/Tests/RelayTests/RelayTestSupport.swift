@@ -23,18 +23,20 @@ struct LiveRelay {
   var port: Int { server.port }
 
   /// Starts a relay; with `sharing`, a second relay on the same database file, as a
-  /// second process would be.
+  /// second process would be; with `countingReads`, over a ``CountingRelayStore``.
   static func start(
     sharing other: LiveRelay? = nil, postgres: String? = nil,
+    countingReads: Bool = false,
     _ configure: (inout RelayConfiguration) -> Void = { _ in }
   ) async throws -> LiveRelay {
     let directory = other?.directory ?? temporaryDirectory()
-    let store: any RelayStore =
+    let opened: any RelayStore =
       if let postgres {
         try await PostgresRelayStore.connect(url: postgres)
       } else {
         try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
       }
+    let store: any RelayStore = countingReads ? CountingRelayStore(inner: opened) : opened
     let authority = try await RelayTokenAuthority(secret: secret)
     var configuration = RelayConfiguration()
     configure(&configuration)
@@ -54,6 +56,9 @@ struct LiveRelay {
   }
 
   func url(space: String) -> String { server.url(space: space) }
+
+  /// Spaces the relay holds in memory now.
+  func servedSpaces() async -> Int { await server.servedSpaces() }
 
   /// A device in `space` through this relay, writing as `replica`'s id, starting from
   /// `replica` (a fresh one by default).
@@ -79,6 +84,10 @@ struct LiveRelay {
 
 /// Closes either kind of store.
 func closeStore(_ store: any RelayStore) async {
+  if let store = store as? CountingRelayStore {
+    await closeStore(store.inner)
+    return
+  }
   if let store = store as? SQLiteRelayStore { try? await store.close() }
   if let store = store as? PostgresRelayStore { await store.close() }
 }

@@ -1,0 +1,234 @@
+import Converge
+import ConvergeRelay
+import ConvergeRelayClient
+import HTTPTypes
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import RelayWire
+import Synchronization
+import Testing
+
+/// A store that counts its reads, around another.
+struct CountingRelayStore: RelayStore {
+  let inner: any RelayStore
+  let reads = Counter()
+
+  final class Counter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+  }
+
+  func append(space: String, delta: [UInt8]) async throws -> UInt64 {
+    try await inner.append(space: space, delta: delta)
+  }
+
+  func read(space: String, after position: UInt64) async throws -> SpaceLog {
+    reads.add()
+    return try await inner.read(space: space, after: position)
+  }
+
+  func compact(space: String, state: [UInt8], through position: UInt64) async throws {
+    try await inner.compact(space: space, state: state, through: position)
+  }
+
+  func events() -> AsyncStream<RelayStoreEvent>? { inner.events() }
+}
+
+/// Bounded memory, free idle, and overload that ends (issue #43).
+@Suite(.timeLimit(.minutes(1))) struct RelayLoadTests {
+  let hello = SyncMessage(context: CausalContext(), delta: nil).encoded()
+
+  /// Opens a socket to `space`, handshakes, and returns the store's read count right
+  /// after the answer and again after `idle` with the socket open and silent.
+  func readsWhileIdle(
+    _ relay: LiveRelay, _ reads: CountingRelayStore.Counter, space: String, idle: Duration
+  ) async throws -> (before: Int, after: Int) {
+    let token = try await relay.token(space: space, replicas: [ReplicaID(rawValue: 1)])
+    var headers = HTTPFields()
+    headers[.authorization] = "Bearer \(token)"
+    let counts = Mutex((0, 0))
+    let hello = self.hello
+    _ = try await WebSocketClient.connect(
+      url: relay.url(space: space), configuration: .init(additionalHeaders: headers),
+      logger: Logger(label: "relay-test-client")
+    ) { inbound, outbound, _ in
+      try await outbound.write(.binary(ByteBuffer(bytes: hello)))
+      var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+      _ = try await messages.next()
+      let before = reads.value
+      try await Task.sleep(for: idle)
+      counts.withLock { $0 = (before, reads.value) }
+      try await outbound.close(.normalClosure, reason: nil)
+    }
+    return counts.withLock { (before: $0.0, after: $0.1) }
+  }
+
+  /// One relay process over SQLite learns of every append itself: a space with an open,
+  /// silent socket never reads the store (the old default read it every 250 ms). The
+  /// same socket on a relay told to poll does read it: the count sees polls.
+  @Test func aSingleRelayDoesNotPollItsStore() async throws {
+    let quiet = try await LiveRelay.start(countingReads: true)
+    let quietReads = try #require(quiet.store as? CountingRelayStore).reads
+    let idle = try await readsWhileIdle(quiet, quietReads, space: "s", idle: .milliseconds(600))
+    #expect(idle.before == idle.after)
+    await quiet.stop()
+
+    let polling = try await LiveRelay.start(countingReads: true) {
+      $0.storePollInterval = .milliseconds(20)
+    }
+    let polledReads = try #require(polling.store as? CountingRelayStore).reads
+    let polled = try await readsWhileIdle(
+      polling, polledReads, space: "s", idle: .milliseconds(600))
+    #expect(polled.after > polled.before)
+    await polling.stop()
+  }
+
+  /// A space's replica is held while a socket uses it and dropped after the last one
+  /// closes; a device that comes later gets the space back from the store.
+  @Test func anIdleSpaceIsDroppedAfterItsLastSocketCloses() async throws {
+    let relay = try await LiveRelay.start()
+    let phone = try await relay.device(1, in: "notes")
+    let phoneTask = Task { await phone.run() }
+    let key = EntityKey(type: "note", id: "kept")
+    try await phone.transact { tx in
+      tx.create(key)
+      tx.insertText("still here", at: 0, in: "body", of: key)
+    }
+    #expect(await eventually { await phone.pending.isEmpty })
+    #expect(await relay.servedSpaces() == 1)
+    phoneTask.cancel()
+    await phoneTask.value
+    #expect(await eventually { await relay.servedSpaces() == 0 })
+
+    let laptop = try await relay.device(2, in: "notes")
+    let laptopTask = Task { await laptop.run() }
+    #expect(
+      await eventually {
+        await laptop.replica.document.text(of: "body", in: key) == "still here"
+      })
+    laptopTask.cancel()
+    await relay.stop()
+  }
+
+  /// A read token that asks for a large space again and again without reading the
+  /// answers is closed with `slowConsumer` once its answers pass the socket's byte
+  /// budget, long before the 300th: the relay stops reading it instead of growing. The
+  /// client reads nothing for 10 s (a wait, not a timed assertion: the relay only needs
+  /// to answer enough handshakes meanwhile to fill the loopback buffers), then reads.
+  // Disabled: the Swift WebSocket client reads and buffers whatever arrives, so it never
+  // holds the relay back; this needs a raw socket client that leaves its buffer full.
+  @Test(.disabled("needs a client that does not read at the TCP level"))
+  func aSlowReaderIsCutOffWithItsCloseCode() async throws {
+    let relay = try await LiveRelay.start {
+      $0.queueByteLimit = 256 << 10
+      $0.closeGracePeriod = .seconds(50)
+    }
+    // Letters that do not compress, so that every answer is about 200 KB.
+    let seed: UInt64 = 43
+    print("aSlowReaderIsCutOffWithItsCloseCode seed \(seed)")
+    var random = SeededLetters(seed: seed)
+    let text = String((0..<200_000).map { _ in random.next() })
+    var writer = Replica(id: ReplicaID(rawValue: 1))
+    let key = EntityKey(type: "note", id: "big")
+    let commit = writer.transact { tx in
+      tx.create(key)
+      tx.insertText(text, at: 0, in: "body", of: key)
+    }
+    _ = try await relay.store.append(space: "big", delta: commit.delta.encoded())
+    let token = try await relay.token(space: "big", scope: .read, replicas: [])
+    var headers = HTTPFields()
+    headers[.authorization] = "Bearer \(token)"
+    let received = Mutex(0)
+    let hello = self.hello
+    let close = try await WebSocketClient.connect(
+      url: relay.url(space: "big"),
+      configuration: .init(maxFrameSize: 1 << 22, additionalHeaders: headers),
+      logger: Logger(label: "relay-test-client")
+    ) { inbound, outbound, _ in
+      for _ in 0..<300 { try await outbound.write(.binary(ByteBuffer(bytes: hello))) }
+      try await Task.sleep(for: .seconds(10))
+      for try await _ in inbound.messages(maxSize: 1 << 22) {
+        // Bounded: should every answer arrive, the client closes (and the test fails).
+        if received.withLock({
+          $0 += 1
+          return $0 >= 300
+        }) {
+          try await outbound.close(.normalClosure, reason: nil)
+          break
+        }
+      }
+    }
+    #expect(close.flatMap(RelayCloseReason.init(closeFrame:)) == .slowConsumer)
+    #expect(received.withLock { $0 } < 300)
+    await relay.stop()
+  }
+
+  /// Past the process's socket limit or a space's, a socket is refused with its own
+  /// retryable code; a device refused that way backs off, retries, and converges once
+  /// room is made.
+  @Test func overloadIsRefusedWithATypedCodeAndTheDeviceConvergesAfterBackoff() async throws {
+    let relay = try await LiveRelay.start { $0.maxSocketsPerSpace = 1 }
+    let phone = try await relay.device(1, in: "notes")
+    let phoneTask = Task { await phone.run() }
+    let fromPhone = EntityKey(type: "note", id: "from-phone")
+    try await phone.transact { tx in tx.create(fromPhone) }
+    #expect(await eventually { await phone.status == .upToDate })
+
+    let token = try await relay.token(space: "notes", replicas: [ReplicaID(rawValue: 3)])
+    let refused = try await exchange(
+      url: relay.url(space: "notes"), token: token, messages: [hello])
+    #expect(refused.closeReason == .spaceBusy)
+    #expect(RelayCloseReason.spaceBusy.isRetryable)
+
+    // The laptop edits while the space is full: refused, it keeps retrying.
+    let laptopID = ReplicaID(rawValue: 2)
+    var laptopReplica = Replica(id: laptopID)
+    let fromLaptop = EntityKey(type: "note", id: "from-laptop")
+    laptopReplica.transact { tx in tx.create(fromLaptop) }
+    let laptop = try await RelayClient(
+      url: relay.url(space: "notes"),
+      token: try await relay.token(space: "notes", replicas: [laptopID]),
+      store: InMemoryRelayClientStore(replica: laptopReplica),
+      backoff: .init(base: .milliseconds(20), maximum: .milliseconds(200)))
+    let laptopTask = Task { await laptop.run() }
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(await laptop.status != .upToDate)
+
+    phoneTask.cancel()
+    await phoneTask.value
+    #expect(
+      await eventually {
+        let document = await laptop.replica.document
+        let pending = await laptop.pending
+        return document.contains(fromPhone) && pending.isEmpty
+      })
+    laptopTask.cancel()
+    let log = try await relay.store.read(space: "notes", after: 0)
+    var stored = Replica()
+    for entry in log.entries { stored.apply(try DocumentDelta(decoding: entry.delta)) }
+    #expect(stored.document.contains(fromLaptop) && stored.document.contains(fromPhone))
+    await relay.stop()
+
+    let full = try await LiveRelay.start { $0.maxConnections = 0 }
+    let busy = try await exchange(url: full.url(space: "notes"), token: token, messages: [hello])
+    #expect(busy.closeReason == .relayBusy)
+    await full.stop()
+  }
+}
+
+/// Lowercase letters from a seeded SplitMix64.
+struct SeededLetters {
+  private var state: UInt64
+  init(seed: UInt64) { state = seed }
+
+  mutating func next() -> Character {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    z ^= z >> 31
+    return Character(Unicode.Scalar(UInt8(ascii: "a") + UInt8(z % 26)))
+  }
+}
