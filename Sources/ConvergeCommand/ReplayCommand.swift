@@ -137,9 +137,10 @@ enum ReplayCommand {
     let handle = runs.map(\.handleMilliseconds).min() ?? 0
     let transactionPerEdit = runs.map(\.transactionPerEditMilliseconds).min() ?? 0
     let handlePerEdit = runs.map(\.handlePerEditMilliseconds).min() ?? 0
-    func percent(_ value: Double, over reference: Double) -> String {
+    /// The change in percent, signed: "+" shown in the text lines only (JSON has no "+").
+    func percent(_ value: Double, over reference: Double, plus: Bool = true) -> String {
       let change = reference > 0 ? (value / reference - 1) * 100 : 0
-      return (change < 0 ? "-" : "+") + format(abs(change))
+      return (change < 0 ? "-" : plus ? "+" : "") + format(abs(change))
     }
     func microsecondsPerEdit(_ milliseconds: Double) -> String {
       format(milliseconds * 1000 / Double(Swift.max(1, edits)))
@@ -147,11 +148,14 @@ enum ReplayCommand {
     let fields = [
       ("document_replay_ms", format(transaction)),
       ("handle_replay_ms", format(handle)),
-      ("handle_over_document_percent", percent(handle, over: transaction)),
-      ("handle_over_replay_percent", percent(handle, over: sharedTextBest)),
+      ("handle_over_document_percent", percent(handle, over: transaction, plus: false)),
+      ("handle_over_replay_percent", percent(handle, over: sharedTextBest, plus: false)),
       ("document_per_edit_us", microsecondsPerEdit(transactionPerEdit)),
       ("handle_per_edit_us", microsecondsPerEdit(handlePerEdit)),
-      ("handle_per_edit_over_document_percent", percent(handlePerEdit, over: transactionPerEdit)),
+      (
+        "handle_per_edit_over_document_percent",
+        percent(handlePerEdit, over: transactionPerEdit, plus: false)
+      ),
     ]
     let lines = [
       "document, by name:  best \(format(transaction)) ms (one transaction, a typed model)",
