@@ -47,7 +47,8 @@ let package = Package(
       name: "AppStore", dependencies: ["Converge", "ConvergeStore", "ExampleModels"],
       path: "Examples/AppStore"),
     .executableTarget(
-      name: "LiveTyping", dependencies: ["Converge"], path: "Examples/LiveTyping"),
+      name: "LiveTyping", dependencies: ["Converge", "ExampleModels"],
+      path: "Examples/LiveTyping"),
     .testTarget(
       name: "ConvergeTests",
       dependencies: [

@@ -6,7 +6,12 @@
 // stays after the word it was at. Then the connection drops with
 // frames in flight; on reconnect, one handshake brings both devices level again. Last,
 // the phone undoes its own typing: the laptop's words, typed in between, stay.
+//
+// Both type through the note body's text handle, an `EntityText`: each keystroke is an
+// O(log n) insert at a scalar position, where assigning `note.body` would rebuild and
+// compare the whole string.
 import Converge
+import ExampleModels
 import Foundation
 
 /// One device: its replica, its session with the other device, and the bytes it sent.
@@ -21,9 +26,9 @@ struct Device {
   init(id: UInt64) { replica = Replica(id: ReplicaID(rawValue: id)) }
 
   /// Types one character as its own transaction and queues the frame for the peer.
-  mutating func type(_ scalar: Unicode.Scalar, at position: Int, in note: EntityKey) {
+  mutating func type(_ scalar: Unicode.Scalar, at position: Int, in body: EntityText) {
     let commit = replica.transact(recordingUndoIn: &history) {
-      $0.insertText(String(scalar), at: position, in: "body", of: note)
+      $0.insertText(String(scalar), at: position, in: body)
     }
     send(session.pushEncoded(commit, from: replica))
   }
@@ -45,7 +50,10 @@ struct Device {
     outbox = []
   }
 
-  func text(of note: EntityKey) -> String { replica.document.text(of: "body", in: note) }
+  func text(of body: EntityText) -> String { replica.document.string(of: body) }
+
+  /// The length of `body` in scalars, where typing at the end goes: O(1).
+  func end(of body: EntityText) -> Int { replica.document.count(of: body) }
 }
 
 /// Runs the handshake until both sides fall quiet.
@@ -61,18 +69,18 @@ func handshake(_ a: inout Device, _ b: inout Device) throws {
   }
 }
 
-let note = EntityKey(type: "note", id: "standup")
 var phone = Device(id: 0xA11CE)
 var laptop = Device(id: 0xB0B)
-phone.replica.transact { $0.insertText("Standup\n", at: 0, in: "body", of: note) }
+phone.replica.create(Note(title: "Standup"), id: "standup")
+let note = try EntityText(\Note.body, of: "standup")
+phone.replica.transact { $0.insertText("Standup\n", at: 0, in: note) }
 try handshake(&phone, &laptop)
 print("connected: the laptop reads \(laptop.text(of: note).debugDescription)")
 phone.bytesSent = 0
 laptop.bytesSent = 0
 // The phone's user has the cursor right after "Standup": an anchor keeps it there
 // whatever the laptop types before it.
-let cursor = phone.replica.document.anchor(
-  at: 7, affinity: .preceding, inText: "body", of: note)
+let cursor = phone.replica.document.anchor(at: 7, affinity: .preceding, in: note)
 
 // Both type at once, one character per transaction: the phone appends an item, the
 // laptop types a heading above everything. Frames reach the other side a few
@@ -81,7 +89,7 @@ let item = Array("- ship the sync fix\n".unicodeScalars)
 let heading = Array("Monday ".unicodeScalars)
 for step in 0..<max(item.count, heading.count) {
   if step < item.count {
-    phone.type(item[step], at: phone.text(of: note).unicodeScalars.count, in: note)
+    phone.type(item[step], at: phone.end(of: note), in: note)
   }
   if step < heading.count { laptop.type(heading[step], at: step, in: note) }
   if step % 4 == 3 {
@@ -97,14 +105,14 @@ for (name, device, typed) in [("phone", phone, item.count), ("laptop", laptop, h
   print("\(name) typed \(typed) characters in \(device.bytesSent) bytes (\(each) per keystroke)")
 }
 print("live: identical = \(phone.replica.encodedState() == laptop.replica.encodedState())")
-let held = phone.replica.document.position(of: cursor, inText: "body", of: note) ?? -1
+let held = phone.replica.document.position(of: cursor, in: note) ?? -1
 let word = phone.text(of: note).unicodeScalars.prefix(held).suffix(7)
 print(
   "cursor: 7 -> \(held), still after \(String(String.UnicodeScalarView(word)).debugDescription)")
 
 // The connection drops while the phone types: those frames never arrive.
 for scalar in "- lunch at 12\n".unicodeScalars {
-  phone.type(scalar, at: phone.text(of: note).unicodeScalars.count, in: note)
+  phone.type(scalar, at: phone.end(of: note), in: note)
 }
 phone.outbox = []
 print("dropped: identical = \(phone.replica.encodedState() == laptop.replica.encodedState())")

@@ -4,7 +4,10 @@ import Foundation
 
 /// `converge replay`: applies every patch of a trace, checks the result against
 /// `endContent` and prints timings. A sequential trace goes through a ``SharedText`` with one
-/// replica; a concurrent one through one ``Replica`` per agent exchanging deltas.
+/// replica; a concurrent one through one ``Replica`` per agent exchanging deltas. With
+/// `--through-handle`, each run of a sequential trace also types it into a typed model's
+/// text field of a replica, by field name and through an ``EntityText``, in one
+/// transaction and in one transaction per edit, and reports the four side by side.
 enum ReplayCommand {
   struct Options {
     /// The trace: the command's one operand, set once the flags are read.
@@ -12,6 +15,8 @@ enum ReplayCommand {
     var json = false
     var iterations = 5
     var savePath: String?
+    /// Also types the trace into a document, by field name and through a text handle.
+    var throughHandle = false
   }
 
   static func parse(_ arguments: [String]) -> Options? {
@@ -20,6 +25,7 @@ enum ReplayCommand {
         arguments, into: Options(),
         [
           .flag("--json", \.json),
+          .flag("--through-handle", \.throughHandle),
           .value("--save", \.savePath, .text),
           .value("--iterations", \.iterations, .positive),
         ], operands: 1),
@@ -32,7 +38,8 @@ enum ReplayCommand {
   static func run(_ arguments: [String]) -> Int32 {
     guard let options = parse(arguments) else {
       FileHandleOutput.error(
-        "usage: converge replay <trace.json[.gz]> [--json] [--iterations N] [--save FILE]")
+        "usage: converge replay <trace.json[.gz]> [--json] [--iterations N] [--save FILE]"
+          + " [--through-handle]")
       return 2
     }
     let loaded: EditingTrace
@@ -53,6 +60,7 @@ enum ReplayCommand {
     var matches = true
     var finalLength = 0
     var memoryGrowth = 0
+    var handleRuns: [HandleReplayTimes] = []
     for iteration in 0..<options.iterations {
       MemoryProbe.releaseFreeHeap()
       MemoryProbe.resetHighWaterMark()
@@ -70,6 +78,14 @@ enum ReplayCommand {
         matches = result == trace.endContent
         finalLength = text.count
       }
+      if options.throughHandle {
+        do {
+          handleRuns.append(try trace.timeHandleReplays(handleFirst: iteration % 2 == 1))
+        } catch {
+          FileHandleOutput.error("error: \(error)")
+          return 1
+        }
+      }
     }
     let sorted = timings.sorted()
     let best = sorted[0]
@@ -77,6 +93,8 @@ enum ReplayCommand {
     let edits = trace.patches.count
     let editsPerSecond = Int(Double(edits) / (best / 1000))
     let peak = MemoryProbe.highWaterMark()
+    let handle = handleFigures(handleRuns, edits: edits, sharedTextBest: best)
+    matches = matches && handle.matches
     printSummary(
       options, edits: edits, finalLength: finalLength, matches: matches,
       fields: [
@@ -86,14 +104,14 @@ enum ReplayCommand {
         ("edits_per_second", "\(editsPerSecond)"),
         ("peak_memory_growth_bytes", "\(memoryGrowth)"),
         ("peak_rss_bytes", "\(peak)"),
-      ],
+      ] + handle.fields,
       lines: [
         "replay:           best \(format(best)) ms, median \(format(median)) ms",
         "                  (\(options.iterations) iterations)",
         "edits per second: \(editsPerSecond)",
         "peak mem growth:  \(memoryGrowth / 1024) KiB (first run, VmHWM over VmRSS)",
         "peak RSS:         \(peak / 1024) KiB (whole process)",
-      ])
+      ] + handle.lines)
     if !matches {
       FileHandleOutput.error("error: the replayed text differs from endContent")
       return 1
@@ -107,6 +125,48 @@ enum ReplayCommand {
       return save(replica, to: savePath)
     }
     return 0
+  }
+
+  /// The `--through-handle` figures, best of the runs: JSON fields and text lines, and
+  /// whether every document replay matched (true without runs).
+  static func handleFigures(_ runs: [HandleReplayTimes], edits: Int, sharedTextBest: Double)
+    -> (fields: [(String, String)], lines: [String], matches: Bool)
+  {
+    guard !runs.isEmpty else { return ([], [], true) }
+    let transaction = runs.map(\.transactionMilliseconds).min() ?? 0
+    let handle = runs.map(\.handleMilliseconds).min() ?? 0
+    let transactionPerEdit = runs.map(\.transactionPerEditMilliseconds).min() ?? 0
+    let handlePerEdit = runs.map(\.handlePerEditMilliseconds).min() ?? 0
+    /// The change in percent, signed: "+" shown in the text lines only (JSON has no "+").
+    func percent(_ value: Double, over reference: Double, plus: Bool = true) -> String {
+      let change = reference > 0 ? (value / reference - 1) * 100 : 0
+      return (change < 0 ? "-" : plus ? "+" : "") + format(abs(change))
+    }
+    func microsecondsPerEdit(_ milliseconds: Double) -> String {
+      format(milliseconds * 1000 / Double(Swift.max(1, edits)))
+    }
+    let fields = [
+      ("document_replay_ms", format(transaction)),
+      ("handle_replay_ms", format(handle)),
+      ("handle_over_document_percent", percent(handle, over: transaction, plus: false)),
+      ("handle_over_replay_percent", percent(handle, over: sharedTextBest, plus: false)),
+      ("document_per_edit_us", microsecondsPerEdit(transactionPerEdit)),
+      ("handle_per_edit_us", microsecondsPerEdit(handlePerEdit)),
+      (
+        "handle_per_edit_over_document_percent",
+        percent(handlePerEdit, over: transactionPerEdit, plus: false)
+      ),
+    ]
+    let lines = [
+      "document, by name:  best \(format(transaction)) ms (one transaction, a typed model)",
+      "document, handle:   best \(format(handle)) ms (\(percent(handle, over: transaction))% over"
+        + " by name, \(percent(handle, over: sharedTextBest))% over the replay)",
+      "per-edit, by name:  \(microsecondsPerEdit(transactionPerEdit)) µs an edit"
+        + " (a transaction each, best total \(format(transactionPerEdit)) ms)",
+      "per-edit, handle:   \(microsecondsPerEdit(handlePerEdit)) µs an edit"
+        + " (\(percent(handlePerEdit, over: transactionPerEdit))% over by name)",
+    ]
+    return (fields, lines, runs.allSatisfy(\.matches))
   }
 
   /// Writes a replica's encoded state to `path`.

@@ -9,8 +9,9 @@ let usage = """
   usage: converge <command>
 
   commands:
-    replay <trace.json[.gz]> [--json] [--iterations N]
-        replay an editing trace (sequential or concurrent) and time it
+    replay <trace.json[.gz]> [--json] [--iterations N] [--save FILE] [--through-handle]
+        replay an editing trace (sequential or concurrent) and time it; --through-handle
+        also types a sequential one into a typed model's text, by name and through a handle
     simulate [--replicas N] [--operations N] [--seed S] [--workload notes|tasks|mixed] [--json]
         fork replicas, edit them over a hostile network, check they converge
     inspect <file>

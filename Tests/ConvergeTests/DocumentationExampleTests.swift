@@ -51,9 +51,10 @@ import Testing
     #expect(laptop.get(Note.self, id: id)?.title == "Groceries")
 
     let key = EntityKey(type: Note.entityType, id: id)
+    let bodyText = try EntityText(\Note.body, of: id)
     let onLaptop = laptop.transact { tx in
       tx.setValue(.string("Shopping"), for: "title", of: key)
-      tx.insertText("oat ", at: 0, in: "body", of: key)
+      tx.insertText("oat ", at: 0, in: bodyText)
       tx.create(Note(title: "Call Mum"), id: "call-mum")
     }
 

@@ -46,3 +46,32 @@ import Testing
     #expect(Bool(copy == text.rga))
   }
 }
+
+/// `converge replay --through-handle`: the trace typed into a typed model's text by field
+/// name and through an `EntityText` gives the same document, in one transaction and in one
+/// transaction per edit. A prefix of automerge-paper, so that a debug build stays quick.
+@Suite struct HandleReplayTests {
+  @Test func theHandleReplaysAreTheReplaysByName() throws {
+    let path = TraceReplayTests.tracesFolder.appendingPathComponent("automerge-paper.json.gz")
+    guard case .sequential(let full) = try EditingTrace.load(path: path.path) else {
+      Issue.record("automerge-paper is not a sequential trace")
+      return
+    }
+    var text = SharedText(replica: ReplicaID(rawValue: 1))
+    let patches = Array(full.patches.prefix(4_000))
+    for patch in patches {
+      text.edit(at: patch.position, deleting: patch.deleted, inserting: patch.inserted)
+    }
+    let trace = SequentialTrace(endContent: text.string, patches: patches)
+    let times = try trace.timeHandleReplays(handleFirst: false)
+    #expect(times.matches)
+    let handle = try EntityText(\TraceDocument.text, of: SequentialTrace.benchKey.id)
+    for perEdit in [false, true] {
+      let byName = trace.replayByName(perEdit: perEdit)
+      let byHandle = trace.replayThroughHandle(handle, perEdit: perEdit)
+      #expect(byName.document == byHandle.document)
+      #expect(byHandle.document.string(of: handle) == text.string)
+      #expect(byHandle.encodedState() == byName.encodedState())
+    }
+  }
+}

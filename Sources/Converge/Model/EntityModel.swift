@@ -66,6 +66,8 @@ public struct EntityField<Model: EntityModel>: Sendable {
   public let name: String
   /// The kind of CRDT that stores it.
   public let kind: FieldKind
+  /// The model's property, so that ``EntityText/init(_:of:)`` can find a field by it.
+  let keyPath: PartialKeyPath<Model> & Sendable
   let read: @Sendable (inout Model, Document, EntityKey) -> Void
   /// Records the change from the old model (`nil` when creating) to the new one.
   let write: @Sendable (Model?, Model, inout DocumentTransaction, EntityKey) -> Void
@@ -75,7 +77,7 @@ public struct EntityField<Model: EntityModel>: Sendable {
     _ name: String, _ keyPath: WritableKeyPath<Model, Value> & Sendable
   ) -> EntityField {
     EntityField(
-      name: name, kind: .register,
+      name: name, kind: .register, keyPath: keyPath,
       read: { model, document, key in
         if let stored = document.value(of: name, in: key), let value = Value(fieldValue: stored) {
           model[keyPath: keyPath] = value
@@ -96,7 +98,7 @@ public struct EntityField<Model: EntityModel>: Sendable {
     _ name: String, _ keyPath: WritableKeyPath<Model, Set<Element>> & Sendable
   ) -> EntityField {
     EntityField(
-      name: name, kind: .set,
+      name: name, kind: .set, keyPath: keyPath,
       read: { model, document, key in
         model[keyPath: keyPath] = Set(
           document.elements(of: name, in: key).compactMap { Element(fieldValue: $0) })
@@ -119,13 +121,19 @@ public struct EntityField<Model: EntityModel>: Sendable {
   /// Writes diff the old and new string (common prefix and suffix) and record the
   /// changed range, so typing in a long note sends the edit, not the note.
   ///
+  /// Assigning the property is the convenience: reading the model builds the whole
+  /// string, and the write compares all of it, so a keystroke costs O(n). To type, edit
+  /// the field through its ``EntityText`` handle instead (`EntityText(\Note.body, of:
+  /// id)`), which costs O(log n) an edit and records the same operations.
+  ///
   /// - Complexity: a write is O(n) for the n scalars of the old and new strings (the
-  ///   diff), plus O(log n + k) for the k scalars it changes; its delta is O(k).
+  ///   diff, after the O(n) read that built the model), plus O(log n + k) for the k
+  ///   scalars it changes; its delta is O(k).
   public static func text(
     _ name: String, _ keyPath: WritableKeyPath<Model, String> & Sendable
   ) -> EntityField {
     EntityField(
-      name: name, kind: .text,
+      name: name, kind: .text, keyPath: keyPath,
       read: { model, document, key in
         model[keyPath: keyPath] = document.text(of: name, in: key)
       },
@@ -212,6 +220,9 @@ extension DocumentTransaction {
   /// Set properties record the elements added and removed; text properties the changed
   /// range; register properties the new value.
   ///
+  /// - Complexity: O(f + n) for f schema fields and n scalars of the entity's text
+  ///   fields: the model is read whole and compared whole. A text property assigned here
+  ///   costs O(n) a keystroke; type through an ``EntityText`` for O(log n).
   /// - Returns: `false` (and changes nothing) if there is no such visible entity.
   @discardableResult
   public mutating func update<Model: EntityModel>(
@@ -253,6 +264,8 @@ extension Replica {
 
   /// Edits an entity through its model and returns the commit to send.
   ///
+  /// - Complexity: O(f + n), see ``DocumentTransaction/update(_:id:_:)``: assigning a
+  ///   text property diffs the whole string. Type through an ``EntityText`` instead.
   /// - Throws: ``ReplicaError/entityNotFound(_:)`` if there is no such visible entity.
   @discardableResult
   public mutating func update<Model: EntityModel>(
