@@ -5,23 +5,24 @@ import Testing
 @testable import ConvergeStore
 
 /// Files that hold every write of the identity's temporary file until the test opens the
-/// gate, and note one made while the test is inside a call to the store (on the owner's
-/// thread, which then does not wait).
+/// gate, and note one made on the owner's thread while the test is inside a call to the
+/// store (which then does not wait). The thread is what counts, not the moment: a
+/// background sync that starts during the call runs on its queue at the same time.
 final class IdentityGatedFileSystem: StoreFileSystem, @unchecked Sendable {
   // `@unchecked`: `base` locks its own state; `gate` is a semaphore; the flags are read
   // and written under `lock`.
   let base: MemoryFileSystem
   let gate = DispatchSemaphore(value: 0)
   private let lock = NSLock()
-  private var inOwnerCall = false
+  private var owner: pthread_t?
   private var writtenInOwnerCall = false
 
   init(_ base: MemoryFileSystem) { self.base = base }
 
   /// Runs `body` (a call to the store) with identity writes noted as the owner's.
   func ownerCall(_ body: () throws -> Void) rethrows {
-    lock.withLock { inOwnerCall = true }
-    defer { lock.withLock { inOwnerCall = false } }
+    lock.withLock { owner = pthread_self() }
+    defer { lock.withLock { owner = nil } }
     try body()
   }
 
@@ -29,11 +30,12 @@ final class IdentityGatedFileSystem: StoreFileSystem, @unchecked Sendable {
 
   func write(_ bytes: [UInt8], to path: String) throws {
     if path.hasSuffix("/identity.tmp") {
-      let owner = lock.withLock {
-        if inOwnerCall { writtenInOwnerCall = true }
-        return inOwnerCall
+      let onOwnersThread = lock.withLock {
+        let here = owner.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+        if here { writtenInOwnerCall = true }
+        return here
       }
-      if !owner {
+      if !onOwnersThread {
         guard gate.wait(timeout: .now() + 60) == .success else {
           throw StoreFileError(operation: "gate", path: path, code: 0)
         }
