@@ -8,7 +8,7 @@ import Testing
 /// gate, and note one made on the owner's thread while the test is inside a call to the
 /// store (which then does not wait). The thread is what counts, not the moment: a
 /// background sync that starts during the call runs on its queue at the same time.
-final class IdentityGatedFileSystem: StoreFileSystem, @unchecked Sendable {
+final class IdentityGatedFileSystem: ForwardingFileSystem, @unchecked Sendable {
   // `@unchecked`: `base` locks its own state; `gate` is a semaphore; the flags are read
   // and written under `lock`.
   let base: MemoryFileSystem
@@ -47,20 +47,6 @@ final class IdentityGatedFileSystem: StoreFileSystem, @unchecked Sendable {
   func openForAppending(_ path: String) throws -> any StoreAppendHandle {
     try base.openForAppending(path)
   }
-  func contents(ofDirectory directory: String) throws -> [String] {
-    try base.contents(ofDirectory: directory)
-  }
-  func createDirectory(_ directory: String) throws { try base.createDirectory(directory) }
-  func read(_ path: String) throws -> [UInt8]? { try base.read(path) }
-  func append(_ bytes: [UInt8], to path: String) throws { try base.append(bytes, to: path) }
-  func sync(_ path: String) throws { try base.sync(path) }
-  func syncDirectory(_ directory: String) throws { try base.syncDirectory(directory) }
-  func rename(_ source: String, to destination: String) throws {
-    try base.rename(source, to: destination)
-  }
-  func remove(_ path: String) throws { try base.remove(path) }
-  func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
-  func fileIdentity(_ path: String) throws -> UInt64? { try base.fileIdentity(path) }
 }
 
 @Suite struct BackgroundPreparationTests {

@@ -6,7 +6,7 @@ import Testing
 
 /// Files that hold every snapshot write until the test opens the gate, so that a test
 /// decides when a compaction running on the sync queue may go on.
-final class GatedFileSystem: StoreFileSystem, @unchecked Sendable {
+final class GatedFileSystem: ForwardingFileSystem, @unchecked Sendable {
   // `@unchecked`: `base` locks its own state; `gate` is a semaphore.
   let base: MemoryFileSystem
   let gate = DispatchSemaphore(value: 0)
@@ -25,20 +25,6 @@ final class GatedFileSystem: StoreFileSystem, @unchecked Sendable {
     try base.write(bytes, to: path)
   }
 
-  func contents(ofDirectory directory: String) throws -> [String] {
-    try base.contents(ofDirectory: directory)
-  }
-  func createDirectory(_ directory: String) throws { try base.createDirectory(directory) }
-  func read(_ path: String) throws -> [UInt8]? { try base.read(path) }
-  func append(_ bytes: [UInt8], to path: String) throws { try base.append(bytes, to: path) }
-  func sync(_ path: String) throws { try base.sync(path) }
-  func syncDirectory(_ directory: String) throws { try base.syncDirectory(directory) }
-  func rename(_ source: String, to destination: String) throws {
-    try base.rename(source, to: destination)
-  }
-  func remove(_ path: String) throws { try base.remove(path) }
-  func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
-  func fileIdentity(_ path: String) throws -> UInt64? { try base.fileIdentity(path) }
 }
 
 @Suite struct BackgroundSyncTests {

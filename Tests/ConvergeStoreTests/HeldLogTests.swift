@@ -6,7 +6,7 @@ import Testing
 
 /// Files that count the handles a store opens on its logs and the appends it makes by
 /// path, around a ``MemoryFileSystem``.
-final class HandleCountingFileSystem: StoreFileSystem, @unchecked Sendable {
+final class HandleCountingFileSystem: ForwardingFileSystem, @unchecked Sendable {
   // `@unchecked`: `base` locks its own state; the counters are read after the store's
   // syncs finished on the test's thread.
   let base: MemoryFileSystem
@@ -32,20 +32,6 @@ final class HandleCountingFileSystem: StoreFileSystem, @unchecked Sendable {
     lock.withLock { pathAppends += 1 }
     try base.append(bytes, to: path)
   }
-  func contents(ofDirectory directory: String) throws -> [String] {
-    try base.contents(ofDirectory: directory)
-  }
-  func createDirectory(_ directory: String) throws { try base.createDirectory(directory) }
-  func read(_ path: String) throws -> [UInt8]? { try base.read(path) }
-  func write(_ bytes: [UInt8], to path: String) throws { try base.write(bytes, to: path) }
-  func sync(_ path: String) throws { try base.sync(path) }
-  func syncDirectory(_ directory: String) throws { try base.syncDirectory(directory) }
-  func rename(_ source: String, to destination: String) throws {
-    try base.rename(source, to: destination)
-  }
-  func remove(_ path: String) throws { try base.remove(path) }
-  func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
-  func fileIdentity(_ path: String) throws -> UInt64? { try base.fileIdentity(path) }
 }
 
 @Suite struct HeldLogTests {
