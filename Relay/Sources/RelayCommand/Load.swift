@@ -162,14 +162,7 @@ struct Load: AsyncParsableCommand {
     let baseline = probe.residentMiB
     print("space of \(megabytes) MB stored; relay resident \(baseline) MiB")
     let readToken = try await harness.token(space: "big", scope: .read)
-    let peak = Mutex(baseline)
-    let sampling = Task {
-      while !Task.isCancelled {
-        let now = probe.residentMiB
-        peak.withLock { $0 = max($0, now) }
-        try? await Task.sleep(for: .milliseconds(100))
-      }
-    }
+    let sampling = probe.sampleResidentPeak(from: baseline)
     let received = Mutex(0)
     let count = self.count
     let close = try await harness.connect(space: "big", token: readToken) { inbound, outbound in
@@ -178,9 +171,8 @@ struct Load: AsyncParsableCommand {
       try await Task.sleep(for: .seconds(20))
       for try await _ in inbound.messages(maxSize: 1 << 26) { received.withLock { $0 += 1 } }
     }
-    sampling.cancel()
     let reason = close.flatMap(RelayCloseReason.init(closeFrame:))
-    let top = peak.withLock { $0 }
+    let top = await sampling.stop()
     print(
       "\(count) unread handshakes: relay resident peak \(top) MiB (+\(top - baseline) MiB), "
         + "now \(probe.residentMiB) MiB; the socket read \(received.withLock { $0 }) answers, "
@@ -191,14 +183,7 @@ struct Load: AsyncParsableCommand {
     let writerID = ReplicaID(rawValue: 1)
     let token = try await harness.token(space: "busy", scope: .write, replicas: [writerID])
     let baseline = probe.residentMiB
-    let peak = Mutex(baseline)
-    let sampling = Task {
-      while !Task.isCancelled {
-        let now = probe.residentMiB
-        peak.withLock { $0 = max($0, now) }
-        try? await Task.sleep(for: .milliseconds(100))
-      }
-    }
+    let sampling = probe.sampleResidentPeak(from: baseline)
     let acknowledged = Mutex(0)
     let rate = self.rate
     let seconds = self.seconds
@@ -238,8 +223,7 @@ struct Load: AsyncParsableCommand {
         group.cancelAll()
       }
     }
-    sampling.cancel()
-    let top = peak.withLock { $0 }
+    let top = await sampling.stop()
     print(
       "one writer at \(rate) deltas/s for \(seconds) s (\(acknowledged.withLock { $0 }) "
         + "acknowledgements): relay resident \(baseline) MiB before, peak \(top) MiB "
@@ -293,6 +277,32 @@ struct ProcessProbe: Sendable {
   }
 
   var residentMiB: Int { status("VmRSS") / 1024 }
+
+  /// Samples the resident size every 100 ms from now until ``PeakSampling/stop()``, which
+  /// returns the largest seen (at least `baseline`).
+  func sampleResidentPeak(from baseline: Int) -> PeakSampling {
+    let peak = Mutex(baseline)
+    let task = Task {
+      while !Task.isCancelled {
+        let now = residentMiB
+        peak.withLock { $0 = max($0, now) }
+        try? await Task.sleep(for: .milliseconds(100))
+      }
+      return peak.withLock { $0 }
+    }
+    return PeakSampling(task: task)
+  }
+
+  /// A running sample of a process's resident size.
+  struct PeakSampling: Sendable {
+    let task: Task<Int, Never>
+
+    /// Stops sampling and returns the largest resident size seen, in MiB.
+    func stop() async -> Int {
+      task.cancel()
+      return await task.value
+    }
+  }
   var peakMiB: Int { status("VmHWM") / 1024 }
 
   /// A `/proc/PID/status` field in kB.
