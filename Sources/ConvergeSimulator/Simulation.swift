@@ -130,7 +130,9 @@ public struct Simulation: Sendable {
     let takenBack = run.ledger.takenBack(finalReplicas: replicas)
     run.statistics.dotsTakenBack = takenBack
     var verdict = PhaseTimings.measure(&run.statistics.timings, \.oracle) {
-      Oracle.check(replicas, pendingExplained: takenBack > 0)
+      Oracle.check(
+        replicas, pendingExplained: takenBack > 0, presenceChecked: run.statistics.damagedFiles == 0
+      )
     }
     verdict.failures += run.ledger.failures(finalReplicas: replicas)
     if run.statistics.undecodable > 0 {

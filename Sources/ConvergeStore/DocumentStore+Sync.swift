@@ -84,8 +84,12 @@ extension DocumentStore {
   {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
+    // A delta the session declines (computed from an overstated view of this replica,
+    // see `SyncSession.canApply(_:to:)`) is not logged either: replayed at the next
+    // open, it would do what the session refused to.
+    let applies = SyncSession.canApply(message, to: storedReplica.context)
     let changes = session.receive(message, into: &storedReplica)
-    if let delta = message.delta, !delta.isEmpty { append(delta, local: false) }
+    if applies, let delta = message.delta, !delta.isEmpty { append(delta, local: false) }
     if let stated = message.context { try recordAcknowledgement(stated, from: peer) }
     return changes
   }

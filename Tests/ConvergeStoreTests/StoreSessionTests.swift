@@ -50,6 +50,36 @@ import Testing
     #expect(reopened.pendingCount == 0)
   }
 
+  /// A message the session declines (an answer computed while an earlier message to the
+  /// store was lost) is not logged either: replayed at the next open, it would leave a
+  /// presence naming an event the store never received.
+  @Test func aDeclinedAnswerIsNotLogged() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    var peer = Replica(id: ReplicaID(rawValue: 99), wallClock: .fixed(0))
+    var third = Replica(id: ReplicaID(rawValue: 98), wallClock: .fixed(0))
+    peer.transact { $0.setValue(.string("draft"), for: "title", of: note) }
+    third.apply(peer.delta(since: third.context))
+    var (storeSession, peerSession) = (SyncSession(), SyncSession())
+    try synchronize(store, &storeSession, &peer, &peerSession)
+    // The peer's edit is lost on its way; a third device's edit of the note reaches the
+    // peer, whose next answer omits its own edit.
+    peer.transact { $0.setValue(.string("done"), for: "status", of: note) }
+    _ = peerSession.makeMessage(for: peer)
+    third.transact { $0.insert(.string("home"), into: "tags", of: note) }
+    peer.apply(third.delta(since: peer.context))
+    let answer = peerSession.makeMessage(for: peer)
+    let gapped = try #require(answer)
+    let before = store.replica.document
+    try store.receive(gapped, through: &storeSession, from: "laptop")
+    #expect(store.replica.document == before)
+    try store.close()
+    let reopened = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem))
+    #expect(reopened.replica.document == before)
+    #expect(reopened.replica.document.presenceNamingAbsentEvent() == nil)
+  }
+
   @Test func aLivePushIsNotAnAcknowledgement() throws {
     let fileSystem = MemoryFileSystem()
     let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))

@@ -193,9 +193,36 @@ public struct SyncSession: Sendable {
     -> DocumentChanges
   {
     var changes = DocumentChanges()
-    if let delta = message.delta { changes = replica.apply(delta) }
+    if let delta = message.delta, Self.canApply(message, to: replica.context) {
+      changes = replica.apply(delta)
+    }
     noteReceived(message, appliedTo: replica)
     return changes
+  }
+
+  /// Whether a replica whose context is `context` holds every event the message's sender
+  /// assumed it held: only then is its delta applied.
+  ///
+  /// An answer is the sender's delta since what it believed the receiver had: the
+  /// receiver's last stated context joined with what it sent since, assumed arrived. When
+  /// a message on the way was lost, that belief overstates, and the delta, which omits
+  /// what the receiver was believed to have, still carries each changed entity's whole
+  /// presence (its latest event of each replica): the receiver would hold a summary of an
+  /// event it lacks. Should that event then be lost for good (its device restored from a
+  /// stale backup), the receiver would keep a presence no other replica has, for ever.
+  /// The sender's stated context minus the delta's context is what it assumed, so a
+  /// receiver that lacks part of it applies nothing, states its real context in its
+  /// answer (it lacks what the sender stated, so it owes one), and the sender's next
+  /// delta is computed from that. A live push (no stated context) is one transaction's
+  /// own events and needs no check.
+  ///
+  /// Call it before applying a message's delta some other way (a relay committing it
+  /// through its store), then ``noteReceived(_:appliedTo:)`` with the message.
+  ///
+  /// - Complexity: O(r + g) for r replicas and g gaps in the contexts.
+  public static func canApply(_ message: SyncMessage, to context: CausalContext) -> Bool {
+    guard let stated = message.context, let delta = message.delta else { return true }
+    return context.includes(stated.subtracting(delta.context))
   }
 
   /// Notes what a message from the peer says the peer has, when the caller has already
