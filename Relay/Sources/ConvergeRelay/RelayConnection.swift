@@ -151,7 +151,12 @@ struct RelayPeer {
       return .failure(.malformedMessage)
     }
     var replies: [[UInt8]] = []
-    if let delta = message.delta, !delta.isEmpty {
+    // An answer computed from an overstated view of the space (a message of ours was
+    // lost on the way) is not committed: the session states the space's real context
+    // and the device answers that (see `SyncSession.canApply(_:to:)`).
+    if let delta = message.delta, !delta.isEmpty,
+      SyncSession.canApply(message, to: await hub.replica.context)
+    {
       if let refusal = await grant.refusal(toPush: delta, known: await hub.replica.document) {
         return .failure(refusal)
       }
