@@ -1,5 +1,6 @@
 import Converge
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -74,14 +75,19 @@ public struct RelayServer: Sendable {
     router.get("v1/spaces/:space/pull") { request, context -> Response in
       try await relay.pull(request, space: context.parameters.get("space") ?? "")
     }
+    let webSocket = WebSocketServerConfiguration(
+      maxFrameSize: configuration.maxMessageSize,
+      autoPing: configuration.pingInterval > .zero
+        ? .enabled(timePeriod: configuration.pingInterval) : .disabled)
+    let webSocketResponder = router.buildResponder()
     return Application(
       router: router,
-      server: .http1WebSocketUpgrade(
-        webSocketRouter: router,
-        configuration: .init(
-          maxFrameSize: configuration.maxMessageSize,
-          autoPing: configuration.pingInterval > .zero
-            ? .enabled(timePeriod: configuration.pingInterval) : .disabled)),
+      server: HTTPServerBuilder { responder in
+        PolicedWebSocketChannel(
+          upgrading: HTTP1WebSocketUpgradeChannel(
+            responder: responder, webSocketResponder: webSocketResponder,
+            configuration: .init(http1: .init(idleTimeout: nil), ws: webSocket)))
+      },
       configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
       onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
       logger: logger)

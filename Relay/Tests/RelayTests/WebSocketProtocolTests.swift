@@ -49,4 +49,29 @@ import Testing
     #expect(try await closeCode(of: frames, relay: relay, token: token) == .messageTooLarge)
     await relay.stop()
   }
+
+  /// RFC 6455 §5.1: a server must close the connection on an unmasked client frame. A
+  /// masked push on the same socket is acknowledged first, so the raw client is known
+  /// to speak the protocol; the unmasked one is closed with 1002 and not committed.
+  @Test func anUnmaskedFrameClosesWith1002AndCommitsNothing() async throws {
+    let relay = try await LiveRelay.start()
+    let token = try await relay.token(space: "s", replicas: [ReplicaID(rawValue: 1)])
+    let socket = try await RawWebSocket.connect(
+      port: relay.port, path: "/v1/spaces/s/sync", token: token)
+    var replica = Replica(id: ReplicaID(rawValue: 1))
+    let first = replica.transact { tx in tx.create(EntityKey(type: "note", id: "masked")) }
+    try await socket.send(RawWebSocket.frame(first.delta.encoded()))
+    let acknowledgement = try #require(try await socket.nextFrame())
+    #expect(acknowledgement.opcode == 0x2)
+    let before = try await relay.store.read(space: "s", after: 0)
+    #expect(before.entries.count == 1)
+
+    let second = replica.transact { tx in tx.create(EntityKey(type: "note", id: "unmasked")) }
+    try await socket.send(RawWebSocket.frame(second.delta.encoded(), masked: false))
+    let (frames, close) = try await socket.readUntilClose()
+    #expect(frames.isEmpty)
+    #expect(close?.closeCode == 1002)
+    #expect(try await relay.store.read(space: "s", after: 0) == before)
+    await relay.stop()
+  }
 }

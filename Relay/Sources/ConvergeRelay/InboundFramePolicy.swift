@@ -1,0 +1,84 @@
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+
+/// What the relay checks of every frame a client sends, as the frame comes off the
+/// socket, before the WebSocket library or the relay sees it: a client frame must be
+/// masked (RFC 6455 §5.1); an unmasked one closes the socket with 1002 (protocol error).
+/// The library (swift-websocket 1.6.2) drops the mask when it converts a frame and has
+/// no setting to require one, so the check sits in the channel pipeline, right after
+/// NIO's frame decoder, where `maskKey` is still known.
+///
+/// The frames after the offending one are dropped: nothing they carry reaches the relay,
+/// and the socket is closed once the close frame is written.
+final class InboundFramePolicy: ChannelInboundHandler, RemovableChannelHandler {
+  typealias InboundIn = WebSocketFrame
+  typealias InboundOut = WebSocketFrame
+  typealias OutboundOut = WebSocketFrame
+
+  private var closing = false
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    guard !closing else { return }
+    let frame = unwrapInboundIn(data)
+    if frame.maskKey == nil {
+      close(context, code: .protocolError, reason: "unmasked client frame")
+    } else {
+      context.fireChannelRead(data)
+    }
+  }
+
+  private func close(_ context: ChannelHandlerContext, code: WebSocketErrorCode, reason: String) {
+    closing = true
+    var payload = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+    payload.write(webSocketErrorCode: code)
+    payload.writeString(reason)
+    let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: payload)
+    let loopBound = context.loopBound
+    context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
+      loopBound.value.close(promise: nil)
+    }
+  }
+}
+
+/// Hummingbird's HTTP/1 channel with a WebSocket upgrade, with an ``InboundFramePolicy``
+/// in every upgraded socket's pipeline.
+///
+/// The policy is added when the upgrade completes: NIO's upgrade handler fulfils its
+/// result (the callback below runs then, on the channel's event loop) before it replays
+/// the bytes it buffered during the upgrade, so no frame reaches the library unchecked.
+struct PolicedWebSocketChannel: ServerChildChannel {
+  typealias Value = HTTP1WebSocketUpgradeChannel.Value
+  typealias UpgradeHandler = NIOTypedHTTPServerUpgradeHandler<
+    HTTP1WebSocketUpgradeChannel.UpgradeResult
+  >
+
+  let upgrading: HTTP1WebSocketUpgradeChannel
+
+  func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+    upgrading.setup(channel: channel, logger: logger).flatMapThrowing { value in
+      let upgrade = try channel.pipeline.syncOperations.handler(type: UpgradeHandler.self)
+      upgrade.upgradeResultFuture.whenSuccess { result in
+        guard case .websocket = result else { return }
+        do {
+          let operations = channel.pipeline.syncOperations
+          let decoder = try operations.handler(
+            type: ByteToMessageHandler<WebSocketFrameDecoder>.self)
+          try operations.addHandler(
+            InboundFramePolicy(), position: .after(decoder))
+        } catch {
+          // Not the pipeline NIO's upgrader builds: serve no socket unchecked.
+          channel.close(promise: nil)
+        }
+      }
+      return value
+    }
+  }
+
+  func handle(value: Value, logger: Logger) async {
+    await upgrading.handle(value: value, logger: logger)
+  }
+}
