@@ -4,28 +4,49 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
+import RelayWire
 
 /// What the relay checks of every frame a client sends, as the frame comes off the
-/// socket, before the WebSocket library or the relay sees it: a client frame must be
-/// masked (RFC 6455 §5.1); an unmasked one closes the socket with 1002 (protocol error).
-/// The library (swift-websocket 1.6.2) drops the mask when it converts a frame and has
-/// no setting to require one, so the check sits in the channel pipeline, right after
-/// NIO's frame decoder, where `maskKey` is still known.
+/// socket, before the WebSocket library or the relay sees it:
 ///
-/// The frames after the offending one are dropped: nothing they carry reaches the relay,
-/// and the socket is closed once the close frame is written.
+/// - a client frame must be masked (RFC 6455 §5.1); an unmasked one closes the socket
+///   with 1002 (protocol error). The library (swift-websocket 1.6.2) drops the mask when
+///   it converts a frame and has no setting to require one, so the check sits in the
+///   channel pipeline, right after NIO's frame decoder, where `maskKey` is still known.
+/// - at most `messagesPerSecond` frames a second (a token bucket, bursts of as many),
+///   counted when they are read off the socket rather than when the relay gets to them:
+///   a flood that the relay answers slower than the limit is cut off (4006) instead of
+///   keeping it busy. Every frame counts, pings and fragments included.
+///
+/// Either way the frames after the offending one are dropped: nothing they carry reaches
+/// the relay, and the socket is closed once the close frame is written.
+///
+/// "Read off the socket" is as NIO reads: it stops reading while the library's buffer
+/// of frames the relay has not taken is full, so a client that sends only as fast as the
+/// relay answers is read at the relay's pace; a client that sends faster has many frames
+/// in each read (up to 64 KiB of them), all counted at once.
 final class InboundFramePolicy: ChannelInboundHandler, RemovableChannelHandler {
   typealias InboundIn = WebSocketFrame
   typealias InboundOut = WebSocketFrame
   typealias OutboundOut = WebSocketFrame
 
+  private var limiter: RateLimiter
   private var closing = false
+
+  init(messagesPerSecond: Int) {
+    limiter = RateLimiter(perSecond: messagesPerSecond)
+  }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     guard !closing else { return }
     let frame = unwrapInboundIn(data)
     if frame.maskKey == nil {
       close(context, code: .protocolError, reason: "unmasked client frame")
+    } else if !limiter.allow() {
+      let reason = RelayCloseReason.rateLimited
+      close(
+        context, code: WebSocketErrorCode(codeNumber: Int(reason.rawValue)),
+        reason: reason.description)
     } else {
       context.fireChannelRead(data)
     }
@@ -57,9 +78,11 @@ struct PolicedWebSocketChannel: ServerChildChannel {
   >
 
   let upgrading: HTTP1WebSocketUpgradeChannel
+  let messagesPerSecond: Int
 
   func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-    upgrading.setup(channel: channel, logger: logger).flatMapThrowing { value in
+    let messagesPerSecond = self.messagesPerSecond
+    return upgrading.setup(channel: channel, logger: logger).flatMapThrowing { value in
       let upgrade = try channel.pipeline.syncOperations.handler(type: UpgradeHandler.self)
       upgrade.upgradeResultFuture.whenSuccess { result in
         guard case .websocket = result else { return }
@@ -68,7 +91,7 @@ struct PolicedWebSocketChannel: ServerChildChannel {
           let decoder = try operations.handler(
             type: ByteToMessageHandler<WebSocketFrameDecoder>.self)
           try operations.addHandler(
-            InboundFramePolicy(), position: .after(decoder))
+            InboundFramePolicy(messagesPerSecond: messagesPerSecond), position: .after(decoder))
         } catch {
           // Not the pipeline NIO's upgrader builds: serve no socket unchecked.
           channel.close(promise: nil)

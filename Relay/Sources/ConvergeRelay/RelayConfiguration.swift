@@ -16,7 +16,9 @@ public struct RelayConfiguration: Sendable {
   public var port = 7780
   /// The largest message a client may send, in bytes (close code 1009 beyond it).
   public var maxMessageSize = 1 << 20
-  /// Messages a connection may send per second, sustained and as a burst.
+  /// Frames a connection may send per second, sustained and as a burst (4006 beyond),
+  /// counted as they are read off the socket, not as the relay gets to them (see
+  /// `InboundFramePolicy`): pings and fragments count too.
   public var messagesPerSecond = 2_000
   /// How long a socket may stay silent before the relay closes it. Checked by one
   /// timer for the whole process, which sleeps until the earliest socket's deadline.

@@ -80,13 +80,15 @@ public struct RelayServer: Sendable {
       autoPing: configuration.pingInterval > .zero
         ? .enabled(timePeriod: configuration.pingInterval) : .disabled)
     let webSocketResponder = router.buildResponder()
+    let messagesPerSecond = configuration.messagesPerSecond
     return Application(
       router: router,
       server: HTTPServerBuilder { responder in
         PolicedWebSocketChannel(
           upgrading: HTTP1WebSocketUpgradeChannel(
             responder: responder, webSocketResponder: webSocketResponder,
-            configuration: .init(http1: .init(idleTimeout: nil), ws: webSocket)))
+            configuration: .init(http1: .init(idleTimeout: nil), ws: webSocket)),
+          messagesPerSecond: messagesPerSecond)
       },
       configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
       onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
@@ -205,19 +207,15 @@ public struct RelayServer: Sendable {
           abandon.finish()
         }))
     let maxMessageSize = configuration.maxMessageSize
-    let messagesPerSecond = configuration.messagesPerSecond
     let refusedStream = await withTaskGroup(of: (any Error)?.self) { group in
       group.addTask {
         var peer = peer
-        var limiter = RateLimiter(perSecond: messagesPerSecond)
         do {
+          // The rate limit is the pipeline's (`InboundFramePolicy`): it counts frames as
+          // they are read off the socket, not as this loop gets to them.
           for try await message in inbound.messages(maxSize: maxMessageSize) {
             state.heard()
             writer.start()
-            guard limiter.allow() else {
-              shut(.rateLimited)
-              break
-            }
             guard case .binary(let buffer) = message else {
               shut(.malformedMessage)
               break

@@ -9,9 +9,11 @@ import RelayWire
 import Synchronization
 import Testing
 
-/// A store that counts its reads, around another.
+/// A store that counts its reads, around another, and makes each wait `readDelay` first
+/// (a relay slower than its clients).
 struct CountingRelayStore: RelayStore {
   let inner: any RelayStore
+  var readDelay: Duration = .zero
   let reads = Counter()
 
   final class Counter: Sendable {
@@ -26,6 +28,7 @@ struct CountingRelayStore: RelayStore {
 
   func read(space: String, after position: UInt64) async throws -> SpaceLog {
     reads.add()
+    if readDelay > .zero { try await Task.sleep(for: readDelay) }
     return try await inner.read(space: space, after: position)
   }
 
@@ -162,6 +165,25 @@ struct CountingRelayStore: RelayStore {
     }
     #expect(close.flatMap(RelayCloseReason.init(closeFrame:)) == .slowConsumer)
     #expect(received.withLock { $0 } < 300)
+    await relay.stop()
+  }
+
+  /// The rate limit counts frames as they come off the socket, not as the relay gets to
+  /// them: a relay that answers a handshake every 100 ms (its store is slow) would read a
+  /// flood of 200 handshakes at 10 a second, under a limit of 20, and never cut it off.
+  /// The client writes them all at once and reads nothing until it has.
+  @Test func aFloodIsLimitedAsItArrivesNotAsItIsRead() async throws {
+    let relay = try await LiveRelay.start(readDelay: .milliseconds(100)) {
+      $0.messagesPerSecond = 20
+    }
+    let token = try await relay.token(space: "s", replicas: [ReplicaID(rawValue: 1)])
+    let socket = try await RawWebSocket.connect(
+      port: relay.port, path: "/v1/spaces/s/sync", token: token)
+    let frame = RawWebSocket.frame(hello)
+    try await socket.send(Array([[UInt8]](repeating: frame, count: 200).joined()))
+    let (answers, close) = try await socket.readUntilClose()
+    #expect(close?.closeCode == RelayCloseReason.rateLimited.rawValue)
+    #expect(answers.count <= 20)
     await relay.stop()
   }
 
