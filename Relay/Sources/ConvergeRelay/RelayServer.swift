@@ -212,12 +212,14 @@ public struct RelayServer: Sendable {
         var peer = peer
         do {
           // The rate limit is the pipeline's (`InboundFramePolicy`): it counts frames as
-          // they are read off the socket, not as this loop gets to them.
+          // they are read off the socket, not as this loop gets to them, and stands a
+          // marker for the first frame over it.
           for try await message in inbound.messages(maxSize: maxMessageSize) {
             state.heard()
             writer.start()
             guard case .binary(let buffer) = message else {
-              shut(.malformedMessage)
+              let marker = WebSocketMessage.text(InboundFramePolicy.rateLimitedMarker)
+              shut(message == marker ? .rateLimited : .malformedMessage)
               break
             }
             switch await peer.handle([UInt8](buffer: buffer)[...]) {
