@@ -1,6 +1,7 @@
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import Foundation
 import HTTPTypes
 import HummingbirdWSClient
 import Logging
@@ -117,13 +118,15 @@ struct CountingRelayStore: RelayStore {
 
   /// A read token that asks for a large space again and again without reading the
   /// answers is closed with `slowConsumer` once its answers pass the socket's byte
-  /// budget, long before the 300th: the relay stops reading it instead of growing. The
-  /// client reads nothing for 10 s (a wait, not a timed assertion: the relay only needs
-  /// to answer enough handshakes meanwhile to fill the loopback buffers), then reads.
-  // Disabled: the Swift WebSocket client reads and buffers whatever arrives, so it never
-  // holds the relay back; this needs a raw socket client that leaves its buffer full.
-  @Test(.disabled("needs a client that does not read at the TCP level"))
-  func aSlowReaderIsCutOffWithItsCloseCode() async throws {
+  /// budget, long before the 600th: the relay stops reading it instead of growing. The
+  /// client is a raw socket with a small receive buffer that reads its first answer (so
+  /// that the relay holds the space before the baseline), writes 599 more handshakes and
+  /// reads nothing for 10 s (a wait, not a timed assertion: the relay only needs to answer
+  /// enough of them meanwhile to fill the loopback buffers), then reads everything.
+  /// Meanwhile the process's resident size stays within a budget that 600 queued answers
+  /// of 200 KB (120 MB) would break: with the queue unbounded it grew by 193 MiB, with
+  /// the budget by 1 to 2 MiB.
+  @Test func aSlowReaderIsCutOffWithItsCloseCode() async throws {
     let relay = try await LiveRelay.start {
       $0.queueByteLimit = 256 << 10
       $0.closeGracePeriod = .seconds(50)
@@ -137,34 +140,38 @@ struct CountingRelayStore: RelayStore {
     let key = EntityKey(type: "note", id: "big")
     let commit = writer.transact { tx in
       tx.create(key)
-      tx.insertText(text, at: 0, in: "body", of: key)
+      tx.setValue(.string(text), for: "body", of: key)
     }
     _ = try await relay.store.append(space: "big", delta: commit.delta.encoded())
     let token = try await relay.token(space: "big", scope: .read, replicas: [])
-    var headers = HTTPFields()
-    headers[.authorization] = "Bearer \(token)"
-    let received = Mutex(0)
-    let hello = self.hello
-    let close = try await WebSocketClient.connect(
-      url: relay.url(space: "big"),
-      configuration: .init(maxFrameSize: 1 << 22, additionalHeaders: headers),
-      logger: Logger(label: "relay-test-client")
-    ) { inbound, outbound, _ in
-      for _ in 0..<300 { try await outbound.write(.binary(ByteBuffer(bytes: hello))) }
-      try await Task.sleep(for: .seconds(10))
-      for try await _ in inbound.messages(maxSize: 1 << 22) {
-        // Bounded: should every answer arrive, the client closes (and the test fails).
-        if received.withLock({
-          $0 += 1
-          return $0 >= 300
-        }) {
-          try await outbound.close(.normalClosure, reason: nil)
-          break
-        }
+    let socket = try await RawWebSocket.connect(
+      port: relay.port, path: "/v1/spaces/big/sync", token: token, receiveBuffer: 16 << 10)
+    let handshake = RawWebSocket.frame(hello)
+    try await socket.send(handshake)
+    let first = try #require(try await socket.nextFrame())
+    #expect(first.payload.count > 200_000)
+
+    let baseline = residentBytes()
+    let peak = Mutex(baseline)
+    let sampling = Task {
+      while !Task.isCancelled {
+        let now = residentBytes()
+        peak.withLock { $0 = max($0, now) }
+        try? await Task.sleep(for: .milliseconds(50))
       }
     }
-    #expect(close.flatMap(RelayCloseReason.init(closeFrame:)) == .slowConsumer)
-    #expect(received.withLock { $0 } < 300)
+    try await socket.send(Array([[UInt8]](repeating: handshake, count: 599).joined()))
+    try await Task.sleep(for: .seconds(10))
+    sampling.cancel()
+    await sampling.value
+    let growth = peak.withLock { $0 } - baseline
+    let (answers, close) = try await socket.readUntilClose()
+    print(
+      "aSlowReaderIsCutOffWithItsCloseCode resident growth \(growth >> 10) KiB,"
+        + " \(answers.count) more answers")
+    #expect(close?.closeCode == RelayCloseReason.slowConsumer.rawValue)
+    #expect(answers.count < 599)
+    #expect(growth < 48 << 20)
     await relay.stop()
   }
 
@@ -253,4 +260,14 @@ struct SeededLetters {
     z ^= z >> 31
     return Character(Unicode.Scalar(UInt8(ascii: "a") + UInt8(z % 26)))
   }
+}
+
+/// This process's resident size in bytes (0 where `/proc` is missing).
+func residentBytes() -> Int {
+  guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else {
+    return 0
+  }
+  let fields = statm.split(separator: " ")
+  guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+  return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
