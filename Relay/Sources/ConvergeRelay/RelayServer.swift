@@ -33,6 +33,8 @@ public struct RelayServer: Sendable {
   let configuration: RelayConfiguration
   let spaces: SpaceDirectory
   let deadlines: SocketDeadlines
+  /// The bytes queued for all sockets, against `processQueueByteLimit`.
+  let queues: QueueBudget
 
   /// A relay over `store` that accepts tokens signed by `authority`.
   public init(
@@ -44,6 +46,7 @@ public struct RelayServer: Sendable {
     self.spaces = SpaceDirectory(store: store, configuration: configuration)
     self.deadlines = SocketDeadlines(
       idleTimeout: configuration.idleTimeout, grace: configuration.closeGracePeriod)
+    self.queues = QueueBudget(limit: configuration.processQueueByteLimit)
   }
 
   /// The Hummingbird application; run it with `runService()` or in a service group.
@@ -160,7 +163,8 @@ public struct RelayServer: Sendable {
   ) async -> (any Error)? {
     let state = ConnectionState()
     let outbox = Outbox(
-      countLimit: configuration.queueLimit, byteLimit: configuration.queueByteLimit)
+      countLimit: configuration.queueLimit, byteLimit: configuration.queueByteLimit,
+      process: queues)
     let deadlines = self.deadlines
     // The first reason wins; the writer sends what is queued, then the close frame.
     let shut: @Sendable (RelayCloseReason) -> Void = { reason in
@@ -170,15 +174,17 @@ public struct RelayServer: Sendable {
     let peer = RelayPeer(grant: grant, hub: hub) { result in
       switch result {
       case .success(let durable):
-        if !outbox.send(RelayAcknowledgement(durable: durable).encoded()) { shut(.slowConsumer) }
+        if let refusal = outbox.send(RelayAcknowledgement(durable: durable).encoded()) {
+          shut(refusal)
+        }
       case .failure(let error):
         shut(RelayCloseReason(refreshing: error))
       }
     }
     let peerID = peer.id
     await hub.subscribe(peerID) { bytes in
-      if outbox.send(bytes) { return true }
-      shut(.slowConsumer)
+      guard let refusal = outbox.send(bytes) else { return true }
+      shut(refusal)
       return false
     }
     // The only writer, so pushes, answers and acknowledgements keep their order. It
@@ -225,8 +231,8 @@ public struct RelayServer: Sendable {
             switch await peer.handle([UInt8](buffer: buffer)[...]) {
             case .success(let replies):
               for reply in replies {
-                guard outbox.send(reply) else {
-                  shut(.slowConsumer)
+                if let refusal = outbox.send(reply) {
+                  shut(refusal)
                   break
                 }
               }

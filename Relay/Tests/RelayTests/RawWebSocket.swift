@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -35,6 +36,7 @@ final class RawWebSocket: Sendable {
   }
 
   private let descriptor: Int32
+  private let isOpen = Mutex(true)
   /// Bytes read past what has been returned; only ever used by one call at a time.
   private nonisolated(unsafe) var unread: [UInt8] = []
 
@@ -43,7 +45,15 @@ final class RawWebSocket: Sendable {
     self.unread = unread
   }
 
-  deinit { _ = systemClose(descriptor) }
+  deinit { closeDescriptor() }
+
+  private func closeDescriptor() {
+    let wasOpen = isOpen.withLock { open in
+      defer { open = false }
+      return open
+    }
+    if wasOpen { _ = systemClose(descriptor) }
+  }
 
   /// Connects to the relay on loopback `port` and upgrades `path` with `token`. With
   /// `receiveBuffer`, the socket's kernel receive buffer is set to that size first, so
@@ -99,6 +109,14 @@ final class RawWebSocket: Sendable {
         received += more
       }
     }
+  }
+
+  /// Ends the connection at once with a reset, as a vanished device would, unread bytes
+  /// and all: the relay's writes to it fail rather than wait.
+  func disconnect() {
+    var option = linger(l_onoff: 1, l_linger: 0)
+    setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+    closeDescriptor()
   }
 
   /// A frame of one `opcode` (binary by default) carrying `payload`, masked (as a client

@@ -116,6 +116,24 @@ struct CountingRelayStore: RelayStore {
     await relay.stop()
   }
 
+  /// Stores a space "big" whose every handshake answer is about 200 KB, and returns a
+  /// read token for it.
+  func bigSpace(in relay: LiveRelay, test: String) async throws -> String {
+    // Letters that do not compress, so that every answer is about 200 KB.
+    let seed: UInt64 = 43
+    print("\(test) seed \(seed)")
+    var random = SeededLetters(seed: seed)
+    let text = String((0..<200_000).map { _ in random.next() })
+    var writer = Replica(id: ReplicaID(rawValue: 1))
+    let key = EntityKey(type: "note", id: "big")
+    let commit = writer.transact { tx in
+      tx.create(key)
+      tx.setValue(.string(text), for: "body", of: key)
+    }
+    _ = try await relay.store.append(space: "big", delta: commit.delta.encoded())
+    return try await relay.token(space: "big", scope: .read, replicas: [])
+  }
+
   /// A read token that asks for a large space again and again without reading the
   /// answers is closed with `slowConsumer` once its answers pass the socket's byte
   /// budget, long before the 600th: the relay stops reading it instead of growing. The
@@ -131,19 +149,7 @@ struct CountingRelayStore: RelayStore {
       $0.queueByteLimit = 256 << 10
       $0.closeGracePeriod = .seconds(50)
     }
-    // Letters that do not compress, so that every answer is about 200 KB.
-    let seed: UInt64 = 43
-    print("aSlowReaderIsCutOffWithItsCloseCode seed \(seed)")
-    var random = SeededLetters(seed: seed)
-    let text = String((0..<200_000).map { _ in random.next() })
-    var writer = Replica(id: ReplicaID(rawValue: 1))
-    let key = EntityKey(type: "note", id: "big")
-    let commit = writer.transact { tx in
-      tx.create(key)
-      tx.setValue(.string(text), for: "body", of: key)
-    }
-    _ = try await relay.store.append(space: "big", delta: commit.delta.encoded())
-    let token = try await relay.token(space: "big", scope: .read, replicas: [])
+    let token = try await bigSpace(in: relay, test: "aSlowReaderIsCutOffWithItsCloseCode")
     let socket = try await RawWebSocket.connect(
       port: relay.port, path: "/v1/spaces/big/sync", token: token, receiveBuffer: 16 << 10)
     let handshake = RawWebSocket.frame(hello)
@@ -172,6 +178,40 @@ struct CountingRelayStore: RelayStore {
     #expect(close?.closeCode == RelayCloseReason.slowConsumer.rawValue)
     #expect(answers.count < 599)
     #expect(growth < 48 << 20)
+    await relay.stop()
+  }
+
+  /// The process's budget for outgoing queues is summed over its sockets: a reader that
+  /// asks for a 200 KB space 600 times and reads nothing fills it (1 MiB, under its own
+  /// 8 MiB), and is closed with `relayBusy`; a reader that asks next, which reads, is
+  /// refused the same way before anything is queued for it. Once the first one is gone,
+  /// the budget is free again and a reader gets its answer.
+  @Test func outgoingQueuesShareAProcessBudget() async throws {
+    let relay = try await LiveRelay.start {
+      $0.processQueueByteLimit = 1 << 20
+      $0.closeGracePeriod = .seconds(50)
+    }
+    let token = try await bigSpace(in: relay, test: "outgoingQueuesShareAProcessBudget")
+    let path = "/v1/spaces/big/sync"
+    let handshake = RawWebSocket.frame(hello)
+    let hog = try await RawWebSocket.connect(
+      port: relay.port, path: path, token: token, receiveBuffer: 16 << 10)
+    try await hog.send(Array([[UInt8]](repeating: handshake, count: 600).joined()))
+    // Full: no room left for another answer.
+    #expect(await eventually { await relay.queuedBytes() > (1 << 20) - 200_000 })
+
+    let refused = try await RawWebSocket.connect(port: relay.port, path: path, token: token)
+    try await refused.send(handshake)
+    let (answers, close) = try await refused.readUntilClose()
+    #expect(answers.isEmpty)
+    #expect(close?.closeCode == RelayCloseReason.relayBusy.rawValue)
+
+    hog.disconnect()
+    #expect(await eventually { await relay.queuedBytes() == 0 })
+    let served = try await RawWebSocket.connect(port: relay.port, path: path, token: token)
+    try await served.send(handshake)
+    let answer = try #require(try await served.nextFrame())
+    #expect(answer.payload.count > 200_000)
     await relay.stop()
   }
 

@@ -63,6 +63,9 @@ struct LiveRelay {
   /// Spaces the relay holds in memory now.
   func servedSpaces() async -> Int { await server.servedSpaces() }
 
+  /// Bytes waiting in the relay's outgoing queues now, over all sockets.
+  func queuedBytes() async -> Int { server.queuedBytes }
+
   /// A device in `space` through this relay, writing as `replica`'s id, starting from
   /// `replica` (a fresh one by default).
   func device(_ id: UInt64, in space: String, replica: Replica? = nil) async throws
