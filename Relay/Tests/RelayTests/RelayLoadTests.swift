@@ -181,37 +181,55 @@ struct CountingRelayStore: RelayStore {
     await relay.stop()
   }
 
-  /// The process's budget for outgoing queues is summed over its sockets: a reader that
-  /// asks for a 200 KB space 600 times and reads nothing fills it (1 MiB, under its own
-  /// 8 MiB), and is closed with `relayBusy`; a reader that asks next, which reads, is
-  /// refused the same way before anything is queued for it. Once the first one is gone,
-  /// the budget is free again and a reader gets its answer.
+  /// The process's budget for outgoing queues is summed over its sockets. A socket that
+  /// has not spoken yet holds what is pushed to its space unwritten (its writer starts
+  /// when the client speaks): seven pushes of 200 KB fill a budget of 1 MiB with it, under
+  /// its own 8 MiB. A reader that comes next is refused with `relayBusy` before anything
+  /// is queued for it; once the first socket is gone, its bytes leave the budget and a
+  /// reader gets its answer.
   @Test func outgoingQueuesShareAProcessBudget() async throws {
     let relay = try await LiveRelay.start {
       $0.processQueueByteLimit = 1 << 20
       $0.closeGracePeriod = .seconds(50)
     }
-    let token = try await bigSpace(in: relay, test: "outgoingQueuesShareAProcessBudget")
-    let path = "/v1/spaces/big/sync"
-    let handshake = RawWebSocket.frame(hello)
-    let hog = try await RawWebSocket.connect(
-      port: relay.port, path: path, token: token, receiveBuffer: 16 << 10)
-    try await hog.send(Array([[UInt8]](repeating: handshake, count: 600).joined()))
-    // Full: no room left for another answer.
+    let path = "/v1/spaces/s/sync"
+    let reader = try await relay.token(space: "s", scope: .read, replicas: [])
+    let silent = try await RawWebSocket.connect(port: relay.port, path: path, token: reader)
+    let pusher = try await RawWebSocket.connect(
+      port: relay.port, path: path,
+      token: try await relay.token(space: "s", replicas: [ReplicaID(rawValue: 1)]))
+    // Each push replaces one 200 KB value, so that the space stays about 200 KB.
+    let seed: UInt64 = 44
+    print("outgoingQueuesShareAProcessBudget seed \(seed)")
+    var random = SeededLetters(seed: seed)
+    var writer = Replica(id: ReplicaID(rawValue: 1))
+    let key = EntityKey(type: "note", id: "big")
+    for index in 0..<7 {
+      let text = String((0..<200_000).map { _ in random.next() })
+      let commit = writer.transact { tx in
+        if index == 0 { tx.create(key) }
+        tx.setValue(.string(text), for: "body", of: key)
+      }
+      try await pusher.send(RawWebSocket.frame(commit.delta.encoded()))
+      let acknowledgement = try #require(try await pusher.nextFrame())
+      #expect(acknowledgement.opcode == 0x2)
+    }
+    // No room left for another answer, and none made: nothing of it is written.
     #expect(await eventually { await relay.queuedBytes() > (1 << 20) - 200_000 })
 
-    let refused = try await RawWebSocket.connect(port: relay.port, path: path, token: token)
+    let handshake = RawWebSocket.frame(hello)
+    let refused = try await RawWebSocket.connect(port: relay.port, path: path, token: reader)
     try await refused.send(handshake)
     let (answers, close) = try await refused.readUntilClose()
     #expect(answers.isEmpty)
     #expect(close?.closeCode == RelayCloseReason.relayBusy.rawValue)
 
-    hog.disconnect()
+    silent.disconnect()
     #expect(await eventually { await relay.queuedBytes() == 0 })
-    let served = try await RawWebSocket.connect(port: relay.port, path: path, token: token)
+    let served = try await RawWebSocket.connect(port: relay.port, path: path, token: reader)
     try await served.send(handshake)
     let answer = try #require(try await served.nextFrame())
-    #expect(answer.payload.count > 200_000)
+    #expect(answer.opcode == 0x2 && answer.payload.count > 200_000)
     await relay.stop()
   }
 
