@@ -120,9 +120,11 @@ final class RawWebSocket: Sendable {
   }
 
   /// A frame of one `opcode` (binary by default) carrying `payload`, masked (as a client
-  /// must) unless told otherwise.
-  static func frame(opcode: UInt8 = 0x2, _ payload: [UInt8], masked: Bool = true) -> [UInt8] {
-    var bytes: [UInt8] = [0x80 | opcode]
+  /// must) unless told otherwise, and final (the whole message) unless told otherwise.
+  static func frame(
+    opcode: UInt8 = 0x2, _ payload: [UInt8], masked: Bool = true, final: Bool = true
+  ) -> [UInt8] {
+    var bytes: [UInt8] = [(final ? 0x80 : 0) | opcode]
     let maskBit: UInt8 = masked ? 0x80 : 0
     switch payload.count {
     case ..<126:
