@@ -10,6 +10,7 @@ public struct LocalRelay: Sendable {
   private let group: ServiceGroup
   private let task: Task<Void, any Error>
   private let spaces: SpaceDirectory
+  private let queues: QueueBudget
 
   /// Starts a relay over `store`; `configuration`'s host and port are replaced by
   /// loopback and a free port.
@@ -31,7 +32,8 @@ public struct LocalRelay: Sendable {
       task.cancel()
       throw LocalRelayDidNotStart()
     }
-    return LocalRelay(port: port, group: group, task: task, spaces: server.spaces)
+    return LocalRelay(
+      port: port, group: group, task: task, spaces: server.spaces, queues: server.queues)
   }
 
   /// Spaces whose replica the relay holds in memory now: those with a socket or request
@@ -39,6 +41,10 @@ public struct LocalRelay: Sendable {
   public func servedSpaces() async -> Int {
     await spaces.servedCount
   }
+
+  /// Bytes waiting in the sockets' outgoing queues now, summed over the process's sockets
+  /// (bounded by `processQueueByteLimit`).
+  public var queuedBytes: Int { queues.bytes }
 
   /// `ws://127.0.0.1:PORT`, the base of every space's address.
   public var base: String { "ws://127.0.0.1:\(port)" }

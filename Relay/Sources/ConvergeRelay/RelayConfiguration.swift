@@ -4,7 +4,8 @@
 /// per space it serves, a replica (the space's state) while at least one socket or
 /// request uses it, dropped after the last one leaves; per socket, its outgoing queue,
 /// at most ``queueLimit`` messages and ``queueByteLimit`` bytes (a client that reads too
-/// slowly is closed with `slowConsumer`, 4008); per space, at most
+/// slowly is closed with `slowConsumer`, 4008), and all sockets' queues together at most
+/// ``processQueueByteLimit`` bytes (`relayBusy`, 4020, beyond); per space, at most
 /// ``pendingDeltasPerSpace`` deltas waiting for the next group commit. Beyond
 /// ``maxConnections`` sockets in the process or ``maxSocketsPerSpace`` in one space, new
 /// sockets are refused with a retryable close code (`relayBusy`, `spaceBusy`) that
@@ -16,7 +17,9 @@ public struct RelayConfiguration: Sendable {
   public var port = 7780
   /// The largest message a client may send, in bytes (close code 1009 beyond it).
   public var maxMessageSize = 1 << 20
-  /// Messages a connection may send per second, sustained and as a burst.
+  /// Frames a connection may send per second, sustained and as a burst (4006 beyond),
+  /// counted as they are read off the socket, not as the relay gets to them (see
+  /// `InboundFramePolicy`): pings and fragments count too.
   public var messagesPerSecond = 2_000
   /// How long a socket may stay silent before the relay closes it. Checked by one
   /// timer for the whole process, which sleeps until the earliest socket's deadline.
@@ -42,6 +45,13 @@ public struct RelayConfiguration: Sendable {
   /// as a slow consumer; an empty queue takes one message of any size, so a handshake
   /// answer larger than this still goes out.
   public var queueByteLimit = 8 << 20
+  /// Bytes waiting in all sockets' outgoing queues together (each within
+  /// ``queueByteLimit``), the messages being written included: a message that would pass
+  /// it closes its socket with `relayBusy` (4020), whichever socket it is for, and the
+  /// device retries after backing off. Without it, `maxConnections` slow readers could
+  /// hold `queueByteLimit` each (128 GiB by default). Keep it above the largest handshake
+  /// answer (about a space's size), which cannot be sent otherwise.
+  public var processQueueByteLimit = 512 << 20
   /// How long a socket being closed may take to take its last messages and the close
   /// frame; a client that reads nothing meanwhile is disconnected without them.
   public var closeGracePeriod: Duration = .seconds(10)

@@ -46,40 +46,78 @@ final class ConnectionState: Sendable {
   var lastHeard: ContinuousClock.Instant { storage.withLock { $0.lastHeard } }
 }
 
-/// One socket's outgoing messages, bounded in count and in bytes.
+/// The bytes queued for every socket of a process, against one limit
+/// (``RelayConfiguration/processQueueByteLimit``).
+final class QueueBudget: Sendable {
+  let limit: Int
+  private let used = Mutex(0)
+
+  init(limit: Int) {
+    self.limit = limit
+  }
+
+  /// Counts `count` more bytes; false, counting nothing, beyond the limit.
+  func take(_ count: Int) -> Bool {
+    used.withLock {
+      guard $0 + count <= limit else { return false }
+      $0 += count
+      return true
+    }
+  }
+
+  func give(_ count: Int) {
+    used.withLock { $0 -= count }
+  }
+
+  /// Bytes queued now, over all sockets.
+  var bytes: Int { used.withLock { $0 } }
+}
+
+/// One socket's outgoing messages, bounded in count and in bytes, and in bytes summed
+/// over the process's sockets.
 ///
 /// The bytes of a message count from when it is queued until the socket has written it,
 /// so a client that does not read holds at most the budget: the message the writer is
 /// stuck on included. An empty queue takes one message of any size (a handshake answer
-/// can be larger than the budget).
+/// can be larger than the budget), but never past the process's budget. Messages left
+/// when the socket is gone (a writer abandoned after its grace period) leave the
+/// process's budget with the outbox.
 final class Outbox: Sendable {
   let messages: AsyncStream<[UInt8]>
   private let continuation: AsyncStream<[UInt8]>.Continuation
   private let queued = Mutex((count: 0, bytes: 0))
   private let countLimit: Int
   private let byteLimit: Int
+  private let process: QueueBudget
 
-  init(countLimit: Int, byteLimit: Int) {
+  init(countLimit: Int, byteLimit: Int, process: QueueBudget) {
     (messages, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     self.countLimit = max(1, countLimit)
     self.byteLimit = byteLimit
+    self.process = process
   }
 
-  /// Queues `bytes`; `false`, queuing nothing, when the queue is full or finished.
-  func send(_ bytes: [UInt8]) -> Bool {
-    let admitted = queued.withLock { queued in
+  deinit {
+    process.give(queued.withLock { $0.bytes })
+  }
+
+  /// Queues `bytes`; or, queuing nothing, why the socket must close: `slowConsumer` when
+  /// its queue is full (or finished), `relayBusy` when the process's queues are.
+  func send(_ bytes: [UInt8]) -> RelayCloseReason? {
+    let refusal: RelayCloseReason? = queued.withLock { queued in
       guard
         queued.count == 0
           || (queued.count < countLimit && queued.bytes + bytes.count <= byteLimit)
-      else { return false }
+      else { return .slowConsumer }
+      guard process.take(bytes.count) else { return .relayBusy }
       queued.count += 1
       queued.bytes += bytes.count
-      return true
+      return nil
     }
-    guard admitted else { return false }
-    if case .enqueued = continuation.yield(bytes) { return true }
+    if let refusal { return refusal }
+    if case .enqueued = continuation.yield(bytes) { return nil }
     written(bytes.count)
-    return false
+    return .slowConsumer
   }
 
   /// The writer is done with a message of `count` bytes.
@@ -88,6 +126,7 @@ final class Outbox: Sendable {
       $0.count -= 1
       $0.bytes -= count
     }
+    process.give(count)
   }
 
   /// Bytes queued and not written yet.

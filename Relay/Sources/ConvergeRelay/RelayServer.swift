@@ -1,5 +1,6 @@
 import Converge
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -32,6 +33,8 @@ public struct RelayServer: Sendable {
   let configuration: RelayConfiguration
   let spaces: SpaceDirectory
   let deadlines: SocketDeadlines
+  /// The bytes queued for all sockets, against `processQueueByteLimit`.
+  let queues: QueueBudget
 
   /// A relay over `store` that accepts tokens signed by `authority`.
   public init(
@@ -43,6 +46,7 @@ public struct RelayServer: Sendable {
     self.spaces = SpaceDirectory(store: store, configuration: configuration)
     self.deadlines = SocketDeadlines(
       idleTimeout: configuration.idleTimeout, grace: configuration.closeGracePeriod)
+    self.queues = QueueBudget(limit: configuration.processQueueByteLimit)
   }
 
   /// The Hummingbird application; run it with `runService()` or in a service group.
@@ -74,14 +78,21 @@ public struct RelayServer: Sendable {
     router.get("v1/spaces/:space/pull") { request, context -> Response in
       try await relay.pull(request, space: context.parameters.get("space") ?? "")
     }
+    let webSocket = WebSocketServerConfiguration(
+      maxFrameSize: configuration.maxMessageSize,
+      autoPing: configuration.pingInterval > .zero
+        ? .enabled(timePeriod: configuration.pingInterval) : .disabled)
+    let webSocketResponder = router.buildResponder()
+    let messagesPerSecond = configuration.messagesPerSecond
     return Application(
       router: router,
-      server: .http1WebSocketUpgrade(
-        webSocketRouter: router,
-        configuration: .init(
-          maxFrameSize: configuration.maxMessageSize,
-          autoPing: configuration.pingInterval > .zero
-            ? .enabled(timePeriod: configuration.pingInterval) : .disabled)),
+      server: HTTPServerBuilder { responder in
+        PolicedWebSocketChannel(
+          upgrading: HTTP1WebSocketUpgradeChannel(
+            responder: responder, webSocketResponder: webSocketResponder,
+            configuration: .init(http1: .init(idleTimeout: nil), ws: webSocket)),
+          messagesPerSecond: messagesPerSecond)
+      },
       configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
       onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
       logger: logger)
@@ -152,7 +163,8 @@ public struct RelayServer: Sendable {
   ) async -> (any Error)? {
     let state = ConnectionState()
     let outbox = Outbox(
-      countLimit: configuration.queueLimit, byteLimit: configuration.queueByteLimit)
+      countLimit: configuration.queueLimit, byteLimit: configuration.queueByteLimit,
+      process: queues)
     let deadlines = self.deadlines
     // The first reason wins; the writer sends what is queued, then the close frame.
     let shut: @Sendable (RelayCloseReason) -> Void = { reason in
@@ -162,15 +174,17 @@ public struct RelayServer: Sendable {
     let peer = RelayPeer(grant: grant, hub: hub) { result in
       switch result {
       case .success(let durable):
-        if !outbox.send(RelayAcknowledgement(durable: durable).encoded()) { shut(.slowConsumer) }
+        if let refusal = outbox.send(RelayAcknowledgement(durable: durable).encoded()) {
+          shut(refusal)
+        }
       case .failure(let error):
         shut(RelayCloseReason(refreshing: error))
       }
     }
     let peerID = peer.id
     await hub.subscribe(peerID) { bytes in
-      if outbox.send(bytes) { return true }
-      shut(.slowConsumer)
+      guard let refusal = outbox.send(bytes) else { return true }
+      shut(refusal)
       return false
     }
     // The only writer, so pushes, answers and acknowledgements keep their order. It
@@ -199,28 +213,26 @@ public struct RelayServer: Sendable {
           abandon.finish()
         }))
     let maxMessageSize = configuration.maxMessageSize
-    let messagesPerSecond = configuration.messagesPerSecond
     let refusedStream = await withTaskGroup(of: (any Error)?.self) { group in
       group.addTask {
         var peer = peer
-        var limiter = RateLimiter(perSecond: messagesPerSecond)
         do {
+          // The rate limit is the pipeline's (`InboundFramePolicy`): it counts frames as
+          // they are read off the socket, not as this loop gets to them, and stands a
+          // marker for the first frame over it.
           for try await message in inbound.messages(maxSize: maxMessageSize) {
             state.heard()
             writer.start()
-            guard limiter.allow() else {
-              shut(.rateLimited)
-              break
-            }
             guard case .binary(let buffer) = message else {
-              shut(.malformedMessage)
+              let marker = WebSocketMessage.text(InboundFramePolicy.rateLimitedMarker)
+              shut(message == marker ? .rateLimited : .malformedMessage)
               break
             }
             switch await peer.handle([UInt8](buffer: buffer)[...]) {
             case .success(let replies):
               for reply in replies {
-                guard outbox.send(reply) else {
-                  shut(.slowConsumer)
+                if let refusal = outbox.send(reply) {
+                  shut(refusal)
                   break
                 }
               }

@@ -61,7 +61,7 @@ struct Serve: AsyncParsableCommand {
   var host = "127.0.0.1"
   @Option(help: "Largest message a client may send, in bytes.")
   var maxMessageSize = 1 << 20
-  @Option(help: "Messages per second a connection may send.")
+  @Option(help: "Frames per second a connection may send, counted as they arrive.")
   var rate = 2_000
   @Option(help: "Seconds a socket may stay silent.")
   var idleTimeout = 300

@@ -40,7 +40,8 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   /// the relay does not hold: a removal of an entity or a set element, or a text delete,
   /// that would hide that replica's later edits (see `AuthorshipViolation/isObservation`).
   case observedUnknownEvents = 4010
-  /// The relay serves as many sockets as it allows one process; retry later.
+  /// The relay serves as many sockets as it allows one process, or its sockets' outgoing
+  /// queues hold as many bytes as it allows them together; retry later.
   case relayBusy = 4020
   /// The space has as many sockets as the relay allows one space, or more pushes wait
   /// for its next commit than it allows; retry later (the device's handshake sends what

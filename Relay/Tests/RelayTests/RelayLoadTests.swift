@@ -1,6 +1,7 @@
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import Foundation
 import HTTPTypes
 import HummingbirdWSClient
 import Logging
@@ -9,9 +10,11 @@ import RelayWire
 import Synchronization
 import Testing
 
-/// A store that counts its reads, around another.
+/// A store that counts its reads, around another, and makes each wait `readDelay` first
+/// (a relay slower than its clients).
 struct CountingRelayStore: RelayStore {
   let inner: any RelayStore
+  var readDelay: Duration = .zero
   let reads = Counter()
 
   final class Counter: Sendable {
@@ -26,6 +29,7 @@ struct CountingRelayStore: RelayStore {
 
   func read(space: String, after position: UInt64) async throws -> SpaceLog {
     reads.add()
+    if readDelay > .zero { try await Task.sleep(for: readDelay) }
     return try await inner.read(space: space, after: position)
   }
 
@@ -112,56 +116,139 @@ struct CountingRelayStore: RelayStore {
     await relay.stop()
   }
 
-  /// A read token that asks for a large space again and again without reading the
-  /// answers is closed with `slowConsumer` once its answers pass the socket's byte
-  /// budget, long before the 300th: the relay stops reading it instead of growing. The
-  /// client reads nothing for 10 s (a wait, not a timed assertion: the relay only needs
-  /// to answer enough handshakes meanwhile to fill the loopback buffers), then reads.
-  // Disabled: the Swift WebSocket client reads and buffers whatever arrives, so it never
-  // holds the relay back; this needs a raw socket client that leaves its buffer full.
-  @Test(.disabled("needs a client that does not read at the TCP level"))
-  func aSlowReaderIsCutOffWithItsCloseCode() async throws {
-    let relay = try await LiveRelay.start {
-      $0.queueByteLimit = 256 << 10
-      $0.closeGracePeriod = .seconds(50)
-    }
+  /// Stores a space "big" whose every handshake answer is about 200 KB, and returns a
+  /// read token for it.
+  func bigSpace(in relay: LiveRelay, test: String) async throws -> String {
     // Letters that do not compress, so that every answer is about 200 KB.
     let seed: UInt64 = 43
-    print("aSlowReaderIsCutOffWithItsCloseCode seed \(seed)")
+    print("\(test) seed \(seed)")
     var random = SeededLetters(seed: seed)
     let text = String((0..<200_000).map { _ in random.next() })
     var writer = Replica(id: ReplicaID(rawValue: 1))
     let key = EntityKey(type: "note", id: "big")
     let commit = writer.transact { tx in
       tx.create(key)
-      tx.insertText(text, at: 0, in: "body", of: key)
+      tx.setValue(.string(text), for: "body", of: key)
     }
     _ = try await relay.store.append(space: "big", delta: commit.delta.encoded())
-    let token = try await relay.token(space: "big", scope: .read, replicas: [])
-    var headers = HTTPFields()
-    headers[.authorization] = "Bearer \(token)"
-    let received = Mutex(0)
-    let hello = self.hello
-    let close = try await WebSocketClient.connect(
-      url: relay.url(space: "big"),
-      configuration: .init(maxFrameSize: 1 << 22, additionalHeaders: headers),
-      logger: Logger(label: "relay-test-client")
-    ) { inbound, outbound, _ in
-      for _ in 0..<300 { try await outbound.write(.binary(ByteBuffer(bytes: hello))) }
-      try await Task.sleep(for: .seconds(10))
-      for try await _ in inbound.messages(maxSize: 1 << 22) {
-        // Bounded: should every answer arrive, the client closes (and the test fails).
-        if received.withLock({
-          $0 += 1
-          return $0 >= 300
-        }) {
-          try await outbound.close(.normalClosure, reason: nil)
-          break
-        }
+    return try await relay.token(space: "big", scope: .read, replicas: [])
+  }
+
+  /// A read token that asks for a large space again and again without reading the
+  /// answers is closed with `slowConsumer` once its answers pass the socket's byte
+  /// budget, long before the 600th: the relay stops reading it instead of growing. The
+  /// client is a raw socket with a small receive buffer that reads its first answer (so
+  /// that the relay holds the space before the baseline), writes 599 more handshakes and
+  /// reads nothing for 10 s (a wait, not a timed assertion: the relay only needs to answer
+  /// enough of them meanwhile to fill the loopback buffers), then reads everything.
+  /// Meanwhile the process's resident size stays within a budget that 600 queued answers
+  /// of 200 KB (120 MB) would break: with the queue unbounded it grew by 193 MiB, with
+  /// the budget by 1 to 2 MiB.
+  @Test func aSlowReaderIsCutOffWithItsCloseCode() async throws {
+    let relay = try await LiveRelay.start {
+      $0.queueByteLimit = 256 << 10
+      $0.closeGracePeriod = .seconds(50)
+    }
+    let token = try await bigSpace(in: relay, test: "aSlowReaderIsCutOffWithItsCloseCode")
+    let socket = try await RawWebSocket.connect(
+      port: relay.port, path: "/v1/spaces/big/sync", token: token, receiveBuffer: 16 << 10)
+    let handshake = RawWebSocket.frame(hello)
+    try await socket.send(handshake)
+    let first = try #require(try await socket.nextFrame())
+    #expect(first.payload.count > 200_000)
+
+    let baseline = residentBytes()
+    let peak = Mutex(baseline)
+    let sampling = Task {
+      while !Task.isCancelled {
+        let now = residentBytes()
+        peak.withLock { $0 = max($0, now) }
+        try? await Task.sleep(for: .milliseconds(50))
       }
     }
-    #expect(close.flatMap(RelayCloseReason.init(closeFrame:)) == .slowConsumer)
-    #expect(received.withLock { $0 } < 300)
+    try await socket.send(Array([[UInt8]](repeating: handshake, count: 599).joined()))
+    try await Task.sleep(for: .seconds(10))
+    sampling.cancel()
+    await sampling.value
+    let growth = peak.withLock { $0 } - baseline
+    let (answers, close) = try await socket.readUntilClose()
+    print(
+      "aSlowReaderIsCutOffWithItsCloseCode resident growth \(growth >> 10) KiB,"
+        + " \(answers.count) more answers")
+    #expect(close?.closeCode == RelayCloseReason.slowConsumer.rawValue)
+    #expect(answers.count < 599)
+    #expect(growth < 48 << 20)
+    await relay.stop()
+  }
+
+  /// The process's budget for outgoing queues is summed over its sockets. A socket that
+  /// has not spoken yet holds what is pushed to its space unwritten (its writer starts
+  /// when the client speaks): seven pushes of 200 KB fill a budget of 1 MiB with it, under
+  /// its own 8 MiB. A reader that comes next is refused with `relayBusy` before anything
+  /// is queued for it; once the first socket is gone, its bytes leave the budget and a
+  /// reader gets its answer.
+  @Test func outgoingQueuesShareAProcessBudget() async throws {
+    let relay = try await LiveRelay.start {
+      $0.processQueueByteLimit = 1 << 20
+      $0.closeGracePeriod = .seconds(50)
+    }
+    let path = "/v1/spaces/s/sync"
+    let reader = try await relay.token(space: "s", scope: .read, replicas: [])
+    let silent = try await RawWebSocket.connect(port: relay.port, path: path, token: reader)
+    let pusher = try await RawWebSocket.connect(
+      port: relay.port, path: path,
+      token: try await relay.token(space: "s", replicas: [ReplicaID(rawValue: 1)]))
+    // Each push replaces one 200 KB value, so that the space stays about 200 KB.
+    let seed: UInt64 = 44
+    print("outgoingQueuesShareAProcessBudget seed \(seed)")
+    var random = SeededLetters(seed: seed)
+    var writer = Replica(id: ReplicaID(rawValue: 1))
+    let key = EntityKey(type: "note", id: "big")
+    for index in 0..<7 {
+      let text = String((0..<200_000).map { _ in random.next() })
+      let commit = writer.transact { tx in
+        if index == 0 { tx.create(key) }
+        tx.setValue(.string(text), for: "body", of: key)
+      }
+      try await pusher.send(RawWebSocket.frame(commit.delta.encoded()))
+      let acknowledgement = try #require(try await pusher.nextFrame())
+      #expect(acknowledgement.opcode == 0x2)
+    }
+    // No room left for another answer, and none made: nothing of it is written.
+    #expect(await eventually { await relay.queuedBytes() > (1 << 20) - 200_000 })
+
+    let handshake = RawWebSocket.frame(hello)
+    let refused = try await RawWebSocket.connect(port: relay.port, path: path, token: reader)
+    try await refused.send(handshake)
+    let (answers, close) = try await refused.readUntilClose()
+    #expect(answers.isEmpty)
+    #expect(close?.closeCode == RelayCloseReason.relayBusy.rawValue)
+
+    silent.disconnect()
+    #expect(await eventually { await relay.queuedBytes() == 0 })
+    let served = try await RawWebSocket.connect(port: relay.port, path: path, token: reader)
+    try await served.send(handshake)
+    let answer = try #require(try await served.nextFrame())
+    #expect(answer.opcode == 0x2 && answer.payload.count > 200_000)
+    await relay.stop()
+  }
+
+  /// The rate limit counts frames as they come off the socket, not as the relay gets to
+  /// them: a relay that answers a handshake every 100 ms (its store is slow) would read a
+  /// flood of 200 handshakes at 10 a second, under a limit of 20, and never cut it off.
+  /// The client writes them all at once and reads nothing until it has.
+  @Test func aFloodIsLimitedAsItArrivesNotAsItIsRead() async throws {
+    let relay = try await LiveRelay.start(readDelay: .milliseconds(100)) {
+      $0.messagesPerSecond = 20
+    }
+    let token = try await relay.token(space: "s", replicas: [ReplicaID(rawValue: 1)])
+    let socket = try await RawWebSocket.connect(
+      port: relay.port, path: "/v1/spaces/s/sync", token: token)
+    let frame = RawWebSocket.frame(hello)
+    try await socket.send(Array([[UInt8]](repeating: frame, count: 200).joined()))
+    let (answers, close) = try await socket.readUntilClose()
+    #expect(close?.closeCode == RelayCloseReason.rateLimited.rawValue)
+    #expect(answers.count <= 20)
     await relay.stop()
   }
 
@@ -231,4 +318,14 @@ struct SeededLetters {
     z ^= z >> 31
     return Character(Unicode.Scalar(UInt8(ascii: "a") + UInt8(z % 26)))
   }
+}
+
+/// This process's resident size in bytes (0 where `/proc` is missing).
+func residentBytes() -> Int {
+  guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else {
+    return 0
+  }
+  let fields = statm.split(separator: " ")
+  guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+  return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }

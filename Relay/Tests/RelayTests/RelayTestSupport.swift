@@ -23,10 +23,11 @@ struct LiveRelay {
   var port: Int { server.port }
 
   /// Starts a relay; with `sharing`, a second relay on the same database file, as a
-  /// second process would be; with `countingReads`, over a ``CountingRelayStore``.
+  /// second process would be; with `countingReads` or a `readDelay`, over a
+  /// ``CountingRelayStore``.
   static func start(
     sharing other: LiveRelay? = nil, postgres: String? = nil,
-    countingReads: Bool = false,
+    countingReads: Bool = false, readDelay: Duration = .zero,
     _ configure: (inout RelayConfiguration) -> Void = { _ in }
   ) async throws -> LiveRelay {
     let directory = other?.directory ?? temporaryDirectory()
@@ -36,7 +37,9 @@ struct LiveRelay {
       } else {
         try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
       }
-    let store: any RelayStore = countingReads ? CountingRelayStore(inner: opened) : opened
+    let store: any RelayStore =
+      countingReads || readDelay > .zero
+      ? CountingRelayStore(inner: opened, readDelay: readDelay) : opened
     let authority = try await RelayTokenAuthority(secret: secret)
     var configuration = RelayConfiguration()
     configure(&configuration)
@@ -59,6 +62,9 @@ struct LiveRelay {
 
   /// Spaces the relay holds in memory now.
   func servedSpaces() async -> Int { await server.servedSpaces() }
+
+  /// Bytes waiting in the relay's outgoing queues now, over all sockets.
+  func queuedBytes() async -> Int { server.queuedBytes }
 
   /// A device in `space` through this relay, writing as `replica`'s id, starting from
   /// `replica` (a fresh one by default).
