@@ -187,6 +187,8 @@ public final class DocumentStore {
   /// next commits touch the same one: typing in one note then hashes nothing.
   @exclusivity(unchecked) var recentPending: (key: EntityKey, replica: ReplicaID, counter: UInt64)?
   var acknowledgedUnion = CausalContext()
+  /// Whether `acknowledged` holds what received deltas showed a peer holds, not yet saved.
+  var acknowledgementsUnsaved = false
 
   /// Opens (or creates) the store in `directory`, recovering what the last run left.
   ///
@@ -450,6 +452,7 @@ public final class DocumentStore {
     try flush()
     // A compaction the flush started: the identity is written once it is done.
     finishBackgroundSync()
+    if acknowledgementsUnsaved { try saveAcknowledgements() }
     // A run that wrote nothing leaves a clean record of the same id and counter as it is.
     let counter = storedReplica.context.counters(of: storedReplica.id).maximum
     let unchanged = identityOnDisk.map {
