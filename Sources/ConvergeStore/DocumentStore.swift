@@ -10,6 +10,11 @@ import Converge
 /// costs the edit (an append to a log), and the device keeps one replica id across
 /// launches without ever reusing a dot.
 ///
+/// A store is the persistence engine beneath ``DeviceReplica``, the type an app holds:
+/// the device replica adds undo, observation, change events and durable-only messages
+/// that need no flush. Use a store directly in tools that need its files and counters
+/// (the simulator, benchmarks, the torture test).
+///
 /// The directory holds an `identity` record, a `key` (the store's ``SnapshotKey``), at
 /// most one `snapshot-G` (the encoded document of generation G, framed) with its `tag-G`
 /// (the snapshot's tag under the key), and the `log-G` files of the deltas since, each a
