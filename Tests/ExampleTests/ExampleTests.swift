@@ -19,6 +19,12 @@ import Testing
       output.contains(#"trip: "Trip" [] archived=true body="book train, pack charger""#),
       "\(output)")
     #expect(output.contains("phone and laptop hold identical bytes"))
+    // The exchange takes each device's outbox for the drive and records what the drive
+    // holds: the badge clears, and what a device read is never written back.
+    #expect(output.contains("phone: 2 notes not on the drive\n"), "\(output)")
+    #expect(output.contains("phone: 0 notes not on the drive after the upload"), "\(output)")
+    #expect(output.contains("pending: phone 0, laptop 0"), "\(output)")
+    #expect(output.contains("files on the drive: 3"), "\(output)")
   }
 
   @Test func aTaskBoardOnThreeDevicesMergesAndKeepsTheEditedTask() throws {
