@@ -27,13 +27,18 @@ extension DeviceReplica {
   }
 
   /// The durable events `peer` lacks: everything since its acknowledged context except
-  /// the edits the store has not synced yet (they follow once the group commit syncs
-  /// them). Nothing is flushed, so a transport may ask after every keystroke.
+  /// the typing the store has not synced yet (it follows once the group commit syncs
+  /// it). Typing is never flushed for it, so a transport may ask after every keystroke;
+  /// an unsynced deletion or overwrite is synced first when the peer lacks other events
+  /// (see ``DeviceReplica`` "Write-ahead").
   ///
+  /// - Returns: an empty delta if that sync failed (see ``lastError``).
   /// - Complexity: O(e + d) for e entities and d events in the result.
   public func outbox(for peer: String) -> DocumentDelta {
     syncIfDue()
-    let known = acknowledgedContext(of: peer).union(undurableEvents())
+    let acknowledged = acknowledgedContext(of: peer)
+    guard let withheld = withheldEvents(from: acknowledged) else { return DocumentDelta() }
+    let known = withheld.isEmpty ? acknowledged : acknowledged.union(withheld)
     return store.replica.delta(since: known)
   }
 
@@ -43,7 +48,8 @@ extension DeviceReplica {
   /// - Complexity: as ``SyncSession/makeMessage(for:)``.
   public func makeMessage(for session: inout SyncSession) -> SyncMessage? {
     syncIfDue()
-    return session.makeMessage(for: store.replica, withholding: undurableEvents())
+    guard let withheld = withheldEvents(from: session.peerContext) else { return nil }
+    return session.makeMessage(for: store.replica, withholding: withheld)
   }
 
   /// Integrates a sync message from `peer`, saves its delta like an edit, records the

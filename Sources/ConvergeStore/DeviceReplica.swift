@@ -29,7 +29,10 @@ import Observation
 /// of typing. Until then its events are withheld from every message and outbox: a peer
 /// never holds an edit the device could lose, and a transport that asks after every
 /// keystroke costs no extra sync. The events go out with the next message after the
-/// sync, or at once after ``flush()``.
+/// sync, or at once after ``flush()``. Only typing can be withheld beside other events:
+/// an unsynced deletion or overwrite would show in them (the value it replaced would
+/// travel as replaced), so when one waits and the peer lacks other events, the store
+/// syncs before the message is made.
 ///
 /// **Isolation.** A device replica is a class that is neither `Sendable` nor bound to an
 /// actor: one isolation domain owns it, as it would own a file handle. In an app that is
@@ -83,8 +86,10 @@ public final class DeviceReplica {
   @ObservationIgnored private var eventSubscribers: [Int: AsyncStream<Event>.Continuation] = [:]
   @ObservationIgnored private var nextSubscriber = 0
   /// The local commits the store has not made durable yet: the store's commit number
-  /// (``DocumentStore/committed``) after each and the latest counter it issued.
-  @ObservationIgnored private var undurable: [(commit: Int, counter: UInt64)] = []
+  /// (``DocumentStore/committed``) after each, the latest counter it issued, and whether
+  /// it removed or overwrote anything (more than typing).
+  @ObservationIgnored private var undurable: [(commit: Int, counter: UInt64, overwrites: Bool)] =
+    []
   /// The latest counter of this replica's id that is durable.
   @ObservationIgnored private var durableCounter: UInt64
   /// The replica id `durableCounter` counts.
@@ -215,7 +220,9 @@ public final class DeviceReplica {
   private func finishLocal(_ commit: Commit) -> Commit {
     if !commit.delta.isEmpty {
       let counter = commit.delta.latestCounter(of: countedID)
-      if counter > 0 { undurable.append((store.committed, counter)) }
+      if counter > 0 {
+        undurable.append((store.committed, counter, !commit.changes.onlyInsertText))
+      }
     }
     publish(commit.changes)
     refreshStatus()
@@ -311,6 +318,30 @@ public final class DeviceReplica {
       identityChanges = store.identityChanges
       for change in fresh { send(.identityChanged(change)) }
     }
+  }
+
+  /// The events to withhold from a peer that holds `known` (`nil`: a peer that has not
+  /// spoken, which is sent no events), or `nil` if nothing may be sent now.
+  ///
+  /// They are the local edits the store has not made durable yet. Withholding typing is
+  /// sound: an inserted character changes no other event. An edit that removes or
+  /// overwrites (a deletion, a new value) would show in the events sent beside it (the
+  /// value it replaced would travel as replaced, a deleted entity as deleted), so when one
+  /// is withheld and the peer lacks other events, the store syncs first and nothing is
+  /// withheld; if that sync fails, nothing is sent.
+  func withheldEvents(from known: CausalContext?) -> CausalContext? {
+    let withheld = undurableEvents()
+    guard !withheld.isEmpty, let known, undurable.contains(where: \.overwrites),
+      !known.union(withheld).includes(store.replica.context)
+    else { return withheld }
+    do {
+      try store.flush()
+    } catch {
+      store.lastError = error
+    }
+    refreshStatus()
+    let left = undurableEvents()
+    return left.isEmpty ? left : nil
   }
 
   /// The local events the store has not made durable yet: withheld from every peer.

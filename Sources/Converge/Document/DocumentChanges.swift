@@ -57,6 +57,21 @@ public struct DocumentChanges: Sendable, Equatable {
     lhs.entities == rhs.entities
   }
 
+  /// Whether the changes only insert text into entities that existed: a change that
+  /// removes or overwrites nothing (a keystroke), so the events that made it can be held
+  /// back from a peer without changing how the others read (`DeviceReplica` in
+  /// `ConvergeStore`). `false` when nothing visible changed.
+  ///
+  /// - Complexity: O(1) for a keystroke's changes, O(c) for c changed fields otherwise.
+  package var onlyInsertText: Bool {
+    if let singleText { return singleText.kind == .updated && singleText.change.kind == .insert }
+    guard !storedEntities.isEmpty else { return false }
+    return storedEntities.allSatisfy { entity in
+      entity.kind == .updated && entity.fields.count == entity.textChanges.count
+        && entity.textChanges.values.allSatisfy { $0.allSatisfy { $0.kind == .insert } }
+    }
+  }
+
   /// Whether nothing visible changed.
   public var isEmpty: Bool { singleText == nil && storedEntities.isEmpty }
 
