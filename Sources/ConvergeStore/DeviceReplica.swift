@@ -316,8 +316,20 @@ public final class DeviceReplica {
     if store.identityChanges.count != identityChanges.count {
       let fresh = store.identityChanges.dropFirst(identityChanges.count)
       identityChanges = store.identityChanges
+      // Before the next edit, which would otherwise count the old id.
+      followIdentity()
       for change in fresh { send(.identityChanged(change)) }
     }
+  }
+
+  /// Counts the store's current replica id: a fresh one (taken after a flush, so every
+  /// earlier commit is durable) starts from what the replica holds of it.
+  private func followIdentity() {
+    let replica = store.replica
+    guard replica.id != countedID else { return }
+    countedID = replica.id
+    undurable.removeAll()
+    durableCounter = replica.context.counters(of: replica.id).maximum
   }
 
   /// The events to withhold from a peer that holds `known` (`nil`: a peer that has not
@@ -348,13 +360,8 @@ public final class DeviceReplica {
   ///
   /// - Complexity: O(1) amortized, plus O(r + g) for the context's replicas and gaps.
   func undurableEvents() -> CausalContext {
-    let id = store.replica.id
-    if id != countedID {
-      // A fresh id is taken only after a flush: everything before it is durable.
-      countedID = id
-      undurable.removeAll()
-      durableCounter = store.replica.context.counters(of: id).maximum
-    }
+    followIdentity()
+    let id = countedID
     let durable = store.durableCommits
     let settled = undurable.prefix { $0.commit <= durable }
     if let last = settled.last {

@@ -318,6 +318,28 @@ private func type(_ text: String, into owner: DeviceReplica) {
     #expect(reopened.durableCommits == reopened.store.committed)
   }
 
+  /// After a fresh replica id (a peer showed later dots of the old one), edits under the
+  /// new id are withheld until durable as well: the owner once went on counting the old
+  /// id, whose counter no new edit raises.
+  @Test func anEditAfterAFreshIDIsWithheldToo() throws {
+    let clock = ManualClock()
+    let owner = try deviceReplica(MemoryFileSystem(), clock)
+    type("a", into: owner)
+    let oldID = owner.id
+    var beyond = owner.replica.context
+    beyond.insert(Dot(replica: oldID, counter: 50))
+    try owner.recordAcknowledgement(beyond, from: "relay")
+    #expect(owner.id != oldID)
+    clock.now += .milliseconds(10)
+    type("b", into: owner)
+    var laptop = Replica()
+    laptop.apply(owner.outbox(for: "laptop"))
+    #expect(laptop.document.text(of: "body", in: note) == "a")
+    try owner.flush()
+    laptop.apply(owner.outbox(for: "laptop"))
+    #expect(laptop.document.text(of: "body", in: note) == "ab")
+  }
+
   @Test func aMainActorViewModelOwnsIt() throws {
     let model = NotesViewModel(notes: try .inMemory())
     model.add("groceries")
