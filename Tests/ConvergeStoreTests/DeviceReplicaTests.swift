@@ -340,6 +340,35 @@ private func type(_ text: String, into owner: DeviceReplica) {
     #expect(laptop.document.text(of: "body", in: note) == "ab")
   }
 
+  /// Frames of a peer's live pushes are decoded, saved, published and acknowledged as
+  /// the peer's; a repeated frame changes nothing, and one out of sequence throws.
+  @Test func framesFromAPeerGoThroughTheOwner() throws {
+    let laptop = try deviceReplica(id: 2)
+    var phone = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
+    var phoneSession = SyncSession(streamSeed: 1)
+    var laptopSession = SyncSession(streamSeed: 2)
+    var frames: [[UInt8]] = []
+    for (offset, scalar) in "Hey".unicodeScalars.enumerated() {
+      let commit = phone.transact {
+        $0.insertText(String(scalar), at: offset, in: "body", of: note)
+      }
+      frames.append(phoneSession.pushEncoded(commit, from: phone))
+    }
+    for frame in frames {
+      try laptop.receive(encoded: frame, through: &laptopSession, from: "phone")
+    }
+    #expect(laptop.replica.document.text(of: "body", in: note) == "Hey")
+    #expect(laptop.lastChanges[note] != nil)
+    #expect(laptop.acknowledgedContext(of: "phone") == phone.context)
+    #expect(laptop.pendingCount == 0)
+    try laptop.receive(encoded: frames[1], through: &laptopSession, from: "phone")
+    #expect(laptop.replica.document.text(of: "body", in: note) == "Hey")
+    var stranger = SyncSession()
+    #expect(throws: ConvergeDecodingError.frameOutOfSequence) {
+      try laptop.receive(encoded: frames[1], through: &stranger, from: "phone")
+    }
+  }
+
   @Test func aMainActorViewModelOwnsIt() throws {
     let model = NotesViewModel(notes: try .inMemory())
     model.add("groceries")
