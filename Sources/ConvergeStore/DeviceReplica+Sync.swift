@@ -65,7 +65,10 @@ extension DeviceReplica {
     let withheld = undurableEvents()
     let changes = try withMutation(keyPath: \.replica) {
       Result { () throws(StoreError) in
-        try store.receive(message, through: &session, from: peer, withholding: withheld)
+        let changes = try store.receive(
+          message, through: &session, from: peer, withholding: withheld)
+        remember(changes)
+        return changes
       }
     }.get()
     publish(changes)

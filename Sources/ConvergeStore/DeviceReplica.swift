@@ -62,11 +62,23 @@ public final class DeviceReplica {
 
   /// The persistence engine: every edit this replica takes goes through it.
   @ObservationIgnored package let store: DocumentStore
-  /// What the latest transaction, undo, redo or received delta changed.
-  public private(set) var lastChanges = DocumentChanges()
+  /// What the latest transaction, undo, redo or received delta changed. Observers hear
+  /// of it with ``replica``, which changes with it.
+  public var lastChanges: DocumentChanges {
+    access(keyPath: \.replica)
+    return latestChanges
+  }
   /// The undo and redo stacks of this device's transactions (see ``UndoHistory``); kept
-  /// in memory, not saved.
-  public private(set) var undoHistory: UndoHistory
+  /// in memory, not saved. Observers hear of it with ``replica``, which changes with it.
+  public var undoHistory: UndoHistory {
+    access(keyPath: \.replica)
+    return history
+  }
+  // Kept apart from the observed properties: they change only with the replica, so one
+  // notification per edit covers them (each observed mutation costs a keystroke about
+  // a fifth of its time).
+  @ObservationIgnored private var latestChanges = DocumentChanges()
+  @ObservationIgnored private var history: UndoHistory
   /// The number of entities holding edits of this device no peer has acknowledged: the
   /// "not synced" badge.
   public private(set) var pendingCount: Int
@@ -132,7 +144,7 @@ public final class DeviceReplica {
   /// Takes over an open store: from now on every edit goes through this owner.
   package init(store: DocumentStore, undoHistory: UndoHistory = UndoHistory()) {
     self.store = store
-    self.undoHistory = undoHistory
+    history = undoHistory
     pendingCount = store.pendingCount
     identityChanges = store.identityChanges
     lastError = store.lastError
@@ -188,7 +200,7 @@ public final class DeviceReplica {
   @discardableResult
   public func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit {
     let commit = withMutation(keyPath: \.replica) {
-      store.transact(recordingUndoIn: &undoHistory, body)
+      remember(store.transact(recordingUndoIn: &history, body))
     }
     return finishLocal(commit)
   }
@@ -203,19 +215,31 @@ public final class DeviceReplica {
   /// nothing to undo.
   @discardableResult
   public func undo() -> Commit? {
-    withMutation(keyPath: \.replica) { store.undo(&undoHistory) }.map(finishLocal)
+    withMutation(keyPath: \.replica) { store.undo(&history).map(remember) }.map(finishLocal)
   }
 
   /// Makes the latest undone step again, as ``undo()`` does; `nil` if there was nothing
   /// to redo.
   @discardableResult
   public func redo() -> Commit? {
-    withMutation(keyPath: \.replica) { store.redo(&undoHistory) }.map(finishLocal)
+    withMutation(keyPath: \.replica) { store.redo(&history).map(remember) }.map(finishLocal)
   }
 
   /// Ends the current undo step, so the next transaction starts a new one (call it when
   /// the cursor moves to another place, for instance).
-  public func stopUndoGrouping() { undoHistory.stopGrouping() }
+  public func stopUndoGrouping() { history.stopGrouping() }
+
+  /// Keeps a local commit's changes as ``lastChanges``, within the replica's mutation.
+  private func remember(_ commit: Commit) -> Commit {
+    remember(commit.changes)
+    return commit
+  }
+
+  /// Keeps `changes` as ``lastChanges`` unless they are empty; call it within the
+  /// replica's mutation, so observers read them with the new replica.
+  func remember(_ changes: DocumentChanges) {
+    if !changes.isEmpty { latestChanges = changes }
+  }
 
   private func finishLocal(_ commit: Commit) -> Commit {
     if !commit.delta.isEmpty {
@@ -234,7 +258,11 @@ public final class DeviceReplica {
   /// with ``recordAcknowledgement(_:from:)``.
   @discardableResult
   public func apply(_ delta: DocumentDelta) -> DocumentChanges {
-    let changes = withMutation(keyPath: \.replica) { store.apply(delta) }
+    let changes = withMutation(keyPath: \.replica) {
+      let changes = store.apply(delta)
+      remember(changes)
+      return changes
+    }
     publish(changes)
     refreshStatus()
     return changes
@@ -287,9 +315,10 @@ public final class DeviceReplica {
     return stream
   }
 
+  /// Sends `changes` to the streams, unless they are empty (see ``remember(_:)`` for
+  /// ``lastChanges``).
   func publish(_ changes: DocumentChanges) {
     guard !changes.isEmpty else { return }
-    lastChanges = changes
     // A stream whose reader went away is dropped at its next change.
     for (id, continuation) in changeSubscribers {
       if case .terminated = continuation.yield(changes) { changeSubscribers[id] = nil }

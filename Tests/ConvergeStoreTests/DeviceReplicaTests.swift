@@ -146,8 +146,15 @@ private func type(_ text: String, into owner: DeviceReplica) {
     } onChange: {
       badgeObserved.raise()
     }
+    let undoObserved = ObservedFlag()
+    withObservationTracking {
+      _ = (owner.canUndo, owner.lastChanges)
+    } onChange: {
+      undoObserved.raise()
+    }
     owner.transact { $0.create(key("a")) }
-    #expect(replicaObserved.isRaised && badgeObserved.isRaised)
+    #expect(replicaObserved.isRaised && badgeObserved.isRaised && undoObserved.isRaised)
+    #expect(owner.canUndo && owner.lastChanges.created == [key("a")])
     var other = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(0))
     owner.apply(other.transact { $0.setValue(.string("Hi"), for: "title", of: key("a")) }.delta)
     // A peer showing a later dot of this id makes the owner take a fresh one.
