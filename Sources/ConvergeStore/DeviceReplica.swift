@@ -104,6 +104,9 @@ public final class DeviceReplica {
     []
   /// The latest counter of this replica's id that is durable.
   @ObservationIgnored private var durableCounter: UInt64
+  /// The entity of the local edit the badge was last counted after, if no other call
+  /// counted it since (see ``refreshStatus(afterLocalEdit:)``).
+  @ObservationIgnored private var countedEntity: EntityKey?
   /// The replica id `durableCounter` counts.
   @ObservationIgnored private var countedID: ReplicaID
 
@@ -249,7 +252,7 @@ public final class DeviceReplica {
       }
     }
     publish(commit.changes)
-    refreshStatus()
+    refreshStatus(afterLocalEdit: true)
     return commit
   }
 
@@ -334,15 +337,23 @@ public final class DeviceReplica {
 
   /// Takes in what the store's last call changed: the badge, durability, a fresh id, a
   /// failure. Observed properties are set only when they change.
-  func refreshStatus() {
-    let pending = store.pendingCount
-    if pending != pendingCount { pendingCount = pending }
-    if store.durableCommits != durableCommits { durableCommits = store.durableCommits }
-    if store.lastError != lastError {
+  ///
+  /// After a local edit in the entity the badge last counted (typing on in one note),
+  /// the badge is unchanged and is not recounted: the recount would file the store's
+  /// latest pending entity away, which it keeps aside so that typing hashes nothing.
+  func refreshStatus(afterLocalEdit: Bool = false) {
+    let recent = store.recentPending?.key
+    if !afterLocalEdit || recent == nil || recent != countedEntity {
+      let pending = store.pendingCount
+      if pending != _pendingCount { pendingCount = pending }
+      countedEntity = afterLocalEdit ? recent : nil
+    }
+    if store.durableCommits != _durableCommits { durableCommits = store.durableCommits }
+    if store.lastError != _lastError {
       lastError = store.lastError
       if let error = lastError { send(.storeFailed(error)) }
     }
-    if store.identityChanges.count != identityChanges.count {
+    if store.identityChanges.count != _identityChanges.count {
       let fresh = store.identityChanges.dropFirst(identityChanges.count)
       identityChanges = store.identityChanges
       // Before the next edit, which would otherwise count the old id.

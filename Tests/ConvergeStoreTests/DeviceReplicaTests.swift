@@ -58,10 +58,24 @@ private func type(_ text: String, into owner: DeviceReplica) {
     #expect(owner.pendingCount == 0 && !owner.isPending(key("a")))
     owner.transact { $0.setValue(.string("A2"), for: "title", of: key("a")) }
     #expect(owner.pendingEntities == [key("a")])
+    #expect(owner.pendingCount == 1)
+    // Typing on in one entity, then in another, then acknowledged, then typing again in
+    // the first: the badge follows every step (the owner skips recounts while typing).
+    type("xyz", into: owner)
+    #expect(owner.pendingCount == 2)
+    owner.transact { $0.setValue(.string("A3"), for: "title", of: key("a")) }
+    #expect(owner.pendingCount == 2)
+    try owner.flush()
+    try owner.recordAcknowledgement(owner.replica.context, from: "laptop")
+    #expect(owner.pendingCount == 0)
+    owner.transact { $0.setValue(.string("A4"), for: "title", of: key("a")) }
+    owner.transact { $0.setValue(.string("A5"), for: "title", of: key("a")) }
+    #expect(owner.pendingCount == 1)
+    #expect(owner.pendingCount == owner.store.pendingCount)
     // The outbox of each peer is what it lacks, so "relay" also lacks "b".
     try owner.flush()
     #expect(owner.outbox(for: "laptop").keys == [key("a")])
-    #expect(Set(owner.outbox(for: "relay").keys) == [key("a"), key("b")])
+    #expect(Set(owner.outbox(for: "relay").keys) == [key("a"), key("b"), note])
   }
 
   @Test func twoOwnersInMemoryConvergeThroughASessionAndClearTheirBadges() throws {
