@@ -115,8 +115,8 @@ public final class DeviceReplica {
   ///
   /// - Parameters:
   ///   - directory: the replica's folder (created if missing); one owner at a time.
-  ///   - configuration: group commit, compaction and clocks; pass
-  ///     `fileSystem: MemoryFileSystem()` to keep it in memory.
+  ///   - configuration: group commit, compaction and clocks; a `fileSystem` of
+  ///     ``MemoryFileSystem`` keeps it in memory (see ``inMemory(configuration:undoHistory:)``).
   ///   - undoHistory: the history to record transactions in.
   /// - Throws: a ``StoreError`` if the directory cannot be created or read; damaged data
   ///   is cut and reported in ``recovery``, never thrown.
