@@ -39,7 +39,7 @@ let package = Package(
     // Examples: programs shaped like the apps Converge is for, smoke-tested by ExampleTests.
     .target(name: "ExampleModels", dependencies: ["Converge"], path: "Examples/ExampleModels"),
     .executableTarget(
-      name: "NotesTwoDevices", dependencies: ["Converge", "ExampleModels"],
+      name: "NotesTwoDevices", dependencies: ["Converge", "ConvergeStore", "ExampleModels"],
       path: "Examples/NotesTwoDevices"),
     .executableTarget(
       name: "TaskBoard", dependencies: ["Converge", "ExampleModels"], path: "Examples/TaskBoard"),

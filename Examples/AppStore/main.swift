@@ -1,6 +1,8 @@
-// How an app keeps its replica: restore it from disk at launch, persist it after every
-// transaction, publish changes to the UI, and receive deltas from other devices.
-// `ReplicaStore` is the observable, main-actor replica SwiftUI views read from.
+// How an app keeps its data: one `DeviceReplica` in a folder, opened at launch with the
+// same replica id as last time, edited through `transact`, observed by the UI through its
+// change stream, synced with another device through a `SyncSession` that only attaches
+// to it, and closed cleanly at the end. Each commit appends its delta to the folder's log;
+// nothing rewrites the whole state.
 import Converge
 import ConvergeStore
 import ExampleModels
@@ -10,38 +12,40 @@ let folder = FileManager.default.temporaryDirectory
   .appendingPathComponent("converge-app-\(ProcessInfo.processInfo.processIdentifier)")
 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: folder) }
-let stateFile = folder.appendingPathComponent("replica.state")
+let directory = folder.appendingPathComponent("notes").path
 
-/// Writes the whole state atomically. An app calls it after local commits and after
-/// applying deltas from other devices.
+/// Launches the "app": opens the device's replica where the last run left it.
 @MainActor
-func save(_ store: ReplicaStore) {
-  try? Data(store.replica.encodedState()).write(to: stateFile, options: .atomic)
+func launch() throws -> DeviceReplica {
+  let notes = try DeviceReplica(directory: directory)
+  if notes.recovery.identityChange == .firstLaunch {
+    print("launch: first run, empty replica")
+  } else {
+    let count = notes.replica.all(Note.self).count
+    print("launch: reopened \(count) notes, pending \(notes.pendingCount)")
+  }
+  return notes
 }
 
-/// Launches the "app": restores the saved state (under a fresh replica id, so a stale
-/// backup can never reuse a dot) or starts empty, and persists after each commit.
+/// One sync with the laptop: messages both ways until both sides are quiet.
 @MainActor
-func launch() throws -> ReplicaStore {
-  let replica: Replica
-  if let saved = try? Data(contentsOf: stateFile) {
-    replica = try Replica(restoring: saved)
-    print("launch: restored \(saved.count) bytes, \(replica.all(Note.self).count) notes")
-  } else {
-    replica = Replica()
-    print("launch: first run, empty replica")
+func sync(_ notes: DeviceReplica, with laptop: inout Replica, _ sessions: inout [SyncSession])
+  throws
+{
+  while true {
+    let outgoing = notes.makeMessage(for: &sessions[0])
+    if let outgoing { sessions[1].receive(outgoing, into: &laptop) }
+    let incoming = sessions[1].makeMessage(for: laptop)
+    if let incoming { try notes.receive(incoming, through: &sessions[0], from: "laptop") }
+    if outgoing == nil && incoming == nil { return }
   }
-  let store = ReplicaStore(replica: replica)
-  // Persist after each local commit; an app would also queue `commit.delta` to send.
-  store.onCommit = { [unowned store] _ in save(store) }
-  return store
 }
 
 @MainActor
 func run() async throws {
   // First session: the user writes two notes; a UI task listens to the change stream.
-  let store = try launch()
-  let updates = store.changes()
+  let notes = try launch()
+  let updates = notes.changes()
   let listener = Task { @MainActor in
     var seen = 0
     for await change in updates {
@@ -50,49 +54,40 @@ func run() async throws {
       if seen == 3 { break }
     }
   }
-  store.transact { $0.create(Note(title: "Groceries", body: "milk"), id: "groceries") }
-  store.transact { $0.create(Note(title: "Ideas"), id: "ideas") }
-  // A delta arrives from another device.
-  var other = try Replica(restoring: store.replica.encodedState())
-  let remote = try other.update(Note.self, id: "ideas") { $0.body = "a CRDT notes app" }
-  try store.apply(DocumentDelta(decoding: remote.delta.encoded()))
-  save(store)
-  await listener.value
+  notes.transact { $0.create(Note(title: "Groceries", body: "milk"), id: "groceries") }
+  notes.transact { $0.create(Note(title: "Ideas"), id: "ideas") }
+  print("pending \(notes.pendingCount) notes")
 
-  // Second session: the app restarts and finds everything on disk.
+  // The laptop connects. Edits leave the device only once durable: before the group
+  // commit syncs them, the handshake carries none.
+  var laptop = Replica()
+  var sessions = [SyncSession(), SyncSession()]
+  try sync(notes, with: &laptop, &sessions)
+  print("laptop before the sync: \(laptop.all(Note.self).count) notes")
+  try notes.flush()  // or wait for the group commit (200 ms)
+  try sync(notes, with: &laptop, &sessions)
+  let count = laptop.all(Note.self).count
+  print("laptop after the sync: \(count) notes, pending \(notes.pendingCount)")
+
+  // The laptop edits a note; its push arrives through the same session.
+  let remote = try laptop.update(Note.self, id: "ideas") { $0.body = "a CRDT notes app" }
+  try notes.receive(sessions[1].push(remote, from: laptop), through: &sessions[0], from: "laptop")
+  await listener.value
+  let firstID = notes.id
+  let firstDocument = notes.replica.document
+  try notes.close()
+
+  // Second session: the app restarts and finds everything in the folder, under its id.
   let relaunched = try launch()
   for (id, note) in relaunched.replica.all(Note.self) {
     print("  \(id): \(note.title) — \(note.body)")
   }
-  let kept = relaunched.replica.document == store.replica.document
+  let kept = relaunched.replica.document == firstDocument
   print(kept ? "state survived the restart" : "STATE LOST")
-  if !kept { exit(1) }
-}
-
-/// The same app with `DocumentStore`: each commit appends its delta to a log instead of
-/// rewriting the whole state, deltas leave the device only once durable, and the device
-/// keeps its replica id across launches.
-func runWithDurableStore() throws {
-  let directory = folder.appendingPathComponent("notes-store").path
-  let first = try DocumentStore(directory: directory)
-  var sent: [[UInt8]] = []
-  first.onDurable = { sent += $0 }  // a real app sends these to its peers or relay
-  first.transact { $0.create(Note(title: "Groceries", body: "milk"), id: "groceries") }
-  first.transact { $0.create(Note(title: "Ideas"), id: "ideas") }
-  print("store: \(first.pendingCount) notes pending, \(sent.count) deltas sent before the sync")
-  try first.flush()
-  print("store: \(sent.count) durable deltas sent after the sync")
-  try first.recordAcknowledgement(first.replica.context, from: "relay")
-  try first.close()
-  let second = try DocumentStore(directory: directory)
-  let sameID = second.replica.id == first.replica.id && second.recovery.identityChange == nil
-  print(
-    "store: relaunched with \(second.replica.all(Note.self).count) notes, pending \(second.pendingCount)"
-  )
-  print(sameID ? "store kept the replica id" : "STORE TOOK A NEW ID")
-  try second.close()
-  if !sameID || second.replica.document != first.replica.document { exit(1) }
+  let sameID = relaunched.id == firstID && relaunched.identityChanges.isEmpty
+  print(sameID ? "kept the replica id" : "TOOK A NEW ID")
+  try relaunched.close()
+  if !kept || !sameID { exit(1) }
 }
 
 try await run()
-try runWithDurableStore()

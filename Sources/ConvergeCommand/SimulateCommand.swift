@@ -27,8 +27,9 @@ enum SimulateCommand {
       Rates are probabilities: per message (loss, duplicate, reorder) or per operation
       (partitions, offline, restarts). --anti-entropy N: a handshake every N operations
       (0: none). --library N: the origin also holds N notes and tasks (a long-lived
-      library), which the edits spread over. Every device keeps its replica in a DocumentStore on a simulated disk
-      and pushes an edit once it is durable; --sync-interval MS lets commits wait that
+      library), which the edits spread over. Every device keeps its replica in a
+      DeviceReplica on a simulated disk, sends only durable edits, and pushes an edit
+      once it is durable; --sync-interval MS lets commits wait that
       long for their sync (group commit; 0: each commit syncs). --restarts P kills a
       device without closing its store (P per operation) and reopens it from what a
       power cut left, sometimes from a stale backup; the oracle also checks that no dot

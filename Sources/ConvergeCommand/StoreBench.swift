@@ -15,6 +15,7 @@ enum StoreBench {
     var without: [Double] = []
     var through: [Double] = []
     var typingOnly: [Double] = []
+    var ownerTyping: [Double] = []
     var cpuWithout: [Double] = []
     var cpuTyping: [Double] = []
     var syncs = 0
@@ -54,6 +55,16 @@ enum StoreBench {
       reopenedEqual = reopenedEqual && reopened.replica.document == replica.document
       try reopened.close()
       try? FileManager.default.removeItem(atPath: folder)
+
+      // The same typing through the owner an app holds: observation, change events, undo
+      // and the pending badge on top of the store.
+      let owner = try DeviceReplica(directory: folder, configuration: configuration)
+      owner.onDurable = { _ in }
+      let ownerStart = clock.now
+      for patch in trace.patches { owner.transact { SequentialTrace.edit(patch, in: &$0) } }
+      ownerTyping.append(milliseconds(clock.now - ownerStart) / 1000)
+      try owner.close()
+      try? FileManager.default.removeItem(atPath: folder)
     }
     let saves = syncedSaveFigures(trace, directory: directory, runs: runs)
     let opened = try openFigures(trace, directory: directory, runs: runs)
@@ -61,6 +72,7 @@ enum StoreBench {
     let base = (without.min() ?? 0) / edits * 1e6
     let stored = (through.min() ?? 0) / edits * 1e6
     let typed = (typingOnly.min() ?? 0) / edits * 1e6
+    let owned = (ownerTyping.min() ?? 0) / edits * 1e6
     let cpuBase = (cpuWithout.min() ?? 0) / edits * 1e6
     let cpuTyped = (cpuTyping.min() ?? 0) / edits * 1e6
     let rows: [(key: String, label: String, value: String)] = [
@@ -75,6 +87,15 @@ enum StoreBench {
       (
         "typing_overhead_percent", "store overhead while typing (%)",
         String(format: "%.1f", (typed / base - 1) * 100)
+      ),
+      (
+        "device_replica_typing_us_per_edit",
+        "commit through a DeviceReplica (undo, events), final flush not counted",
+        String(format: "%.3f", owned)
+      ),
+      (
+        "device_replica_over_store_percent", "DeviceReplica over the store while typing (%)",
+        String(format: "%.1f", (owned / typed - 1) * 100)
       ),
       (
         "without_store_cpu_us_per_edit", "the same, the thread's CPU time",

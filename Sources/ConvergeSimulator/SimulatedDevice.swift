@@ -3,11 +3,11 @@ import ConvergeStore
 import ConvergeTestSupport
 import Foundation  // NSLock
 
-/// One simulated device: its replica lives in a ``DocumentStore`` on the device's own
-/// ``MemoryFileSystem``, as an app's data lives in a store on its disk. Every edit and
-/// every received delta is logged and group-committed by the store; a local edit leaves
-/// the device only once the store made it durable (write-ahead); and a restart reopens
-/// the store from what a power cut left on the disk, or from a stale copy of the
+/// One simulated device: its replica is a ``DeviceReplica`` over a store on the device's
+/// own ``MemoryFileSystem``, as an app's data lives on its disk. Every edit, undo and
+/// received delta goes through the device replica, which logs and group-commits it; a
+/// local edit leaves the device only once the store made it durable (write-ahead); and a
+/// restart reopens it from what a power cut left on the disk, or from a stale copy of the
 /// directory, as a restored backup would.
 struct SimulatedDevice {
   static let directory = "/converge"
@@ -15,7 +15,10 @@ struct SimulatedDevice {
 
   let disk = MemoryFileSystem()
   let configuration: DocumentStore.Configuration
-  var store: DocumentStore
+  /// The owner every edit and every message goes through.
+  var deviceReplica: DeviceReplica
+  /// The store beneath it, for the simulator's counters and checks.
+  var store: DocumentStore { deviceReplica.store }
   /// Local commits the store has not made durable yet, with their place in the store's
   /// commit order (``DocumentStore/committed`` after each): they are pushed, in order,
   /// once ``DocumentStore/durableCommits`` reaches them.
@@ -30,9 +33,12 @@ struct SimulatedDevice {
   }
   /// Whether a backup of the directory was taken.
   var hasBackup = false
+
   /// The user's undo history, in memory like an app's: each operation its own step, and
-  /// gone at a restart.
-  var history = UndoHistory(groupingInterval: .zero)
+  /// gone at a restart. Bounded, since most runs never press Undo.
+  static func freshHistory() -> UndoHistory {
+    UndoHistory(groupingInterval: .zero, maximumSteps: 1_000)
+  }
 
   /// A device whose store opens empty under the first id of `ids`, then installs
   /// `origin` (a first sync from the device the document was created on).
@@ -52,20 +58,23 @@ struct SimulatedDevice {
     configuration.freshID = { ids.next() }
     configuration.freshKey = { ids.nextKey() }
     self.configuration = configuration
-    store = try DocumentStore(directory: Self.directory, configuration: configuration)
-    store.apply(origin.delta(since: CausalContext()))
-    try store.flush()
+    deviceReplica = DeviceReplica(
+      store: try DocumentStore(directory: Self.directory, configuration: configuration),
+      undoHistory: Self.freshHistory())
+    deviceReplica.apply(origin.delta(since: CausalContext()))
+    try deviceReplica.flush()
   }
 
-  /// Makes one transaction of `workload` through the store and keeps it for its push.
+  /// Makes one transaction of `workload` through the device replica and keeps it for its
+  /// push.
   mutating func perform(_ workload: inout Workload, undoRate: Double = 0) -> Commit {
     let before = store.replica.context.counters(of: store.replica.id).maximum
     // Without undo the workload draws exactly as it always did (recorded seeds and
     // schedules replay unchanged) and records nothing.
     let commit =
       undoRate > 0
-      ? workload.perform(on: store, undoRate: undoRate, history: &history)
-      : workload.perform(on: store)
+      ? workload.perform(on: deviceReplica, undoRate: undoRate)
+      : workload.perform(on: deviceReplica)
     let replica = store.replica.id
     let latest = commit.delta.latestCounter(of: replica)
     if !commit.delta.isEmpty && latest > before {
@@ -105,7 +114,6 @@ struct SimulatedDevice {
   ) throws(StoreError) -> Int {
     let lost = unpushed.count
     unpushed = []
-    history.removeAll()
     if tornBytes > 0 {
       // Killed during a sync: the records are written, the `fsync` never happens.
       disk.failAnyOperation(at: 1)
@@ -116,7 +124,9 @@ struct SimulatedDevice {
       disk.copyDirectory(Self.backupDirectory, to: Self.directory, inPlace: inPlace)
     }
     damagedAFile = damage?.apply(to: disk, in: Self.directory) ?? false
-    store = try DocumentStore(directory: Self.directory, configuration: configuration)
+    deviceReplica = DeviceReplica(
+      store: try DocumentStore(directory: Self.directory, configuration: configuration),
+      undoHistory: Self.freshHistory())
     return lost
   }
 

@@ -62,16 +62,17 @@ public struct SimulationProgress: Sendable {
 /// if !report.converged { print(Shrinker().shrink(report.configuration).summary) }
 /// ```
 ///
-/// Each device keeps its replica in a ``DocumentStore`` on its own simulated disk
-/// (``MemoryFileSystem``), and devices talk only through ``SyncSession``, the types an
-/// app uses: one session per ordered pair of devices, every message encoded to bytes by
-/// the session and decoded by the peer's, every edit and received delta logged by the
-/// store, so the simulator proves the path apps run. The run, step by step:
+/// Each device keeps its replica in a ``DeviceReplica`` over a store on its own simulated
+/// disk (``MemoryFileSystem``), and devices talk only through ``SyncSession``, the types
+/// an app uses: one session per ordered pair of devices attached to the device replicas,
+/// every message encoded to bytes by the session and decoded by the peer's, every edit
+/// and received delta going through the device replica and logged by its store, so the
+/// simulator proves the path apps run. The run, step by step:
 /// 1. An origin replica creates a few entities; every device opens an empty store under
 ///    a fresh id drawn from the seed and receives the origin's state.
 /// 2. Each operation advances virtual time, delivers the messages that are due, maybe
 ///    starts a partition or takes a device offline, and has one device make one
-///    transaction from its ``Workload`` through its store. Once the store has made it
+///    transaction from its ``Workload`` through its device replica. Once the store has made it
 ///    durable (at once, or after ``SimulationConfiguration/syncInterval`` of group
 ///    commit), its delta is pushed to every peer through the pair's session
 ///    (``SyncSession/push(_:from:)``, or a frame of
@@ -81,7 +82,8 @@ public struct SimulationProgress: Sendable {
 ///    ``SimulationConfiguration/antiEntropyInterval`` operations a replica restarts the
 ///    handshake with a peer (``SyncSession/restartHandshake()``). Whenever a session
 ///    owes its peer a message (``SyncSession/owesMessage``: an answer, or a request for
-///    a new stream after a refused frame), it sends ``SyncSession/makeMessage(for:)``.
+///    a new stream after a refused frame), it sends what the device replica's
+///    ``DeviceReplica/makeMessage(for:)`` makes (durable edits only).
 /// 3. At the end every partition heals and every device comes online; messages still in
 ///    flight are delivered, then replica 0 runs handshake rounds with every peer over a
 ///    reliable channel until a round changes nothing.
@@ -366,7 +368,7 @@ struct SimulationRun {
     }
   }
 
-  /// One transaction of `author`'s workload, through its store; it is pushed to every
+  /// One transaction of `author`'s workload, through its device replica; it is pushed to every
   /// peer once the store has made it durable (see ``pushDurable(from:)``).
   mutating func perform(by author: Int) {
     let presses = workloads[author].undoPresses

@@ -4,17 +4,19 @@ import ConvergeStore
 /// Devices' stores: pushes of durable commits only, the app's sync timer, backups, and
 /// restarts that kill a device without closing its store.
 extension SimulationRun {
-  /// The app's timer on every device (``DocumentStore/syncIfDue()``), then the pushes of
+  /// The app's timer on every device (``DeviceReplica/syncIfDue()``), then the pushes of
   /// whatever became durable.
   mutating func pushDurable() {
-    onEveryStore { store throws(StoreError) in try store.syncIfDue() }
+    onEveryDevice { replica throws(StoreError) in replica.syncIfDue() }
   }
 
-  /// Runs `operation` on every device's store, then pushes what it made durable.
-  private mutating func onEveryStore(_ operation: (DocumentStore) throws(StoreError) -> Void) {
+  /// Runs `operation` on every device's replica, then pushes what it made durable.
+  private mutating func onEveryDevice(
+    _ operation: (DeviceReplica) throws(StoreError) -> Void
+  ) {
     for device in devices.indices {
       do {
-        try operation(devices[device].store)
+        try operation(devices[device].deviceReplica)
       } catch {
         ledger.storeErrors.append("device \(device): \(error)")
       }
@@ -118,7 +120,7 @@ extension SimulationRun {
   /// The end of the run: every device flushes (the app goes to the background) and
   /// pushes what that made durable.
   mutating func flushAll() {
-    onEveryStore { store throws(StoreError) in try store.flush() }
+    onEveryDevice { replica throws(StoreError) in try replica.flush() }
   }
 }
 

@@ -12,7 +12,7 @@ extension SimulationRun {
     if configuration.framedPushes {
       for peer in devices.indices where peer != author {
         let frame = PhaseTimings.measure(&statistics.timings, \.transport) {
-          sessions[author][peer].pushEncoded(commit, from: devices[author].store.replica)
+          sessions[author][peer].pushEncoded(commit, from: devices[author].deviceReplica.replica)
         }
         send(frame, kind: .frame, from: author, to: peer)
       }
@@ -20,7 +20,7 @@ extension SimulationRun {
     }
     var bytes: [UInt8] = []
     for peer in devices.indices where peer != author {
-      let message = sessions[author][peer].push(commit, from: devices[author].store.replica)
+      let message = sessions[author][peer].push(commit, from: devices[author].deviceReplica.replica)
       // Every peer gets the same message: encode it once, as an app broadcasting would.
       if bytes.isEmpty {
         bytes = PhaseTimings.measure(&statistics.timings, \.transport) { message.encoded() }
@@ -46,16 +46,11 @@ extension SimulationRun {
 
   /// The encoded next message of `a`'s session with `b`, if it has one.
   mutating func makeMessage(from a: Int, to b: Int) -> [UInt8]? {
-    let store = devices[a].store
-    let made = PhaseTimings.measure(&statistics.timings, \.deltaSince) {
-      Result { () throws(StoreError) in try store.makeMessage(for: &sessions[a][b]) }
-    }
-    let message: SyncMessage?
-    switch made {
-    case .success(let made): message = made
-    case .failure(let error):
-      ledger.storeErrors.append("device \(a): \(error)")
-      return nil
+    // The device replica sends only durable edits, without a flush: those its store has
+    // not synced yet go with the first message after the sync.
+    let replica = devices[a].deviceReplica
+    let message = PhaseTimings.measure(&statistics.timings, \.deltaSince) {
+      replica.makeMessage(for: &sessions[a][b])
     }
     guard let message else { return nil }
     return PhaseTimings.measure(&statistics.timings, \.transport) { message.encoded() }
@@ -98,10 +93,10 @@ extension SimulationRun {
       statistics.filtered += 1
       decoded.delta = nil
     }
-    let store = devices[receiver].store
+    let replica = devices[receiver].deviceReplica
     let received = PhaseTimings.measure(&statistics.timings, \.apply) {
       Result { () throws(StoreError) in
-        try store.receive(decoded, through: &sessions[receiver][sender], from: "\(sender)")
+        try replica.receive(decoded, through: &sessions[receiver][sender], from: "\(sender)")
       }
     }
     if case .failure(let error) = received {

@@ -56,30 +56,28 @@ public struct Workload: Sendable {
     return perform { replica.transact($0) }
   }
 
-  /// Makes one transaction through `store`, as an app whose data lives in a
-  /// ``DocumentStore`` does, and returns it (its delta may be empty).
+  /// Makes one transaction through `device`, as an app whose data lives in a
+  /// ``DeviceReplica`` does, and returns it (its delta may be empty).
   @discardableResult
-  public mutating func perform(on store: DocumentStore) -> Commit {
-    refreshIfStale(store.replica.document)
-    return perform { store.transact($0) }
+  public mutating func perform(on device: DeviceReplica) -> Commit {
+    refreshIfStale(device.replica.document)
+    return perform { device.transact($0) }
   }
 
   /// Presses Undo or Redo with probability `undoRate` (Undo two times in three), else
-  /// makes one transaction recorded in `history`, through `store`. A press with nothing
+  /// makes one transaction, through `device` and its undo history. A press with nothing
   /// to take back makes an edit instead.
   @discardableResult
-  public mutating func perform(
-    on store: DocumentStore, undoRate: Double, history: inout UndoHistory
-  ) -> Commit {
+  public mutating func perform(on device: DeviceReplica, undoRate: Double) -> Commit {
     if random.chance(undoRate) {
-      let pressed = random.chance(2.0 / 3) ? store.undo(&history) : store.redo(&history)
+      let pressed = random.chance(2.0 / 3) ? device.undo() : device.redo()
       if let pressed {
         undoPresses += 1
         return pressed
       }
     }
-    refreshIfStale(store.replica.document)
-    return perform { store.transact(recordingUndoIn: &history, $0) }
+    refreshIfStale(device.replica.document)
+    return perform { device.transact($0) }
   }
 
   /// Chooses the next edit and makes it through `transact`. (The document is read

@@ -44,12 +44,26 @@ extension DocumentStore {
       try writeIdentity(cleanShutdown: false)
       identityChanges.append(.peerHoldsLaterDots)
     }
+    guard noteHeld(context, by: peer) || acknowledgementsUnsaved else { return }
+    try saveAcknowledgements()
+  }
+
+  /// Notes in memory that `peer` holds `context`, and settles the pending entities it
+  /// acknowledges; `false` if the peer's acknowledged context already held it.
+  @discardableResult
+  func noteHeld(_ context: CausalContext, by peer: String) -> Bool {
     var merged = acknowledged[peer] ?? CausalContext()
     merged.formUnion(context)
-    guard merged != acknowledged[peer] else { return }
+    guard merged != acknowledged[peer] else { return false }
     acknowledged[peer] = merged
     acknowledgedUnion.formUnion(context)
     pendingDots = pendingDots.filter { !isAcknowledged($0.value) }
+    return true
+  }
+
+  /// Writes every acknowledged context (a temporary file, synced, renamed into place, the
+  /// directory synced).
+  func saveAcknowledgements() throws(StoreError) {
     let path = directory + "/" + Self.acknowledgementsName
     let bytes = Self.encodeAcknowledgements(acknowledged)
     try Self.attempt {
@@ -58,6 +72,7 @@ extension DocumentStore {
       try fileSystem.rename(path + ".tmp", to: path)
       try fileSystem.syncDirectory(directory)
     }
+    acknowledgementsUnsaved = false
   }
 
   /// The next message of a sync session with `peer`'s device, made only from durable
@@ -71,7 +86,9 @@ extension DocumentStore {
 
   /// Integrates a sync message from `peer`, logs its delta like an edit and records the
   /// context the peer states as acknowledged, so an app never calls
-  /// ``recordAcknowledgement(_:from:)`` by hand for a session.
+  /// ``recordAcknowledgement(_:from:)`` by hand for a session. The events the message
+  /// carries are the peer's, so they count as acknowledged too (saved with the next
+  /// stated context, or at ``close()``).
   ///
   /// Only a stated context counts: a live push (no context) proves nothing about what the
   /// peer holds of ours, and the session's optimistic guess is never recorded.
@@ -82,14 +99,29 @@ extension DocumentStore {
   public func receive(_ message: SyncMessage, through session: inout SyncSession, from peer: String)
     throws(StoreError) -> DocumentChanges
   {
+    try receive(message, through: &session, from: peer, withholding: CausalContext())
+  }
+
+  /// ``receive(_:through:from:)`` for a session whose messages withhold `withheld` (the
+  /// edits a ``DeviceReplica`` has not made durable yet).
+  package func receive(
+    _ message: SyncMessage, through session: inout SyncSession, from peer: String,
+    withholding withheld: CausalContext
+  ) throws(StoreError) -> DocumentChanges {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
     // A delta the session declines (computed from an overstated view of this replica,
     // see `SyncSession.canApply(_:to:)`) is not logged either: replayed at the next
     // open, it would do what the session refused to.
     let applies = SyncSession.canApply(message, to: storedReplica.context)
-    let changes = session.receive(message, into: &storedReplica)
-    if applies, let delta = message.delta, !delta.isEmpty { append(delta, local: false) }
+    let changes = session.receive(message, into: &storedReplica, withholding: withheld)
+    if let delta = message.delta, !delta.isEmpty {
+      if applies { append(delta, local: false) }
+      // The peer holds what it sent: noted now, saved with the next acknowledgement or at
+      // close (a file write per live push would cost a sync per keystroke received), so
+      // a reopened store does not count the peer's own edits as pending here.
+      if noteHeld(delta.context, by: peer) { acknowledgementsUnsaved = true }
+    }
     if let stated = message.context { try recordAcknowledgement(stated, from: peer) }
     return changes
   }

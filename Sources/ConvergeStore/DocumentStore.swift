@@ -10,6 +10,11 @@ import Converge
 /// costs the edit (an append to a log), and the device keeps one replica id across
 /// launches without ever reusing a dot.
 ///
+/// A store is the persistence engine beneath ``DeviceReplica``, the type an app holds:
+/// the device replica adds undo, observation, change events and durable-only messages
+/// that need no flush. Use a store directly in tools that need its files and counters
+/// (the simulator, benchmarks, the torture test).
+///
 /// The directory holds an `identity` record, a `key` (the store's ``SnapshotKey``), at
 /// most one `snapshot-G` (the encoded document of generation G, framed) with its `tag-G`
 /// (the snapshot's tag under the key), and the `log-G` files of the deltas since, each a
@@ -187,6 +192,8 @@ public final class DocumentStore {
   /// next commits touch the same one: typing in one note then hashes nothing.
   @exclusivity(unchecked) var recentPending: (key: EntityKey, replica: ReplicaID, counter: UInt64)?
   var acknowledgedUnion = CausalContext()
+  /// Whether `acknowledged` holds what received deltas showed a peer holds, not yet saved.
+  var acknowledgementsUnsaved = false
 
   /// Opens (or creates) the store in `directory`, recovering what the last run left.
   ///
@@ -450,6 +457,7 @@ public final class DocumentStore {
     try flush()
     // A compaction the flush started: the identity is written once it is done.
     finishBackgroundSync()
+    if acknowledgementsUnsaved { try saveAcknowledgements() }
     // A run that wrote nothing leaves a clean record of the same id and counter as it is.
     let counter = storedReplica.context.counters(of: storedReplica.id).maximum
     let unchanged = identityOnDisk.map {

@@ -90,7 +90,29 @@ import Testing
     var peerSession = SyncSession()
     try store.receive(peerSession.push(commit, from: peer), through: &storeSession, from: "laptop")
     #expect(store.replica.document.text(of: "title", in: note) == "b")
-    #expect(store.acknowledgedContext(of: "laptop").isEmpty)
+    // The laptop holds what it pushed, and nothing of ours.
+    #expect(store.acknowledgedContext(of: "laptop") == commit.delta.context)
     #expect(store.pendingCount == 1)
+  }
+
+  /// The events a peer pushed are its own: a reopened store does not count them as
+  /// pending here (it once did, since only stated contexts were saved, so the badge of
+  /// a device that had only received grew after a relaunch).
+  @Test func aPeersPushIsNotPendingAfterAReopen() throws {
+    let fileSystem = MemoryFileSystem()
+    let store = try DocumentStore(directory: directory, configuration: configuration(fileSystem))
+    type("a", into: store)
+    var peer = Replica(id: ReplicaID(rawValue: 99), wallClock: .fixed(0))
+    let other = EntityKey(type: "note", id: "other")
+    let commit = peer.transact { $0.insertText("b", at: 0, in: "title", of: other) }
+    var storeSession = SyncSession()
+    var peerSession = SyncSession()
+    try store.receive(peerSession.push(commit, from: peer), through: &storeSession, from: "laptop")
+    #expect(store.pendingEntities == [note])
+    try store.close()
+    let reopened = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem))
+    #expect(reopened.pendingEntities == [note])
+    #expect(reopened.acknowledgedContext(of: "laptop") == commit.delta.context)
   }
 }

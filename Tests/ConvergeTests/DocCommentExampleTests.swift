@@ -1,4 +1,5 @@
 import ConvergeSimulator
+import ConvergeStore
 import ConvergeTestSupport
 import Foundation
 import Testing
@@ -59,36 +60,29 @@ import Testing
     #expect(phone.document == laptop.document)
   }
 
-  #if canImport(Observation)
-    @MainActor
-    @Test func replicaStore() async throws {
-      var saved: [DocumentDelta] = []
-      var sent: [[UInt8]] = []
-      var listed: [DocumentChanges] = []
-      func save(_ delta: DocumentDelta) { saved.append(delta) }
-      func send(_ frame: [UInt8]) { sent.append(frame) }
-      func refreshList(_ changes: DocumentChanges) { listed.append(changes) }
-      var session = SyncSession()
+  @MainActor
+  @Test func deviceReplica() async throws {
+    var listed: [DocumentChanges] = []
+    func refreshList(_ changes: DocumentChanges) { listed.append(changes) }
+    let notesFolder = FileManager.default.temporaryDirectory
+      .appendingPathComponent("converge-doc-comment-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: notesFolder) }
 
-      let store = ReplicaStore(replica: Replica())  // on the main actor
-      store.onCommit = { commit in
-        save(commit.delta)  // the app's own persistence
-        send(session.pushEncoded(commit, from: store.replica))  // and transport
-      }
-      let changes = store.changes()  // subscribed now: no later change is missed
-      Task { for await change in changes { refreshList(change) } }
-      store.transact { $0.create(Note(title: "Groceries")) }
+    let notes = try DeviceReplica(directory: notesFolder.path)  // on the main actor
+    let changes = notes.changes()  // subscribed now: no later change is missed
+    Task { for await change in changes { refreshList(change) } }
+    notes.transact { $0.create(Note(title: "Groceries"), id: "groceries") }
+    let badge = notes.pendingCount  // 1: no peer has it yet
+    try notes.close()  // when the app quits
 
-      #expect(saved.count == 1 && sent.count == 1)
-      var laptop = Replica()
-      var laptopSession = SyncSession()
-      try laptopSession.receive(encoded: sent[0], into: &laptop)
-      #expect(laptop.document == store.replica.document)
-      // The very first change reaches the task, which runs once the main actor yields.
-      for _ in 0..<1_000 where listed.isEmpty { await Task.yield() }
-      #expect(listed.map(\.created.count) == [1])
-    }
-  #endif
+    #expect(badge == 1)
+    // The very first change reaches the task, which runs once the main actor yields.
+    for _ in 0..<1_000 where listed.isEmpty { await Task.yield() }
+    #expect(listed.map(\.created.count) == [1])
+    let reopened = try DeviceReplica(directory: notesFolder.path)
+    #expect(reopened.replica.get(Note.self, id: "groceries")?.title == "Groceries")
+    #expect(reopened.pendingCount == 1)
+  }
 
   @Test func simulation() {
     let report = Simulation(SimulationConfiguration(seed: 7, replicas: 5, operations: 2_000))

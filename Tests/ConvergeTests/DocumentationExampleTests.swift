@@ -1,4 +1,5 @@
 import Converge
+import ConvergeStore
 import ConvergeTestSupport
 import Foundation
 import Testing
@@ -103,44 +104,46 @@ import Testing
     #expect(phone.get(Note.self, id: "call-mum") == nil)
   }
 
-  #if canImport(Observation)
+  @MainActor
+  @Test func deviceReplicaStreamsChanges() async throws {
+    let app = AppSide()
+    func refresh(_ changes: DocumentChanges) { app.refresh(changes) }
+    let notesFolder = FileManager.default.temporaryDirectory
+      .appendingPathComponent("converge-getting-started-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: notesFolder) }
+    var laptop = Replica()
+    let deltaFromAnotherDevice = laptop.create(Note(title: "Call Mum"), id: "call-mum").commit
+      .delta
+
     @MainActor
-    @Test func replicaStoreStreamsChanges() async {
-      let app = AppSide()
-      func send(_ delta: DocumentDelta) { app.send(delta) }
-      func refresh(_ changes: DocumentChanges) { app.refresh(changes) }
-      var laptop = Replica()
-      let deltaFromAnotherDevice = laptop.create(Note(title: "Call Mum"), id: "call-mum").commit
-        .delta
-
-      @MainActor
-      func makeStore() -> ReplicaStore {
-        let store = ReplicaStore(replica: Replica())
-        store.onCommit = { commit in send(commit.delta) }
-        let changes = store.changes()  // subscribed now: no later change is missed
-        Task {
-          for await change in changes { refresh(change) }
-        }
-        return store
+    func openNotes() throws -> DeviceReplica {
+      let notes = try DeviceReplica(directory: notesFolder.path)
+      let changes = notes.changes()  // subscribed now: no later change is missed
+      Task {
+        for await change in changes { refresh(change) }
       }
-
-      // On the main actor:
-      let store = makeStore()
-      store.transact { $0.create(Note(title: "Groceries"), id: "groceries") }
-      store.apply(deltaFromAnotherDevice)
-
-      let groceries = EntityKey(type: "note", id: "groceries")
-      let callMum = EntityKey(type: "note", id: "call-mum")
-      #expect(app.sentDeltas.count == 1)
-      #expect(store.replica.all(Note.self).map(\.id) == ["call-mum", "groceries"])
-      #expect(store.lastChanges.created == [callMum])
-      // Both changes, the very first included, reach the task once the main actor yields.
-      for _ in 0..<1_000 where app.refreshed.count < 2 { await Task.yield() }
-      #expect(app.refreshed.map(\.created) == [[groceries], [callMum]])
-      for delta in app.sentDeltas { laptop.apply(delta) }
-      #expect(laptop.document == store.replica.document)
+      return notes
     }
-  #endif
+
+    // On the main actor:
+    let notes = try openNotes()
+    notes.transact { $0.create(Note(title: "Groceries"), id: "groceries") }
+    notes.apply(deltaFromAnotherDevice)
+
+    let groceries = EntityKey(type: "note", id: "groceries")
+    let callMum = EntityKey(type: "note", id: "call-mum")
+    #expect(notes.replica.all(Note.self).map(\.id) == ["call-mum", "groceries"])
+    #expect(notes.lastChanges.created == [callMum])
+    #expect(notes.pendingEntities == [groceries])
+    // Both changes, the very first included, reach the task once the main actor yields.
+    for _ in 0..<1_000 where app.refreshed.count < 2 { await Task.yield() }
+    #expect(app.refreshed.map(\.created) == [[groceries], [callMum]])
+    try notes.close()
+    let reopened = try DeviceReplica(directory: notesFolder.path)
+    #expect(reopened.replica.document == notes.replica.document)
+    #expect(reopened.id == notes.id)
+    try reopened.close()
+  }
 }
 
 @Suite struct SyncProtocolArticleTests {
@@ -191,32 +194,33 @@ import Testing
     try laptopSession.receive(encoded: frame, into: &laptop)
   }
 
-  #if canImport(Observation)
-    @MainActor
-    @Test func syncSessionWithAReplicaStore() {
-      let store = ReplicaStore(replica: Replica())
-      let app = AppSide()
-      func send(_ message: SyncMessage) { app.send(message) }
-      var laptop = Replica()
-      laptop.create(Note(title: "Call Mum"), id: "call-mum")
-      var session = SyncSession()
-      var laptopSession = SyncSession()
-      for _ in 0..<4 {
-        // Whenever the connection can take a message:
-        if let message = store.makeMessage(for: &session) { send(message) }
+  @MainActor
+  @Test func syncSessionWithADeviceReplica() throws {
+    let notes = try DeviceReplica.inMemory()
+    let app = AppSide()
+    func send(_ message: SyncMessage) { app.send(message) }
+    var laptop = Replica()
+    laptop.create(Note(title: "Call Mum"), id: "call-mum")
+    notes.transact { $0.create(Note(title: "Groceries"), id: "groceries") }
+    try notes.flush()  // durable, so the session may send it
+    var session = SyncSession()
+    var laptopSession = SyncSession()
+    for _ in 0..<4 {
+      // Whenever the connection can take a message:
+      if let message = notes.makeMessage(for: &session) { send(message) }
 
-        for message in app.sentMessages { laptopSession.receive(message, into: &laptop) }
-        app.sentMessages.removeAll()
-        guard let incoming = laptopSession.makeMessage(for: laptop) else { continue }
+      for message in app.sentMessages { laptopSession.receive(message, into: &laptop) }
+      app.sentMessages.removeAll()
+      guard let incoming = laptopSession.makeMessage(for: laptop) else { continue }
 
-        // For each message that arrives:
-        store.receive(incoming, through: &session)
-      }
-      #expect(store.replica.document == laptop.document)
-      #expect(session.makeMessage(for: store.replica) == nil)
-      #expect(laptopSession.makeMessage(for: laptop) == nil)
+      // For each message that arrives:
+      try notes.receive(incoming, through: &session, from: "laptop")
     }
-  #endif
+    #expect(notes.replica.document == laptop.document)
+    #expect(notes.pendingCount == 0)
+    #expect(notes.makeMessage(for: &session) == nil)
+    #expect(laptopSession.makeMessage(for: laptop) == nil)
+  }
 
   @Test func relay() {
     var relay: [DocumentDelta] = []

@@ -132,7 +132,7 @@ import Testing
     for file in [
       "README.md", "Sources/Converge/Converge.docc/GettingStarted.md",
       "Sources/Converge/Replica/Replica.swift", "Sources/Converge/Sync/SyncSession.swift",
-      "Sources/Converge/Replica/ReplicaStore.swift", "Sources/ConvergeSimulator/Simulation.swift",
+      "Sources/ConvergeStore/DeviceReplica.swift", "Sources/ConvergeSimulator/Simulation.swift",
     ] {
       #expect(files.contains(file), "no sample found in \(file)")
     }

@@ -3,8 +3,9 @@ import ConvergeStore
 import Foundation
 import Testing
 
-/// The store's sample, shown by the README, the Persistence article and `DocumentStore`'s
-/// doc comment, compiled and run against a real directory.
+/// The persistence samples, compiled and run against a real directory: the device
+/// replica's, shown by the README and the Persistence article, and the store's, shown by
+/// `DocumentStore`'s doc comment.
 @Suite struct PersistenceArticleTests {
   /// Stands in for an app's connection to a relay.
   final class RelayConnection {
@@ -29,5 +30,26 @@ import Testing
     let reopened = try DocumentStore(directory: notesFolder.path)
     #expect(reopened.replica.document.value(of: "title", in: note) == .string("Groceries"))
     #expect(reopened.recovery.previousRunClosedCleanly)
+  }
+
+  @MainActor
+  @Test func theDeviceReplicaSample() throws {
+    let notesFolder = FileManager.default.temporaryDirectory
+      .appendingPathComponent("converge-persistence-\(UInt64.random(in: 0 ... .max))")
+    defer { try? FileManager.default.removeItem(at: notesFolder) }
+    let relay = RelayConnection()
+    let note = EntityKey(type: "note", id: "groceries")
+
+    let notes = try DeviceReplica(directory: notesFolder.path)
+    notes.onDurable = { deltas in relay.send(deltas) }  // only durable deltas leave the device
+    notes.transact { $0.setValue(.string("Groceries"), for: "title", of: note) }
+    try notes.flush()  // when the app goes to the background
+    try notes.close()  // marks a clean shutdown
+
+    #expect(relay.sent.count == 1)
+    let reopened = try DeviceReplica(directory: notesFolder.path)
+    #expect(reopened.replica.document.value(of: "title", in: note) == .string("Groceries"))
+    #expect(reopened.id == notes.id && reopened.identityChanges.isEmpty)
+    #expect(reopened.pendingEntities == [note])
   }
 }

@@ -87,7 +87,8 @@ import Testing
     }
     // The scan must find what the libraries declare, and only their top-level types.
     let found = Set(types.map(\.name))
-    for name in ["SharedText", "ReplicaStore", "DocumentStore", "SimulationReport", "RelayClient"] {
+    for name in ["SharedText", "DeviceReplica", "DocumentStore", "SimulationReport", "RelayClient"]
+    {
       #expect(found.contains(name), "the scan misses \(name)")
     }
     #expect(!found.contains("Affinity"), "TextAnchor.Affinity is nested, not top-level")

@@ -1,11 +1,11 @@
 /// The undo and redo stacks of one replica's own edits.
 ///
 /// Record local transactions with ``Replica/transact(recordingUndoIn:_:)`` (a
-/// ``ReplicaStore`` records its transactions itself); ``Replica/undo(_:)`` then takes back
-/// the latest step and ``Replica/redo(_:)`` makes it again. Transactions recorded within
-/// ``groupingInterval`` of the previous one join its step, so a typed word or a burst of
-/// field edits undoes at once; ``stopGrouping()`` ends a step early (call it when the
-/// cursor moves or a text view loses focus).
+/// `DeviceReplica`, in `ConvergeStore`, records its transactions itself);
+/// ``Replica/undo(_:)`` then takes back the latest step and ``Replica/redo(_:)`` makes it
+/// again. Transactions recorded within ``groupingInterval`` of the previous one join its
+/// step, so a typed word or a burst of field edits undoes at once; ``stopGrouping()`` ends
+/// a step early (call it when the cursor moves or a text view loses focus).
 ///
 /// Undo issues new operations, like any edit, so its commit is sent to peers as usual.
 /// It takes back this replica's edits only:

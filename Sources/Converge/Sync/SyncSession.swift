@@ -112,27 +112,42 @@ public struct SyncSession: Sendable {
   ///
   /// - Complexity: O(e + d) for e entities and d events the peer lacks.
   public mutating func makeMessage(for replica: Replica) -> SyncMessage? {
+    makeMessage(for: replica, withholding: CausalContext())
+  }
+
+  /// The next message for the peer as if `replica` lacked the events of `withheld`: the
+  /// message states the rest of its context and sends none of them. A durable owner
+  /// withholds the edits its store has not made durable yet, so a peer never holds one
+  /// the device could lose, without forcing a sync for each message.
+  ///
+  /// `withheld` must hold only events no other event of `replica` depends on that is not
+  /// withheld too (a replica's newest own events, for instance).
+  ///
+  /// - Complexity: O(e + d) for e entities and d events the peer lacks, plus O(r + g) to
+  ///   subtract `withheld`.
+  package mutating func makeMessage(for replica: Replica, withholding withheld: CausalContext)
+    -> SyncMessage?
+  {
+    let context = withheld.isEmpty ? replica.context : replica.context.subtracting(withheld)
     guard let peerContext else {
       // The peer has not spoken: open with our context and no data.
-      guard contextSent != replica.context || answerOwed else { return nil }
+      guard contextSent != context || answerOwed else { return nil }
       answerOwed = false
       awaitingAnswer = true
-      contextSent = replica.context
+      contextSent = context
       defer { newStreamWanted = false }
-      return SyncMessage(
-        context: replica.context, delta: nil, requestsNewStream: newStreamWanted)
+      return SyncMessage(context: context, delta: nil, requestsNewStream: newStreamWanted)
     }
-    let delta = replica.delta(since: peerContext)
-    guard !delta.isEmpty || contextSent != replica.context || answerOwed else { return nil }
+    let delta = replica.delta(since: withheld.isEmpty ? peerContext : peerContext.union(withheld))
+    guard !delta.isEmpty || contextSent != context || answerOwed else { return nil }
     answerOwed = false
-    contextSent = replica.context
+    contextSent = context
     // Optimistic: assume the peer will integrate it. If it is lost, the peer's next
     // message states its real context and the missing part is sent again.
     self.peerContext = peerContext.union(delta.context)
     defer { newStreamWanted = false }
     return SyncMessage(
-      context: replica.context, delta: delta.isEmpty ? nil : delta,
-      requestsNewStream: newStreamWanted)
+      context: context, delta: delta.isEmpty ? nil : delta, requestsNewStream: newStreamWanted)
   }
 
   /// A live push of one local transaction: a message with no context, just the delta,
@@ -192,11 +207,20 @@ public struct SyncSession: Sendable {
   public mutating func receive(_ message: SyncMessage, into replica: inout Replica)
     -> DocumentChanges
   {
+    receive(message, into: &replica, withholding: CausalContext())
+  }
+
+  /// Integrates a message from the peer as ``receive(_:into:)`` does, for a replica whose
+  /// messages withhold `withheld` (see ``makeMessage(for:withholding:)``): the events
+  /// withheld do not make it answer.
+  package mutating func receive(
+    _ message: SyncMessage, into replica: inout Replica, withholding withheld: CausalContext
+  ) -> DocumentChanges {
     var changes = DocumentChanges()
     if let delta = message.delta, Self.canApply(message, to: replica.context) {
       changes = replica.apply(delta)
     }
-    noteReceived(message, appliedTo: replica)
+    noteReceived(message, appliedTo: replica, withholding: withheld)
     return changes
   }
 
@@ -233,6 +257,15 @@ public struct SyncSession: Sendable {
   ///
   /// - Complexity: O(r + g) to compare contexts, for r replicas and g gaps.
   public mutating func noteReceived(_ message: SyncMessage, appliedTo replica: Replica) {
+    noteReceived(message, appliedTo: replica, withholding: CausalContext())
+  }
+
+  /// Notes what a message from the peer says the peer has, comparing it with what
+  /// `replica` states while it withholds `withheld`.
+  package mutating func noteReceived(
+    _ message: SyncMessage, appliedTo replica: Replica, withholding withheld: CausalContext
+  ) {
+    let context = withheld.isEmpty ? replica.context : replica.context.subtracting(withheld)
     // The peer lost our stream (a refused frame, a restart): the next push starts anew.
     if message.requestsNewStream { restartOutgoingStream() }
     guard let stated = message.context else {
@@ -240,8 +273,8 @@ public struct SyncSession: Sendable {
       // it knew everything else we had.
       if let delta = message.delta {
         peerContext?.formUnion(delta.context)
-        if let sent = contextSent, sent.union(delta.context) == replica.context {
-          contextSent = replica.context
+        if let sent = contextSent, sent.union(delta.context) == context {
+          contextSent = context
         }
       }
       return
@@ -254,8 +287,8 @@ public struct SyncSession: Sendable {
     // keep receiving edits from other peers would answer each other forever; those
     // edits come by their own pushes and the next handshake. Equal contexts need no
     // answer, so two synced peers fall quiet.
-    let lacking = !replica.context.includes(stated)
-    let differs = lacking || !stated.includes(replica.context)
+    let lacking = !context.includes(stated)
+    let differs = lacking || !stated.includes(context)
     let opens = message.delta == nil || message.requestsNewStream || awaitingAnswer
     answerOwed = opens ? differs : lacking
     awaitingAnswer = false

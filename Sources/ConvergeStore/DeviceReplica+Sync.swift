@@ -1,0 +1,89 @@
+import Converge
+
+/// Transports attach here: they take durable events and hand over what arrives, and the
+/// acknowledgements they learn are recorded once, in the store, per peer.
+extension DeviceReplica {
+  /// What `peer` has acknowledged (empty if it never did).
+  public func acknowledgedContext(of peer: String) -> CausalContext {
+    store.acknowledgedContext(of: peer)
+  }
+
+  /// Records that `peer` holds every event of `context` (a relay's acknowledgement, what
+  /// a shared folder now holds) and saves it; the pending badge follows.
+  ///
+  /// A context holding dots of this replica's id beyond what it holds (a restored
+  /// backup) makes the store take a fresh id at once, reported as an
+  /// ``Event/identityChanged(_:)``.
+  ///
+  /// - Throws: a ``StoreError`` if the acknowledgement cannot be saved.
+  public func recordAcknowledgement(_ context: CausalContext, from peer: String)
+    throws(StoreError)
+  {
+    defer { refreshStatus() }
+    // A fresh id changes the replica.
+    try withMutation(keyPath: \.replica) {
+      Result { () throws(StoreError) in try store.recordAcknowledgement(context, from: peer) }
+    }.get()
+  }
+
+  /// The durable events `peer` lacks: everything since its acknowledged context except
+  /// the typing the store has not synced yet (it follows once the group commit syncs
+  /// it). Typing is never flushed for it, so a transport may ask after every keystroke;
+  /// an unsynced deletion or overwrite is synced first when the peer lacks other events
+  /// (see ``DeviceReplica`` "Write-ahead").
+  ///
+  /// - Returns: an empty delta if that sync failed (see ``lastError``).
+  /// - Complexity: O(e + d) for e entities and d events in the result.
+  public func outbox(for peer: String) -> DocumentDelta {
+    syncIfDue()
+    let acknowledged = acknowledgedContext(of: peer)
+    guard let withheld = withheldEvents(from: acknowledged) else { return DocumentDelta() }
+    let known = withheld.isEmpty ? acknowledged : acknowledged.union(withheld)
+    return store.replica.delta(since: known)
+  }
+
+  /// The next message of a sync session with a peer, made only from durable events (see
+  /// ``outbox(for:)``); `nil` when there is nothing to say yet.
+  ///
+  /// - Complexity: as ``SyncSession/makeMessage(for:)``.
+  public func makeMessage(for session: inout SyncSession) -> SyncMessage? {
+    syncIfDue()
+    guard let withheld = withheldEvents(from: session.peerContext) else { return nil }
+    return session.makeMessage(for: store.replica, withholding: withheld)
+  }
+
+  /// Integrates a sync message from `peer`, saves its delta like an edit, records the
+  /// context the peer states as its acknowledgement and publishes what changed.
+  ///
+  /// - Throws: a ``StoreError`` if the acknowledgement cannot be saved; the delta is
+  ///   integrated and saved all the same.
+  @discardableResult
+  public func receive(_ message: SyncMessage, through session: inout SyncSession, from peer: String)
+    throws(StoreError) -> DocumentChanges
+  {
+    defer { refreshStatus() }
+    let withheld = undurableEvents()
+    let changes = try withMutation(keyPath: \.replica) {
+      Result { () throws(StoreError) in
+        let changes = try store.receive(
+          message, through: &session, from: peer, withholding: withheld)
+        remember(changes)
+        return changes
+      }
+    }.get()
+    publish(changes)
+    return changes
+  }
+
+  /// Decodes and integrates bytes from a session's peer (a handshake message or a
+  /// live-push frame), as ``receive(_:through:from:)`` does.
+  ///
+  /// - Throws: a ``ConvergeDecodingError`` for bytes that do not decode (the replica is
+  ///   then unchanged), or a ``StoreError`` as ``receive(_:through:from:)``.
+  @discardableResult
+  public func receive(encoded bytes: [UInt8], through session: inout SyncSession, from peer: String)
+    throws -> DocumentChanges
+  {
+    try receive(try session.decode(bytes[...]), through: &session, from: peer)
+  }
+}
