@@ -57,6 +57,38 @@ struct EntityTable: Sendable, Sequence {
     return ids.indices.lazy.filter { [typeCodeAt] in codes.contains(typeCodeAt[$0]) }
   }
 
+  /// The indices of `positions` in the order of their keys (type, then id, by UTF-8, as
+  /// ``EntityKey`` orders): a list of entities sorted by id without building a key.
+  ///
+  /// Compares the ids' first eight bytes as one integer, and whole ids only where those
+  /// are equal: sorting 50,000 ids string by string took longer than reading them.
+  func keyOrder(of positions: [Int]) -> [Int] {
+    var order = positions.indices.map {
+      (prefix: Self.orderPrefix(of: ids[positions[$0]]), index: $0)
+    }
+    order.sort { lhs, rhs in
+      let (left, right) = (positions[lhs.index], positions[rhs.index])
+      if typeCodeAt[left] != typeCodeAt[right] {
+        return utf8Precedes(types[Int(typeCodeAt[left])], types[Int(typeCodeAt[right])])
+      }
+      if lhs.prefix != rhs.prefix { return lhs.prefix < rhs.prefix }
+      return utf8Precedes(ids[left], ids[right])
+    }
+    return order.map(\.index)
+  }
+
+  /// The first eight bytes of `id`'s UTF-8, big-endian, zero-padded: integers that order
+  /// as the ids do wherever they differ.
+  private static func orderPrefix(of id: String) -> UInt64 {
+    var prefix: UInt64 = 0
+    var count = 0
+    for byte in id.utf8.prefix(8) {
+      prefix = prefix << 8 | UInt64(byte)
+      count += 1
+    }
+    return prefix << (8 * (8 - count))
+  }
+
   /// Makes room for `capacity` entities, as a decoder that knows their count does.
   mutating func reserveCapacity(_ capacity: Int) {
     typeCodeAt.reserveCapacity(capacity)
