@@ -41,6 +41,9 @@ struct EntityTable: Sendable, Sequence {
       type: types[Int(typeCodeAt[position])], id: ids[position], hashCode: hashes[position])
   }
 
+  /// The id of the entity at `position`.
+  func id(at position: Int) -> String { ids[position] }
+
   /// The keys, by position.
   var keys: LazyMapCollection<Range<Int>, EntityKey> {
     ids.indices.lazy.map { [self] in key(at: $0) }

@@ -68,28 +68,45 @@ public struct EntityField<Model: EntityModel>: Sendable {
   public let kind: FieldKind
   /// The model's property, so that ``EntityText/init(_:of:)`` can find a field by it.
   let keyPath: PartialKeyPath<Model> & Sendable
-  /// Sets the property from the field's stored state, `nil` when the entity lacks the
-  /// field. The caller finds the state: one entity lookup serves every field, and a
-  /// list of entities sharing their field names finds each field's slot once.
-  let read: @Sendable (inout Model, FieldState?) -> Void
+  /// Sets the property from the field's stored state. The caller finds the state: one
+  /// entity lookup serves every field, and a list of entities sharing their field names
+  /// finds each field's slot once.
+  @usableFromInline let read: @Sendable (inout Model, StoredField) -> Void
   /// Records the change of the property from `old` to `new`. Creating, `old` is the
   /// model's defaults, built once for every field: a register records a value that
   /// differs from its default, a set or text field everything `new` holds (a missing set
   /// or text reads as empty, whatever the default).
-  let write:
+  @usableFromInline let write:
     @Sendable (_ old: Model, _ new: Model, _ creating: Bool, inout DocumentTransaction, EntityKey)
       -> Void
 
+  // The field makers are inlinable so that their closures are specialized in the app's
+  // module, for its model and value types: unspecialized, each read and write looked up
+  // generic metadata and went through witness tables, several times the field's work.
+  // They convert between the property and a `FieldValue`; the document work is the
+  // module's own, not inlined.
+  @usableFromInline
+  init(
+    name: String, kind: FieldKind, keyPath: PartialKeyPath<Model> & Sendable,
+    read: @escaping @Sendable (inout Model, StoredField) -> Void,
+    write: @escaping @Sendable (Model, Model, Bool, inout DocumentTransaction, EntityKey) -> Void
+  ) {
+    self.name = name
+    self.kind = kind
+    self.keyPath = keyPath
+    self.read = read
+    self.write = write
+  }
+
   /// A last-writer-wins register: the later write wins, field by field.
+  @inlinable
   public static func register<Value: FieldValueConvertible & Equatable>(
     _ name: String, _ keyPath: WritableKeyPath<Model, Value> & Sendable
   ) -> EntityField {
     EntityField(
       name: name, kind: .register, keyPath: keyPath,
-      read: { model, state in
-        if case .register(let register)? = state, let stored = register.value,
-          let value = Value(fieldValue: stored)
-        {
+      read: { model, stored in
+        if let stored = stored.registerValue, let value = Value(fieldValue: stored) {
           model[keyPath: keyPath] = value
         }
       },
@@ -103,18 +120,16 @@ public struct EntityField<Model: EntityModel>: Sendable {
   }
 
   /// An add-wins set: an add survives a concurrent remove.
+  @inlinable
   public static func set<Element: FieldValueConvertible & Hashable>(
     _ name: String, _ keyPath: WritableKeyPath<Model, Set<Element>> & Sendable
   ) -> EntityField {
     EntityField(
       name: name, kind: .set, keyPath: keyPath,
-      read: { model, state in
-        var value = Set<Element>()
-        if case .set(let elements)? = state {
-          value.reserveCapacity(elements.count)
-          for (element, presence) in elements where presence.isPresent {
-            if let element = Element(fieldValue: element) { value.insert(element) }
-          }
+      read: { model, stored in
+        var value = Set<Element>(minimumCapacity: stored.elementCount)
+        stored.forEachElement { element in
+          if let element = Element(fieldValue: element) { value.insert(element) }
         }
         model[keyPath: keyPath] = value
       },
@@ -122,11 +137,12 @@ public struct EntityField<Model: EntityModel>: Sendable {
         let before = creating ? [] : old[keyPath: keyPath]
         let after = new[keyPath: keyPath]
         guard before != after else { return }
-        // Sorted so the dots are handed out in the same order on every run.
-        for element in before.subtracting(after).map(\.fieldValue).sorted() {
+        // Sorted so the dots are handed out in the same order on every run. Closures, not
+        // key paths: a key path of a generic type is built at run time at each use.
+        for element in before.subtracting(after).map({ $0.fieldValue }).sorted() {
           transaction.remove(element, from: name, of: key)
         }
-        for element in after.subtracting(before).map(\.fieldValue).sorted() {
+        for element in after.subtracting(before).map({ $0.fieldValue }).sorted() {
           transaction.insert(element, into: name, of: key)
         }
       })
@@ -146,34 +162,71 @@ public struct EntityField<Model: EntityModel>: Sendable {
   /// - Complexity: a write of a changed string is O(n) for the n bytes of the old and new
   ///   strings (the diff, after the O(n) read that built the model), plus O(log n + k)
   ///   for the k scalars it changes; its delta is O(k).
+  @inlinable
   public static func text(
     _ name: String, _ keyPath: WritableKeyPath<Model, String> & Sendable
   ) -> EntityField {
     EntityField(
       name: name, kind: .text, keyPath: keyPath,
-      read: { model, state in
-        if case .text(let storage)? = state {
-          model[keyPath: keyPath] = storage.text.string
-        } else {
-          model[keyPath: keyPath] = ""
-        }
-      },
+      read: { model, stored in model[keyPath: keyPath] = stored.string },
       write: { old, new, creating, transaction, key in
         let before = creating ? "" : old[keyPath: keyPath]
         let after = new[keyPath: keyPath]
         // Unchanged, the two share their storage and compare in O(1).
         guard before != after else { return }
-        // Nothing to diff against: the whole string is the insert.
-        guard !before.isEmpty else {
-          transaction.insertText(after, at: 0, in: name, of: key)
-          return
-        }
-        let edit = ScalarEdit(from: before, to: after)
-        if !edit.deleted.isEmpty { transaction.deleteText(edit.deleted, in: name, of: key) }
-        if !edit.inserted.isEmpty {
-          transaction.insertText(edit.inserted, at: edit.deleted.lowerBound, in: name, of: key)
-        }
+        transaction.replaceText(before, with: after, in: name, of: key)
       })
+  }
+}
+
+/// What an entity stores in one field, as a schema's field reads it; `nil` state when
+/// the entity lacks the field. The reads' document side, kept out of the inlined code.
+@usableFromInline
+struct StoredField {
+  let state: FieldState?
+
+  init(_ state: FieldState?) { self.state = state }
+
+  /// The register's value, or `nil` if the field is not a written register.
+  @usableFromInline var registerValue: FieldValue? {
+    guard case .register(let register)? = state else { return nil }
+    return register.value
+  }
+
+  /// How many elements the set field has ever held (an upper bound of its present ones).
+  @usableFromInline var elementCount: Int {
+    guard case .set(let elements)? = state else { return 0 }
+    return elements.count
+  }
+
+  /// Calls `body` with each present element of the set field, in no particular order.
+  @usableFromInline func forEachElement(_ body: (FieldValue) -> Void) {
+    guard case .set(let elements)? = state else { return }
+    for (element, presence) in elements where presence.isPresent { body(element) }
+  }
+
+  /// The text field's content, empty if the field is not text.
+  @usableFromInline var string: String {
+    guard case .text(let storage)? = state else { return "" }
+    return storage.text.string
+  }
+}
+
+extension DocumentTransaction {
+  /// Turns the text field's content `old` into `new` by its one changed range, as an
+  /// ``EntityField/text(_:_:)`` field's write does.
+  @usableFromInline
+  mutating func replaceText(_ old: String, with new: String, in field: String, of key: EntityKey) {
+    // Nothing to diff against: the whole string is the insert.
+    guard !old.isEmpty else {
+      insertText(new, at: 0, in: field, of: key)
+      return
+    }
+    let edit = ScalarEdit(from: old, to: new)
+    if !edit.deleted.isEmpty { deleteText(edit.deleted, in: field, of: key) }
+    if !edit.inserted.isEmpty {
+      insertText(edit.inserted, at: edit.deleted.lowerBound, in: field, of: key)
+    }
   }
 }
 
@@ -240,7 +293,7 @@ extension Document {
     else { return nil }
     let fields = entities.values[position].fields
     var model = Model()
-    for field in Model.schema.fields { field.read(&model, fields[field.name]) }
+    for field in Model.schema.fields { field.read(&model, StoredField(fields[field.name])) }
     return model
   }
 
@@ -253,30 +306,32 @@ extension Document {
   /// - Complexity: O(e log e) for e entities of the type, plus reading each model: O(f)
   ///   for its f fields and the scalars of its text fields.
   public func models<Model: EntityModel>(_ type: Model.Type) -> [(id: String, value: Model)] {
-    let schema = Model.schema.fields
-    var positions: [Int] = []
-    var models: [Model] = []
+    let visible = Array(
+      entities.positions(ofType: Model.entityType).filter { entities.values[$0].isVisible })
+    // The reads, not the fields: copying a field out of the schema for each entity
+    // retained its name, key path and both closures.
+    let reads = Model.schema.fields.map { $0.read }
+    let names = Model.schema.fields.map { $0.name }
+    var models: [(id: String, value: Model)] = []
+    models.reserveCapacity(visible.count)
     // Entities of a type mostly share one list of field names (``FieldNameLists``): each
     // field's slot in the last list seen is reused while the list is the same one.
-    var names: [String] = []
-    var slots = [Int?](repeating: nil, count: schema.count)
-    for position in entities.positions(ofType: Model.entityType)
-    where entities.values[position].isVisible {
+    var listSeen: [String] = []
+    var slots = [Int?](repeating: nil, count: reads.count)
+    for index in entities.keyOrder(of: visible) {
+      let position = visible[index]
       let fields = entities.values[position].fields
-      if fields.keys != names {
-        names = fields.keys
-        slots = schema.map { fields.index(forKey: $0.name) }
+      if fields.keys != listSeen {
+        listSeen = fields.keys
+        slots = names.map { fields.index(forKey: $0) }
       }
       var model = Model()
-      for index in schema.indices {
-        schema[index].read(&model, slots[index].map { fields.values[$0] })
+      for field in reads.indices {
+        reads[field](&model, StoredField(slots[field].map { fields.values[$0] }))
       }
-      positions.append(position)
-      models.append(model)
+      models.append((entities.id(at: position), model))
     }
-    return entities.keyOrder(of: positions).map {
-      (entities.key(at: positions[$0]).id, models[$0])
-    }
+    return models
   }
 }
 
