@@ -137,3 +137,21 @@ struct SampleNoteRow: EntityModel, Equatable {
     }
   }
 }
+
+extension ModelWriteTests {
+  @Test func aCreatedEntityWithoutAnIDIsNamedByItsCreationEvent() throws {
+    var phone = Replica(id: ReplicaID(rawValue: 0x0123_4567_89AB_CDEF), wallClock: .fixed(1))
+    var laptop = Replica(id: ReplicaID(rawValue: 0x0123_4567_89AB_CDEE), wallClock: .fixed(1))
+    let first = phone.create(SampleNote(title: "a")).id
+    let second = phone.create(SampleNote(title: "b")).id
+    let elsewhere = laptop.create(SampleNote(title: "c")).id
+    // The replica's 64 bits from the top, six at a time, then the counter, 1.
+    #expect(first == "AEjRWeJq83vB")
+    #expect(second.count == 12 && Set([first, second, elsewhere]).count == 3)
+    #expect(phone.get(SampleNote.self, id: second)?.title == "b")
+    // Naming takes no event of its own: the creation takes the dot the name shows.
+    var named = ""
+    #expect(phone.transact { named = $0.newEntityID() }.delta.context.isEmpty)
+    #expect(named == phone.create(SampleNote(title: "d")).id)
+  }
+}
