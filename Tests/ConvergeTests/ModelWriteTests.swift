@@ -105,6 +105,13 @@ struct SampleNoteRow: EntityModel, Equatable {
     let expected = ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     #expect(replica.all(SampleNoteRow.self).map(\.id) == expected)
     #expect(replica.document.keys(ofType: "note").map(\.id) == expected)
+    // Ids sharing a long prefix are ordered by the bytes after it.
+    var shared = Replica.seeded(using: &random)
+    let long = ["note-0000-b", "note-0000-a", "note-0000-ab", "note-0000-", "note-0000-abcdefghij"]
+    for id in long { shared.create(SampleNoteRow(title: id), id: id) }
+    #expect(
+      shared.all(SampleNoteRow.self).map(\.id)
+        == long.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
   }
 
   /// The edit found on UTF-8 is the one a scalar-by-scalar comparison finds.

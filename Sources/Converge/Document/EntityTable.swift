@@ -63,11 +63,14 @@ struct EntityTable: Sendable, Sequence {
   /// The indices of `positions` in the order of their keys (type, then id, by UTF-8, as
   /// ``EntityKey`` orders): a list of entities sorted by id without building a key.
   ///
-  /// Compares the ids' first eight bytes as one integer, and whole ids only where those
-  /// are equal: sorting 50,000 ids string by string took longer than reading them.
+  /// Compares eight bytes of each id as one integer, and whole ids only where those are
+  /// equal: sorting 50,000 ids string by string took longer than reading them. The
+  /// bytes are those after the prefix every id shares (ids named after their creation
+  /// share their replica's eleven characters), where ids start to differ.
   func keyOrder(of positions: [Int]) -> [Int] {
+    let skipped = commonPrefixLength(of: positions)
     var order = positions.indices.map {
-      (prefix: Self.orderPrefix(of: ids[positions[$0]]), index: $0)
+      (prefix: Self.orderPrefix(of: ids[positions[$0]], skipping: skipped), index: $0)
     }
     order.sort { lhs, rhs in
       let (left, right) = (positions[lhs.index], positions[rhs.index])
@@ -80,12 +83,29 @@ struct EntityTable: Sendable, Sequence {
     return order.map(\.index)
   }
 
-  /// The first eight bytes of `id`'s UTF-8, big-endian, zero-padded: integers that order
-  /// as the ids do wherever they differ.
-  private static func orderPrefix(of id: String) -> UInt64 {
+  /// The number of leading UTF-8 bytes the ids at `positions` all share.
+  private func commonPrefixLength(of positions: [Int]) -> Int {
+    guard var first = positions.first.map({ ids[$0] }) else { return 0 }
+    return first.withUTF8 { first in
+      var length = first.count
+      for position in positions.dropFirst() where length > 0 {
+        var id = ids[position]
+        length = id.withUTF8 { id in
+          var shared = 0
+          while shared < Swift.min(length, id.count), id[shared] == first[shared] { shared += 1 }
+          return shared
+        }
+      }
+      return length
+    }
+  }
+
+  /// Eight bytes of `id`'s UTF-8 after its first `skipped`, big-endian, zero-padded:
+  /// integers that order as ids sharing those first bytes do, wherever they differ.
+  private static func orderPrefix(of id: String, skipping skipped: Int) -> UInt64 {
     var prefix: UInt64 = 0
     var count = 0
-    for byte in id.utf8.prefix(8) {
+    for byte in id.utf8.dropFirst(skipped).prefix(8) {
       prefix = prefix << 8 | UInt64(byte)
       count += 1
     }
