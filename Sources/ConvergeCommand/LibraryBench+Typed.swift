@@ -23,6 +23,8 @@ extension LibraryBench {
     var deltaSinceTitleEditsMs: Pair
     /// Making a small delta on another device (a tag added) and applying it here.
     var smallDeltaRoundTripUs: Pair
+    /// The same through the projection model (``NoteRow``), which does not read the body.
+    var smallDeltaRoundTripProjectionUs: Pair
     /// Every note with its body: `all(SimulatedNote.self)` or the field reads by hand.
     var readAllMs: Pair
     /// Title, tags and pinned of every note, bodies left coded: a second model over the
@@ -94,6 +96,17 @@ extension LibraryBench {
         }
       }
     }
+    let tagged2 = (0..<101).map { _ in Int.random(in: 0..<notes.count, using: &random) }
+    var rowTimes = tagged2.enumerated().map { index, note in
+      let id = ids[note]
+      return clock.measure {
+        if let commit = try? typedOther.update(
+          NoteRow.self, id: id, { _ = $0.tags.insert("r\(index)") })
+        {
+          replica.apply(commit.delta)
+        }
+      }
+    }
     var rawOther = raw.forked(as: ReplicaID(rawValue: 5))
     var rawTimes = tagged.enumerated().map { index, note in
       let id = "\(note)"
@@ -103,8 +116,18 @@ extension LibraryBench {
           rawOther.transact { $0.insert(.string("t\(index)"), into: "tags", of: key) }.delta)
       }
     }
+    var rawRowTimes = tagged2.enumerated().map { index, note in
+      let id = "\(note)"
+      return clock.measure {
+        let key = EntityKey(type: NoteRow.entityType, id: id)
+        raw.apply(
+          rawOther.transact { $0.insert(.string("r\(index)"), into: "tags", of: key) }.delta)
+      }
+    }
     typedTimes.sort()
     rawTimes.sort()
+    rowTimes.sort()
+    rawRowTimes.sort()
 
     var found = (all: 0, rows: 0, rawAll: 0, rawRows: 0)
     let typedAll = best(of: 3) { found.all = replica.all(SimulatedNote.self).count }
@@ -139,6 +162,9 @@ extension LibraryBench {
       smallDeltaRoundTripUs: Pair(
         typed: milliseconds(typedTimes[typedTimes.count / 2]) * 1000,
         raw: milliseconds(rawTimes[rawTimes.count / 2]) * 1000),
+      smallDeltaRoundTripProjectionUs: Pair(
+        typed: milliseconds(rowTimes[rowTimes.count / 2]) * 1000,
+        raw: milliseconds(rawRowTimes[rawRowTimes.count / 2]) * 1000),
       readAllMs: Pair(typed: milliseconds(typedAll), raw: milliseconds(rawAll)),
       readProjectionMs: Pair(typed: milliseconds(typedRows), raw: milliseconds(rawRows)))
   }
@@ -169,6 +195,7 @@ extension LibraryBench {
     row("resident memory a note", typed.residentBytesPerNote, "bytes")
     row("delta(since:) \(peerLag) title edits back", typed.deltaSinceTitleEditsMs, "ms")
     row("small delta, made and applied", typed.smallDeltaRoundTripUs, "µs")
+    row("  through a projection model", typed.smallDeltaRoundTripProjectionUs, "µs")
     row("read every note with its body", typed.readAllMs, "ms")
     row("read title, tags, pinned of all", typed.readProjectionMs, "ms")
   }
