@@ -152,9 +152,14 @@ extension ModelWriteTests {
     let first = phone.create(SampleNote(title: "a")).id
     let second = phone.create(SampleNote(title: "b")).id
     let elsewhere = laptop.create(SampleNote(title: "c")).id
-    // The replica's 64 bits from the top, six at a time, then the counter, 1.
-    #expect(first == "AEjRWeJq83vB")
-    #expect(second.count == 12 && Set([first, second, elsewhere]).count == 3)
+    // The replica's 64 bits from the top, six at a time, then the counter in four digits.
+    #expect(first == "-3YGLT8ewrj---0")
+    // Event 2 wrote the first note's title: the second note is event 3.
+    #expect(second == "-3YGLT8ewrj---2" && elsewhere != first)
+    // A replica's ids sort as it created them.
+    var ids = [first, second]
+    for index in 0..<70 { ids.append(phone.create(SampleNote(title: "\(index)")).id) }
+    #expect(ids.sorted() == ids && ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } == ids)
     #expect(phone.get(SampleNote.self, id: second)?.title == "b")
     // Naming takes no event of its own: the creation takes the dot the name shows.
     var named = ""

@@ -364,9 +364,9 @@ extension DocumentTransaction {
   /// concurrent creation of the same id elsewhere keeps its own values for the rest.
   ///
   /// Without an `id`, the entity's id is its creation's dot written out: this replica's
-  /// id and the event's counter in 12 to 15 URL-safe characters (for the first 2^24
-  /// events), unique without a random draw (a UUID took longer than the whole create)
-  /// and short enough for a Swift string to hold inline.
+  /// id and the event's counter in 15 URL-safe characters (for the first 2^24 events),
+  /// unique without a random draw (a UUID took longer than the whole create), short
+  /// enough for a Swift string to hold inline, and sorting as this replica created them.
   ///
   /// - Complexity: O(f + n) for f schema fields and n scalars of its text fields: the
   ///   same writes as the transaction that sets each field by hand.
@@ -381,22 +381,25 @@ extension DocumentTransaction {
   }
 
   /// A new entity's id: the dot its creation will take, the replica's 64 bits in 11
-  /// characters and the counter's significant bits in as many more as they need.
+  /// characters and the counter in 4 (11 from the 2^24th event on).
+  ///
+  /// The digits are in ASCII order, so a replica's ids sort as it created them and
+  /// ``Document/models(_:)``, sorting by id, walks the entities in the order they sit in
+  /// memory rather than at random.
   mutating func newEntityID() -> String {
     let dot = nextDot()
-    // URL-safe base 64: A–Z, a–z, 0–9, "-" and "_".
+    // Base 64 in ASCII order: "-", 0–9, A–Z, "_", a–z (URL-safe).
     func digit(_ value: UInt64) -> UInt8 {
       let value = UInt8(truncatingIfNeeded: value & 63)
       switch value {
-      case 0..<26: return UInt8(ascii: "A") + value
-      case 26..<52: return UInt8(ascii: "a") + value - 26
-      case 52..<62: return UInt8(ascii: "0") + value - 52
-      case 62: return UInt8(ascii: "-")
-      default: return UInt8(ascii: "_")
+      case 0: return UInt8(ascii: "-")
+      case 1..<11: return UInt8(ascii: "0") + value - 1
+      case 11..<37: return UInt8(ascii: "A") + value - 11
+      case 37: return UInt8(ascii: "_")
+      default: return UInt8(ascii: "a") + value - 38
       }
     }
-    var counterDigits = 1
-    while counterDigits < 11, dot.counter >> (6 * counterDigits) != 0 { counterDigits += 1 }
+    let counterDigits = dot.counter < 1 << 24 ? 4 : 11
     return String(unsafeUninitializedCapacity: 11 + counterDigits) { buffer in
       for index in 0..<11 {
         buffer[index] = digit(dot.replica.rawValue >> (6 * (10 - index)))
