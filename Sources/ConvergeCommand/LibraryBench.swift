@@ -31,6 +31,8 @@ enum LibraryBench {
     var applySmallDeltaUs: Double
     var readFieldAllMs: Double
     var readModelsAllMs: Double
+    /// The notes again through the typed API, beside raw transactions; `nil` for tasks.
+    var typed: TypedReport?
   }
 
   static let bodyLength = 405
@@ -63,6 +65,7 @@ enum LibraryBench {
     print(String(format: "apply a small delta   %10.2f µs", report.applySmallDeltaUs))
     print(String(format: "read one field of all %10.2f ms", report.readFieldAllMs))
     print(String(format: "read all as models    %10.2f ms", report.readModelsAllMs))
+    if let typed = report.typed { printTyped(typed) }
     return 0
   }
 
@@ -156,13 +159,21 @@ enum LibraryBench {
       models =
         tasks ? replica.all(SimulatedTask.self).count : replica.all(SimulatedNote.self).count
     }
+    let count = Double(max(entities, 1))
+    let buildUs = milliseconds(build) * 1000 / count
+    let typed =
+      tasks
+      ? nil
+      : measureTyped(
+        inputs, rawCreateUs: buildUs, rawResident: resident / max(entities, 1), raw: &replica,
+        using: &random)
     let consistent =
       titles == entities && models == entities && restored?.keys.count == entities
       && deferredTexts == (bodies && !tasks ? entities : 0) && storeOpen?.tagged == true
-    let count = Double(max(entities, 1))
+      && (tasks || typed != nil)
     let report = Report(
       entities: entities,
-      buildUsPerEntity: milliseconds(build) * 1000 / count,
+      buildUsPerEntity: buildUs,
       residentBytesPerEntity: resident / max(entities, 1),
       stateBytesPerEntity: state.count / max(entities, 1),
       loadMs: milliseconds(load), loadCheckedMs: milliseconds(loadChecked),
@@ -170,7 +181,7 @@ enum LibraryBench {
       deltaSinceMs: milliseconds(deltaSince),
       applySmallDeltaUs: milliseconds(applyTimes[applyTimes.count / 2]) * 1000,
       readFieldAllMs: milliseconds(readField),
-      readModelsAllMs: milliseconds(readModels))
+      readModelsAllMs: milliseconds(readModels), typed: typed)
     return (report, consistent)
   }
 
@@ -226,7 +237,7 @@ enum LibraryBench {
 
   private static let tags = ["home", "work", "urgent", "later", "idea", "errand"]
 
-  private static func best(of runs: Int, _ body: () -> Void) -> Duration {
+  static func best(of runs: Int, _ body: () -> Void) -> Duration {
     best(of: runs, {}, measuring: body)
   }
 
@@ -263,7 +274,7 @@ enum LibraryBench {
   }
 
   /// The fastest of `runs` runs of `body`, each after an untimed `prepare`.
-  private static func best(
+  static func best(
     of runs: Int, _ prepare: () -> Void, measuring body: () -> Void
   ) -> Duration {
     let clock = ContinuousClock()

@@ -144,6 +144,22 @@ import Testing
     var other = Replica()
     other.apply(created.delta.merging(edited.delta))
     #expect(other.get(Note.self, id: id)?.tags == ["home"])
+
+    struct NoteRow: EntityModel {
+      static let entityType = Note.entityType
+      var title = ""
+      var tags: Set<String> = []
+      var pinned = false
+
+      static let schema = EntitySchema<NoteRow>(
+        .register("title", \.title), .set("tags", \.tags), .register("pinned", \.pinned))
+    }
+
+    let rows = replica.all(NoteRow.self)  // [(id, NoteRow)], sorted by id
+    try replica.update(NoteRow.self, id: id) { $0.pinned = true }  // the body is kept
+
+    #expect(rows.map(\.value.title) == ["Groceries"])
+    #expect(replica.get(Note.self, id: id)?.pinned == true)
   }
 
   @Test func fieldValueConvertible() throws {

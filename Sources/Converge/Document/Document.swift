@@ -171,11 +171,8 @@ extension Document {
 
   /// The keys of the visible entities at `positions`, sorted.
   private func visibleKeys(at positions: some Sequence<Int>) -> [EntityKey] {
-    var keys: [EntityKey] = []
-    for position in positions where entities.values[position].isVisible {
-      keys.append(entities.key(at: position))
-    }
-    return keys.sorted()
+    let visible = positions.filter { entities.values[$0].isVisible }
+    return entities.keyOrder(of: visible).map { entities.key(at: visible[$0]) }
   }
 
   /// Whether the entity exists and is not deleted.

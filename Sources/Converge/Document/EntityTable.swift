@@ -41,6 +41,9 @@ struct EntityTable: Sendable, Sequence {
       type: types[Int(typeCodeAt[position])], id: ids[position], hashCode: hashes[position])
   }
 
+  /// The id of the entity at `position`.
+  func id(at position: Int) -> String { ids[position] }
+
   /// The keys, by position.
   var keys: LazyMapCollection<Range<Int>, EntityKey> {
     ids.indices.lazy.map { [self] in key(at: $0) }
@@ -55,6 +58,58 @@ struct EntityTable: Sendable, Sequence {
       return ids.indices.lazy.filter { [typeCodeAt] in typeCodeAt[$0] == code }
     }
     return ids.indices.lazy.filter { [typeCodeAt] in codes.contains(typeCodeAt[$0]) }
+  }
+
+  /// The indices of `positions` in the order of their keys (type, then id, by UTF-8, as
+  /// ``EntityKey`` orders): a list of entities sorted by id without building a key.
+  ///
+  /// Compares eight bytes of each id as one integer, and whole ids only where those are
+  /// equal: sorting 50,000 ids string by string took longer than reading them. The
+  /// bytes are those after the prefix every id shares (ids named after their creation
+  /// share their replica's eleven characters), where ids start to differ.
+  func keyOrder(of positions: [Int]) -> [Int] {
+    let skipped = commonPrefixLength(of: positions)
+    var order = positions.indices.map {
+      (prefix: Self.orderPrefix(of: ids[positions[$0]], skipping: skipped), index: $0)
+    }
+    order.sort { lhs, rhs in
+      let (left, right) = (positions[lhs.index], positions[rhs.index])
+      if typeCodeAt[left] != typeCodeAt[right] {
+        return utf8Precedes(types[Int(typeCodeAt[left])], types[Int(typeCodeAt[right])])
+      }
+      if lhs.prefix != rhs.prefix { return lhs.prefix < rhs.prefix }
+      return utf8Precedes(ids[left], ids[right])
+    }
+    return order.map(\.index)
+  }
+
+  /// The number of leading UTF-8 bytes the ids at `positions` all share.
+  private func commonPrefixLength(of positions: [Int]) -> Int {
+    guard var first = positions.first.map({ ids[$0] }) else { return 0 }
+    return first.withUTF8 { first in
+      var length = first.count
+      for position in positions.dropFirst() where length > 0 {
+        var id = ids[position]
+        length = id.withUTF8 { id in
+          var shared = 0
+          while shared < Swift.min(length, id.count), id[shared] == first[shared] { shared += 1 }
+          return shared
+        }
+      }
+      return length
+    }
+  }
+
+  /// Eight bytes of `id`'s UTF-8 after its first `skipped`, big-endian, zero-padded:
+  /// integers that order as ids sharing those first bytes do, wherever they differ.
+  private static func orderPrefix(of id: String, skipping skipped: Int) -> UInt64 {
+    var prefix: UInt64 = 0
+    var count = 0
+    for byte in id.utf8.dropFirst(skipped).prefix(8) {
+      prefix = prefix << 8 | UInt64(byte)
+      count += 1
+    }
+    return prefix << (8 * (8 - count))
   }
 
   /// Makes room for `capacity` entities, as a decoder that knows their count does.

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-  import FoundationEssentials
-#else
-  import Foundation
-#endif
-
 /// A plain Swift struct that an app stores in a ``Replica`` without writing merge code.
 ///
 /// Declare the struct with defaults, and list which property is which kind of field:
@@ -30,8 +24,28 @@
 ///
 /// Reads build the struct from the document's fields; writes compare the struct before
 /// and after and record only what changed, field by field (for text, the changed
-/// range). Fields the model does not list, written by a newer app version, are left
-/// untouched and keep merging and travelling with the entity.
+/// range): the same operations, and the same delta bytes, as a ``DocumentTransaction``
+/// writing those fields by hand. Fields the model does not list, written by a newer app
+/// version, are left untouched and keep merging and travelling with the entity.
+///
+/// That makes a projection a second model: a list view that shows a note's title, tags
+/// and pin declares them over the same type and field names, and reads every row
+/// without building a body.
+///
+/// ```swift
+/// struct NoteRow: EntityModel {
+///   static let entityType = Note.entityType
+///   var title = ""
+///   var tags: Set<String> = []
+///   var pinned = false
+///
+///   static let schema = EntitySchema<NoteRow>(
+///     .register("title", \.title), .set("tags", \.tags), .register("pinned", \.pinned))
+/// }
+///
+/// let rows = replica.all(NoteRow.self)  // [(id, NoteRow)], sorted by id
+/// try replica.update(NoteRow.self, id: id) { $0.pinned = true }  // the body is kept
+/// ```
 public protocol EntityModel: Sendable {
   /// The type name entities of this model are stored under.
   static var entityType: String { get }
@@ -68,51 +82,85 @@ public struct EntityField<Model: EntityModel>: Sendable {
   public let kind: FieldKind
   /// The model's property, so that ``EntityText/init(_:of:)`` can find a field by it.
   let keyPath: PartialKeyPath<Model> & Sendable
-  let read: @Sendable (inout Model, Document, EntityKey) -> Void
-  /// Records the change from the old model (`nil` when creating) to the new one.
-  let write: @Sendable (Model?, Model, inout DocumentTransaction, EntityKey) -> Void
+  /// Sets the property from the field's stored state. The caller finds the state: one
+  /// entity lookup serves every field, and a list of entities sharing their field names
+  /// finds each field's slot once.
+  @usableFromInline let read: @Sendable (inout Model, StoredField) -> Void
+  /// Records the change of the property from `old` to `new`. Creating, `old` is the
+  /// model's defaults, built once for every field: a register records a value that
+  /// differs from its default, a set or text field everything `new` holds (a missing set
+  /// or text reads as empty, whatever the default).
+  @usableFromInline let write:
+    @Sendable (_ old: Model, _ new: Model, _ creating: Bool, inout DocumentTransaction, EntityKey)
+      -> Void
+
+  // The field makers are inlinable so that their closures are specialized in the app's
+  // module, for its model and value types: unspecialized, each read and write looked up
+  // generic metadata and went through witness tables, several times the field's work.
+  // They convert between the property and a `FieldValue`; the document work is the
+  // module's own, not inlined.
+  @usableFromInline
+  init(
+    name: String, kind: FieldKind, keyPath: PartialKeyPath<Model> & Sendable,
+    read: @escaping @Sendable (inout Model, StoredField) -> Void,
+    write: @escaping @Sendable (Model, Model, Bool, inout DocumentTransaction, EntityKey) -> Void
+  ) {
+    self.name = name
+    self.kind = kind
+    self.keyPath = keyPath
+    self.read = read
+    self.write = write
+  }
 
   /// A last-writer-wins register: the later write wins, field by field.
+  @inlinable
   public static func register<Value: FieldValueConvertible & Equatable>(
     _ name: String, _ keyPath: WritableKeyPath<Model, Value> & Sendable
   ) -> EntityField {
     EntityField(
       name: name, kind: .register, keyPath: keyPath,
-      read: { model, document, key in
-        if let stored = document.value(of: name, in: key), let value = Value(fieldValue: stored) {
+      read: { model, stored in
+        if let stored = stored.registerValue, let value = Value(fieldValue: stored) {
           model[keyPath: keyPath] = value
         }
       },
-      write: { old, new, transaction, key in
+      write: { old, new, _, transaction, key in
         let value = new[keyPath: keyPath]
         // A new entity records only what differs from the default, so that a concurrent
         // creation of the same entity elsewhere keeps its own values for the rest.
-        let previous = old?[keyPath: keyPath] ?? Model()[keyPath: keyPath]
-        guard value != previous else { return }
+        guard value != old[keyPath: keyPath] else { return }
         transaction.setValue(value.fieldValue, for: name, of: key)
       })
   }
 
   /// An add-wins set: an add survives a concurrent remove.
+  @inlinable
   public static func set<Element: FieldValueConvertible & Hashable>(
     _ name: String, _ keyPath: WritableKeyPath<Model, Set<Element>> & Sendable
   ) -> EntityField {
     EntityField(
       name: name, kind: .set, keyPath: keyPath,
-      read: { model, document, key in
-        model[keyPath: keyPath] = Set(
-          document.elements(of: name, in: key).compactMap { Element(fieldValue: $0) })
+      read: { model, stored in
+        var value = Set<Element>(minimumCapacity: stored.elementCount)
+        stored.forEachElement { element in
+          if let element = Element(fieldValue: element) { value.insert(element) }
+        }
+        model[keyPath: keyPath] = value
       },
-      write: { old, new, transaction, key in
-        let before = old?[keyPath: keyPath] ?? []
+      write: { old, new, creating, transaction, key in
+        let before = creating ? [] : old[keyPath: keyPath]
         let after = new[keyPath: keyPath]
-        // Sorted so the dots are handed out in the same order on every run.
-        for element in before.subtracting(after).map(\.fieldValue).sorted() {
-          transaction.remove(element, from: name, of: key)
+        guard before != after else { return }
+        // Sorted so the dots are handed out in the same order on every run. Looked up in
+        // place: building the two differences as sets cost more than the writes.
+        var removed: [FieldValue] = []
+        for element in before where !after.contains(element) {
+          removed.append(element.fieldValue)
         }
-        for element in after.subtracting(before).map(\.fieldValue).sorted() {
-          transaction.insert(element, into: name, of: key)
-        }
+        for element in removed.sorted() { transaction.remove(element, from: name, of: key) }
+        var added: [FieldValue] = []
+        for element in after where !before.contains(element) { added.append(element.fieldValue) }
+        for element in added.sorted() { transaction.insert(element, into: name, of: key) }
       })
   }
 
@@ -122,164 +170,60 @@ public struct EntityField<Model: EntityModel>: Sendable {
   /// changed range, so typing in a long note sends the edit, not the note.
   ///
   /// Assigning the property is the convenience: reading the model builds the whole
-  /// string, and the write compares all of it, so a keystroke costs O(n). To type, edit
-  /// the field through its ``EntityText`` handle instead (`EntityText(\Note.body, of:
-  /// id)`), which costs O(log n) an edit and records the same operations.
+  /// string, and a changed string is compared with the stored one, so a keystroke costs
+  /// O(n). To type, edit the field through its ``EntityText`` handle instead
+  /// (`EntityText(\Note.body, of: id)`), which costs O(log n) an edit and records the
+  /// same operations. An update that leaves the string alone costs no comparison.
   ///
-  /// - Complexity: a write is O(n) for the n scalars of the old and new strings (the
-  ///   diff, after the O(n) read that built the model), plus O(log n + k) for the k
-  ///   scalars it changes; its delta is O(k).
+  /// - Complexity: a write of a changed string is O(n) for the n bytes of the old and new
+  ///   strings (the diff, after the O(n) read that built the model), plus O(log n + k)
+  ///   for the k scalars it changes; its delta is O(k).
+  @inlinable
   public static func text(
     _ name: String, _ keyPath: WritableKeyPath<Model, String> & Sendable
   ) -> EntityField {
     EntityField(
       name: name, kind: .text, keyPath: keyPath,
-      read: { model, document, key in
-        model[keyPath: keyPath] = document.text(of: name, in: key)
-      },
-      write: { old, new, transaction, key in
-        let before = old?[keyPath: keyPath] ?? ""
+      read: { model, stored in model[keyPath: keyPath] = stored.string },
+      write: { old, new, creating, transaction, key in
+        let before = creating ? "" : old[keyPath: keyPath]
         let after = new[keyPath: keyPath]
+        // Unchanged, the two share their storage and compare in O(1).
         guard before != after else { return }
-        let edit = ScalarEdit(from: before, to: after)
-        if !edit.deleted.isEmpty { transaction.deleteText(edit.deleted, in: name, of: key) }
-        if !edit.inserted.isEmpty {
-          transaction.insertText(edit.inserted, at: edit.deleted.lowerBound, in: name, of: key)
-        }
+        transaction.replaceText(before, with: after, in: name, of: key)
       })
   }
 }
 
-/// The smallest single replacement that turns one string into another, in scalars.
-struct ScalarEdit {
-  /// The range of the old string's scalars to delete.
-  var deleted: Range<Int>
-  /// The scalars to insert at `deleted.lowerBound`.
-  var inserted: String
+/// What an entity stores in one field, as a schema's field reads it; `nil` state when
+/// the entity lacks the field. The reads' document side, kept out of the inlined code.
+@usableFromInline
+struct StoredField {
+  let state: FieldState?
 
-  init(from old: String, to new: String) {
-    let oldScalars = Array(old.unicodeScalars)
-    let newScalars = Array(new.unicodeScalars)
-    var prefix = 0
-    let limit = Swift.min(oldScalars.count, newScalars.count)
-    while prefix < limit, oldScalars[prefix] == newScalars[prefix] { prefix += 1 }
-    var suffix = 0
-    while suffix < limit - prefix,
-      oldScalars[oldScalars.count - 1 - suffix] == newScalars[newScalars.count - 1 - suffix]
-    {
-      suffix += 1
-    }
-    deleted = prefix..<(oldScalars.count - suffix)
-    var inserted = String.UnicodeScalarView()
-    inserted.append(contentsOf: newScalars[prefix..<(newScalars.count - suffix)])
-    self.inserted = String(inserted)
-  }
-}
+  init(_ state: FieldState?) { self.state = state }
 
-// MARK: - Reading and writing models
-
-extension Document {
-  /// The model stored under `id`, or `nil` if there is no such visible entity.
-  ///
-  /// - Complexity: O(f + n) for f schema fields and n scalars of its text fields.
-  public func model<Model: EntityModel>(_ type: Model.Type, id: String) -> Model? {
-    let key = EntityKey(type: Model.entityType, id: id)
-    guard contains(key) else { return nil }
-    var model = Model()
-    for field in Model.schema.fields { field.read(&model, self, key) }
-    return model
+  /// The register's value, or `nil` if the field is not a written register.
+  @usableFromInline var registerValue: FieldValue? {
+    guard case .register(let register)? = state else { return nil }
+    return register.value
   }
 
-  /// Every visible entity of the model's type, sorted by id.
-  ///
-  /// - Complexity: O(e log e) for e entities in the document, plus reading each model.
-  public func models<Model: EntityModel>(_ type: Model.Type) -> [(id: String, value: Model)] {
-    keys(ofType: Model.entityType).compactMap { key in
-      model(Model.self, id: key.id).map { (key.id, $0) }
-    }
-  }
-}
-
-extension DocumentTransaction {
-  /// Creates an entity from a model value and returns its id.
-  ///
-  /// Only properties that differ from the model's defaults are written, so that a
-  /// concurrent creation of the same id elsewhere keeps its own values for the rest.
-  @discardableResult
-  public mutating func create<Model: EntityModel>(_ value: Model, id: String = UUID().uuidString)
-    -> String
-  {
-    let key = EntityKey(type: Model.entityType, id: id)
-    create(key)
-    for field in Model.schema.fields { field.write(nil, value, &self, key) }
-    return id
+  /// How many elements the set field has ever held (an upper bound of its present ones).
+  @usableFromInline var elementCount: Int {
+    guard case .set(let elements)? = state else { return 0 }
+    return elements.count
   }
 
-  /// Edits an existing entity through its model; only changed fields are recorded.
-  ///
-  /// Set properties record the elements added and removed; text properties the changed
-  /// range; register properties the new value.
-  ///
-  /// - Complexity: O(f + n) for f schema fields and n scalars of the entity's text
-  ///   fields: the model is read whole and compared whole. A text property assigned here
-  ///   costs O(n) a keystroke; type through an ``EntityText`` for O(log n).
-  /// - Returns: `false` (and changes nothing) if there is no such visible entity.
-  @discardableResult
-  public mutating func update<Model: EntityModel>(
-    _ type: Model.Type, id: String, _ body: (inout Model) -> Void
-  ) -> Bool {
-    guard let old = document.model(Model.self, id: id) else { return false }
-    var new = old
-    body(&new)
-    let key = EntityKey(type: Model.entityType, id: id)
-    for field in Model.schema.fields { field.write(old, new, &self, key) }
-    return true
+  /// Calls `body` with each present element of the set field, in no particular order.
+  @usableFromInline func forEachElement(_ body: (FieldValue) -> Void) {
+    guard case .set(let elements)? = state else { return }
+    for (element, presence) in elements where presence.isPresent { body(element) }
   }
 
-  /// Deletes an entity of the model's type.
-  public mutating func delete<Model: EntityModel>(_ type: Model.Type, id: String) {
-    delete(EntityKey(type: Model.entityType, id: id))
-  }
-}
-
-extension Replica {
-  /// The model stored under `id`, or `nil` if there is no such visible entity.
-  public func get<Model: EntityModel>(_ type: Model.Type, id: String) -> Model? {
-    document.model(type, id: id)
-  }
-
-  /// Every visible entity of the model's type, sorted by id.
-  public func all<Model: EntityModel>(_ type: Model.Type) -> [(id: String, value: Model)] {
-    document.models(type)
-  }
-
-  /// Creates an entity and returns its id and the commit to send.
-  @discardableResult
-  public mutating func create<Model: EntityModel>(_ value: Model, id: String = UUID().uuidString)
-    -> (id: String, commit: Commit)
-  {
-    let commit = transact { $0.create(value, id: id) }
-    return (id, commit)
-  }
-
-  /// Edits an entity through its model and returns the commit to send.
-  ///
-  /// - Complexity: O(f + n), see ``DocumentTransaction/update(_:id:_:)``: assigning a
-  ///   text property diffs the whole string. Type through an ``EntityText`` instead.
-  /// - Throws: ``ReplicaError/entityNotFound(_:)`` if there is no such visible entity.
-  @discardableResult
-  public mutating func update<Model: EntityModel>(
-    _ type: Model.Type, id: String, _ body: (inout Model) -> Void
-  ) throws(ReplicaError) -> Commit {
-    var found = true
-    let commit = transact { found = $0.update(type, id: id, body) }
-    guard found else { throw .entityNotFound(EntityKey(type: Model.entityType, id: id)) }
-    return commit
-  }
-
-  /// Deletes an entity and returns the commit to send.
-  @discardableResult
-  public mutating func delete<Model: EntityModel>(_ type: Model.Type, id: String) -> Commit {
-    transact { $0.delete(type, id: id) }
+  /// The text field's content, empty if the field is not text.
+  @usableFromInline var string: String {
+    guard case .text(let storage)? = state else { return "" }
+    return storage.text.string
   }
 }

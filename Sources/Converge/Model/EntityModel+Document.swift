@@ -1,0 +1,254 @@
+// Reading and writing models: the document side of ``EntityModel``, one path for every
+// model (a projection is a model listing fewer fields).
+
+extension DocumentTransaction {
+  /// Turns the text field's content `old` into `new` by its one changed range, as an
+  /// ``EntityField/text(_:_:)`` field's write does.
+  @usableFromInline
+  mutating func replaceText(_ old: String, with new: String, in field: String, of key: EntityKey) {
+    // Nothing to diff against: the whole string is the insert.
+    guard !old.isEmpty else {
+      insertText(new, at: 0, in: field, of: key)
+      return
+    }
+    let edit = ScalarEdit(from: old, to: new)
+    if !edit.deleted.isEmpty { deleteText(edit.deleted, in: field, of: key) }
+    if !edit.inserted.isEmpty {
+      insertText(edit.inserted, at: edit.deleted.lowerBound, in: field, of: key)
+    }
+  }
+}
+
+/// The smallest single replacement that turns one string into another, in scalars.
+///
+/// Found on the strings' UTF-8 (equal scalars have equal bytes), with no array of
+/// scalars built: the common prefix and suffix of bytes, moved back to the scalar
+/// boundaries they cut.
+struct ScalarEdit {
+  /// The range of the old string's scalars to delete.
+  var deleted: Range<Int>
+  /// The scalars to insert at `deleted.lowerBound`.
+  var inserted: String
+
+  init(from old: String, to new: String) {
+    var (old, new) = (old, new)
+    (deleted, inserted) = old.withUTF8 { old in
+      new.withUTF8 { new in Self.edit(from: old, to: new) }
+    }
+  }
+
+  private static func edit(from old: UnsafeBufferPointer<UInt8>, to new: UnsafeBufferPointer<UInt8>)
+    -> (Range<Int>, String)
+  {
+    // A continuation byte (10xxxxxx) sits inside a scalar, never at its start.
+    func isContinuation(_ byte: UInt8) -> Bool { byte & 0xC0 == 0x80 }
+    let limit = Swift.min(old.count, new.count)
+    var prefix = 0
+    while prefix < limit, old[prefix] == new[prefix] { prefix += 1 }
+    // The bytes before `prefix` are equal, so a boundary in one string is one in both.
+    while prefix > 0,
+      prefix < old.count
+        ? isContinuation(old[prefix]) : prefix < new.count && isContinuation(new[prefix])
+    {
+      prefix -= 1
+    }
+    var suffix = 0
+    while suffix < limit - prefix, old[old.count - 1 - suffix] == new[new.count - 1 - suffix] {
+      suffix += 1
+    }
+    while suffix > 0, isContinuation(old[old.count - suffix]) { suffix -= 1 }
+    var start = 0
+    for byte in old[..<prefix] where !isContinuation(byte) { start += 1 }
+    var count = 0
+    for byte in old[prefix..<(old.count - suffix)] where !isContinuation(byte) { count += 1 }
+    let inserted = String(
+      decoding: UnsafeBufferPointer(rebasing: new[prefix..<(new.count - suffix)]), as: UTF8.self)
+    return (start..<start + count, inserted)
+  }
+}
+
+// MARK: - Reading and writing models
+
+extension Document {
+  /// The model stored under `id`, or `nil` if there is no such visible entity.
+  ///
+  /// Fields the schema does not list are not read: a model listing a few of an entity's
+  /// fields (a list row's title and tags) reads without building the rest (its body).
+  ///
+  /// - Complexity: O(f + n) for f schema fields and n scalars of its text fields.
+  public func model<Model: EntityModel>(_ type: Model.Type, id: String) -> Model? {
+    let key = EntityKey(type: Model.entityType, id: id)
+    guard let position = entities.index(forKey: key), entities.values[position].isVisible
+    else { return nil }
+    let fields = entities.values[position].fields
+    var model = Model()
+    for field in Model.schema.fields { field.read(&model, StoredField(fields[field.name])) }
+    return model
+  }
+
+  /// Every visible entity of the model's type, sorted by id.
+  ///
+  /// A second model over some of the same field names is a projection: a list view
+  /// declares its row (`struct NoteRow: EntityModel` with the title, tags and pinned
+  /// fields of `"note"`) and reads every row without building a body.
+  ///
+  /// - Complexity: O(e log e) for e entities of the type, plus reading each model: O(f)
+  ///   for its f fields and the scalars of its text fields.
+  public func models<Model: EntityModel>(_ type: Model.Type) -> [(id: String, value: Model)] {
+    let visible = Array(
+      entities.positions(ofType: Model.entityType).filter { entities.values[$0].isVisible })
+    // The reads, not the fields: copying a field out of the schema for each entity
+    // retained its name, key path and both closures.
+    let reads = Model.schema.fields.map { $0.read }
+    let names = Model.schema.fields.map { $0.name }
+    var models: [(id: String, value: Model)] = []
+    models.reserveCapacity(visible.count)
+    // Entities of a type mostly share one list of field names (``FieldNameLists``): each
+    // field's slot in the last list seen is reused while the list is the same one.
+    var listSeen: [String] = []
+    var slots = [Int?](repeating: nil, count: reads.count)
+    for index in entities.keyOrder(of: visible) {
+      let position = visible[index]
+      let fields = entities.values[position].fields
+      if fields.keys != listSeen {
+        listSeen = fields.keys
+        slots = names.map { fields.index(forKey: $0) }
+      }
+      var model = Model()
+      for field in reads.indices {
+        reads[field](&model, StoredField(slots[field].map { fields.values[$0] }))
+      }
+      models.append((entities.id(at: position), model))
+    }
+    return models
+  }
+}
+
+extension DocumentTransaction {
+  /// Creates an entity from a model value and returns its id.
+  ///
+  /// Only properties that differ from the model's defaults are written, so that a
+  /// concurrent creation of the same id elsewhere keeps its own values for the rest.
+  ///
+  /// Without an `id`, the entity's id is its creation's dot written out: this replica's
+  /// id and the event's counter in 15 URL-safe characters (for the first 2^24 events),
+  /// unique without a random draw (a UUID took longer than the whole create), short
+  /// enough for a Swift string to hold inline, and sorting as this replica created them.
+  ///
+  /// - Complexity: O(f + n) for f schema fields and n scalars of its text fields: the
+  ///   same writes as the transaction that sets each field by hand.
+  @discardableResult
+  public mutating func create<Model: EntityModel>(_ value: Model, id: String? = nil) -> String {
+    let id = id ?? newEntityID()
+    let key = EntityKey(type: Model.entityType, id: id)
+    create(key)
+    let defaults = Model()
+    for field in Model.schema.fields { field.write(defaults, value, true, &self, key) }
+    return id
+  }
+
+  /// A new entity's id: the dot its creation will take, the replica's 64 bits in 11
+  /// characters and the counter in 4 (11 from the 2^24th event on).
+  ///
+  /// The digits are in ASCII order, so a replica's ids sort as it created them and
+  /// ``Document/models(_:)``, sorting by id, walks the entities in the order they sit in
+  /// memory rather than at random.
+  mutating func newEntityID() -> String {
+    let dot = nextDot()
+    // Base 64 in ASCII order: "-", 0–9, A–Z, "_", a–z (URL-safe).
+    func digit(_ value: UInt64) -> UInt8 {
+      let value = UInt8(truncatingIfNeeded: value & 63)
+      switch value {
+      case 0: return UInt8(ascii: "-")
+      case 1..<11: return UInt8(ascii: "0") + value - 1
+      case 11..<37: return UInt8(ascii: "A") + value - 11
+      case 37: return UInt8(ascii: "_")
+      default: return UInt8(ascii: "a") + value - 38
+      }
+    }
+    let counterDigits = dot.counter < 1 << 24 ? 4 : 11
+    return String(unsafeUninitializedCapacity: 11 + counterDigits) { buffer in
+      for index in 0..<11 {
+        buffer[index] = digit(dot.replica.rawValue >> (6 * (10 - index)))
+      }
+      for index in 0..<counterDigits {
+        buffer[11 + index] = digit(dot.counter >> (6 * (counterDigits - 1 - index)))
+      }
+      return 11 + counterDigits
+    }
+  }
+
+  /// Edits an existing entity through its model; only changed fields are recorded.
+  ///
+  /// Set properties record the elements added and removed; text properties the changed
+  /// range; register properties the new value. The delta is the one the transaction
+  /// making the same writes by hand makes, byte for byte.
+  ///
+  /// - Complexity: O(f + n) for f schema fields and n scalars of the entity's text
+  ///   fields: the model is read whole, and a changed text compared whole. A text
+  ///   property assigned here costs O(n) a keystroke; type through an ``EntityText`` for
+  ///   O(log n).
+  /// - Returns: `false` (and changes nothing) if there is no such visible entity.
+  @discardableResult
+  public mutating func update<Model: EntityModel>(
+    _ type: Model.Type, id: String, _ body: (inout Model) -> Void
+  ) -> Bool {
+    guard let old = document.model(Model.self, id: id) else { return false }
+    var new = old
+    body(&new)
+    let key = EntityKey(type: Model.entityType, id: id)
+    for field in Model.schema.fields { field.write(old, new, false, &self, key) }
+    return true
+  }
+
+  /// Deletes an entity of the model's type.
+  public mutating func delete<Model: EntityModel>(_ type: Model.Type, id: String) {
+    delete(EntityKey(type: Model.entityType, id: id))
+  }
+}
+
+extension Replica {
+  /// The model stored under `id`, or `nil` if there is no such visible entity.
+  public func get<Model: EntityModel>(_ type: Model.Type, id: String) -> Model? {
+    document.model(type, id: id)
+  }
+
+  /// Every visible entity of the model's type, sorted by id.
+  public func all<Model: EntityModel>(_ type: Model.Type) -> [(id: String, value: Model)] {
+    document.models(type)
+  }
+
+  /// Creates an entity and returns its id and the commit to send.
+  ///
+  /// Without an `id`, the entity's id is drawn from its creation event, see
+  /// ``DocumentTransaction/create(_:id:)``.
+  @discardableResult
+  public mutating func create<Model: EntityModel>(_ value: Model, id: String? = nil)
+    -> (id: String, commit: Commit)
+  {
+    var created = ""
+    let commit = transact { created = $0.create(value, id: id) }
+    return (created, commit)
+  }
+
+  /// Edits an entity through its model and returns the commit to send.
+  ///
+  /// - Complexity: O(f + n), see ``DocumentTransaction/update(_:id:_:)``: assigning a
+  ///   text property diffs the whole string. Type through an ``EntityText`` instead.
+  /// - Throws: ``ReplicaError/entityNotFound(_:)`` if there is no such visible entity.
+  @discardableResult
+  public mutating func update<Model: EntityModel>(
+    _ type: Model.Type, id: String, _ body: (inout Model) -> Void
+  ) throws(ReplicaError) -> Commit {
+    var found = true
+    let commit = transact { found = $0.update(type, id: id, body) }
+    guard found else { throw .entityNotFound(EntityKey(type: Model.entityType, id: id)) }
+    return commit
+  }
+
+  /// Deletes an entity and returns the commit to send.
+  @discardableResult
+  public mutating func delete<Model: EntityModel>(_ type: Model.Type, id: String) -> Commit {
+    transact { $0.delete(type, id: id) }
+  }
+}
