@@ -83,47 +83,42 @@ extension LibraryBench {
     }
     let rawDelta = best(of: 5) { _ = raw.delta(since: rawPeer) }
 
-    // Another device adds a tag to a note; the delta is applied here. The median of 101.
-    let tagged = (0..<101).map { _ in Int.random(in: 0..<notes.count, using: &random) }
+    // Another device adds a tag to a note, through the whole model and then through the
+    // projection; the delta is applied here. The median of 101 each.
     var typedOther = replica.forked(as: ReplicaID(rawValue: 4))
-    var typedTimes = tagged.enumerated().map { index, note in
-      let id = ids[note]
-      return clock.measure {
-        if let commit = try? typedOther.update(
-          SimulatedNote.self, id: id, { _ = $0.tags.insert("t\(index)") })
-        {
-          replica.apply(commit.delta)
+    func typedRoundTrips<Model: EntityModel>(
+      _ model: Model.Type, notes: [Int], tag: String, _ add: @escaping (inout Model, String) -> Void
+    ) -> [Duration] {
+      notes.enumerated().map { index, note in
+        clock.measure {
+          if let commit = try? typedOther.update(
+            model, id: ids[note], { add(&$0, "\(tag)\(index)") })
+          {
+            replica.apply(commit.delta)
+          }
         }
       }
+    }
+    let tagged = (0..<101).map { _ in Int.random(in: 0..<notes.count, using: &random) }
+    var typedTimes = typedRoundTrips(SimulatedNote.self, notes: tagged, tag: "t") {
+      _ = $0.tags.insert($1)
     }
     let tagged2 = (0..<101).map { _ in Int.random(in: 0..<notes.count, using: &random) }
-    var rowTimes = tagged2.enumerated().map { index, note in
-      let id = ids[note]
-      return clock.measure {
-        if let commit = try? typedOther.update(
-          NoteRow.self, id: id, { _ = $0.tags.insert("r\(index)") })
-        {
-          replica.apply(commit.delta)
+    var rowTimes = typedRoundTrips(NoteRow.self, notes: tagged2, tag: "r") {
+      _ = $0.tags.insert($1)
+    }
+    var rawOther = raw.forked(as: ReplicaID(rawValue: 5))
+    func rawRoundTrips(notes: [Int], tag: String) -> [Duration] {
+      notes.enumerated().map { index, note in
+        clock.measure {
+          let key = EntityKey(type: NoteRow.entityType, id: "\(note)")
+          raw.apply(
+            rawOther.transact { $0.insert(.string("\(tag)\(index)"), into: "tags", of: key) }.delta)
         }
       }
     }
-    var rawOther = raw.forked(as: ReplicaID(rawValue: 5))
-    var rawTimes = tagged.enumerated().map { index, note in
-      let id = "\(note)"
-      return clock.measure {
-        let key = EntityKey(type: NoteRow.entityType, id: id)
-        raw.apply(
-          rawOther.transact { $0.insert(.string("t\(index)"), into: "tags", of: key) }.delta)
-      }
-    }
-    var rawRowTimes = tagged2.enumerated().map { index, note in
-      let id = "\(note)"
-      return clock.measure {
-        let key = EntityKey(type: NoteRow.entityType, id: id)
-        raw.apply(
-          rawOther.transact { $0.insert(.string("r\(index)"), into: "tags", of: key) }.delta)
-      }
-    }
+    var rawTimes = rawRoundTrips(notes: tagged, tag: "t")
+    var rawRowTimes = rawRoundTrips(notes: tagged2, tag: "r")
     typedTimes.sort()
     rawTimes.sort()
     rowTimes.sort()

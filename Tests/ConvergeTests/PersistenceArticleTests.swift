@@ -13,9 +13,14 @@ import Testing
     func send(_ deltas: [[UInt8]]) { sent += deltas }
   }
 
-  @Test func theStoreSample() throws {
-    let notesFolder = FileManager.default.temporaryDirectory
+  /// A folder of its own for one sample's notes.
+  static func temporaryFolder() -> URL {
+    FileManager.default.temporaryDirectory
       .appendingPathComponent("converge-persistence-\(UInt64.random(in: 0 ... .max))")
+  }
+
+  @Test func theStoreSample() throws {
+    let notesFolder = Self.temporaryFolder()
     defer { try? FileManager.default.removeItem(at: notesFolder) }
     let relay = RelayConnection()
     let note = EntityKey(type: "note", id: "groceries")
@@ -34,8 +39,7 @@ import Testing
 
   @MainActor
   @Test func theDeviceReplicaSample() throws {
-    let notesFolder = FileManager.default.temporaryDirectory
-      .appendingPathComponent("converge-persistence-\(UInt64.random(in: 0 ... .max))")
+    let notesFolder = Self.temporaryFolder()
     defer { try? FileManager.default.removeItem(at: notesFolder) }
     let relay = RelayConnection()
     let note = EntityKey(type: "note", id: "groceries")
