@@ -27,10 +27,10 @@ extension DeviceReplica {
   }
 
   /// The durable events `peer` lacks: everything since its acknowledged context except
-  /// the typing the store has not synced yet (it follows once the group commit syncs
-  /// it). Typing is never flushed for it, so a transport may ask after every keystroke;
-  /// an unsynced deletion or overwrite is synced first when the peer lacks other events
-  /// (see ``DeviceReplica`` "Write-ahead").
+  /// the edits the store has not synced yet (they follow once the group commit syncs
+  /// them). When those are all the peer lacks nothing is flushed for them, so a
+  /// transport may ask after every keystroke; when the peer lacks other events too, they
+  /// are synced first (see ``DeviceReplica`` "Write-ahead").
   ///
   /// - Returns: an empty delta if that sync failed (see ``lastError``).
   /// - Complexity: O(e + d) for e entities and d events in the result.
