@@ -192,8 +192,15 @@ public final class DocumentStore {
   /// next commits touch the same one: typing in one note then hashes nothing.
   @exclusivity(unchecked) var recentPending: (key: EntityKey, replica: ReplicaID, counter: UInt64)?
   var acknowledgedUnion = CausalContext()
-  /// Whether `acknowledged` holds what received deltas showed a peer holds, not yet saved.
+  /// Whether `acknowledged` holds what received deltas showed a peer holds, not yet saved
+  /// (or what a failed background save did not save).
   var acknowledgementsUnsaved = false
+  /// Whether a background save of `acknowledged` was started and its outcome not yet
+  /// taken in (``collectAcknowledgementSave()``).
+  var savingAcknowledgements = false
+  /// The failure of the latest background save of `acknowledged`, until a save succeeds:
+  /// ``flush()`` retries it on the caller's thread.
+  var failedAcknowledgementSave: StoreError?
 
   /// Opens (or creates) the store in `directory`, recovering what the last run left.
   ///
@@ -396,6 +403,9 @@ public final class DocumentStore {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
     finishBackgroundSync()
+    // An acknowledgement whose background save failed is saved now, as a failed sync's
+    // commits are.
+    if failedAcknowledgementSave != nil { try saveAcknowledgements() }
     guard !pending.isEmpty || needsFreshGeneration else { return }
     if let error = startSync(snapshot: needsFreshGeneration, background: false) { throw error }
     // The commits are durable. A log past the records bound is compacted now (in the
