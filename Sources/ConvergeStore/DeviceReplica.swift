@@ -390,7 +390,7 @@ public final class DeviceReplica {
     guard !withheld.isEmpty, let known, !known.union(withheld).includes(store.replica.context)
     else { return withheld }
     do {
-      try store.flush()
+      try store.flushCommits()
     } catch {
       store.lastError = error
     }

@@ -19,7 +19,7 @@ extension DocumentStore {
   ///
   /// - Complexity: the sync's cost plus O(e + d) for e entities and d dots in the result.
   public func outbox(for peer: String) throws(StoreError) -> DocumentDelta {
-    try flush()
+    try flushCommits()
     return storedReplica.delta(since: acknowledgedContext(of: peer))
   }
 
@@ -57,7 +57,7 @@ extension DocumentStore {
     checkOutsideTransaction()
     let held = storedReplica.context.counters(of: storedReplica.id).maximum
     if (context.counters(of: storedReplica.id).maximum) > held {
-      try flush()
+      try flushCommits()
       storedReplica = storedReplica.forked(as: configuration.freshID())
       try writeIdentity(cleanShutdown: false)
       identityChanges.append(.peerHoldsLaterDots)
@@ -104,8 +104,9 @@ extension DocumentStore {
   /// Writes every acknowledged context (a temporary file, synced, renamed into place, the
   /// directory synced).
   ///
-  /// Called with no background save outstanding (after ``finishBackgroundSync()``): the
-  /// two would share the temporary file.
+  /// Called with no background save of them outstanding (after
+  /// ``finishBackgroundSync()``): the two would share the temporary file. A background
+  /// compaction ``flush()`` started may run meanwhile: it touches other files.
   func saveAcknowledgements() throws(StoreError) {
     try Self.attempt { try Self.writeAcknowledgements(acknowledged, in: directory, fileSystem) }
     acknowledgementsUnsaved = false
@@ -131,7 +132,7 @@ extension DocumentStore {
   ///
   /// - Complexity: the sync's cost plus ``SyncSession/makeMessage(for:)``'s.
   public func makeMessage(for session: inout SyncSession) throws(StoreError) -> SyncMessage? {
-    try flush()
+    try flushCommits()
     return session.makeMessage(for: storedReplica)
   }
 

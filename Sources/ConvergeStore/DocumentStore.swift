@@ -399,13 +399,21 @@ public final class DocumentStore {
 
   /// Writes and syncs every buffered commit now: call it when the app goes to the
   /// background or before it needs a delta durable.
+  ///
+  /// It also waits for a background save of what peers acknowledged, and saves again
+  /// one that failed, as a failed sync's commits are (after them: a failing
+  /// `acknowledged` file never keeps an edit from becoming durable).
   public func flush() throws(StoreError) {
+    try flushCommits()
+    if failedAcknowledgementSave != nil { try saveAcknowledgements() }
+  }
+
+  /// ``flush()`` without saving again an acknowledgement whose save failed: for the
+  /// calls that need only the commits durable (an outbox, a message, a fresh id).
+  func flushCommits() throws(StoreError) {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
     finishBackgroundSync()
-    // An acknowledgement whose background save failed is saved now, as a failed sync's
-    // commits are.
-    if failedAcknowledgementSave != nil { try saveAcknowledgements() }
     guard !pending.isEmpty || needsFreshGeneration else { return }
     if let error = startSync(snapshot: needsFreshGeneration, background: false) { throw error }
     // The commits are durable. A log past the records bound is compacted now (in the

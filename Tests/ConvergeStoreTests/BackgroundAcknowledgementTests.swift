@@ -216,8 +216,8 @@ final class AcknowledgementGatedFileSystem: ForwardingFileSystem, @unchecked Sen
 
   /// A failed background save is reported in ``DeviceReplica/lastError`` on a later call
   /// (with a ``DeviceReplica/Event/storeFailed(_:)``); ``DeviceReplica/flush()`` retries
-  /// it on the caller's thread and throws while it fails, and clears the error once it
-  /// succeeds.
+  /// it on the caller's thread (after the commits) and throws while it fails, and clears
+  /// the error once it succeeds.
   @Test func aFailedSaveIsReportedAndRetriedByFlush() throws {
     let disk = MemoryFileSystem()
     let files = AcknowledgementGatedFileSystem(disk)
@@ -230,7 +230,17 @@ final class AcknowledgementGatedFileSystem: ForwardingFileSystem, @unchecked Sen
     owner.store.backgroundSync.wait()
     owner.syncIfDue()
     #expect(owner.lastError != nil)
+    // The failing file never keeps an edit from becoming durable, nor a peer holding
+    // later dots of this id from making the store take a fresh one.
+    let durable = owner.durableCommits
+    owner.transact { $0.insertText("d", at: 3, in: "body", of: note) }
     #expect(throws: StoreError.self) { try owner.flush() }
+    #expect(owner.durableCommits == durable + 1)
+    let old = owner.id
+    var beyond = owner.replica.context
+    beyond.insert(Dot(replica: old, counter: 10))
+    try owner.recordAcknowledgement(beyond, from: "backup")
+    #expect(owner.id != old)
 
     files.failsAcknowledgements = false
     try owner.flush()
@@ -238,5 +248,8 @@ final class AcknowledgementGatedFileSystem: ForwardingFileSystem, @unchecked Sen
     disk.crash()
     let reopened = try DeviceReplica(directory: directory, configuration: Self.settings(disk))
     #expect(reopened.acknowledgedContext(of: "relay") == relay)
+    #expect(reopened.acknowledgedContext(of: "backup") == beyond)
+    #expect(reopened.replica.document.text(of: "body", in: note) == "abcd")
+    #expect(reopened.id == owner.id)
   }
 }
