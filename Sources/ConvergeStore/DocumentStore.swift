@@ -57,7 +57,9 @@ import Converge
 /// **Isolation.** A store is a reference to files and is not `Sendable`: one isolation
 /// domain owns it (the main actor, or an app's own actor), as it would own a file handle.
 /// A background sync touches only the bytes (or the copy of the document) handed to it
-/// and the files; its result is collected (and ``onDurable`` called) in the owner's domain, on its next call.
+/// and the files, as does a background save of the acknowledged contexts (a copy of
+/// them, see ``recordAcknowledgement(_:from:)``); their results are collected (and
+/// ``onDurable`` called) in the owner's domain, on its next call.
 /// Two stores must not open one directory at the same time.
 public final class DocumentStore {
   /// How a store syncs, compacts and tells time.
