@@ -198,8 +198,9 @@ public final class DocumentStore {
   /// (or what a failed background save did not save).
   var acknowledgementsUnsaved = false
   /// Whether a background save of `acknowledged` was started and its outcome not yet
-  /// taken in (``collectAcknowledgementSave()``).
-  var savingAcknowledgements = false
+  /// taken in (``collectAcknowledgementSave()``). Read by every commit's
+  /// ``syncIfDue()``, so unchecked like the commit path's own state.
+  @exclusivity(unchecked) var savingAcknowledgements = false
   /// The failure of the latest background save of `acknowledged`, until a save succeeds:
   /// ``flush()`` retries it on the caller's thread.
   var failedAcknowledgementSave: StoreError?
