@@ -4,12 +4,23 @@ import Foundation
 /// One ``SyncJob`` at a time on a serial queue, with its outcome kept until the store's
 /// owner collects it.
 ///
-/// `@unchecked Sendable`: `outcome` is only read and written under `lock`; everything
-/// else is immutable.
+/// The same queue saves the acknowledged contexts (``saveAcknowledgements(_:in:_:)``),
+/// after the sync running there, if any.
+///
+/// `@unchecked Sendable`: `outcome` and the acknowledgements' state are only read and
+/// written under `lock`; everything else is immutable.
 final class BackgroundSync: @unchecked Sendable {
   private let queue = DispatchQueue(label: "ConvergeStore.sync")
   private let lock = NSLock()
   private var outcome: SyncJob.Outcome?
+  /// The acknowledged contexts waiting on the queue for their save: a save asked for
+  /// while one waits replaces it (each writes the whole file), so a burst of
+  /// acknowledgements costs one write.
+  private var waitingAcknowledgements: [String: CausalContext]?
+  /// Saves handed to the queue and not finished.
+  private var acknowledgementSaves = 0
+  /// The outcome of the latest finished save, until the owner takes it.
+  private var acknowledgementOutcome: Result<Void, StoreError>?
 
   /// Runs `job` in the background.
   func start(_ job: SyncJob) {
@@ -38,8 +49,48 @@ final class BackgroundSync: @unchecked Sendable {
     }
   }
 
-  /// Waits for the running job, if any.
+  /// Waits for the running job and the acknowledgements' save, if any.
   func wait() { queue.sync {} }
+
+  /// Writes `acknowledged` as the store's `acknowledged` file on the queue, after the
+  /// job running there (``DocumentStore/writeAcknowledgements(_:in:_:)``).
+  func saveAcknowledgements(
+    _ acknowledged: [String: CausalContext], in directory: String,
+    _ fileSystem: any StoreFileSystem
+  ) {
+    let enqueue = lock.withLock {
+      defer { waitingAcknowledgements = acknowledged }
+      guard waitingAcknowledgements == nil else { return false }
+      acknowledgementSaves += 1
+      return true
+    }
+    guard enqueue else { return }
+    queue.async {
+      let acknowledged = self.lock.withLock {
+        defer { self.waitingAcknowledgements = nil }
+        return self.waitingAcknowledgements ?? [:]
+      }
+      let result = Result { () throws(StoreError) in
+        try DocumentStore.attempt {
+          try DocumentStore.writeAcknowledgements(acknowledged, in: directory, fileSystem)
+        }
+      }
+      self.lock.withLock {
+        self.acknowledgementSaves -= 1
+        self.acknowledgementOutcome = result
+      }
+    }
+  }
+
+  /// The outcome of the acknowledgements' saves once none waits or runs (the latest
+  /// wrote everything the earlier ones did), if one finished since the last call.
+  func takeAcknowledgementOutcome() -> Result<Void, StoreError>? {
+    lock.withLock {
+      guard acknowledgementSaves == 0 else { return nil }
+      defer { acknowledgementOutcome = nil }
+      return acknowledgementOutcome
+    }
+  }
 
   /// Releases `deltas` on the queue: freeing thousands of small arrays is the sync's
   /// work, not the typing thread's (a no-op for those the app still holds).
@@ -95,20 +146,24 @@ extension DocumentStore {
     logHandle = nil
   }
 
-  /// Takes in what a finished background sync did, if one finished.
+  /// Takes in what a finished background sync did, if one finished, and the outcome of
+  /// the acknowledgements' background save.
   func collectBackgroundSync() {
     // `running` is unwrapped only once the job is done: a snapshot job holds a document,
     // which a commit need not copy to learn that the job still runs.
-    guard running != nil, let outcome = backgroundSync.take(), let work = running else {
-      return
+    if running != nil, let outcome = backgroundSync.take(), let work = running {
+      running = nil
+      _ = settle(outcome, of: work, background: true)
     }
-    running = nil
-    _ = settle(outcome, of: work, background: true)
+    // After the sync's: a successful sync clears `lastError`, which must not hide a
+    // failed save.
+    if savingAcknowledgements { collectAcknowledgementSave() }
   }
 
-  /// Waits for the background sync, if one runs, and takes in what it did.
+  /// Waits for the background sync and the acknowledgements' save, if either runs, and
+  /// takes in what they did.
   func finishBackgroundSync() {
-    guard running != nil else { return }
+    guard running != nil || savingAcknowledgements else { return }
     backgroundSync.wait()
     collectBackgroundSync()
   }

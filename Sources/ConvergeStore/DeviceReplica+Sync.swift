@@ -9,13 +9,21 @@ extension DeviceReplica {
   }
 
   /// Records that `peer` holds every event of `context` (a relay's acknowledgement, what
-  /// a shared folder now holds) and saves it; the pending badge follows.
+  /// a shared folder now holds) and saves it; the pending badge follows at once.
+  ///
+  /// With background syncs the save (a file written and synced) runs on the store's sync
+  /// queue, never on the caller's thread; ``flush()`` and ``close()`` wait for it, and a
+  /// failure is reported in ``lastError`` on a later call. Saving late is safe: an
+  /// acknowledgement a crash loses only counts as pending again, and the deltas sent
+  /// again are idempotent (see ``DocumentStore/recordAcknowledgement(_:from:)``).
   ///
   /// A context holding dots of this replica's id beyond what it holds (a restored
   /// backup) makes the store take a fresh id at once, reported as an
-  /// ``Event/identityChanged(_:)``.
+  /// ``Event/identityChanged(_:)``: that rare call flushes and makes the fresh id durable
+  /// on the caller's thread before it returns.
   ///
-  /// - Throws: a ``StoreError`` if the acknowledgement cannot be saved.
+  /// - Throws: a ``StoreError`` if the fresh id cannot be made durable, or, without
+  ///   background syncs, if the acknowledgement cannot be saved.
   public func recordAcknowledgement(_ context: CausalContext, from peer: String)
     throws(StoreError)
   {
@@ -53,10 +61,11 @@ extension DeviceReplica {
   }
 
   /// Integrates a sync message from `peer`, saves its delta like an edit, records the
-  /// context the peer states as its acknowledgement and publishes what changed.
+  /// context the peer states as its acknowledgement (as ``recordAcknowledgement(_:from:)``
+  /// does: saved in the background with background syncs) and publishes what changed.
   ///
-  /// - Throws: a ``StoreError`` if the acknowledgement cannot be saved; the delta is
-  ///   integrated and saved all the same.
+  /// - Throws: a ``StoreError`` as ``recordAcknowledgement(_:from:)`` throws one; the delta
+  ///   is integrated and saved all the same.
   @discardableResult
   public func receive(_ message: SyncMessage, through session: inout SyncSession, from peer: String)
     throws(StoreError) -> DocumentChanges

@@ -38,11 +38,15 @@ import Observation
 /// actor: one isolation domain owns it, as it would own a file handle. In an app that is
 /// the main actor (a `@MainActor` view model holds it); a simulation drives one from a
 /// single thread. File I/O leaves that domain where it matters: the store's group-commit
-/// `fsync`s run on a background queue (``DocumentStore/Configuration/syncInBackground``),
-/// and their results are taken in on the owner's next call (or ``syncIfDue()``, from a
-/// timer). Opening, ``flush()``, ``close()`` and recording an acknowledgement do their
-/// I/O on the caller's thread. The streams it hands out are `Sendable` and may be read
-/// from any task.
+/// `fsync`s and the saves of what peers acknowledged (``recordAcknowledgement(_:from:)``,
+/// the context a handshake states to ``receive(_:through:from:)``) run on a background
+/// queue (``DocumentStore/Configuration/syncInBackground``), and their results (a
+/// failure in ``lastError``) are taken in on the owner's next call (or ``syncIfDue()``,
+/// from a timer); an acknowledgement counts in memory, and in the badge, at once.
+/// Opening, ``flush()`` and ``close()`` do their I/O on the caller's thread and wait for
+/// the background work; so does the rare acknowledgement that makes the store take a
+/// fresh replica id (its identity is durable before the call returns). The streams it
+/// hands out are `Sendable` and may be read from any task.
 ///
 /// ``DocumentStore`` is the persistence engine beneath it; use it directly only for
 /// tools that need its files and counters.
@@ -386,7 +390,7 @@ public final class DeviceReplica {
     guard !withheld.isEmpty, let known, !known.union(withheld).includes(store.replica.context)
     else { return withheld }
     do {
-      try store.flush()
+      try store.flushCommits()
     } catch {
       store.lastError = error
     }

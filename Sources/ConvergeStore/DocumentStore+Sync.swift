@@ -19,7 +19,7 @@ extension DocumentStore {
   ///
   /// - Complexity: the sync's cost plus O(e + d) for e entities and d dots in the result.
   public func outbox(for peer: String) throws(StoreError) -> DocumentDelta {
-    try flush()
+    try flushCommits()
     return storedReplica.delta(since: acknowledgedContext(of: peer))
   }
 
@@ -27,10 +27,28 @@ extension DocumentStore {
   /// ``SyncSession``'s peer context after a handshake, or a relay's acknowledgement), and
   /// persists it.
   ///
+  /// The acknowledgement counts at once: ``acknowledgedContext(of:)``, the outbox and the
+  /// pending entities follow it before this returns. With
+  /// ``Configuration/syncInBackground``, its file (written, synced, renamed, the
+  /// directory synced) is saved on the sync queue, after the sync running there if any,
+  /// never on the caller's thread; acknowledgements recorded while a save waits are saved
+  /// by the same write. ``flush()`` and ``close()`` wait for it; a failed save is reported
+  /// in ``lastError`` on a later call, and retried by ``flush()`` (which throws if it
+  /// fails again) and at ``close()``. Saving late is safe: an acknowledgement lost to a
+  /// crash only makes the reopened store count more entities as pending and send the
+  /// peer deltas it holds again, which are idempotent (and a lost log is seen at open
+  /// whatever the file says, see ``StoreRecovery/losses``). Without background syncs the
+  /// file is saved before this returns.
+  ///
   /// If `context` holds dots of this store's replica id beyond what the store holds (a
   /// restored backup that kept its inode numbers, or another copy of this directory), the
-  /// store takes a fresh replica id at once, so no dot is issued twice.
+  /// store takes a fresh replica id at once, so no dot is issued twice. That rare case
+  /// stays on the caller's thread: every buffered commit is flushed first, and the
+  /// identity record of the fresh id is durable before this returns, so no edit under
+  /// the fresh id can be made durable (let alone sent) before its id is.
   ///
+  /// - Throws: a ``StoreError`` if the fresh id's flush or identity record fails, or,
+  ///   without background syncs, if the acknowledgement cannot be saved.
   /// - Complexity: O(r + g) for r replicas and g gaps, plus O(p) for p pending entities.
   public func recordAcknowledgement(_ context: CausalContext, from peer: String)
     throws(StoreError)
@@ -39,13 +57,35 @@ extension DocumentStore {
     checkOutsideTransaction()
     let held = storedReplica.context.counters(of: storedReplica.id).maximum
     if (context.counters(of: storedReplica.id).maximum) > held {
-      try flush()
+      try flushCommits()
       storedReplica = storedReplica.forked(as: configuration.freshID())
       try writeIdentity(cleanShutdown: false)
       identityChanges.append(.peerHoldsLaterDots)
     }
     guard noteHeld(context, by: peer) || acknowledgementsUnsaved else { return }
-    try saveAcknowledgements()
+    guard configuration.syncInBackground else { return try saveAcknowledgements() }
+    // Takes in an earlier save's outcome first, so that a failure it reports is not
+    // taken for this save's.
+    collectBackgroundSync()
+    backgroundSync.saveAcknowledgements(acknowledged, in: directory, fileSystem)
+    savingAcknowledgements = true
+    acknowledgementsUnsaved = false
+  }
+
+  /// Takes in the outcome of the acknowledgements' background saves once they are done:
+  /// a failure is reported in ``lastError`` and the contexts wait for the next save.
+  func collectAcknowledgementSave() {
+    guard let outcome = backgroundSync.takeAcknowledgementOutcome() else { return }
+    savingAcknowledgements = false
+    switch outcome {
+    case .success:
+      if let failed = failedAcknowledgementSave, lastError == failed { lastError = nil }
+      failedAcknowledgementSave = nil
+    case .failure(let error):
+      acknowledgementsUnsaved = true
+      failedAcknowledgementSave = error
+      lastError = error
+    }
   }
 
   /// Notes in memory that `peer` holds `context`, and settles the pending entities it
@@ -63,16 +103,28 @@ extension DocumentStore {
 
   /// Writes every acknowledged context (a temporary file, synced, renamed into place, the
   /// directory synced).
+  ///
+  /// Called with no background save of them outstanding (after
+  /// ``finishBackgroundSync()``): the two would share the temporary file. A background
+  /// compaction ``flush()`` started may run meanwhile: it touches other files.
   func saveAcknowledgements() throws(StoreError) {
-    let path = directory + "/" + Self.acknowledgementsName
-    let bytes = Self.encodeAcknowledgements(acknowledged)
-    try Self.attempt {
-      try fileSystem.write(bytes, to: path + ".tmp")
-      try fileSystem.sync(path + ".tmp")
-      try fileSystem.rename(path + ".tmp", to: path)
-      try fileSystem.syncDirectory(directory)
-    }
+    try Self.attempt { try Self.writeAcknowledgements(acknowledged, in: directory, fileSystem) }
     acknowledgementsUnsaved = false
+    if let failed = failedAcknowledgementSave, lastError == failed { lastError = nil }
+    failedAcknowledgementSave = nil
+  }
+
+  /// Writes `acknowledged` as the `acknowledged` file of `directory`: on the owner's
+  /// thread or on the sync queue.
+  static func writeAcknowledgements(
+    _ acknowledged: [String: CausalContext], in directory: String,
+    _ fileSystem: any StoreFileSystem
+  ) throws {
+    let path = directory + "/" + acknowledgementsName
+    try fileSystem.write(encodeAcknowledgements(acknowledged), to: path + ".tmp")
+    try fileSystem.sync(path + ".tmp")
+    try fileSystem.rename(path + ".tmp", to: path)
+    try fileSystem.syncDirectory(directory)
   }
 
   /// The next message of a sync session with `peer`'s device, made only from durable
@@ -80,7 +132,7 @@ extension DocumentStore {
   ///
   /// - Complexity: the sync's cost plus ``SyncSession/makeMessage(for:)``'s.
   public func makeMessage(for session: inout SyncSession) throws(StoreError) -> SyncMessage? {
-    try flush()
+    try flushCommits()
     return session.makeMessage(for: storedReplica)
   }
 
@@ -93,8 +145,11 @@ extension DocumentStore {
   /// Only a stated context counts: a live push (no context) proves nothing about what the
   /// peer holds of ours, and the session's optimistic guess is never recorded.
   ///
-  /// - Throws: a ``StoreError`` if the acknowledgement cannot be persisted; the delta is
-  ///   integrated and logged all the same.
+  /// The stated context is recorded as ``recordAcknowledgement(_:from:)`` records it: at
+  /// once in memory, its file saved on the sync queue with background syncs.
+  ///
+  /// - Throws: a ``StoreError`` as ``recordAcknowledgement(_:from:)`` throws one; the delta
+  ///   is integrated and logged all the same.
   @discardableResult
   public func receive(_ message: SyncMessage, through session: inout SyncSession, from peer: String)
     throws(StoreError) -> DocumentChanges

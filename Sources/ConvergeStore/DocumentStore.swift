@@ -57,7 +57,9 @@ import Converge
 /// **Isolation.** A store is a reference to files and is not `Sendable`: one isolation
 /// domain owns it (the main actor, or an app's own actor), as it would own a file handle.
 /// A background sync touches only the bytes (or the copy of the document) handed to it
-/// and the files; its result is collected (and ``onDurable`` called) in the owner's domain, on its next call.
+/// and the files, as does a background save of the acknowledged contexts (a copy of
+/// them, see ``recordAcknowledgement(_:from:)``); their results are collected (and
+/// ``onDurable`` called) in the owner's domain, on its next call.
 /// Two stores must not open one directory at the same time.
 public final class DocumentStore {
   /// How a store syncs, compacts and tells time.
@@ -192,8 +194,16 @@ public final class DocumentStore {
   /// next commits touch the same one: typing in one note then hashes nothing.
   @exclusivity(unchecked) var recentPending: (key: EntityKey, replica: ReplicaID, counter: UInt64)?
   var acknowledgedUnion = CausalContext()
-  /// Whether `acknowledged` holds what received deltas showed a peer holds, not yet saved.
+  /// Whether `acknowledged` holds what received deltas showed a peer holds, not yet saved
+  /// (or what a failed background save did not save).
   var acknowledgementsUnsaved = false
+  /// Whether a background save of `acknowledged` was started and its outcome not yet
+  /// taken in (``collectAcknowledgementSave()``). Read by every commit's
+  /// ``syncIfDue()``, so unchecked like the commit path's own state.
+  @exclusivity(unchecked) var savingAcknowledgements = false
+  /// The failure of the latest background save of `acknowledged`, until a save succeeds:
+  /// ``flush()`` retries it on the caller's thread.
+  var failedAcknowledgementSave: StoreError?
 
   /// Opens (or creates) the store in `directory`, recovering what the last run left.
   ///
@@ -392,7 +402,18 @@ public final class DocumentStore {
 
   /// Writes and syncs every buffered commit now: call it when the app goes to the
   /// background or before it needs a delta durable.
+  ///
+  /// It also waits for a background save of what peers acknowledged, and saves again
+  /// one that failed, as a failed sync's commits are (after them: a failing
+  /// `acknowledged` file never keeps an edit from becoming durable).
   public func flush() throws(StoreError) {
+    try flushCommits()
+    if failedAcknowledgementSave != nil { try saveAcknowledgements() }
+  }
+
+  /// ``flush()`` without saving again an acknowledgement whose save failed: for the
+  /// calls that need only the commits durable (an outbox, a message, a fresh id).
+  func flushCommits() throws(StoreError) {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
     finishBackgroundSync()
