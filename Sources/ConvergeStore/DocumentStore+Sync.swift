@@ -165,11 +165,13 @@ extension DocumentStore {
   ) throws(StoreError) -> DocumentChanges {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
-    // A delta the session declines (computed from an overstated view of this replica,
-    // see `SyncSession.canApply(_:to:)`) is not logged either: replayed at the next
-    // open, it would do what the session refused to.
+    // The session's receive, checked once: a delta computed from an overstated view of
+    // this replica (see `SyncSession.canApply(_:to:)`) is neither applied nor logged
+    // (replayed at the next open, it would do what the check refused).
     let applies = SyncSession.canApply(message, to: storedReplica.context)
-    let changes = session.receive(message, into: &storedReplica, withholding: withheld)
+    var changes = DocumentChanges()
+    if applies, let delta = message.delta { changes = storedReplica.apply(delta) }
+    session.noteReceived(message, appliedTo: storedReplica, withholding: withheld)
     if let delta = message.delta, !delta.isEmpty {
       if applies { append(delta, local: false) }
       // The peer holds what it sent: noted now, saved with the next acknowledgement or at
