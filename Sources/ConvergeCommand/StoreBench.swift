@@ -30,11 +30,8 @@ enum StoreBench {
       without.append(milliseconds(clock.now - start) / 1000)
       logBytes = bytes
 
-      let folder = directory + "/bench-\(run)"
-      try? FileManager.default.removeItem(atPath: folder)
-      var configuration = DocumentStore.Configuration()
-      configuration.wallClock = .fixed(0)
-      configuration.freshID = { ReplicaID(rawValue: 1) }
+      let folder = emptied(directory + "/bench-\(run)")
+      let configuration = benchConfiguration()
       let store = try DocumentStore(directory: folder, configuration: configuration)
       // As an app would: durable deltas go to the network (here, nowhere) at once.
       store.onDurable = { _ in }
@@ -156,11 +153,8 @@ enum StoreBench {
     let count = 200
     var floors: [Double] = []
     var saves: [Double] = []
-    let folder = directory + "/bench-synced"
-    try? FileManager.default.removeItem(atPath: folder)
-    var configuration = DocumentStore.Configuration()
-    configuration.wallClock = .fixed(0)
-    configuration.freshID = { ReplicaID(rawValue: 1) }
+    let folder = emptied(directory + "/bench-synced")
+    var configuration = benchConfiguration()
     configuration.syncInterval = .zero
     configuration.syncInBackground = false
     guard let store = try? DocumentStore(directory: folder, configuration: configuration) else {
@@ -201,6 +195,21 @@ enum StoreBench {
     store.transact { SequentialTrace.edit(patch, in: &$0) }
   }
 
+  /// A store configuration whose clock and replica id are fixed, so every run writes the
+  /// same bytes.
+  static func benchConfiguration() -> DocumentStore.Configuration {
+    var configuration = DocumentStore.Configuration()
+    configuration.wallClock = .fixed(0)
+    configuration.freshID = { ReplicaID(rawValue: 1) }
+    return configuration
+  }
+
+  /// `folder`, after removing whatever an earlier run left there.
+  static func emptied(_ folder: String) -> String {
+    try? FileManager.default.removeItem(atPath: folder)
+    return folder
+  }
+
   /// A store of the trace's first 100,000 edits (or all, if fewer), one commit each,
   /// typed with default settings and closed: the bytes its directory holds per edit and
   /// the fastest of `runs` opens.
@@ -212,11 +221,8 @@ enum StoreBench {
   {
     let clock = ContinuousClock()
     let patches = trace.patches.prefix(100_000)
-    let folder = directory + "/bench-open"
-    try? FileManager.default.removeItem(atPath: folder)
-    var configuration = DocumentStore.Configuration()
-    configuration.wallClock = .fixed(0)
-    configuration.freshID = { ReplicaID(rawValue: 1) }
+    let folder = emptied(directory + "/bench-open")
+    let configuration = benchConfiguration()
     let store = try DocumentStore(directory: folder, configuration: configuration)
     store.onDurable = { _ in }
     for patch in patches { store.transact { SequentialTrace.edit(patch, in: &$0) } }
