@@ -375,7 +375,12 @@ public final class DocumentStore {
   /// (in the background too: the snapshot is encoded from a copy of the document), so
   /// compaction also waits for the interval: typing never syncs more often. After a
   /// failed write or sync, the next sync is a compaction (the log may end torn).
+  ///
+  /// A closed store throws ``StoreError/closed`` and writes nothing: an edit made after
+  /// ``close()`` stays in memory and sets ``lastError``, and never reaches a file another
+  /// store may have opened since.
   public func syncIfDue() throws(StoreError) {
+    guard !isClosed else { throw .closed }
     checkOutsideTransaction()
     collectBackgroundSync()
     guard !pending.isEmpty, running == nil, configuration.now() >= syncDue else { return }

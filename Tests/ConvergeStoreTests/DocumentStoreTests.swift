@@ -53,6 +53,29 @@ func type(_ text: String, into store: DocumentStore) {
     #expect(reopened.recovery.replayedRecords == 6)
   }
 
+  @Test func aClosedStoreWritesNothingMoreAndSaysSo() throws {
+    let fileSystem = MemoryFileSystem()
+    let clock = ManualClock()
+    let store = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem, clock))
+    type("a", into: store)
+    try store.close()
+    let files = try fileSystem.contents(ofDirectory: directory).sorted()
+    let bytes = files.map { fileSystem.bytes(directory + "/" + $0) }
+    // An edit and a peer's delta after close: applied in memory (the app still shows
+    // them), never written, and the store says why.
+    clock.now += .seconds(10)
+    type("b", into: store)
+    #expect(store.lastError == .closed)
+    #expect(throws: StoreError.closed) { try store.syncIfDue() }
+    #expect(throws: StoreError.closed) { try store.flush() }
+    #expect(try fileSystem.contents(ofDirectory: directory).sorted() == files)
+    #expect(files.map { fileSystem.bytes(directory + "/" + $0) } == bytes)
+    let reopened = try DocumentStore(
+      directory: directory, configuration: configuration(fileSystem, clock))
+    #expect(reopened.replica.document.text(of: "body", in: note) == "a")
+  }
+
   @Test func groupCommitSyncsOncePerIntervalAndReportsOnlyDurableDeltas() throws {
     let fileSystem = MemoryFileSystem()
     let clock = ManualClock()
