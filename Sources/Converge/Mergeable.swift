@@ -1,9 +1,14 @@
 /// A state-based CRDT: a value whose `merge` is a join.
 ///
-/// Every replicated type in Converge conforms: ``LWWRegister``, ``ORSet``, and the types
-/// built on them. `merge` must be commutative, associative and idempotent, so replicas
-/// may exchange states and deltas in any order, any number of times, and still agree.
-/// The law checkers in `ConvergeTestSupport` verify that on random states.
+/// Every replicated state in Converge conforms: ``LWWRegister``, ``ORSet``, ``RGA`` and
+/// ``SharedText`` (text), ``VersionVector`` and ``Document``. `merge` must be
+/// commutative, associative and idempotent, so replicas may exchange states and deltas in
+/// any order, any number of times, and still agree. The law checkers in
+/// `ConvergeTestSupport` (`checkJoinLaws`, `checkDeltaLaws`) verify that on random states
+/// of each.
+///
+/// ``Replica`` does not conform: it is a document with an identity (the replica id that
+/// stamps its edits), and its `merge` also reports what changed.
 public protocol Mergeable: Sendable {
   /// Joins `other` into this value: afterwards it holds everything either one knew.
   mutating func merge(_ other: Self)
@@ -17,3 +22,7 @@ extension Mergeable {
     return result
   }
 }
+
+extension RGA: Mergeable {}
+extension SharedText: Mergeable {}
+extension VersionVector: Mergeable {}

@@ -57,6 +57,24 @@ import Testing
     }
   }
 
+  // MARK: VersionVector
+
+  @Test func versionVectorMergeIsAJoin() throws {
+    try forEachSeed(count: Self.cases, base: 0xB_0000) { random in
+      func vector() -> VersionVector {
+        var counters: [ReplicaID: UInt64] = [:]
+        for _ in 0..<Int.random(in: 0...4, using: &random) {
+          counters[ReplicaID(rawValue: .random(in: 1...4, using: &random))] = .random(
+            in: 0...6, using: &random)
+        }
+        return VersionVector(counters)
+      }
+      let (a, b, c) = (vector(), vector(), vector())
+      try checkJoinLaws(a, b, c, seed: random.seed)
+      #expect(a.merging(b).dominates(a) && a.merging(b).dominates(b), "seed \(random.seed)")
+    }
+  }
+
   // MARK: ORSet
 
   @Test func orSetMergeIsAJoin() throws {
