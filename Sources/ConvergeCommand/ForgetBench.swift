@@ -1,4 +1,5 @@
 import Converge
+import ConvergeStore
 import ConvergeTestSupport
 import Foundation
 
@@ -16,10 +17,21 @@ enum ForgetBench {
     var keptAloneBytes: Int
     var forgetMs: Double
     var forgotten: Int
+    /// The bytes of a compacted, closed store's files: deletes kept, forgotten, and the
+    /// kept notes alone.
+    var storeBeforeBytes = 0
+    var storeAfterBytes = 0
+    var storeKeptAloneBytes = 0
   }
 
   static func run(notes: Int, json: Bool) -> Int32 {
-    let report = measure(notes: notes)
+    let report: Report
+    do {
+      report = try measure(notes: notes)
+    } catch {
+      FileHandleOutput.error("error: \(error)")
+      return 1
+    }
     guard report.forgotten == notes - report.kept else {
       FileHandleOutput.error("error: forgot \(report.forgotten), expected \(notes - report.kept)")
       return 1
@@ -30,6 +42,8 @@ enum ForgetBench {
       print(
         "{\"notes\": \(report.notes), \"kept\": \(report.kept), \"before_bytes\": \(report.beforeBytes), "
           + "\"after_bytes\": \(report.afterBytes), \"kept_alone_bytes\": \(report.keptAloneBytes), "
+          + "\"store_before_bytes\": \(report.storeBeforeBytes), \"store_after_bytes\": \(report.storeAfterBytes), "
+          + "\"store_kept_alone_bytes\": \(report.storeKeptAloneBytes), "
           + String(format: "\"forget_ms\": %.2f}", report.forgetMs))
       return 0
     }
@@ -45,11 +59,22 @@ enum ForgetBench {
         format: "saved state, deleted forgotten %9d B  %5.2f× the kept notes alone",
         report.afterBytes, after))
     print(String(format: "kept notes saved alone        %10d B", report.keptAloneBytes))
+    print(
+      String(
+        format: "store, compacted, deleted kept %9d B  %5.2f× the kept notes' store",
+        report.storeBeforeBytes,
+        Double(report.storeBeforeBytes) / Double(report.storeKeptAloneBytes)))
+    print(
+      String(
+        format: "store, compacted, forgotten    %9d B  %5.2f× the kept notes' store",
+        report.storeAfterBytes, Double(report.storeAfterBytes) / Double(report.storeKeptAloneBytes))
+    )
+    print(String(format: "store of the kept notes alone %10d B", report.storeKeptAloneBytes))
     print(String(format: "forgetDeleted(stable:)        %10.2f ms", report.forgetMs))
     return 0
   }
 
-  static func measure(notes: Int) -> Report {
+  static func measure(notes: Int) throws -> Report {
     var random = SeededGenerator(seed: 0x11B)
     let inputs = (0..<notes).map { LibraryBench.Input.note($0, body: true, using: &random) }
     let isKept = { (index: Int) in index % 10 == 0 }
@@ -68,11 +93,59 @@ enum ForgetBench {
     var forgotten = 0
     let clock = ContinuousClock()
     let elapsed = clock.measure { forgotten = replica.forgetDeleted(stable: stable) }
-    return Report(
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "converge-forget-bench-\(ProcessInfo.processInfo.processIdentifier)"
+    ).path
+    var report = Report(
       notes: notes, kept: (0..<notes).count(where: isKept), beforeBytes: before,
       afterBytes: replica.encodedState().count, keptAloneBytes: keptAlone.encodedState().count,
       forgetMs: Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds)
         * 1e3,
       forgotten: forgotten)
+    report.storeBeforeBytes = try storeBytes(
+      inputs, directory: folder, forget: false, keptOnly: false, isKept: isKept)
+    report.storeAfterBytes = try storeBytes(
+      inputs, directory: folder, forget: true, keptOnly: false, isKept: isKept)
+    report.storeKeptAloneBytes = try storeBytes(
+      inputs, directory: folder, forget: false, keptOnly: true, isKept: isKept)
+    return report
+  }
+}
+
+extension ForgetBench {
+  /// The bytes of every file a store in `directory` holds after the library is built
+  /// through it, the deletes made (and, if `forget`, forgotten) and the store closed;
+  /// with `keptOnly`, a store of the kept notes alone. Each store is compacted before
+  /// closing, so each figure is a snapshot and an empty log.
+  static func storeBytes(
+    _ inputs: [LibraryBench.Input], directory: String, forget: Bool, keptOnly: Bool,
+    isKept: (Int) -> Bool
+  ) throws -> Int {
+    let folder = StoreBench.emptied(directory)
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    var settings = DocumentStore.Configuration()
+    settings.syncInBackground = false
+    settings.wallClock = .fixed(0)
+    let store = try DocumentStore(directory: folder, configuration: settings)
+    for (index, input) in inputs.enumerated() where !keptOnly || isKept(index) {
+      store.transact { tx in input.write(in: &tx) }
+    }
+    if !keptOnly {
+      store.transact { tx in
+        for (index, input) in inputs.enumerated() where !isKept(index) { tx.delete(input.key) }
+      }
+    }
+    if forget {
+      let context = store.replica.document.context
+      store.forgetDeleted(stable: .stableCut(of: [context], seenBy: context))
+    }
+    try store.compact()
+    try store.close()
+    var total = 0
+    for name in try FileManager.default.contentsOfDirectory(atPath: folder) {
+      let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/" + name)
+      total += (attributes[.size] as? Int) ?? 0
+    }
+    return total
   }
 }

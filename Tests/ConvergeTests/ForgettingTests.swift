@@ -207,6 +207,46 @@ import Testing
     #expect(laptop.document.encoded() == phone.document.encoded())
   }
 
+  /// A sync session between a replica that forgot and one that has not: the handshake
+  /// and later pushes bring nothing forgotten back, and once the second forgets too the
+  /// two are equal.
+  @Test func aSyncSessionWithAReplicaThatHasNotForgottenConverges() {
+    var phone = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(1_000))
+    _ = phone.transact { tx in
+      for index in 0..<6 {
+        tx.create(Self.note(index))
+        tx.insertText(Self.body(index), at: 0, in: "body", of: Self.note(index))
+      }
+    }
+    var laptop = phone.forked(as: ReplicaID(rawValue: 2))
+    _ = phone.transact { tx in for index in 0..<4 { tx.delete(Self.note(index)) } }
+    _ = laptop.transact { tx in tx.setValue(.string("kept"), for: "title", of: Self.note(5)) }
+    var (phoneSession, laptopSession) = (SyncSession(), SyncSession())
+    func sync() -> Bool {
+      for _ in 0..<20 {
+        let fromPhone = phoneSession.makeMessage(for: phone)
+        if let fromPhone { laptopSession.receive(fromPhone, into: &laptop) }
+        let fromLaptop = laptopSession.makeMessage(for: laptop)
+        if let fromLaptop { phoneSession.receive(fromLaptop, into: &phone) }
+        if fromPhone == nil && fromLaptop == nil { return true }
+      }
+      return false
+    }
+    #expect(sync())
+    let reports = [phone.document.context, laptop.document.context]
+    #expect(
+      phone.forgetDeleted(stable: .stableCut(of: reports, seenBy: phone.document.context)) == 4)
+    // New edits on both sides, one on a note the laptop still holds deleted data of.
+    _ = laptop.transact { tx in tx.insertText("more ", at: 0, in: "body", of: Self.note(4)) }
+    _ = phone.transact { tx in tx.create(Self.note(6)) }
+    #expect(sync())
+    #expect(Self.visible(phone.document) == Self.visible(laptop.document))
+    for index in 0..<4 { #expect(phone.document.fieldNames(of: Self.note(index)).isEmpty) }
+    #expect(
+      laptop.forgetDeleted(stable: .stableCut(of: reports, seenBy: laptop.document.context)) == 4)
+    #expect(phone.document == laptop.document)
+  }
+
   /// Seeded: three devices create, edit, type and delete notes concurrently (never
   /// re-creating a deleted one) and sync at random; at random moments one of them
   /// forgets under the stable cut of everyone's current reports. Every replica shows at
