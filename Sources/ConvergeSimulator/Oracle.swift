@@ -25,7 +25,8 @@ public struct OracleVerdict: Sendable {
 /// (`==`, which also compares what is not visible, such as tombstones and deleted
 /// entities), and its visible content read through the typed facade is the same. The
 /// converged texts must interleave no concurrent passage (``checkNonInterleaving(_:)``,
-/// FugueMax's guarantee).
+/// FugueMax's guarantee), and forgetting the deleted entities under the replicas' stable
+/// cut must change nothing visible and keep them equal (``forgettingFailures(of:)``).
 public enum Oracle {
   ///
   /// With `pendingExplained`, edits waiting for missing dependencies are not a failure:
@@ -88,6 +89,7 @@ public enum Oracle {
       }
     }
     if failures.isEmpty { failures += nonInterleavingFailures(of: first.document) }
+    if failures.isEmpty { failures += forgettingFailures(of: replicas) }
     var textLength = 0
     for key in first.document.keys {
       for name in first.document.fieldNames(of: key)

@@ -273,6 +273,18 @@ public final class DeviceReplica {
     return changes
   }
 
+  /// Forgets the deleted entities whose events all lie in the stable cut `stable` and
+  /// returns how many (see ``DocumentStore/forgetDeleted(stable:)``): the next sync
+  /// writes a snapshot without their content and removes the files that held it.
+  ///
+  /// - Complexity: O(e + f) for e entities and f fields.
+  @discardableResult
+  public func forgetDeleted(stable: CausalContext) -> Int {
+    let forgotten = withMutation(keyPath: \.replica) { store.forgetDeleted(stable: stable) }
+    refreshStatus()
+    return forgotten
+  }
+
   // MARK: - Durability
 
   /// Takes in a finished background sync and starts the next one if it is due: call it

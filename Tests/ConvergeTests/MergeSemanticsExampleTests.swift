@@ -155,6 +155,23 @@ extension NoteWithColor: Equatable {}
     #expect(phone.document.value(of: "title", in: note) == .string("Groceries"))
   }
 
+  @Test func stableDeletesAreForgotten() {
+    var (phone, laptop) = Self.setUp()
+    let delete = phone.transact { $0.delete(note) }
+    laptop.apply(delete.delta)
+    // Every device has reported its context; each forgets under their stable cut.
+    let reports = [phone.document.context, laptop.document.context]
+    let cut = CausalContext.stableCut(of: reports, seenBy: phone.document.context)
+    phone.forgetDeleted(stable: cut)
+    let body = phone.document.text(of: "body", in: note)  // "": gone, not just hidden
+    phone.merge(laptop)  // the laptop has not forgotten yet: nothing comes back
+
+    #expect(body.isEmpty && phone.document.text(of: "body", in: note).isEmpty)
+    #expect(phone.document.fieldNames(of: note).isEmpty)
+    #expect(laptop.document.text(of: "body", in: note) == "milk")
+    #expect(phone.document.keys == laptop.document.keys)
+  }
+
   @Test func concurrentCreationOfTheSameEntity() {
     var phone = Replica()
     var laptop = Replica()

@@ -163,3 +163,47 @@ extension CausalContext: CustomStringConvertible {
     "{" + entries.map { "\($0.replica):\($0.counters)" }.joined(separator: ", ") + "}"
   }
 }
+
+// MARK: - Stability
+
+extension CausalContext {
+  /// The events known both here and in `other`: the meet of two contexts.
+  ///
+  /// The meet of the contexts of every device of a space is what all of them have seen,
+  /// the candidate for a stable context (see ``stableCut(of:seenBy:)``). Like the union,
+  /// it is commutative, associative and idempotent, and it is included in both inputs.
+  ///
+  /// - Complexity: O(r + g) for r replicas and g gaps in the two contexts.
+  public func intersection(_ other: CausalContext) -> CausalContext {
+    var result = CausalContext()
+    for (replica, ranges) in counters.storage {
+      guard let theirs = other.counters[replica] else { continue }
+      let shared = ranges.intersection(theirs)
+      if !shared.isEmpty { result.counters[replica] = shared }
+    }
+    return result
+  }
+
+  /// The stable cut that the contexts `reported` by every device that may still send an
+  /// edit allow a replica whose context is `receiver` to forget with: their meet, once
+  /// `receiver` holds their union; empty before.
+  ///
+  /// Every device has seen the meet, so whatever a device makes from then on comes after
+  /// it. An edit made before its device had seen the meet (concurrent with a delete in
+  /// it) is in that device's report, hence in the union: once the receiver holds the
+  /// union, such an edit is in its document and keeps its entity alive, so
+  /// ``Document/forgetDeleted(stable:)`` cannot forget the entity under it.
+  ///
+  /// - Complexity: O(k (r + g)) for k reports of r replicas and g gaps.
+  public static func stableCut(of reported: [CausalContext], seenBy receiver: CausalContext)
+    -> CausalContext
+  {
+    guard var meet = reported.first else { return CausalContext() }
+    var union = meet
+    for context in reported.dropFirst() {
+      meet = meet.intersection(context)
+      union.formUnion(context)
+    }
+    return receiver.includes(union) ? meet : CausalContext()
+  }
+}

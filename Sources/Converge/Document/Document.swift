@@ -297,10 +297,22 @@ extension Document {
   /// Applies `delta`, noting what changed in `recorder`.
   mutating func apply(_ delta: DocumentDelta, recording recorder: inout ChangeRecorder) {
     if applyTextEdit(delta, recording: &recorder) { return }
+    // This document's gap-free prefix, for entities it has no record of (see
+    // ``wasForgotten(_:knownPrefix:)``), computed at the first.
+    var knownPrefix: VersionVector?
     for (key, entityDelta) in delta.entities {
-      recorder.noteBefore(key, in: self)
       // Edited in place: one lookup, and no copy of the record's storage.
-      let entity = entities.insertIfAbsent(key)
+      let entity: Int
+      if let existing = entities.index(forKey: key) {
+        entity = existing
+      } else {
+        let prefix = knownPrefix ?? context.versionVector
+        knownPrefix = prefix
+        if Self.wasForgotten(entityDelta, knownPrefix: prefix) { continue }
+        entities.append(key, EntityRecord())
+        entity = entities.count - 1
+      }
+      recorder.noteBefore(key, in: self)
       events.note(entity, presence: entityDelta.presence)
       Self.merge(
         entityDelta, of: key, into: &entities.values[entity],

@@ -134,6 +134,15 @@ public struct Replica: Sendable {
     apply(other.document.delta(since: document.context))
   }
 
+  /// Forgets the deleted entities whose events all lie in the stable cut `stable`, and
+  /// returns how many (see ``Document/forgetDeleted(stable:)``).
+  ///
+  /// - Complexity: O(e + f) for e entities and f fields.
+  @discardableResult
+  public mutating func forgetDeleted(stable: CausalContext) -> Int {
+    document.forgetDeleted(stable: stable)
+  }
+
   /// Exactly what a replica whose context is `known` lacks: its size grows with the
   /// changes since `known`, not with the document's history.
   ///

@@ -1,0 +1,51 @@
+import Converge
+
+extension Oracle {
+  /// What forgetting breaks on converged replicas: each forgets the deleted entities
+  /// under the stable cut of all their contexts (``CausalContext/stableCut(of:seenBy:)``,
+  /// their meet: every device's report is in), which must change nothing any API shows,
+  /// leave the replicas equal byte for byte, and keep a replica that has not forgotten
+  /// from bringing anything back, its whole state applied.
+  ///
+  /// Run on copies, after the convergence checks pass: the digests the verdict reports
+  /// stay those of the replicas as the run left them.
+  static func forgettingFailures(of replicas: [Replica]) -> [String] {
+    guard let first = replicas.first else { return [] }
+    let reports = replicas.map(\.document.context)
+    let notes = first.all(SimulatedNote.self)
+    let tasks = first.all(SimulatedTask.self)
+    var failures: [String] = []
+    var forgottenStates: [[UInt8]] = []
+    var forgottenCount = 0
+    for (index, replica) in replicas.enumerated() {
+      var forgetting = replica
+      let cut = CausalContext.stableCut(of: reports, seenBy: replica.document.context)
+      forgottenCount = forgetting.forgetDeleted(stable: cut)
+      forgetting.document._checkInvariants()
+      if forgetting.document.keys != replica.document.keys
+        || !forgetting.all(SimulatedNote.self).elementsEqual(
+          notes, by: { $0.id == $1.id && $0.value == $1.value })
+        || !forgetting.all(SimulatedTask.self).elementsEqual(
+          tasks, by: { $0.id == $1.id && $0.value == $1.value })
+      {
+        failures.append(
+          "replica \(index) (\(replica.id)) shows other notes or tasks once it forgot")
+      }
+      forgottenStates.append(forgetting.document.encoded())
+      if index == 0 {
+        // The last replica, not forgotten, sends its whole state: nothing comes back.
+        var merged = forgetting
+        merged.apply(replicas[replicas.count - 1].document.delta(since: CausalContext()))
+        if merged.document.encoded() != forgottenStates[0] {
+          failures.append(
+            "replica \(replicas.count - 1)'s whole state brought forgotten data back "
+              + "to replica 0 (\(forgottenCount) entities forgotten)")
+        }
+      }
+    }
+    if forgottenStates.contains(where: { $0 != forgottenStates[0] }) {
+      failures.append("replicas differ once they forgot under one stable cut")
+    }
+    return failures
+  }
+}
