@@ -100,6 +100,11 @@ public struct MovableList: Sendable, Equatable {
   /// Whether parts of received deltas wait for slots that have not arrived yet.
   var hasPending: Bool { slots.hasPending }
 
+  /// The number of slots and slot deletes that wait for missing events.
+  ///
+  /// - Complexity: O(p) for p waiting runs.
+  public var pendingCount: Int { slots.pendingCount }
+
   /// One shown item: its slot, its value and the slot's position among visible slots.
   struct ShownSlot {
     var slot: Dot

@@ -72,7 +72,10 @@ extension MovableList {
     var delta = MovableListDelta()
     delta.slots = slots.delta(since: known)
     for (value, item) in items where item.mayHaveEvents(unknownTo: prefix, known: known) {
-      delta.items[value] = item
+      // The move only if the peer lacks it: a delta's moves are events of its context.
+      var missing = item
+      missing.position = item.position.delta(since: known)
+      delta.items[value] = missing
     }
     return delta
   }
