@@ -159,4 +159,45 @@ import Testing
       }
     }
   }
+
+  /// Undo takes back this device's insert, move and remove, and redo makes them again.
+  @Test func undoAndRedoListEdits() throws {
+    var (phone, _) = try twoReplicas(["A", "B", "C"])
+    var history = UndoHistory(groupingInterval: .zero)
+    phone.transact(recordingUndoIn: &history) {
+      $0.move(from: 0, to: 2, inList: "cards", of: board)
+    }
+    phone.transact(recordingUndoIn: &history) {
+      $0.insert(.string("D"), at: 0, intoList: "cards", of: board)
+    }
+    phone.transact(recordingUndoIn: &history) {
+      $0.remove(at: 1, fromList: "cards", of: board)
+    }
+    #expect(phone.document.list(of: "cards", in: board) == cards("D", "C", "A"))
+    phone.undo(&history)
+    #expect(phone.document.list(of: "cards", in: board) == cards("D", "B", "C", "A"))
+    phone.undo(&history)
+    #expect(phone.document.list(of: "cards", in: board) == cards("B", "C", "A"))
+    phone.undo(&history)
+    #expect(phone.document.list(of: "cards", in: board) == cards("A", "B", "C"))
+    #expect(!history.canUndo)
+    for _ in 0..<3 { phone.redo(&history) }
+    #expect(phone.document.list(of: "cards", in: board) == cards("D", "C", "A"))
+  }
+
+  /// Undoing a move that another device's later move superseded leaves the card where
+  /// that move put it, as a register's undo does.
+  @Test func undoLeavesALaterRemoteMove() throws {
+    var (phone, laptop) = try twoReplicas(["A", "B", "C"])
+    var history = UndoHistory(groupingInterval: .zero)
+    let mine = phone.transact(recordingUndoIn: &history) {
+      $0.move(from: 0, to: 2, inList: "cards", of: board)
+    }
+    laptop.apply(mine.delta)
+    let theirs = laptop.transact { $0.move(from: 2, to: 1, inList: "cards", of: board) }
+    phone.apply(theirs.delta)
+    #expect(phone.document.list(of: "cards", in: board) == cards("B", "A", "C"))
+    phone.undo(&history)
+    #expect(phone.document.list(of: "cards", in: board) == cards("B", "A", "C"))
+  }
 }

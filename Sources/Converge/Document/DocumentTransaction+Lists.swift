@@ -50,6 +50,7 @@ extension DocumentTransaction {
     let first = nextDot()
     guard let second = first.next else { return }
     let wasVisible = undoLog == nil || isVisible(key)
+    let before = undoLog == nil ? [] : list.values
     let listDelta = edit(&list, first, clock.tick())
     guard !listDelta.isEmpty else { return }
     let usesSecond = listDelta.slots.deletes.contains { $0.dot == second }
@@ -61,6 +62,59 @@ extension DocumentTransaction {
     entity.fields[field] = .list(listDelta)
     change.entities[key] = entity
     commit(change)
-    if undoLog != nil { noteRevival(of: key, wasVisible: wasVisible, by: last) }
+    if undoLog != nil {
+      noteRevival(of: key, wasVisible: wasVisible, by: last)
+      recordListUndo(listDelta, before: before, field: field, of: key)
+    }
   }
+
+  /// Records how to take back a list edit whose delta is `listDelta`, made on a list
+  /// that read `before`: a removed item goes back to its index, an inserted one is
+  /// removed and a moved one goes back, each only while no later move superseded it.
+  private mutating func recordListUndo(
+    _ listDelta: MovableListDelta, before: [FieldValue], field: String, of key: EntityKey
+  ) {
+    for (value, item) in listDelta.items {
+      let index = before.firstIndex(of: value)
+      if let stamp = item.position.stamp {
+        recordUndo(
+          .listEdit(ListUndo(key: key, field: field, item: value, index: index, written: stamp)))
+      } else if let index {
+        recordUndo(
+          .listEdit(ListUndo(key: key, field: field, item: value, index: index, written: nil)))
+      }
+    }
+  }
+
+  /// Performs an undo step of a list edit: removes an inserted item or moves a moved one
+  /// back while its latest move is still `undo.written`; inserts a removed one back.
+  mutating func undoListEdit(_ undo: ListUndo) {
+    let values = document.list(of: undo.field, in: undo.key)
+    let current = values.firstIndex(of: undo.item)
+    guard let written = undo.written else {
+      // A removal: insert it back, unless it is there again.
+      if current == nil, let index = undo.index {
+        insert(undo.item, at: index, intoList: undo.field, of: undo.key)
+      }
+      return
+    }
+    guard let current, case .list(let list)? = document.entities[undo.key]?.fields[undo.field],
+      list.items[undo.item]?.position.stamp == written
+    else { return }
+    if let index = undo.index {
+      move(from: current, to: index, inList: undo.field, of: undo.key)
+    } else {
+      remove(at: current, fromList: undo.field, of: undo.key)
+    }
+  }
+}
+
+/// One list item's edit to take back: the item, where it was before (nil: it was not in
+/// the list) and the move the edit wrote (nil: the edit removed it).
+struct ListUndo: Sendable {
+  var key: EntityKey
+  var field: String
+  var item: FieldValue
+  var index: Int?
+  var written: LWWRegister<Dot>.Stamp?
 }
