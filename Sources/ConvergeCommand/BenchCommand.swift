@@ -12,6 +12,7 @@ enum BenchCommand {
     var library: Int?
     var tasks = false
     var emptyBodies = false
+    var lists = false
   }
 
   static func run(_ arguments: [String]) -> Int32 {
@@ -25,6 +26,8 @@ enum BenchCommand {
           .value("--library", \.library, .positive),
           .flag("--tasks", \.tasks),
           .flag("--empty-bodies", \.emptyBodies),
+          // A movable list of 1,000 cards (see ListBench).
+          .flag("--lists", \.lists),
           .value("--runs", \.runs, .positive),
           // The trace typed through a durable store in this directory (see StoreBench).
           .value("--store", \.storeDirectory, .text),
@@ -33,6 +36,7 @@ enum BenchCommand {
         ], operands: 1)
     else { return usage() }
     let (json, runs) = (options.json, options.runs)
+    if options.lists { return ListBench.run(json: json) }
     if let library = options.library {
       guard !(options.tasks && options.emptyBodies) else { return usage() }
       return LibraryBench.run(
@@ -133,7 +137,8 @@ enum BenchCommand {
   private static func usage() -> Int32 {
     FileHandleOutput.error(
       "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|merge|small|typing|undo]"
-        + " [--store DIR]\n       converge bench --library N [--tasks | --empty-bodies] [--json]")
+        + " [--store DIR]\n       converge bench --library N [--tasks | --empty-bodies] [--json]"
+        + "\n       converge bench --lists [--json]")
     return 2
   }
 

@@ -276,7 +276,7 @@ enum FieldWireTag: UInt8 {
   case text = 2
   /// A register that was never written: no payload.
   case emptyRegister = 3
-  /// A movable list: its slots' runs, then its items (§8.5).
+  /// A movable list: its slots' runs, then its items (§8.3.2).
   case list = 4
 }
 

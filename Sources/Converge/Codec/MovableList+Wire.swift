@@ -1,4 +1,4 @@
-/// The wire form of a list field (`FORMAT.md` §8.5): its slots as a text's runs, each
+/// The wire form of a list field (`FORMAT.md` §8.3.2): its slots as a text's runs, each
 /// coding its own content (§8.3.1), then its items sorted by value, each with its
 /// presence and its move (a timestamp and a dot, the dot naming the item's slot).
 ///

@@ -65,8 +65,9 @@ public struct MovableList: Sendable, Equatable {
   /// The empty list.
   public init() {}
 
-  /// The placeholder scalar of a slot (its content is never read).
-  static let slotScalar: Unicode.Scalar = "\u{FFFC}"
+  /// The placeholder scalar of a slot (its content is never read): one byte of UTF-8,
+  /// so a slot's content costs a byte on the wire.
+  static let slotScalar: Unicode.Scalar = "\u{1F}"
 
   /// The items in order.
   ///
