@@ -252,4 +252,37 @@ private struct ListDevice {
     // Nothing is lacking once the peer knows everything.
     #expect(a.list.delta(since: a.context).isEmpty)
   }
+
+  /// Changes rebuilt as a `CollectionDifference` turn the old list into the new one, and
+  /// move no more items than must move.
+  @Test func changesApplyAsACollectionDifference() throws {
+    try forEachSeed(count: 300, base: 0x4C15_7C4A) { random in
+      let pool = (0..<12).map { FieldValue.string("c\($0)") }
+      let before = Array(
+        pool.shuffled(using: &random).prefix(Int.random(in: 0...10, using: &random)))
+      let after = Array(
+        pool.shuffled(using: &random).prefix(Int.random(in: 0...10, using: &random)))
+      let changes = ListChange.changes(from: before, to: after)
+      var steps: [CollectionDifference<FieldValue>.Change] = []
+      for change in changes {
+        switch change {
+        case .remove(let value, let index):
+          steps.append(.remove(offset: index, element: value, associatedWith: nil))
+        case .insert(let value, let index):
+          steps.append(.insert(offset: index, element: value, associatedWith: nil))
+        case .move(let value, let from, let to):
+          steps.append(.remove(offset: from, element: value, associatedWith: to))
+          steps.append(.insert(offset: to, element: value, associatedWith: from))
+        }
+      }
+      let difference = try #require(CollectionDifference(steps), "seed \(random.seed)")
+      #expect(before.applying(difference) == after, "seed \(random.seed)")
+      let moves = changes.filter { if case .move = $0 { true } else { false } }.count
+      let standard = after.difference(from: before).inferringMoves()
+      let standardMoves = standard.removals.filter { change in
+        if case .remove(_, _, let associated) = change { associated != nil } else { false }
+      }.count
+      #expect(moves <= standardMoves, "seed \(random.seed)")
+    }
+  }
 }

@@ -105,33 +105,70 @@ extension Dot {
 /// view can animate it (`onMove`, a board's card sliding to its new column slot).
 ///
 /// Indices count as `CollectionDifference` counts them, and the changes come in its
-/// order (removals from the last, then insertions from the first): a removal's and a
-/// move's `from` in the list before the changes, an insertion's and a move's `to` in the
-/// list after them.
+/// order (removals and moves from the last, then insertions from the first): a removal's
+/// and a move's `from` in the list before the changes, an insertion's and a move's `to`
+/// in the list after them.
 public enum ListChange: Sendable, Equatable {
   case insert(FieldValue, at: Int)
   case remove(FieldValue, at: Int)
   case move(FieldValue, from: Int, to: Int)
 
-  /// The changes that turn `before` into `after`, an item that stays in both but changes
-  /// place reported as one move.
+  /// The changes that turn `before` into `after`, lists of distinct items: the items
+  /// outside a longest run that keeps its order in both are reported as moved (so one
+  /// dragged card is one move, however far), the others that only one list holds as
+  /// removed or inserted.
   ///
-  /// - Complexity: O((n + m) d) for lists of n and m items that differ in d places.
+  /// - Complexity: O((n + m) log (n + m)) for lists of n and m items.
   public static func changes(from before: [FieldValue], to after: [FieldValue]) -> [ListChange] {
     guard before != after else { return [] }
-    var changes: [ListChange] = []
-    for change in after.difference(from: before).inferringMoves() {
-      switch change {
-      case .remove(let offset, let element, let associated):
-        if let associated {
-          changes.append(.move(element, from: offset, to: associated))
-        } else {
-          changes.append(.remove(element, at: offset))
-        }
-      case .insert(let offset, let element, let associated):
-        if associated == nil { changes.append(.insert(element, at: offset)) }
+    var afterIndex: [FieldValue: Int] = [:]
+    afterIndex.reserveCapacity(after.count)
+    for (index, value) in after.enumerated() { afterIndex[value] = index }
+    var beforeIndex: [FieldValue: Int] = [:]
+    beforeIndex.reserveCapacity(before.count)
+    for (index, value) in before.enumerated() { beforeIndex[value] = index }
+    // The kept items, in `before`'s order, and where each is in `after`.
+    let kept = before.indices.filter { afterIndex[before[$0]] != nil }
+    let stable = Set(
+      longestIncreasingRun(kept.map { afterIndex[before[$0]] ?? 0 }).map { kept[$0] })
+    var removals: [ListChange] = []
+    for index in before.indices.reversed() where !stable.contains(index) {
+      let value = before[index]
+      if let to = afterIndex[value] {
+        removals.append(.move(value, from: index, to: to))
+      } else {
+        removals.append(.remove(value, at: index))
       }
     }
-    return changes
+    let insertions = after.indices.compactMap { index in
+      beforeIndex[after[index]] == nil ? ListChange.insert(after[index], at: index) : nil
+    }
+    return removals + insertions
+  }
+
+  /// The positions of a longest strictly increasing subsequence of `values`.
+  ///
+  /// - Complexity: O(n log n).
+  static func longestIncreasingRun(_ values: [Int]) -> [Int] {
+    // tails[l]: the position of the smallest last value of an increasing run of l + 1.
+    var tails: [Int] = []
+    var previous = [Int](repeating: -1, count: values.count)
+    for (position, value) in values.enumerated() {
+      var low = 0
+      var high = tails.count
+      while low < high {
+        let middle = (low + high) / 2
+        if values[tails[middle]] < value { low = middle + 1 } else { high = middle }
+      }
+      if low > 0 { previous[position] = tails[low - 1] }
+      if low == tails.count { tails.append(position) } else { tails[low] = position }
+    }
+    var run: [Int] = []
+    var position = tails.last ?? -1
+    while position >= 0 {
+      run.append(position)
+      position = previous[position]
+    }
+    return run.reversed()
   }
 }

@@ -53,7 +53,7 @@ extension DocumentTransaction {
       remove(at: index, fromList: field, of: key)
       current.remove(at: index)
     }
-    let stable = Self.longestIncreasingRun(current.map { targetIndex[$0] ?? 0 })
+    let stable = ListChange.longestIncreasingRun(current.map { targetIndex[$0] ?? 0 })
     let stableValues = Set(stable.map { current[$0] })
     for (index, value) in target.enumerated() where !stableValues.contains(value) {
       // Right after the predecessor, which is stable or placed already.
@@ -70,31 +70,5 @@ extension DocumentTransaction {
         current.insert(value, at: at)
       }
     }
-  }
-
-  /// The positions of a longest strictly increasing subsequence of `values`.
-  ///
-  /// - Complexity: O(n log n).
-  static func longestIncreasingRun(_ values: [Int]) -> [Int] {
-    // tails[l]: the position of the smallest last value of an increasing run of l + 1.
-    var tails: [Int] = []
-    var previous = [Int](repeating: -1, count: values.count)
-    for (position, value) in values.enumerated() {
-      var low = 0
-      var high = tails.count
-      while low < high {
-        let middle = (low + high) / 2
-        if values[tails[middle]] < value { low = middle + 1 } else { high = middle }
-      }
-      if low > 0 { previous[position] = tails[low - 1] }
-      if low == tails.count { tails.append(position) } else { tails[low] = position }
-    }
-    var run: [Int] = []
-    var position = tails.last ?? -1
-    while position >= 0 {
-      run.append(position)
-      position = previous[position]
-    }
-    return run.reversed()
   }
 }
