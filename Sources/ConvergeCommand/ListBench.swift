@@ -80,22 +80,22 @@ enum ListBench {
     let sortedBytes = moveBytes.sorted()
     let rows: [(key: String, label: String, value: String)] = [
       ("items", "cards in the list", "\(items)"),
-      ("move_bytes_median", "one move's delta, encoded (median)", "\(sortedBytes[moves / 2]) B"),
-      ("move_bytes_max", "one move's delta, encoded (largest)", "\(sortedBytes[moves - 1]) B"),
-      ("move_us", "a move as its own transaction, encoded", fixed(moveMicroseconds) + " µs"),
-      ("move_raw_us", "a move as its own transaction", fixed(rawMoveMicroseconds) + " µs"),
-      ("fresh_state_bytes", "state, 1,000 cards freshly inserted", "\(freshBytes) B"),
+      ("move_bytes_median", "a move's delta, encoded (median)", "\(sortedBytes[moves / 2]) B"),
+      ("move_bytes_max", "a move's delta, encoded (largest)", "\(sortedBytes[moves - 1]) B"),
+      ("move_us", "a move (transaction), encoded", fixed(moveMicroseconds) + " µs"),
+      ("move_raw_us", "a move (transaction)", fixed(rawMoveMicroseconds) + " µs"),
+      ("fresh_state_bytes", "state, 1,000 cards inserted", "\(freshBytes) B"),
       ("moved_state_bytes", "state after 10,000 moves", "\(movedBytes) B"),
       (
         "moved_state_ratio", "after moves / fresh",
-        fixed(Double(movedBytes) / Double(freshBytes)) + "×"
+        fixed(Double(movedBytes) / Double(freshBytes)) + " ×"
       ),
-      ("moved_intact", "1,000 cards, none twice, after the moves", "\(intact)"),
+      ("moved_intact", "moved: 1,000 cards, none twice", "\(intact)"),
       (
-        "merge_concurrent_ms", "apply the other device's 1,000 moves (median of 5, per side)",
+        "merge_concurrent_ms", "merge 1,000 concurrent moves, per side",
         fixed(median(mergeMilliseconds)) + " ms"
       ),
-      ("merge_converged", "both devices equal, 1,000 cards, none twice", "\(converged)"),
+      ("merge_converged", "merged: equal, 1,000 cards, none twice", "\(converged)"),
     ]
     FileHandleOutput.printRows(rows, json: json)
     return intact && converged ? 0 : 1
