@@ -265,8 +265,9 @@ extension Document {
 
   /// Whether parts of received deltas wait for events that have not arrived yet.
   ///
-  /// Only text waits: an insert whose origin, or a delete whose target, is missing.
-  /// Registers, sets and presence integrate whatever order deltas arrive in.
+  /// Only text and a list's slots wait: an insert whose origin, or a delete whose
+  /// target, is missing. Registers, sets, list items and presence integrate whatever
+  /// order deltas arrive in.
   ///
   /// - Complexity: O(1).
   public var hasPendingChanges: Bool { !waitingTexts.isEmpty }
