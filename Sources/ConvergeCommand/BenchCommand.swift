@@ -13,6 +13,7 @@ enum BenchCommand {
     var tasks = false
     var emptyBodies = false
     var forget = false
+    var lists = false
   }
 
   static func run(_ arguments: [String]) -> Int32 {
@@ -28,6 +29,8 @@ enum BenchCommand {
           .flag("--empty-bodies", \.emptyBodies),
           // Deleted notes forgotten once stable (see ForgetBench).
           .flag("--forget", \.forget),
+          // A movable list of 1,000 cards (see ListBench).
+          .flag("--lists", \.lists),
           .value("--runs", \.runs, .positive),
           // The trace typed through a durable store in this directory (see StoreBench).
           .value("--store", \.storeDirectory, .text),
@@ -39,6 +42,7 @@ enum BenchCommand {
     if let library = options.library, options.forget {
       return ForgetBench.run(notes: library, json: json)
     }
+    if options.lists { return ListBench.run(json: json) }
     if let library = options.library {
       guard !(options.tasks && options.emptyBodies) else { return usage() }
       return LibraryBench.run(
@@ -140,7 +144,7 @@ enum BenchCommand {
     FileHandleOutput.error(
       "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|merge|small|typing|undo]"
         + " [--store DIR]\n       converge bench --library N [--tasks | --empty-bodies | --forget] [--json]"
-    )
+        + "\n       converge bench --lists [--json]")
     return 2
   }
 

@@ -34,6 +34,11 @@ public enum DocumentFingerprint {
         case .text?:
           let pending = document.sequence(of: name, in: key)?.pendingCount ?? 0
           out += "text " + quoted(document.text(of: name, in: key)) + " pending \(pending)"
+        case .list?:
+          let pending = document.movableList(of: name, in: key)?.pendingCount ?? 0
+          out +=
+            "list [" + document.list(of: name, in: key).map(canonical).joined(separator: " ")
+          out += "] pending \(pending)"
         case nil:
           out += "missing"
         }

@@ -44,6 +44,8 @@ package enum CodecFixtures {
       ("text-coded-v2.bin", CodedTextFixture.document.encoded()),
       ("library-v2.bin", LibraryFixture.document.encoded()),
       ("session-frames-v2.bin", SessionFramesFixture.stream),
+      ("list-v2.bin", ListFixture.document.encoded()),
+      ("list-move-delta-v2.bin", ListFixture.move.encoded()),
     ]
   }
 }

@@ -13,8 +13,8 @@ extension Replica {
 
   /// Runs one random transaction of one to four edits over a small space of entities,
   /// fields and values, so that concurrent replicas collide often: creates, deletes,
-  /// register writes, set adds and removes, and text inserts and deletes (with
-  /// non-ASCII scalars).
+  /// register writes, set adds and removes, text inserts and deletes (with non-ASCII
+  /// scalars), and list inserts, moves and removes.
   @discardableResult
   public mutating func randomTransaction(using generator: inout SeededGenerator) -> Commit {
     transact { tx in
@@ -29,7 +29,7 @@ extension DocumentTransaction {
   /// One random edit (see ``Replica/randomTransaction(using:)``).
   public mutating func randomEdit(using generator: inout SeededGenerator) {
     let key = EntityKey(type: "note", id: ["a", "b", "c"].randomElement(using: &generator) ?? "a")
-    switch Int.random(in: 0..<10, using: &generator) {
+    switch Int.random(in: 0..<13, using: &generator) {
     case 0:
       create(key)
     case 1:
@@ -52,6 +52,20 @@ extension DocumentTransaction {
       let pieces = ["a", "bc", "xyz", "é", "👩‍💻", "中文"]
       let text = pieces.randomElement(using: &generator) ?? "a"
       insertText(text, at: Int.random(in: 0...length, using: &generator), in: "body", of: key)
+    case 10:
+      let card = FieldValue.string(["A", "B", "C", "D"].randomElement(using: &generator) ?? "A")
+      let count = document.list(of: "cards", in: key).count
+      insert(card, at: Int.random(in: 0...count, using: &generator), intoList: "cards", of: key)
+    case 11:
+      let count = document.list(of: "cards", in: key).count
+      guard count > 0 else { return }
+      move(
+        from: Int.random(in: 0..<count, using: &generator),
+        to: Int.random(in: 0..<count, using: &generator), inList: "cards", of: key)
+    case 12:
+      let count = document.list(of: "cards", in: key).count
+      guard count > 0 else { return }
+      remove(at: Int.random(in: 0..<count, using: &generator), fromList: "cards", of: key)
     default:
       let length = document.sequence(of: "body", in: key)?.count ?? 0
       guard length > 0 else { return }

@@ -317,6 +317,20 @@ import Testing
         } else {
           continue
         }
+      case .list(let list):
+        // A slot, and a move, made in the victim's name.
+        if var run = list.slots.inserts.first {
+          run.id = forgedDot
+          copy.fields[name] = .list(
+            MovableListDelta(slots: RGADelta(inserts: [run], deletes: []), items: [:]))
+          forgeries.append(copy)
+        }
+        guard let (value, item) = list.items.first(where: { _ in true }) else { continue }
+        var forged = item
+        forged.position = LWWRegister<Dot>()
+        forged.position.set(
+          forgedDot, stamp: .init(timestamp: Timestamp(rawValue: 1), dot: forgedDot))
+        copy.fields[name] = .list(MovableListDelta(slots: RGADelta(), items: [value: forged]))
       }
       forgeries.append(copy)
     }
@@ -342,6 +356,7 @@ extension FieldState {
     case .register(let register): .register(register)
     case .set(let elements): .set(elements)
     case .text(let storage): .text(storage.text.delta(since: CausalContext()))
+    case .list(let list): .list(list.delta(since: CausalContext()))
     }
   }
 }

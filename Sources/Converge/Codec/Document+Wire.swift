@@ -217,9 +217,10 @@ extension Presence {
 /// An entity as a document's or a delta's body holds it: its presence, then its fields.
 protocol WireEntity {
   associatedtype Text: Sendable & Equatable
+  associatedtype List: ListWire
   var presence: Presence { get }
   /// The entity's fields by name: a document's and a delta's share the one table.
-  var fields: FieldTable<FieldContent<Text>> { get }
+  var fields: FieldTable<FieldContent<Text, List>> { get }
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws
 }
 
@@ -249,9 +250,16 @@ extension WireEntity {
       try table.documentContent?.checkCanonical(offset: reader.offset)
     }
     for entity in entities.values {
-      for case .register(let register) in entity.fields.values {
-        try FieldWire.checkRegister(
-          register, presence: entity.presence, context: context, offset: reader.offset)
+      for field in entity.fields.values {
+        switch field {
+        case .register(let register):
+          try FieldWire.checkRegister(
+            register, presence: entity.presence, context: context, offset: reader.offset)
+        case .list(let list):
+          try list.checkMoves(in: context, offset: reader.offset)
+        case .set, .text:
+          continue
+        }
       }
     }
     return (context, entities)
@@ -268,6 +276,8 @@ enum FieldWireTag: UInt8 {
   case text = 2
   /// A register that was never written: no payload.
   case emptyRegister = 3
+  /// A movable list: its slots' runs, then its items (§8.3.2).
+  case list = 4
 }
 
 /// The wire forms shared by document fields and delta fields.
@@ -375,10 +385,10 @@ enum FieldWire {
   /// with names strictly increasing, a text field's content read by `readText` (a
   /// document's text or a delta's runs). Refuses a name equal (as a `String`:
   /// canonically equivalent) to an earlier one.
-  static func readFields<Text>(
+  static func readFields<Text, List: ListWire>(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
     readText: (inout ByteReader, inout DecodedReplicaTable) throws -> Text
-  ) throws -> FieldTable<FieldContent<Text>> {
+  ) throws -> FieldTable<FieldContent<Text, List>> {
     // Names in scalar order can still be equal as strings ("é" and "e\u{301}"), and not
     // next to each other: past a few fields, a set finds them without a quadratic scan.
     var names: Set<String> = []
@@ -389,7 +399,7 @@ enum FieldWire {
     let previous = table.fieldNames
     var shared = 0
     var keys: [String] = []
-    var values: [FieldContent<Text>] = []
+    var values: [FieldContent<Text, List>] = []
     values.reserveCapacity(count)
     try reader.readSortedEntries(
       count: count, keys: .init(plural: "field names", singular: "field name"),
@@ -407,12 +417,13 @@ enum FieldWire {
         return try reader.readString()
       }, precedes: fieldNameOrder,
       readValue: { reader, name, _ in
-        let field: FieldContent<Text> =
+        let field: FieldContent<Text, List> =
           switch try readTag(from: &reader) {
           case .register: .register(try readRegister(from: &reader, replicas: &table))
           case .emptyRegister: .register(LWWRegister())
           case .set: .set(try readSet(from: &reader, replicas: &table))
           case .text: .text(try readText(&reader, &table))
+          case .list: .list(try List(from: &reader, replicas: &table))
           }
         if shared >= 0 {
           // The previous list's next name, after its names before it: a valid table's
@@ -447,13 +458,14 @@ enum FieldWire {
 /// The wire form of a document's or a delta's field, which differ only in where a text
 /// field's runs come from: a delta holds them, a document takes them from its text once
 /// per encoding (``EntityRecord/textRuns()``).
-extension FieldContent {
+extension FieldContent where List: ListWire {
   /// Adds the replicas the field names to `builder`; a text field's are those of `runs`.
   func collectReplicas(into builder: inout ReplicaTable.Builder, runs: RGADelta?) {
     switch self {
     case .register(let register): FieldWire.collectReplicas(of: register, into: &builder)
     case .set(let elements): FieldWire.collectReplicas(of: elements, into: &builder)
     case .text: runs?.collectReplicas(into: &builder)
+    case .list(let list): list.collectReplicas(into: &builder, slots: list.wireSlots)
     }
   }
 
@@ -470,11 +482,13 @@ extension FieldContent {
     case .text:
       writer.writeUInt8(FieldWireTag.text.rawValue)
       writeText(&writer)
+    case .list(let list):
+      list.write(to: &writer, replicas: table, slots: list.wireSlots)
     }
   }
 }
 
-extension FieldContent where Text == RGADelta {
+extension FieldContent where Text == RGADelta, List == MovableListDelta {
   /// The runs of a text field.
   var runs: RGADelta? {
     guard case .text(let runs) = self else { return nil }
@@ -484,6 +498,7 @@ extension FieldContent where Text == RGADelta {
 
 extension EntityRecord: WireEntity {
   typealias Text = TextStorage
+  typealias List = MovableList
 
   /// Adds the replicas of the presence, registers and sets to `builder`; those of text
   /// fields come from ``textRuns()``.

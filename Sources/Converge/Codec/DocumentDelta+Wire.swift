@@ -88,6 +88,7 @@ extension DocumentDelta {
 
 extension EntityDelta: WireEntity {
   typealias Text = RGADelta
+  typealias List = MovableListDelta
 
   func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
@@ -107,7 +108,9 @@ extension EntityDelta: WireEntity {
 
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let presence = try Presence(from: &reader, replicas: &table)
-    let fields = try FieldWire.readFields(from: &reader, replicas: &table) { reader, table in
+    let fields: FieldTable<FieldDelta> = try FieldWire.readFields(
+      from: &reader, replicas: &table
+    ) { reader, table in
       try RGADelta(fromDelta: &reader, replicas: &table)
     }
     self.init(presence: presence, fields: fields)

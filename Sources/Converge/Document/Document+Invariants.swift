@@ -12,7 +12,9 @@ extension Document {
     entities._checkInvariants()
     events.checkCovers(entities)
     for waiting in waitingTexts {
-      guard case .text? = entities[waiting.entity]?.fields[waiting.field] else {
+      switch entities[waiting.entity]?.fields[waiting.field] {
+      case .text?, .list?: continue
+      default:
         preconditionFailure("\(waiting.entity).\(waiting.field): a waiting text that is not there")
       }
     }
@@ -43,6 +45,15 @@ extension Document {
           let text = storage.text
           text._checkInvariants()
           precondition(text.hasPending == waiting, "\(key).\(name): waiting texts out of date")
+        case .list(let list):
+          list._checkInvariants()
+          let waiting = waitingTexts.contains(TextFieldKey(entity: key, field: name))
+          precondition(list.hasPending == waiting, "\(key).\(name): waiting lists out of date")
+          for item in list.items.values {
+            if let stamp = item.position.stamp {
+              precondition(context.contains(stamp.dot), "\(key).\(name): move dot unknown")
+            }
+          }
         }
       }
     }

@@ -73,9 +73,13 @@ public struct Document: Sendable {
       entities.values[index].fields.shareNames(with: &fieldNames)
       // By slot, in place: iterating the table's (name, field) pairs copied every field.
       for slot in entities.values[index].fields.values.indices {
-        guard case .text(let storage) = entities.values[index].fields.values[slot],
-          storage.hasPending
-        else { continue }
+        let waits: Bool
+        switch entities.values[index].fields.values[slot] {
+        case .text(let storage): waits = storage.hasPending
+        case .list(let list): waits = list.hasPending
+        case .register, .set: waits = false
+        }
+        guard waits else { continue }
         waitingTexts.insert(
           TextFieldKey(
             entity: entities.key(at: index), field: entities.values[index].fields.keys[slot]))
@@ -130,7 +134,7 @@ struct EntityRecord: Sendable, Equatable {
         storage = TextStorage(storage.text)
       }
       return storage
-    case .register, .set: return nil
+    case .register, .set, .list: return nil
     }
   }
 
@@ -261,8 +265,9 @@ extension Document {
 
   /// Whether parts of received deltas wait for events that have not arrived yet.
   ///
-  /// Only text waits: an insert whose origin, or a delete whose target, is missing.
-  /// Registers, sets and presence integrate whatever order deltas arrive in.
+  /// Only text and a list's slots wait: an insert whose origin, or a delete whose
+  /// target, is missing. Registers, sets, list items and presence integrate whatever
+  /// order deltas arrive in.
   ///
   /// - Complexity: O(1).
   public var hasPendingChanges: Bool { !waitingTexts.isEmpty }
@@ -415,9 +420,17 @@ extension Document {
     into record: inout EntityRecord, names: inout FieldNameLists,
     waiting: inout Set<TextFieldKey>, recording recorder: inout ChangeRecorder
   ) {
+    var listBefore: [FieldValue]?
+    if case .list = fieldDelta, case .list(let list)? = record.fields[name] {
+      listBefore = list.values
+    }
     let changes = integrate(
       fieldDelta, of: key, into: &record, field: name, names: &names, waiting: &waiting)
     recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
+    if changes.changed, case .list(let list)? = record.fields[name] {
+      recorder.noteList(
+        name, of: key, changes: ListChange.changes(from: listBefore ?? [], to: list.values))
+    }
   }
 
   /// Joins one field's delta into an entity record.
@@ -456,6 +469,18 @@ extension Document {
       waiting.note(text.text, field: field, of: key)
       record.fields.set(.text(text), for: field, sharingNames: &names)
       return (!changes.isEmpty, changes)
+    case .list(let incoming):
+      var list = MovableList()
+      if let slot = record.fields.index(forKey: field) {
+        // Moved out, not copied, as a set is.
+        var taken = FieldState.register(LWWRegister())
+        swap(&taken, &record.fields.values[slot])
+        if case .list(let existing) = consume taken { list = existing }
+      }
+      let changed = list.apply(incoming)
+      waiting.note(list.slots, field: field, of: key)
+      record.fields.set(.list(list), for: field, sharingNames: &names)
+      return (changed, [])
     }
   }
 }

@@ -96,6 +96,9 @@ public struct EntityChange: Sendable, Equatable {
   public var fields: [String]
   /// For text fields, the edits in visible coordinates, in the order they apply.
   public var textChanges: [String: [TextChange]]
+  /// The changes of each list field that changed, by field name (see ``ListChange``):
+  /// what a view animates, a remote move included, with its from and to indices.
+  public var listChanges: [String: [ListChange]] = [:]
 }
 
 /// Collects visibility and field changes while a delta is applied.
@@ -111,6 +114,7 @@ struct ChangeRecorder {
     var isVisible: Bool?
     var fields: [String] = []
     var texts: [(field: String, changes: [TextChange])] = []
+    var lists: [String: [ListChange]] = [:]
   }
 
   /// A text edit noted while nothing else was (a keystroke, or a small remote delta
@@ -202,6 +206,13 @@ struct ChangeRecorder {
   }
 
   /// Notes a changed text field of `key` and its one visible edit.
+  /// Notes the changes of the list field `name` of `key` (noted changed already).
+  mutating func noteList(_ name: String, of key: EntityKey, changes: [ListChange]) {
+    materializeSingleTextEdit()
+    guard !changes.isEmpty, let index = position(of: key) else { return }
+    entries[index].lists[name, default: []].append(contentsOf: changes)
+  }
+
   mutating func noteField(_ name: String, of key: EntityKey, text change: TextChange) {
     materializeSingleTextEdit()
     guard let index = position(of: key) else { return }
@@ -242,7 +253,9 @@ struct ChangeRecorder {
         for (field, fieldChanges) in entry.texts { texts[field] = fieldChanges }
       }
       changes.entities.append(
-        EntityChange(key: entry.key, kind: kind, fields: changedFields, textChanges: texts))
+        EntityChange(
+          key: entry.key, kind: kind, fields: changedFields, textChanges: texts,
+          listChanges: entry.lists))
     }
     if changes.entities.count > 1 { changes.entities.sort { $0.key < $1.key } }
     return changes

@@ -185,6 +185,8 @@ private struct AuthorshipCheck {
           }
         case .text(let runs):
           try checkText(runs, local: local, key: key, field: name)
+        case .list(let list):
+          try checkList(list, local: local, key: key, field: name)
         }
       }
     }
@@ -243,7 +245,13 @@ private struct AuthorshipCheck {
     // Read (and for a deferred text, decoded) only for an id outside the grant.
     var text: RGA?
     func localText() -> RGA? {
-      if text == nil, case .text(let storage)? = local { text = storage.text }
+      if text == nil {
+        switch local {
+        case .text(let storage)?: text = storage.text
+        case .list(let list)?: text = list.slots
+        default: break
+        }
+      }
       return text
     }
     for insert in runs.inserts where !granted.contains(insert.id.replica) {
@@ -274,6 +282,27 @@ private struct AuthorshipCheck {
             .textDeleteTarget, Dot(replica: targets.replica, counter: targets.lower), key, field)
         }
       }
+    }
+  }
+
+  /// A list's slots are checked as text is; each item's presence as a set element's, and
+  /// its move as a register write.
+  private func checkList(
+    _ list: MovableListDelta, local: FieldState?, key: EntityKey, field: String
+  ) throws(Failure) {
+    try checkText(list.slots, local: local, key: key, field: field)
+    var localItems: [FieldValue: MovableListItem] = [:]
+    if case .list(let held)? = local { localItems = held.items }
+    for (value, item) in list.items {
+      let held = localItems[value]
+      try checkPresence(item.presence, local: held?.presence, key: key, field: field)
+      guard let stamp = item.position.stamp, !granted.contains(stamp.dot.replica) else {
+        continue
+      }
+      // Re-sent only: the receiver holds this move, or a later one.
+      guard holds(stamp.dot.replica, stamp.dot.counter...stamp.dot.counter),
+        let heldStamp = held?.position.stamp, stamp <= heldStamp
+      else { throw fail(.registerWrite, stamp.dot, key, field) }
     }
   }
 }

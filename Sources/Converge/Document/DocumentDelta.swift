@@ -320,6 +320,10 @@ extension Document {
         guard storage.mayHaveEvents(unknownTo: prefix) else { continue }
         let missing = storage.text.delta(since: known)
         if !missing.isEmpty { entityDelta.fields.append(name, .text(missing)) }
+      case .list(let list):
+        guard list.mayHaveEvents(unknownTo: prefix) else { continue }
+        let missing = list.delta(since: known)
+        if !missing.isEmpty { entityDelta.fields.append(name, .list(missing)) }
       }
     }
     // A field change travels with the entity's versions, so the receiver's presence

@@ -1,16 +1,18 @@
-/// One field of an entity: a last-writer-wins register, an add-wins set, or text held as
-/// `Text`, which is what a document's state and a delta differ in (``FieldState``,
-/// ``FieldDelta``).
+/// One field of an entity: a last-writer-wins register, an add-wins set, text held as
+/// `Text` or a movable list held as `List`, which is what a document's state and a delta
+/// differ in (``FieldState``, ``FieldDelta``).
 ///
 /// A schema gives every field one kind. Should two app versions disagree (a field that
-/// was a register became text), the kinds are ranked register < set < text and the
+/// was a register became text), the kinds are ranked register < set < text < list and the
 /// higher kind replaces the lower one on every replica, so merge stays a join.
-enum FieldContent<Text: Sendable & Equatable>: Sendable, Equatable {
+enum FieldContent<Text: Sendable & Equatable, List: ListItemStamps>: Sendable, Equatable {
   case register(LWWRegister<FieldValue>)
   /// Every element ever added, with its add and remove versions (removed ones stay as
   /// tombstones so a late add cannot resurrect them).
   case set(SetElements)
   case text(Text)
+  /// A movable list (``MovableList``, ``MovableListDelta``).
+  case list(List)
 
   /// Leaves an empty register in the content's place, so that a copy of the content
   /// taken before holds its only reference and changes in place: a field table's slot is
@@ -24,6 +26,7 @@ enum FieldContent<Text: Sendable & Equatable>: Sendable, Equatable {
     case .register: .register
     case .set: .set
     case .text: .text
+    case .list: .list
     }
   }
 
@@ -32,9 +35,17 @@ enum FieldContent<Text: Sendable & Equatable>: Sendable, Equatable {
     -> Timestamp?
   {
     var latest = latest
-    for case .register(let register) in fields {
-      if let stamp = register.stamp {
-        latest = Swift.max(latest ?? stamp.timestamp, stamp.timestamp)
+    for field in fields {
+      switch field {
+      case .register(let register):
+        if let stamp = register.stamp {
+          latest = Swift.max(latest ?? stamp.timestamp, stamp.timestamp)
+        }
+      case .list(let list):
+        // A list's moves are register writes too: a move made after seeing one wins.
+        latest = list.latestTimestamp(after: latest)
+      case .set, .text:
+        continue
       }
     }
     return latest
@@ -44,9 +55,9 @@ enum FieldContent<Text: Sendable & Equatable>: Sendable, Equatable {
 /// The state of one field of an entity. Text is behind one reference: held inline, the
 /// RGA's few hundred bytes made every slot of an entity's field table that large,
 /// registers and sets included.
-typealias FieldState = FieldContent<TextStorage>
+typealias FieldState = FieldContent<TextStorage, MovableList>
 
-extension FieldContent where Text == TextStorage {
+extension FieldContent where Text == TextStorage, List == MovableList {
   /// A text field holding `text`.
   static func text(holding text: RGA) -> FieldState { .text(TextStorage(text)) }
 }
@@ -91,15 +102,17 @@ public enum FieldKind: UInt8, Sendable, Comparable {
   case set = 1
   /// RGA text.
   case text = 2
+  /// A movable list of ``FieldValue`` items (``MovableList``).
+  case list = 3
 
-  /// The rank used when two kinds meet under one name: register < set < text.
+  /// The rank used when two kinds meet under one name: register < set < text < list.
   public static func < (lhs: FieldKind, rhs: FieldKind) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// What a delta carries for one field.
-typealias FieldDelta = FieldContent<RGADelta>
+typealias FieldDelta = FieldContent<RGADelta, MovableListDelta>
 
-extension FieldContent where Text == RGADelta {
+extension FieldContent where Text == RGADelta, List == MovableListDelta {
   /// Joins two deltas for the same field (used when grouping deltas).
   func merged(with other: FieldDelta) -> FieldDelta {
     switch (self, other) {
@@ -109,6 +122,8 @@ extension FieldContent where Text == RGADelta {
       return .set(a.merging(b))
     case (.text(let a), .text(let b)):
       return .text(a.merged(with: b))
+    case (.list(let a), .list(let b)):
+      return .list(a.merged(with: b))
     default:
       return other.kind > kind ? other : self
     }

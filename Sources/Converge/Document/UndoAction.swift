@@ -25,6 +25,8 @@ enum UndoAction: Sendable {
   /// piece's scalars, read from its tombstones, again right after the piece's own last
   /// item (as Yjs redoes an item next to itself).
   case restoreDeleted(EntityKey, field: String, deletes: [RGADelta.Delete])
+  /// Take back a list item's insert or move (``DocumentTransaction/undoListEdit(_:)``).
+  case listEdit(ListUndo)
 }
 
 /// The inverses a transaction records: the step it adds to (its earlier actions
@@ -256,6 +258,8 @@ extension DocumentTransaction {
         guard let first = insertScalars(scalars, after: last, in: field, of: key) else { continue }
         substitutions.note(span, reinsertedFrom: first)
       }
+    case .listEdit(let undo):
+      undoListEdit(undo)
     }
   }
 }

@@ -134,6 +134,8 @@ public struct MessageSummary: Sendable {
           lines.append(
             "  \(name): text, \(text.count) scalars, \(text.utf16Count) UTF-16 units"
               + (text.pendingCount > 0 ? ", \(text.pendingCount) pending" : ""))
+        case .list(let list)?:
+          lines.append("  \(name): list, \(list.count) items (\(list.items.count) with removed)")
         case nil: break
         }
       }
@@ -166,6 +168,9 @@ public struct MessageSummary: Sendable {
           lines.append(
             "  \(name): text, \(inserts.count) insert runs (\(scalars) scalars), "
               + "\(deletes.count) delete runs (\(deleted) deletes)")
+        case .list(let list)?:
+          lines.append(
+            "  \(name): list, \(list.slots.inserts.count) slot runs, \(list.items.count) items")
         case nil: break
         }
       }

@@ -1,0 +1,120 @@
+extension DocumentTransaction {
+  // MARK: Lists
+
+  /// Inserts `value` into a list field at `index` (clamped to the list), or moves it
+  /// there if the list holds it already: a list holds each value once.
+  ///
+  /// Inserting into a field the entity does not have yet adds a list; a field of another
+  /// kind is left alone.
+  ///
+  /// - Complexity: O(s + k) for s slots and k items ever inserted.
+  public mutating func insert(
+    _ value: FieldValue, at index: Int, intoList field: String, of key: EntityKey
+  ) {
+    editList(field, of: key) { list, dot, timestamp in
+      list.insert(value, at: index, firstDot: dot, timestamp: timestamp)
+    }
+  }
+
+  /// Moves the item at `from` of a list field so that it ends at index `to` (clamped):
+  /// the item takes a new slot there, and its register names that slot, so a concurrent
+  /// move of the same item elsewhere leaves it in one place, never two.
+  ///
+  /// - Complexity: O(s + k).
+  public mutating func move(from: Int, to: Int, inList field: String, of key: EntityKey) {
+    editList(field, of: key) { list, dot, timestamp in
+      list.move(from: from, to: to, firstDot: dot, timestamp: timestamp)
+    }
+  }
+
+  /// Removes the item at `index` of a list field: the events of it this replica has seen,
+  /// so a move or insert of it made concurrently elsewhere keeps it.
+  ///
+  /// - Complexity: O(s + k).
+  public mutating func remove(at index: Int, fromList field: String, of key: EntityKey) {
+    editList(field, of: key) { list, dot, _ in list.remove(at: index, firstDot: dot) }
+  }
+
+  /// Runs a local list edit with two fresh dots (an edit takes one or two) and a fresh
+  /// timestamp, and commits its delta as one event of the entity.
+  private mutating func editList(
+    _ field: String, of key: EntityKey,
+    edit: (inout MovableList, Dot, Timestamp) -> MovableListDelta
+  ) {
+    var list = MovableList()
+    switch document.entities[key]?.fields[field] {
+    case .list(let held)?: list = held
+    case nil: break
+    default: return  // a field of another kind
+    }
+    let first = nextDot()
+    guard let second = first.next else { return }
+    let wasVisible = undoLog == nil || isVisible(key)
+    let before = undoLog == nil ? [] : list.values
+    let listDelta = edit(&list, first, clock.tick())
+    guard !listDelta.isEmpty else { return }
+    let usesSecond = listDelta.slots.deletes.contains { $0.dot == second }
+    let last = usesSecond ? second : first
+    var change = DocumentDelta()
+    change.context.insert(first)
+    if usesSecond { change.context.insert(second) }
+    var entity = EntityDelta(presence: .add(last))
+    entity.fields[field] = .list(listDelta)
+    change.entities[key] = entity
+    commit(change)
+    if undoLog != nil {
+      noteRevival(of: key, wasVisible: wasVisible, by: last)
+      recordListUndo(listDelta, before: before, field: field, of: key)
+    }
+  }
+
+  /// Records how to take back a list edit whose delta is `listDelta`, made on a list
+  /// that read `before`: a removed item goes back to its index, an inserted one is
+  /// removed and a moved one goes back, each only while no later move superseded it.
+  private mutating func recordListUndo(
+    _ listDelta: MovableListDelta, before: [FieldValue], field: String, of key: EntityKey
+  ) {
+    for (value, item) in listDelta.items {
+      let index = before.firstIndex(of: value)
+      if let stamp = item.position.stamp {
+        recordUndo(
+          .listEdit(ListUndo(key: key, field: field, item: value, index: index, written: stamp)))
+      } else if let index {
+        recordUndo(
+          .listEdit(ListUndo(key: key, field: field, item: value, index: index, written: nil)))
+      }
+    }
+  }
+
+  /// Performs an undo step of a list edit: removes an inserted item or moves a moved one
+  /// back while its latest move is still `undo.written`; inserts a removed one back.
+  mutating func undoListEdit(_ undo: ListUndo) {
+    let values = document.list(of: undo.field, in: undo.key)
+    let current = values.firstIndex(of: undo.item)
+    guard let written = undo.written else {
+      // A removal: insert it back, unless it is there again.
+      if current == nil, let index = undo.index {
+        insert(undo.item, at: index, intoList: undo.field, of: undo.key)
+      }
+      return
+    }
+    guard let current, case .list(let list)? = document.entities[undo.key]?.fields[undo.field],
+      list.items[undo.item]?.position.stamp == written
+    else { return }
+    if let index = undo.index {
+      move(from: current, to: index, inList: undo.field, of: undo.key)
+    } else {
+      remove(at: current, fromList: undo.field, of: undo.key)
+    }
+  }
+}
+
+/// One list item's edit to take back: the item, where it was before (nil: it was not in
+/// the list) and the move the edit wrote (nil: the edit removed it).
+struct ListUndo: Sendable {
+  var key: EntityKey
+  var field: String
+  var item: FieldValue
+  var index: Int?
+  var written: LWWRegister<Dot>.Stamp?
+}

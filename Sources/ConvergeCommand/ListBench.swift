@@ -1,0 +1,119 @@
+import Converge
+import ConvergeTestSupport
+import Foundation
+
+/// `converge bench --lists [--json]`: a movable list of 1,000 cards in one replica (issue
+/// #47's targets): the bytes of one move's delta, the time of a move made as its own
+/// transaction, the state after 10,000 moves against the 1,000 cards freshly inserted,
+/// and two devices merging each other's 1,000 concurrent moves.
+enum ListBench {
+  static let items = 1_000
+  static let moves = 10_000
+  static let concurrentMoves = 1_000
+  static let column = EntityKey(type: "column", id: "todo")
+
+  static func run(json: Bool) -> Int32 {
+    let clock = ContinuousClock()
+    var random = SeededGenerator(seed: 0x4C15_7BE7)
+    var fresh = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(1_700_000_000_000))
+    fresh.transact { tx in
+      for index in 0..<items {
+        tx.insert(.string(card(index)), at: index, intoList: "cards", of: column)
+      }
+    }
+    let freshBytes = fresh.document.encoded().count
+
+    // 10,000 moves, each its own transaction, each delta encoded as a live push would.
+    var moved = fresh
+    var moveBytes: [Int] = []
+    moveBytes.reserveCapacity(moves)
+    let plan = (0..<moves).map { _ in
+      (Int.random(in: 0..<items, using: &random), Int.random(in: 0..<items, using: &random))
+    }
+    let start = clock.now
+    for (from, to) in plan {
+      let commit = moved.transact { $0.move(from: from, to: to, inList: "cards", of: column) }
+      moveBytes.append(commit.delta.encoded().count)
+    }
+    let moveMicroseconds = seconds(clock.now - start) * 1e6 / Double(moves)
+    // The same moves without encoding: the move alone.
+    var unencoded = fresh
+    let rawStart = clock.now
+    for (from, to) in plan {
+      unencoded.transact { $0.move(from: from, to: to, inList: "cards", of: column) }
+    }
+    let rawMoveMicroseconds = seconds(clock.now - rawStart) * 1e6 / Double(moves)
+    let movedBytes = moved.document.encoded().count
+    let list = moved.document.list(of: "cards", in: column)
+    let intact = list.count == items && Set(list).count == items
+
+    // Two devices move 1,000 cards each, concurrently, then merge.
+    var phone = fresh.forked(as: ReplicaID(rawValue: 2))
+    var laptop = fresh.forked(as: ReplicaID(rawValue: 3))
+    let base = fresh.document.context
+    for _ in 0..<concurrentMoves {
+      let (a, b) = (
+        Int.random(in: 0..<items, using: &random), Int.random(in: 0..<items, using: &random)
+      )
+      phone.transact { $0.move(from: a, to: b, inList: "cards", of: column) }
+      let (c, d) = (
+        Int.random(in: 0..<items, using: &random), Int.random(in: 0..<items, using: &random)
+      )
+      laptop.transact { $0.move(from: c, to: d, inList: "cards", of: column) }
+    }
+    let fromPhone = phone.delta(since: base)
+    let fromLaptop = laptop.delta(since: base)
+    var mergeMilliseconds: [Double] = []
+    var converged = true
+    for _ in 0..<5 {
+      var (a, b) = (phone, laptop)
+      let mergeStart = clock.now
+      a.apply(fromLaptop)
+      b.apply(fromPhone)
+      mergeMilliseconds.append(seconds(clock.now - mergeStart) * 1e3 / 2)
+      let merged = a.document.list(of: "cards", in: column)
+      converged =
+        converged && a.document == b.document && merged.count == items
+        && Set(merged).count == items
+    }
+
+    let sortedBytes = moveBytes.sorted()
+    let rows: [(key: String, label: String, value: String)] = [
+      ("items", "cards in the list", "\(items)"),
+      ("move_bytes_median", "a move's delta, encoded (median)", "\(sortedBytes[moves / 2]) B"),
+      ("move_bytes_max", "a move's delta, encoded (largest)", "\(sortedBytes[moves - 1]) B"),
+      ("move_us", "a move (transaction), encoded", fixed(moveMicroseconds) + " µs"),
+      ("move_raw_us", "a move (transaction)", fixed(rawMoveMicroseconds) + " µs"),
+      ("fresh_state_bytes", "state, 1,000 cards inserted", "\(freshBytes) B"),
+      ("moved_state_bytes", "state after 10,000 moves", "\(movedBytes) B"),
+      (
+        "moved_state_ratio", "after moves / fresh",
+        fixed(Double(movedBytes) / Double(freshBytes)) + " ×"
+      ),
+      ("moved_intact", "moved: 1,000 cards, none twice", "\(intact)"),
+      (
+        "merge_concurrent_ms", "merge 1,000 concurrent moves, per side",
+        fixed(median(mergeMilliseconds)) + " ms"
+      ),
+      ("merge_converged", "merged: equal, 1,000 cards, none twice", "\(converged)"),
+    ]
+    FileHandleOutput.printRows(rows, json: json)
+    return intact && converged ? 0 : 1
+  }
+
+  static func card(_ index: Int) -> String {
+    "card" + String(repeating: "0", count: 4 - String(index).count) + String(index)
+  }
+
+  static func seconds(_ duration: Duration) -> Double {
+    let (seconds, attoseconds) = duration.components
+    return Double(seconds) + Double(attoseconds) * 1e-18
+  }
+
+  static func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+  }
+
+  static func fixed(_ value: Double) -> String { String(format: "%.2f", value) }
+}

@@ -1,0 +1,34 @@
+import Converge
+
+/// The scenario behind `list-v2.bin` and `list-move-delta-v2.bin`: a board column whose
+/// cards two devices reorder concurrently (the same card moved on both, a card removed
+/// on one and moved on the other, a card inserted), and the phone's last move alone.
+package enum ListFixture {
+  package static let column = EntityKey(type: "column", id: "todo")
+
+  /// The phone's document after the exchange, and its last move's delta.
+  package static let (document, move): (Document, DocumentDelta) = {
+    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
+    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_100))
+    let created = phone.transact { tx in
+      tx.setValue(.string("Todo"), for: "title", of: column)
+      for (index, card) in ["A", "B", "C", "D"].enumerated() {
+        tx.insert(.string(card), at: index, intoList: "cards", of: column)
+      }
+    }
+    laptop.apply(created.delta)
+    let onPhone = phone.transact { tx in
+      tx.move(from: 0, to: 3, inList: "cards", of: column)
+      tx.remove(at: 0, fromList: "cards", of: column)
+    }
+    let onLaptop = laptop.transact { tx in
+      tx.move(from: 0, to: 1, inList: "cards", of: column)
+      tx.move(from: 2, to: 0, inList: "cards", of: column)
+      tx.insert(.string("E"), at: 4, intoList: "cards", of: column)
+    }
+    phone.apply(onLaptop.delta)
+    laptop.apply(onPhone.delta)
+    let last = phone.transact { tx in tx.move(from: 0, to: 2, inList: "cards", of: column) }
+    return (phone.document, last.delta)
+  }()
+}
