@@ -74,6 +74,7 @@ import Testing
           line += " \(field)=\(String(describing: document.value(of: field, in: key)))"
         case .set: line += " \(field)=\(document.elements(of: field, in: key))"
         case .text: line += " \(field)=\(document.text(of: field, in: key))"
+        case .list: line += " \(field)=\(document.list(of: field, in: key))"
         case nil: break
         }
       }

@@ -55,7 +55,8 @@ extension Document {
   }
 
   /// Whether `record` is deleted, its every event is within `prefix`, and none of its
-  /// texts waits for events.
+  /// texts or lists waits for events (an item waiting for its origin names an event the
+  /// document lacks, which would bring the entity back when it arrives).
   private static func isForgettable(_ record: EntityRecord, stablePrefix prefix: VersionVector)
     -> Bool
   {
@@ -63,8 +64,11 @@ extension Document {
       !record.presence.mayHaveEvents(unknownTo: prefix)
     else { return false }
     return !record.fields.values.contains {
-      if case .text(let storage) = $0 { return storage.hasPending }
-      return false
+      switch $0 {
+      case .text(let storage): storage.hasPending
+      case .list(let list): list.hasPending
+      case .register, .set: false
+      }
     }
   }
 
