@@ -260,14 +260,7 @@ extension SequentialTrace {
 extension TracePatch {
   /// Types this patch into text `field` of `key`: its deletion, then its insertion.
   func apply(in tx: inout DocumentTransaction, field: String, of key: EntityKey) {
-    if deleted > 0 {
-      tx.deleteText(position..<position + deleted, in: field, of: key)
-    }
-    if !inserted.isEmpty {
-      var scalars = String.UnicodeScalarView()
-      scalars.append(contentsOf: inserted)
-      tx.insertText(String(scalars), at: position, in: field, of: key)
-    }
+    apply(in: &tx, field: field, of: key, inserting: String(String.UnicodeScalarView(inserted)))
   }
 }
 

@@ -72,7 +72,8 @@ struct EntityTable: Sendable, Sequence {
     var order = positions.indices.map {
       (prefix: Self.orderPrefix(of: ids[positions[$0]], skipping: skipped), index: $0)
     }
-    order.sort { lhs, rhs in
+    func precedes(_ lhs: (prefix: UInt64, index: Int), _ rhs: (prefix: UInt64, index: Int)) -> Bool
+    {
       let (left, right) = (positions[lhs.index], positions[rhs.index])
       if typeCodeAt[left] != typeCodeAt[right] {
         return utf8Precedes(types[Int(typeCodeAt[left])], types[Int(typeCodeAt[right])])
@@ -80,6 +81,14 @@ struct EntityTable: Sendable, Sequence {
       if lhs.prefix != rhs.prefix { return lhs.prefix < rhs.prefix }
       return utf8Precedes(ids[left], ids[right])
     }
+    // A replica's own entities sit in memory in the order of their ids (an id is its
+    // creation's dot): one pass over neighbours finds that, and the sort is skipped.
+    var sorted = true
+    for index in order.indices.dropFirst() where precedes(order[index], order[index - 1]) {
+      sorted = false
+      break
+    }
+    if !sorted { order.sort(by: precedes) }
     return order.map(\.index)
   }
 
@@ -103,13 +112,20 @@ struct EntityTable: Sendable, Sequence {
   /// Eight bytes of `id`'s UTF-8 after its first `skipped`, big-endian, zero-padded:
   /// integers that order as ids sharing those first bytes do, wherever they differ.
   private static func orderPrefix(of id: String, skipping skipped: Int) -> UInt64 {
-    var prefix: UInt64 = 0
-    var count = 0
-    for byte in id.utf8.dropFirst(skipped).prefix(8) {
-      prefix = prefix << 8 | UInt64(byte)
-      count += 1
+    var id = id
+    // The bytes in place: the UTF-8 view's `dropFirst` and `prefix` cost more than the
+    // comparisons they serve.
+    return id.withUTF8 { bytes in
+      var prefix: UInt64 = 0
+      var index = skipped
+      let end = Swift.min(bytes.count, skipped + 8)
+      while index < end {
+        prefix = prefix << 8 | UInt64(bytes[index])
+        index += 1
+      }
+      // `<<` yields 0 for a shift of 64 (no byte after the shared ones).
+      return prefix << (8 * (8 - Swift.max(0, end - skipped)))
     }
-    return prefix << (8 * (8 - count))
   }
 
   /// Makes room for `capacity` entities, as a decoder that knows their count does.

@@ -76,13 +76,19 @@ extension Document {
   /// fields (a list row's title and tags) reads without building the rest (its body).
   ///
   /// - Complexity: O(f + n) for f schema fields and n scalars of its text fields.
+  @inlinable
   public func model<Model: EntityModel>(_ type: Model.Type, id: String) -> Model? {
-    let key = EntityKey(type: Model.entityType, id: id)
-    guard let position = entities.index(forKey: key), entities.values[position].isVisible
-    else { return nil }
-    let fields = entities.values[position].fields
+    // Inlinable so that the model's code is specialized in the app's module, for its
+    // type: unspecialized, building a model looked up generic metadata at every step.
+    // The document side is ``visibleFields(of:)``, not inlined.
+    guard let stored = visibleFields(of: EntityKey(type: Model.entityType, id: id)) else {
+      return nil
+    }
+    let schema = Model.schema.fields
     var model = Model()
-    for field in Model.schema.fields { field.read(&model, StoredField(fields[field.name])) }
+    for index in schema.indices {
+      schema[index].read(&model, stored.field(named: schema[index].name))
+    }
     return model
   }
 
@@ -94,33 +100,84 @@ extension Document {
   ///
   /// - Complexity: O(e log e) for e entities of the type, plus reading each model: O(f)
   ///   for its f fields and the scalars of its text fields.
+  @inlinable
   public func models<Model: EntityModel>(_ type: Model.Type) -> [(id: String, value: Model)] {
-    let visible = Array(
-      entities.positions(ofType: Model.entityType).filter { entities.values[$0].isVisible })
-    // The reads, not the fields: copying a field out of the schema for each entity
-    // retained its name, key path and both closures.
-    let reads = Model.schema.fields.map { $0.read }
-    let names = Model.schema.fields.map { $0.name }
+    // Specialized in the app's module, as ``model(_:id:)`` is; the walk over the
+    // entities is ``forEachVisibleEntity(ofType:reading:reserving:each:)``.
+    let schema = Model.schema.fields
     var models: [(id: String, value: Model)] = []
-    models.reserveCapacity(visible.count)
-    // Entities of a type mostly share one list of field names (``FieldNameLists``): each
-    // field's slot in the last list seen is reused while the list is the same one.
-    var listSeen: [String] = []
-    var slots = [Int?](repeating: nil, count: reads.count)
+    forEachVisibleEntity(
+      ofType: Model.entityType, reading: schema.map { $0.name },
+      reserving: { models.reserveCapacity($0) },
+      each: { id, stored in
+        var model = Model()
+        for index in schema.indices { schema[index].read(&model, stored.field(at: index)) }
+        models.append((id, model))
+      })
+    return models
+  }
+
+  /// The fields of the visible entity `key`, or `nil` if there is none.
+  @usableFromInline
+  func visibleFields(of key: EntityKey) -> StoredFields? {
+    guard let position = entities.index(forKey: key), entities.values[position].isVisible
+    else { return nil }
+    return StoredFields(entities.values[position].fields)
+  }
+
+  /// Calls `reserving` with the number of visible entities of `type`, then `body` with the
+  /// id and the fields of each, sorted by id; `field(at: i)` of the fields is `names[i]`.
+  ///
+  /// Entities of a type mostly share one list of field names (``FieldNameLists``): each
+  /// field's slot in the last list seen is reused while the list is the same one.
+  @usableFromInline
+  func forEachVisibleEntity(
+    ofType type: String, reading names: [String], reserving: (Int) -> Void,
+    each body: (String, StoredFields) -> Void
+  ) {
+    var visible: [Int] = []
+    visible.reserveCapacity(entities.count)
+    for position in entities.positions(ofType: type) where entities.values[position].isVisible {
+      visible.append(position)
+    }
+    reserving(visible.count)
+    var stored = StoredFields(FieldTable(), slots: [Int?](repeating: nil, count: names.count))
     for index in entities.keyOrder(of: visible) {
       let position = visible[index]
       let fields = entities.values[position].fields
-      if fields.keys != listSeen {
-        listSeen = fields.keys
-        slots = names.map { fields.index(forKey: $0) }
+      if fields.keys != stored.fields.keys {
+        stored.slots = names.map { fields.index(forKey: $0) }
       }
-      var model = Model()
-      for field in reads.indices {
-        reads[field](&model, StoredField(slots[field].map { fields.values[$0] }))
-      }
-      models.append((entities.id(at: position), model))
+      stored.fields = fields
+      body(entities.id(at: position), stored)
     }
-    return models
+  }
+}
+
+/// The fields of one entity, as a model's reads find them: by name, or by the position of
+/// the name in the list a walk over many entities was given (its slot found once for all
+/// entities sharing their field names).
+@usableFromInline
+struct StoredFields {
+  var fields: FieldTable<FieldState>
+  /// For each name of the walk's list, its slot in `fields`.
+  var slots: [Int?]
+
+  init(_ fields: FieldTable<FieldState>, slots: [Int?] = []) {
+    self.fields = fields
+    self.slots = slots
+  }
+
+  /// The field `name`.
+  @usableFromInline
+  func field(named name: String) -> StoredField {
+    StoredField(fields[name])
+  }
+
+  /// The field at `index` of the walk's list of names.
+  @usableFromInline
+  func field(at index: Int) -> StoredField {
+    StoredField(slots[index].map { fields.values[$0] })
   }
 }
 
@@ -137,13 +194,15 @@ extension DocumentTransaction {
   ///
   /// - Complexity: O(f + n) for f schema fields and n scalars of its text fields: the
   ///   same writes as the transaction that sets each field by hand.
-  @discardableResult
+  @inlinable @discardableResult
   public mutating func create<Model: EntityModel>(_ value: Model, id: String? = nil) -> String {
+    // Inlinable, as the reads are, so that the model's code is specialized for its type.
     let id = id ?? newEntityID()
     let key = EntityKey(type: Model.entityType, id: id)
     create(key)
     let defaults = Model()
-    for field in Model.schema.fields { field.write(defaults, value, true, &self, key) }
+    let schema = Model.schema.fields
+    for index in schema.indices { schema[index].write(defaults, value, true, &self, key) }
     return id
   }
 
@@ -153,6 +212,7 @@ extension DocumentTransaction {
   /// The digits are in ASCII order, so a replica's ids sort as it created them and
   /// ``Document/models(_:)``, sorting by id, walks the entities in the order they sit in
   /// memory rather than at random.
+  @usableFromInline
   mutating func newEntityID() -> String {
     let dot = nextDot()
     // Base 64 in ASCII order: "-", 0–9, A–Z, "_", a–z (URL-safe).
@@ -189,7 +249,7 @@ extension DocumentTransaction {
   ///   property assigned here costs O(n) a keystroke; type through an ``EntityText`` for
   ///   O(log n).
   /// - Returns: `false` (and changes nothing) if there is no such visible entity.
-  @discardableResult
+  @inlinable @discardableResult
   public mutating func update<Model: EntityModel>(
     _ type: Model.Type, id: String, _ body: (inout Model) -> Void
   ) -> Bool {
@@ -197,11 +257,13 @@ extension DocumentTransaction {
     var new = old
     body(&new)
     let key = EntityKey(type: Model.entityType, id: id)
-    for field in Model.schema.fields { field.write(old, new, false, &self, key) }
+    let schema = Model.schema.fields
+    for index in schema.indices { schema[index].write(old, new, false, &self, key) }
     return true
   }
 
   /// Deletes an entity of the model's type.
+  @inlinable
   public mutating func delete<Model: EntityModel>(_ type: Model.Type, id: String) {
     delete(EntityKey(type: Model.entityType, id: id))
   }
@@ -209,11 +271,13 @@ extension DocumentTransaction {
 
 extension Replica {
   /// The model stored under `id`, or `nil` if there is no such visible entity.
+  @inlinable
   public func get<Model: EntityModel>(_ type: Model.Type, id: String) -> Model? {
     document.model(type, id: id)
   }
 
   /// Every visible entity of the model's type, sorted by id.
+  @inlinable
   public func all<Model: EntityModel>(_ type: Model.Type) -> [(id: String, value: Model)] {
     document.models(type)
   }
@@ -222,7 +286,7 @@ extension Replica {
   ///
   /// Without an `id`, the entity's id is drawn from its creation event, see
   /// ``DocumentTransaction/create(_:id:)``.
-  @discardableResult
+  @inlinable @discardableResult
   public mutating func create<Model: EntityModel>(_ value: Model, id: String? = nil)
     -> (id: String, commit: Commit)
   {
@@ -236,7 +300,7 @@ extension Replica {
   /// - Complexity: O(f + n), see ``DocumentTransaction/update(_:id:_:)``: assigning a
   ///   text property diffs the whole string. Type through an ``EntityText`` instead.
   /// - Throws: ``ReplicaError/entityNotFound(_:)`` if there is no such visible entity.
-  @discardableResult
+  @inlinable @discardableResult
   public mutating func update<Model: EntityModel>(
     _ type: Model.Type, id: String, _ body: (inout Model) -> Void
   ) throws(ReplicaError) -> Commit {
@@ -247,7 +311,7 @@ extension Replica {
   }
 
   /// Deletes an entity and returns the commit to send.
-  @discardableResult
+  @inlinable @discardableResult
   public mutating func delete<Model: EntityModel>(_ type: Model.Type, id: String) -> Commit {
     transact { $0.delete(type, id: id) }
   }
