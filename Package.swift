@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "ConvergeTestSupport", targets: ["ConvergeTestSupport"]),
     .library(name: "ConvergeSimulator", targets: ["ConvergeSimulator"]),
     .library(name: "ConvergeStore", targets: ["ConvergeStore"]),
+    .library(name: "ConvergeRelayClient", targets: ["ConvergeRelayClient"]),
     .executable(name: "converge", targets: ["ConvergeCommand"]),
   ],
   targets: [
@@ -31,6 +32,10 @@ let package = Package(
     // A durable local store: snapshots and an append-only log per document (Foundation and
     // the C library only).
     .target(name: "ConvergeStore", dependencies: ["Converge"]),
+    // The relay client's protocol over a small socket protocol, attached to the device's
+    // replica, and the relay's wire envelope and close reasons (which the relay in
+    // Relay/ imports); Relay/ supplies a NIO socket.
+    .target(name: "ConvergeRelayClient", dependencies: ["Converge", "ConvergeStore"]),
     .executableTarget(
       name: "ConvergeCommand",
       dependencies: [
@@ -53,6 +58,7 @@ let package = Package(
       name: "ConvergeTests",
       dependencies: [
         "Converge", "ConvergeTestSupport", "ConvergeTraces", "ConvergeSimulator", "ConvergeStore",
+        "ConvergeRelayClient",
       ],
       // Inputs the fuzzers found failing, replayed as tests (not bundled resources).
       exclude: ["FailCases"],

@@ -1,15 +1,16 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// The sync relay: a server (ConvergeRelay), its client (ConvergeRelayClient) and the
-// `converge-relay` command. A separate package so the root package keeps no dependencies.
+// The sync relay: a server (ConvergeRelay), the relay client's NIO socket
+// (ConvergeRelayNIO, for the root package's ConvergeRelayClient) and the `converge-relay`
+// command. A separate package so the root package keeps no dependencies.
 // Build with `swift build --package-path Relay`; `Relay/ci.sh` builds and tests it.
 let package = Package(
   name: "ConvergeRelay",
   platforms: [.macOS(.v15), .iOS(.v18)],
   products: [
     .library(name: "ConvergeRelay", targets: ["ConvergeRelay"]),
-    .library(name: "ConvergeRelayClient", targets: ["ConvergeRelayClient"]),
+    .library(name: "ConvergeRelayNIO", targets: ["ConvergeRelayNIO"]),
     .executable(name: "converge-relay", targets: ["RelayCommand"]),
     .executable(name: "relay-example", targets: ["RelayExample"]),
   ],
@@ -26,14 +27,11 @@ let package = Package(
     .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", exact: "0.2.0"),
   ],
   targets: [
-    // The relay's wire envelope and close reasons, shared by server and client.
-    .target(
-      name: "RelayWire",
-      dependencies: [.product(name: "Converge", package: "Converge")]),
     .target(
       name: "ConvergeRelay",
       dependencies: [
-        "RelayWire",
+        // The wire envelope and close reasons, shared with the client.
+        .product(name: "ConvergeRelayClient", package: "Converge"),
         .product(name: "Converge", package: "Converge"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -42,17 +40,19 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]),
+    // The relay client's socket over HummingbirdWSClient (SwiftNIO).
     .target(
-      name: "ConvergeRelayClient",
+      name: "ConvergeRelayNIO",
       dependencies: [
-        "RelayWire",
-        .product(name: "Converge", package: "Converge"),
+        .product(name: "ConvergeRelayClient", package: "Converge"),
         .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
       ]),
     .executableTarget(
       name: "RelayCommand",
       dependencies: [
-        "ConvergeRelay", "ConvergeRelayClient", "RelayWire",
+        "ConvergeRelay", "ConvergeRelayNIO",
+        .product(name: "ConvergeRelayClient", package: "Converge"),
+        .product(name: "ConvergeStore", package: "Converge"),
         .product(name: "ConvergeSimulator", package: "Converge"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -62,12 +62,17 @@ let package = Package(
     .executableTarget(
       name: "RelayExample",
       dependencies: [
-        "ConvergeRelay", "ConvergeRelayClient", .product(name: "Converge", package: "Converge"),
+        "ConvergeRelay", "ConvergeRelayNIO",
+        .product(name: "ConvergeRelayClient", package: "Converge"),
+        .product(name: "ConvergeStore", package: "Converge"),
+        .product(name: "Converge", package: "Converge"),
       ]),
     .testTarget(
       name: "RelayTests",
       dependencies: [
-        "ConvergeRelay", "ConvergeRelayClient", "RelayWire",
+        "ConvergeRelay", "ConvergeRelayNIO",
+        .product(name: "ConvergeRelayClient", package: "Converge"),
+        .product(name: "ConvergeStore", package: "Converge"),
         .product(name: "ConvergeTestSupport", package: "Converge"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

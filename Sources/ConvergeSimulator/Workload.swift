@@ -100,7 +100,20 @@ public struct Workload: Sendable {
   /// long-lived library of `library` more (notes, tasks or both, as the workload's app
   /// keeps them), created 500 to a transaction.
   public mutating func seedOrigin(_ replica: inout Replica, library: Int = 0) {
-    replica.transact { tx in
+    seedOrigin(library: library) { replica.transact($0) }
+  }
+
+  /// Seeds the origin entities through `device`, as ``seedOrigin(_:library:)`` does (for
+  /// a device that starts the shared document, such as `converge-relay simulate`'s
+  /// first).
+  public mutating func seedOrigin(_ device: DeviceReplica, library: Int = 0) {
+    seedOrigin(library: library) { device.transact($0) }
+  }
+
+  private mutating func seedOrigin(
+    library: Int, through transact: ((inout DocumentTransaction) -> Void) -> Commit
+  ) {
+    _ = transact { tx in
       for _ in 0..<3 {
         if self.kind != .tasks { self.createNote(&tx) }
         if self.kind != .notes { self.createTask(&tx) }
@@ -110,7 +123,7 @@ public struct Workload: Sendable {
     while remaining > 0 {
       let batch = Swift.min(remaining, 500)
       remaining -= batch
-      replica.transact { tx in
+      _ = transact { tx in
         for index in 0..<batch {
           if self.kind == .tasks || (self.kind == .mixed && index % 2 == 1) {
             self.createTask(&tx)

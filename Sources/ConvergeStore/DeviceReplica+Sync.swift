@@ -34,6 +34,30 @@ extension DeviceReplica {
     }.get()
   }
 
+  /// Records that `peer` holds every event of `context` as
+  /// ``recordAcknowledgement(_:from:)`` does, in memory only: the file is saved with the
+  /// next recorded acknowledgement (a handshake's stated context) or at ``close()``.
+  ///
+  /// For a transport that hears an acknowledgement after each push, such as a relay:
+  /// saving each would cost two `fsync`s per group commit of typing. Saving late is safe
+  /// (see ``recordAcknowledgement(_:from:)``): a crash loses only the record, whose edits
+  /// count as pending until the peer's next handshake states its context again. A
+  /// context holding later dots of this replica's id is recorded and saved at once, as
+  /// the fresh id it makes the store take must be.
+  ///
+  /// - Throws: a ``StoreError`` only from that fresh-id case.
+  package func noteAcknowledgement(_ context: CausalContext, from peer: String)
+    throws(StoreError)
+  {
+    let replica = store.replica
+    let held = replica.context.counters(of: replica.id).maximum
+    guard context.counters(of: replica.id).maximum <= held else {
+      return try recordAcknowledgement(context, from: peer)
+    }
+    if store.noteHeld(context, by: peer) { store.acknowledgementsUnsaved = true }
+    refreshStatus()
+  }
+
   /// The durable events `peer` lacks: everything since its acknowledged context except
   /// the edits the store has not synced yet (they follow once the group commit syncs
   /// them). When those are all the peer lacks nothing is flushed for them, so a
@@ -43,11 +67,33 @@ extension DeviceReplica {
   /// - Returns: an empty delta if that sync failed (see ``lastError``).
   /// - Complexity: O(e + d) for e entities and d events in the result.
   public func outbox(for peer: String) -> DocumentDelta {
+    durableDelta(since: acknowledgedContext(of: peer), syncing: true) ?? DocumentDelta()
+  }
+
+  /// The durable events a peer that holds `known` lacks, as ``outbox(for:)`` makes them
+  /// (for a transport that tracks what it sent, such as a session's live pushes).
+  ///
+  /// When an unsynced edit waits and the peer lacks other events too, they can go only
+  /// after a sync (see ``DeviceReplica`` "Write-ahead"): with `syncing` the store syncs
+  /// first, as ``outbox(for:)`` does; without, the result is `nil`, so that a transport
+  /// that asks again soon (a timer) can wait for the group commit instead of adding a
+  /// sync of its own.
+  ///
+  /// - Complexity: O(r + g) when the peer lacks nothing that may be sent, otherwise as
+  ///   ``outbox(for:)``.
+  package func durableDelta(since known: CausalContext, syncing: Bool) -> DocumentDelta? {
     syncIfDue()
-    let acknowledged = acknowledgedContext(of: peer)
-    guard let withheld = withheldEvents(from: acknowledged) else { return DocumentDelta() }
-    let known = withheld.isEmpty ? acknowledged : acknowledged.union(withheld)
-    return store.replica.delta(since: known)
+    let withheld: CausalContext
+    if syncing {
+      guard let left = withheldEvents(from: known) else { return DocumentDelta() }
+      withheld = left
+    } else {
+      withheld = undurableEvents()
+    }
+    let held = withheld.isEmpty ? known : known.union(withheld)
+    if held.includes(store.replica.context) { return DocumentDelta() }
+    if !withheld.isEmpty && !syncing { return nil }
+    return store.replica.delta(since: held)
   }
 
   /// The next message of a sync session with a peer, made only from durable events (see

@@ -14,7 +14,8 @@ import Testing
   /// The libraries an app imports: this package's products and the relay's client.
   static let libraries = [
     "Sources/Converge", "Sources/ConvergeStore", "Sources/ConvergeSimulator",
-    "Sources/ConvergeTestSupport", "Relay/Sources/ConvergeRelayClient",
+    "Sources/ConvergeTestSupport", "Sources/ConvergeRelayClient",
+    "Relay/Sources/ConvergeRelayNIO",
   ]
 
   static var root: URL {

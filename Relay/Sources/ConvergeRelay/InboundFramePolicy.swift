@@ -1,10 +1,10 @@
+import ConvergeRelayClient
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
-import RelayWire
 
 /// What the relay checks of every frame a client sends, as the frame comes off the
 /// socket, before the WebSocket library or the relay sees it:

@@ -1,5 +1,5 @@
 import Converge
-import RelayWire
+import ConvergeRelayClient
 import Synchronization
 
 #if canImport(FoundationEssentials)

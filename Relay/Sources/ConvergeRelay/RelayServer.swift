@@ -1,11 +1,11 @@
 import Converge
+import ConvergeRelayClient
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOWebSocket
-import RelayWire
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials

@@ -1,6 +1,6 @@
 import Converge
+import ConvergeRelayClient
 import JWTKit
-import RelayWire
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials

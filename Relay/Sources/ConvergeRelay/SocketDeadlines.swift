@@ -1,4 +1,4 @@
-import RelayWire
+import ConvergeRelayClient
 import Synchronization
 
 /// The deadlines of every open socket of a relay, kept by one timer: a socket costs no

@@ -1,4 +1,4 @@
-import RelayWire
+import ConvergeRelayClient
 
 /// The spaces this process serves, each built on first use from the store and dropped,
 /// replica and all, once the last socket or request using it is done.

@@ -1,5 +1,5 @@
 import Converge
-import RelayWire
+import ConvergeRelayClient
 
 /// One space as this relay process serves it: a cache of the space's replica, rebuilt
 /// from the store and refreshed from it, and the sockets to fan new deltas out to.

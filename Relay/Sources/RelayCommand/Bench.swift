@@ -1,12 +1,12 @@
 import ArgumentParser
 import Converge
 import ConvergeRelay
+import ConvergeRelayClient
 import Foundation
 import Histogram
 import HummingbirdWSClient
 import Logging
 import NIOCore
-import RelayWire
 import Synchronization
 
 /// `converge-relay bench`: simulated devices typing into shared notes through a relay.

@@ -1,13 +1,13 @@
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import ConvergeRelayNIO
 import Foundation
 import HTTPTypes
 import Histogram
 import HummingbirdWSClient
 import Logging
 import NIOCore
-import RelayWire
 import Synchronization
 
 /// What every device of a bench run adds to: push times by dot, the latency histogram,

@@ -2,12 +2,12 @@ import ArgumentParser
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import ConvergeRelayNIO
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import NIOCore
-import RelayWire
 import Synchronization
 
 #if canImport(Glibc)

@@ -10,7 +10,7 @@ struct ConvergeRelayCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "converge-relay",
     abstract: "A sync relay for Converge replicas.",
-    subcommands: [Serve.self, MintToken.self, Bench.self, Simulate.self, Load.self])
+    subcommands: [Serve.self, MintToken.self, Bench.self, Simulate.self, Load.self, Typing.self])
 }
 
 /// The HS256 secret: the flag, else `CONVERGE_RELAY_SECRET`, else the data directory's

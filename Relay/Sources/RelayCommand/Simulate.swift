@@ -2,10 +2,11 @@ import ArgumentParser
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import ConvergeRelayNIO
 import ConvergeSimulator
+import ConvergeStore
 import Foundation
 import Logging
-import Synchronization
 
 /// `converge-relay simulate`: the simulator's devices sync through real relays.
 ///
@@ -54,10 +55,9 @@ struct Simulate: AsyncParsableCommand {
   func run() async throws {
     let kind = WorkloadKind(rawValue: workload) ?? .mixed
     let started = ContinuousClock.now
-    var simulation = try await RelaySimulation(
-      devices: devices, relays: relays, kind: kind, seed: seed)
-    let report = try await simulation.run(
-      operations: operations, disconnects: disconnects, restarts: restarts)
+    let report = try await Self.simulate(
+      devices: devices, relays: relays, kind: kind, seed: seed, operations: operations,
+      disconnects: disconnects, restarts: restarts)
     let seconds = (ContinuousClock.now - started).seconds
     if json {
       var object = report.json
@@ -69,21 +69,32 @@ struct Simulate: AsyncParsableCommand {
     }
     if !report.failures.isEmpty { throw ExitCode(1) }
   }
+
+  /// Runs the simulation on the main actor, where the devices' owners live (as in an app).
+  @MainActor static func simulate(
+    devices: Int, relays: Int, kind: WorkloadKind, seed: UInt64, operations: Int,
+    disconnects: Double, restarts: Double
+  ) async throws -> RelaySimulationReport {
+    var simulation = try await RelaySimulation(
+      devices: devices, relays: relays, kind: kind, seed: seed)
+    return try await simulation.run(
+      operations: operations, disconnects: disconnects, restarts: restarts)
+  }
 }
 
-/// One simulated device: what survives its disconnects (the client store and its user's
-/// workload), as the app's disk and its user would.
-final class SimulatedDevice: Sendable {
+/// One simulated device: what survives its disconnects (the owner of its replica, in
+/// memory, and its user's workload), as the app's disk and its user would.
+@MainActor final class SimulatedDevice {
   let id: ReplicaID
   let token: String
-  let store: InMemoryRelayClientStore
-  let workload: Mutex<Workload>
+  let owner: DeviceReplica
+  var workload: Workload
 
-  init(id: ReplicaID, token: String, store: InMemoryRelayClientStore, workload: Workload) {
+  init(id: ReplicaID, token: String, owner: DeviceReplica, workload: Workload) {
     self.id = id
     self.token = token
-    self.store = store
-    self.workload = Mutex(workload)
+    self.owner = owner
+    self.workload = workload
   }
 }
 
@@ -118,13 +129,13 @@ struct RelaySimulationReport {
   }
 }
 
-/// The devices and relays of one run.
-struct RelaySimulation {
+/// The devices and relays of one run, on the main actor with the devices' owners.
+@MainActor struct RelaySimulation {
   static let space = "simulation"
   /// The relays share one SQLite file: each polls it for the others' appends.
   static let storePoll = Duration.milliseconds(250)
   /// This very executable, whose `serve` the relays run.
-  static let executable =
+  nonisolated static let executable =
     FileManager.default.fileExists(atPath: "/proc/self/exe")
     ? URL(fileURLWithPath: "/proc/self/exe")
     : Bundle.main.executableURL
@@ -161,16 +172,17 @@ struct RelaySimulation {
     for index in 0..<count {
       let id = ReplicaID(rawValue: UInt64(index) + 1)
       var workload = Workload(kind: kind, random: SimulationRandom(seed: seed, stream: id.rawValue))
-      var replica = Replica(id: id)
+      var configuration = DocumentStore.Configuration()
+      configuration.freshID = { id }
+      let owner = try DeviceReplica.inMemory(configuration: configuration)
       // The first device starts with the few entities every fork of the simulator has.
-      if index == 0 { workload.seedOrigin(&replica) }
+      if index == 0 { workload.seedOrigin(owner) }
       let token = try await authority.sign(
         RelayTokenClaims(
           space: Self.space, scope: .write, expiry: Date(timeIntervalSinceNow: 86_400),
           replicas: [id]))
       let device = SimulatedDevice(
-        id: id, token: token, store: InMemoryRelayClientStore(replica: replica),
-        workload: workload)
+        id: id, token: token, owner: owner, workload: workload)
       devices.append(device)
       clients.append((try await client(for: device, relay: index % relays), index % relays, nil))
       connect(index)
@@ -178,14 +190,16 @@ struct RelaySimulation {
   }
 
   private func client(for device: SimulatedDevice, relay: Int) async throws -> RelayClient {
-    try await RelayClient(
-      url: relays[relay].url(space: Self.space), token: device.token, store: device.store,
+    let token = device.token
+    return RelayClient(
+      url: relays[relay].url(space: Self.space), token: { _ in token },
       backoff: .init(base: .milliseconds(20), maximum: .milliseconds(200)), logger: logger)
   }
 
   private mutating func connect(_ index: Int) {
     let client = clients[index].client
-    clients[index].task = Task { await client.run() }
+    let owner = devices[index].owner
+    clients[index].task = Task { await client.run(owner: owner) }
   }
 
   private mutating func disconnect(_ index: Int) async {
@@ -210,9 +224,7 @@ struct RelaySimulation {
     for step in 0..<operations {
       let index = Int.random(in: 0..<devices.count, using: &random)
       let device = devices[index]
-      _ = try await clients[index].client.edit { replica in
-        device.workload.withLock { $0.perform(on: &replica) }
-      }
+      device.workload.perform(on: device.owner)
       if Double.random(in: 0..<1, using: &random) < disconnects {
         let target = Int.random(in: 0..<devices.count, using: &random)
         if clients[target].task == nil {
@@ -260,9 +272,10 @@ struct RelaySimulation {
     while true {
       replicas = []
       var upToDate = true
-      for entry in clients {
-        replicas.append(await entry.client.replica)
-        if await entry.client.status != .upToDate { upToDate = false }
+      for device in devices {
+        replicas.append(device.owner.replica)
+        let acknowledged = device.owner.acknowledgedContext(of: RelaySession.defaultPeer)
+        if !acknowledged.includes(device.owner.replica.context) { upToDate = false }
       }
       let agree = replicas.allSatisfy { $0.document == replicas[0].document }
       if upToDate && agree { break }
@@ -282,8 +295,8 @@ struct RelaySimulation {
     let verdict = Oracle.check(replicas + [stored])
     report.failures += verdict.failures
     report.entities = verdict.entityCount
-    for (index, entry) in clients.enumerated() {
-      let acknowledged = await entry.client.acknowledged
+    for (index, device) in devices.enumerated() {
+      let acknowledged = device.owner.acknowledgedContext(of: RelaySession.defaultPeer)
       if !stored.context.includes(acknowledged) {
         report.failures.append(
           "device \(index) saw events acknowledged that the store does not have")

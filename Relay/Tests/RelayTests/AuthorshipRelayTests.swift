@@ -1,6 +1,6 @@
 import ConvergeRelay
+import ConvergeRelayClient
 import Foundation
-import RelayWire
 import Testing
 
 // Internal initializers build the forged deltas: no correct replica makes them, so the

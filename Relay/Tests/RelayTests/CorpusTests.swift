@@ -1,8 +1,8 @@
 import Converge
 import ConvergeRelay
+import ConvergeRelayClient
 import ConvergeTestSupport
 import Foundation
-import RelayWire
 import Testing
 
 /// The fuzz corpus, as is and damaged, sent through a live socket: every connection ends

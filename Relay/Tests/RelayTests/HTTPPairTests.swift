@@ -1,7 +1,7 @@
 import Converge
 import ConvergeRelay
+import ConvergeRelayClient
 import Foundation
-import RelayWire
 import Testing
 
 #if canImport(FoundationNetworking)

@@ -1,6 +1,8 @@
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import ConvergeRelayNIO
+import ConvergeStore
 import ConvergeTestSupport
 import Foundation
 import Testing
@@ -9,6 +11,7 @@ import Testing
 /// node killed mid-stream, the database restarted. They run when
 /// `CONVERGE_POSTGRES_URL` is set (see ``StoreKind``) and are reported skipped otherwise;
 /// the restart test also needs `CONVERGE_POSTGRES_CTL` (both set by `Relay/postgres.sh`).
+@MainActor
 @Suite(
   .timeLimit(.minutes(2)), .serialized,
   .enabled(
@@ -16,10 +19,14 @@ import Testing
     "CONVERGE_POSTGRES_URL is not set (run Relay/postgres.sh swift test --package-path Relay)"
   )
 ) struct PostgresRelayTests {
-  static var url: String? { StoreKind.available.contains(.postgres) ? StoreKind.postgresURL : nil }
+  nonisolated static var url: String? {
+    StoreKind.available.contains(.postgres) ? StoreKind.postgresURL : nil
+  }
 
   /// A fresh space name: the database is shared by every test and every run.
-  static func space(_ name: String) -> String { "\(name)-\(UInt64.random(in: 0 ... .max))" }
+  nonisolated static func space(_ name: String) -> String {
+    "\(name)-\(UInt64.random(in: 0 ... .max))"
+  }
 
   /// With polling off, a delta can reach the other node's device only through the
   /// store's notifications: small ones in the notification itself, one too large for
@@ -29,20 +36,20 @@ import Testing
     let space = Self.space("fan-out")
     let nodeA = try await LiveRelay.start(postgres: url) { $0.notifiedStorePollInterval = .zero }
     let nodeB = try await LiveRelay.start(postgres: url) { $0.notifiedStorePollInterval = .zero }
-    let writer = try await nodeA.device(0xA1, in: space)
-    let reader = try await nodeB.device(0xB1, in: space)
+    let writer = try nodeA.device(0xA1, in: space)
+    let reader = try nodeB.device(0xB1, in: space)
     let tasks = [Task { await writer.run() }, Task { await reader.run() }]
-    #expect(await eventually { await reader.status == .upToDate })
+    #expect(await eventually { reader.status == .upToDate })
     let key = EntityKey(type: "note", id: "n")
     for index in 0..<20 {
-      try await writer.transact { tx in tx.setValue(.int(Int64(index)), for: "i", of: key) }
+      writer.transact { tx in tx.setValue(.int(Int64(index)), for: "i", of: key) }
     }
-    #expect(await eventually { await reader.replica.document == writer.replica.document })
+    #expect(await eventually { reader.replica.document == writer.replica.document })
     let page = String(repeating: "lorem ipsum ", count: 1_000)
-    try await writer.transact { tx in tx.setValue(.string(page), for: "page", of: key) }
-    try await writer.transact { tx in tx.setValue(.int(20), for: "i", of: key) }
-    #expect(await eventually { await reader.replica.document == writer.replica.document })
-    #expect(await reader.replica.context.includes(writer.replica.context))
+    writer.transact { tx in tx.setValue(.string(page), for: "page", of: key) }
+    writer.transact { tx in tx.setValue(.int(20), for: "i", of: key) }
+    #expect(await eventually { reader.replica.document == writer.replica.document })
+    #expect(reader.replica.context.includes(writer.replica.context))
     for task in tasks { task.cancel() }
     await nodeA.stop()
     await nodeB.stop()
@@ -64,24 +71,21 @@ import Testing
       secret: LiveRelay.secret, postgres: url)
     let nodeB = try await LiveRelay.start(postgres: url)
     let key = EntityKey(type: "note", id: "n")
-    // Two devices on each node; each keeps its client store, as an app keeps its disk.
-    var stores: [InMemoryRelayClientStore] = []
-    var clients: [RelayClient] = []
+    // Two devices on each node; each keeps its owner, as an app keeps its disk.
+    var clients: [RelayDevice] = []
     for index in 0..<4 {
-      let id = ReplicaID(rawValue: 0xD0 + UInt64(index))
-      let store = InMemoryRelayClientStore(replica: Replica(id: id))
+      let owner = try RelayDevice.owner(0xD0 + UInt64(index))
       let url = index < 2 ? nodeA.url(space: space) : nodeB.url(space: space)
-      stores.append(store)
+      let token = try await nodeB.token(space: space, replicas: [owner.id])
       clients.append(
-        try await RelayClient(
-          url: url, token: try await nodeB.token(space: space, replicas: [id]), store: store))
+        RelayDevice(owner: owner, client: RelayClient(url: url, token: { _ in token })))
     }
     var tasks = clients.map { client in Task { await client.run() } }
-    for client in clients { #expect(await eventually { await client.status == .upToDate }) }
+    for client in clients { #expect(await eventually { client.status == .upToDate }) }
     for step in 0..<60 {
       if step == 30 { nodeA.kill() }  // mid-stream: pushes to A may be in flight
       let client = clients[Int.random(in: 0..<clients.count, using: &random)]
-      try await client.transact { tx in
+      client.transact { tx in
         tx.insertText("\(step % 10)", at: 0, in: "body", of: key)
       }
       try await Task.sleep(for: .milliseconds(5))
@@ -89,28 +93,29 @@ import Testing
     // A's devices come back through B with their replicas and acknowledgements.
     for index in 0..<2 {
       tasks[index].cancel()
-      let id = ReplicaID(rawValue: 0xD0 + UInt64(index))
-      clients[index] = try await RelayClient(
-        url: nodeB.url(space: space), token: try await nodeB.token(space: space, replicas: [id]),
-        store: stores[index])
+      await tasks[index].value
+      let owner = clients[index].owner
+      let token = try await nodeB.token(space: space, replicas: [owner.id])
+      clients[index] = RelayDevice(
+        owner: owner, client: RelayClient(url: nodeB.url(space: space), token: { _ in token }))
       let client = clients[index]
       tasks[index] = Task { await client.run() }
     }
     let all = clients
     let converged = await eventually {
       var documents: [Document] = []
-      for client in all { documents.append(await client.replica.document) }
+      for client in all { documents.append(client.replica.document) }
       return documents.allSatisfy { $0 == documents[0] }
     }
     #expect(converged, "seed \(seed)")
     // A device can hold everything before its own last push is acknowledged: another
     // node may fan that push out before the acknowledgement reaches the pusher.
     for client in clients {
-      #expect(await eventually { await client.pending.isEmpty }, "seed \(seed)")
+      #expect(await eventually { client.pending.isEmpty }, "seed \(seed)")
     }
     let stored = try await Self.storedContext(space: space, relay: nodeB)
     for client in clients {
-      #expect(stored.includes(await client.acknowledged), "seed \(seed)")
+      #expect(stored.includes(client.acknowledged), "seed \(seed)")
     }
     for task in tasks { task.cancel() }
     await nodeB.stop()
@@ -130,25 +135,25 @@ import Testing
     let space = Self.space("restart")
     let nodeA = try await LiveRelay.start(postgres: url) { $0.notifiedStorePollInterval = .zero }
     let nodeB = try await LiveRelay.start(postgres: url) { $0.notifiedStorePollInterval = .zero }
-    let writer = try await nodeA.device(0xE1, in: space)
-    let reader = try await nodeB.device(0xE2, in: space)
+    let writer = try nodeA.device(0xE1, in: space)
+    let reader = try nodeB.device(0xE2, in: space)
     let tasks = [Task { await writer.run() }, Task { await reader.run() }]
-    #expect(await eventually { await reader.status == .upToDate })
+    #expect(await eventually { reader.status == .upToDate })
     let key = EntityKey(type: "note", id: "n")
     for index in 0..<10 {
-      try await writer.transact { tx in tx.insertText("a", at: index, in: "body", of: key) }
+      writer.transact { tx in tx.insertText("a", at: index, in: "body", of: key) }
     }
-    #expect(await eventually { await writer.pending.isEmpty })
-    let acknowledgedBefore = await writer.acknowledged
+    #expect(await eventually { writer.pending.isEmpty })
+    let acknowledgedBefore = writer.acknowledged
     #expect(try await Self.run(control, ["restart", "-m", "fast", "-w", "-t", "60"]) == 0)
     for index in 0..<10 {
-      try await writer.transact { tx in tx.insertText("b", at: index, in: "body", of: key) }
+      writer.transact { tx in tx.insertText("b", at: index, in: "body", of: key) }
     }
-    #expect(await eventually { await reader.replica.document == writer.replica.document })
-    #expect(await eventually { await writer.pending.isEmpty })
+    #expect(await eventually { reader.replica.document == writer.replica.document })
+    #expect(await eventually { writer.pending.isEmpty })
     let stored = try await Self.storedContext(space: space, relay: nodeB)
     #expect(stored.includes(acknowledgedBefore))
-    #expect(stored.includes(await writer.acknowledged))
+    #expect(stored.includes(writer.acknowledged))
     for task in tasks { task.cancel() }
     await nodeA.stop()
     await nodeB.stop()

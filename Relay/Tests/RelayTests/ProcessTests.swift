@@ -1,8 +1,8 @@
 import Converge
 import ConvergeRelay
+import ConvergeRelayClient
 import ConvergeTestSupport
 import Foundation
-import RelayWire
 import Testing
 
 extension RelayChildProcess {

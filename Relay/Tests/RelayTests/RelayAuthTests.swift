@@ -1,6 +1,6 @@
 import Converge
 import ConvergeRelay
-import RelayWire
+import ConvergeRelayClient
 import Testing
 
 /// Every refusal closes the socket with its own typed reason and commits nothing.

@@ -1,48 +1,48 @@
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
-import RelayWire
+import ConvergeRelayNIO
+import ConvergeStore
 import Testing
 
+@MainActor
 @Suite(.timeLimit(.minutes(1))) struct RelayClientTests {
   @Test func twoDevicesConvergeThroughTheRelay() async throws {
     let relay = try await LiveRelay.start()
     let phoneID = ReplicaID(rawValue: 0xA1)
     let laptopID = ReplicaID(rawValue: 0xB2)
-    let phone = try await relay.device(phoneID.rawValue, in: "notes")
+    let phone = try relay.device(phoneID.rawValue, in: "notes")
     // The laptop edits offline before it first connects: its handshake sends the outbox.
-    var laptopReplica = Replica(id: laptopID)
+    let laptop = try relay.device(laptopID.rawValue, in: "notes")
     let draft = EntityKey(type: "note", id: "draft")
-    laptopReplica.transact { tx in
+    laptop.transact { tx in
       tx.create(draft)
       tx.insertText("offline", at: 0, in: "body", of: draft)
     }
-    let laptop = try await relay.device(
-      laptopID.rawValue, in: "notes", replica: laptopReplica)
     let phoneTask = Task { await phone.run() }
     let laptopTask = Task { await laptop.run() }
 
     let groceries = EntityKey(type: "note", id: "groceries")
-    try await phone.transact { tx in tx.create(groceries) }
+    phone.transact { tx in tx.create(groceries) }
     for (offset, word) in ["milk", " eggs", " bread"].enumerated() {
-      try await phone.transact { tx in
+      phone.transact { tx in
         tx.insertText(word, at: offset == 0 ? 0 : .max, in: "body", of: groceries)
       }
-      try await laptop.transact { tx in
+      laptop.transact { tx in
         tx.insertText("!", at: 0, in: "body", of: draft)
       }
     }
     let converged = await eventually {
-      let a = await phone.replica.document
-      let b = await laptop.replica.document
+      let a = phone.replica.document
+      let b = laptop.replica.document
       return a == b && a.contains(groceries) && a.contains(draft)
         && a.text(of: "body", in: draft) == "!!!offline"
     }
     #expect(converged)
-    #expect(await phone.replica.document.text(of: "body", in: groceries) == "milk eggs bread")
+    #expect(phone.replica.document.text(of: "body", in: groceries) == "milk eggs bread")
     let acknowledged = await eventually {
-      let phoneDone = await phone.pending.isEmpty
-      let laptopDone = await laptop.pending.isEmpty
+      let phoneDone = phone.pending.isEmpty
+      let laptopDone = laptop.pending.isEmpty
       return phoneDone && laptopDone
     }
     #expect(acknowledged)
@@ -107,11 +107,10 @@ import Testing
 
   @Test func aRefusedClientStopsAndReportsWhy() async throws {
     let relay = try await LiveRelay.start()
-    let client = try await RelayClient(
-      url: relay.url(space: "notes"),
-      token: try await relay.token(space: "elsewhere", replicas: []),
-      store: InMemoryRelayClientStore())
-    let run = Task { await client.run() }
+    let token = try await relay.token(space: "elsewhere", replicas: [])
+    let client = RelayClient(url: relay.url(space: "notes"), token: { _ in token })
+    let owner = try DeviceReplica.inMemory()
+    let run = Task { await client.run(owner: owner) }
     var statuses: [RelayClientStatus] = []
     for await status in client.statuses { statuses.append(status) }
     await run.value
@@ -162,27 +161,27 @@ import Testing
     }
     let phoneID = ReplicaID(rawValue: 0xA1)
     let laptopID = ReplicaID(rawValue: 0xB2)
-    let phone = try await first.device(phoneID.rawValue, in: "notes")
-    let laptop = try await second.device(laptopID.rawValue, in: "notes")
+    let phone = try first.device(phoneID.rawValue, in: "notes")
+    let laptop = try second.device(laptopID.rawValue, in: "notes")
     let tasks = [Task { await phone.run() }, Task { await laptop.run() }]
     // Both handshakes done before anything is typed: what follows arrives as live pushes
     // relayed from the other process through the store.
     #expect(
       await eventually {
-        let phoneStatus = await phone.status
-        let laptopStatus = await laptop.status
+        let phoneStatus = phone.status
+        let laptopStatus = laptop.status
         return phoneStatus == .upToDate && laptopStatus == .upToDate
       })
     let key = EntityKey(type: "note", id: "shared")
-    try await phone.transact { tx in
+    phone.transact { tx in
       tx.create(key)
       tx.insertText("from the phone", at: 0, in: "body", of: key)
     }
-    #expect(await eventually { await laptop.replica.document.contains(key) })
-    try await laptop.transact { tx in tx.insertText("laptop: ", at: 0, in: "body", of: key) }
+    #expect(await eventually { laptop.replica.document.contains(key) })
+    laptop.transact { tx in tx.insertText("laptop: ", at: 0, in: "body", of: key) }
     #expect(
       await eventually {
-        await phone.replica.document.text(of: "body", in: key) == "laptop: from the phone"
+        phone.replica.document.text(of: "body", in: key) == "laptop: from the phone"
       })
     for task in tasks { task.cancel() }
     await second.stop()
@@ -197,24 +196,24 @@ import Testing
     let second = try await LiveRelay.start(sharing: first) { $0.storePollInterval = .zero }
     let senderID = ReplicaID(rawValue: 0x51)
     let otherID = ReplicaID(rawValue: 0x52)
-    let sender = try await first.device(senderID.rawValue, in: "s")
-    let other = try await second.device(otherID.rawValue, in: "s")
+    let sender = try first.device(senderID.rawValue, in: "s")
+    let other = try second.device(otherID.rawValue, in: "s")
     let tasks = [Task { await sender.run() }, Task { await other.run() }]
     #expect(
       await eventually {
-        let senderStatus = await sender.status
-        let otherStatus = await other.status
+        let senderStatus = sender.status
+        let otherStatus = other.status
         return senderStatus == .upToDate && otherStatus == .upToDate
       })
     let fromOther = EntityKey(type: "note", id: "from-other")
-    try await other.transact { tx in tx.create(fromOther) }
+    other.transact { tx in tx.create(fromOther) }
     #expect(
       await eventually {
         (try? await first.store.read(space: "s", after: 0).entries.count) == 1
       })
     // The first relay has not read entry 1; its append of this delta becomes entry 2.
-    try await sender.transact { tx in tx.create(EntityKey(type: "note", id: "from-sender")) }
-    #expect(await eventually { await sender.replica.document.contains(fromOther) })
+    sender.transact { tx in tx.create(EntityKey(type: "note", id: "from-sender")) }
+    #expect(await eventually { sender.replica.document.contains(fromOther) })
     for task in tasks { task.cancel() }
     await second.stop()
     await first.stop()

@@ -1,12 +1,12 @@
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import ConvergeRelayNIO
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import NIOCore
-import RelayWire
 import Synchronization
 import Testing
 
@@ -41,6 +41,7 @@ struct CountingRelayStore: RelayStore {
 }
 
 /// Bounded memory, free idle, and overload that ends (issue #43).
+@MainActor
 @Suite(.timeLimit(.minutes(1))) struct RelayLoadTests {
   let hello = SyncMessage(context: CausalContext(), delta: nil).encoded()
 
@@ -93,24 +94,24 @@ struct CountingRelayStore: RelayStore {
   /// closes; a device that comes later gets the space back from the store.
   @Test func anIdleSpaceIsDroppedAfterItsLastSocketCloses() async throws {
     let relay = try await LiveRelay.start()
-    let phone = try await relay.device(1, in: "notes")
+    let phone = try relay.device(1, in: "notes")
     let phoneTask = Task { await phone.run() }
     let key = EntityKey(type: "note", id: "kept")
-    try await phone.transact { tx in
+    phone.transact { tx in
       tx.create(key)
       tx.insertText("still here", at: 0, in: "body", of: key)
     }
-    #expect(await eventually { await phone.pending.isEmpty })
+    #expect(await eventually { phone.pending.isEmpty })
     #expect(await relay.servedSpaces() == 1)
     phoneTask.cancel()
     await phoneTask.value
     #expect(await eventually { await relay.servedSpaces() == 0 })
 
-    let laptop = try await relay.device(2, in: "notes")
+    let laptop = try relay.device(2, in: "notes")
     let laptopTask = Task { await laptop.run() }
     #expect(
       await eventually {
-        await laptop.replica.document.text(of: "body", in: key) == "still here"
+        laptop.replica.document.text(of: "body", in: key) == "still here"
       })
     laptopTask.cancel()
     await relay.stop()
@@ -257,11 +258,11 @@ struct CountingRelayStore: RelayStore {
   /// room is made.
   @Test func overloadIsRefusedWithATypedCodeAndTheDeviceConvergesAfterBackoff() async throws {
     let relay = try await LiveRelay.start { $0.maxSocketsPerSpace = 1 }
-    let phone = try await relay.device(1, in: "notes")
+    let phone = try relay.device(1, in: "notes")
     let phoneTask = Task { await phone.run() }
     let fromPhone = EntityKey(type: "note", id: "from-phone")
-    try await phone.transact { tx in tx.create(fromPhone) }
-    #expect(await eventually { await phone.status == .upToDate })
+    phone.transact { tx in tx.create(fromPhone) }
+    #expect(await eventually { phone.status == .upToDate })
 
     let token = try await relay.token(space: "notes", replicas: [ReplicaID(rawValue: 3)])
     let refused = try await exchange(
@@ -270,25 +271,24 @@ struct CountingRelayStore: RelayStore {
     #expect(RelayCloseReason.spaceBusy.isRetryable)
 
     // The laptop edits while the space is full: refused, it keeps retrying.
-    let laptopID = ReplicaID(rawValue: 2)
-    var laptopReplica = Replica(id: laptopID)
+    let laptopOwner = try RelayDevice.owner(2)
     let fromLaptop = EntityKey(type: "note", id: "from-laptop")
-    laptopReplica.transact { tx in tx.create(fromLaptop) }
-    let laptop = try await RelayClient(
-      url: relay.url(space: "notes"),
-      token: try await relay.token(space: "notes", replicas: [laptopID]),
-      store: InMemoryRelayClientStore(replica: laptopReplica),
-      backoff: .init(base: .milliseconds(20), maximum: .milliseconds(200)))
+    laptopOwner.transact { tx in tx.create(fromLaptop) }
+    let laptop = RelayDevice(
+      owner: laptopOwner,
+      client: relay.client(
+        for: laptopOwner, in: "notes",
+        backoff: .init(base: .milliseconds(20), maximum: .milliseconds(200))))
     let laptopTask = Task { await laptop.run() }
     try await Task.sleep(for: .milliseconds(300))
-    #expect(await laptop.status != .upToDate)
+    #expect(laptop.status != .upToDate)
 
     phoneTask.cancel()
     await phoneTask.value
     #expect(
       await eventually {
-        let document = await laptop.replica.document
-        let pending = await laptop.pending
+        let document = laptop.replica.document
+        let pending = laptop.pending
         return document.contains(fromPhone) && pending.isEmpty
       })
     laptopTask.cancel()

@@ -1,12 +1,13 @@
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import ConvergeRelayNIO
+import ConvergeStore
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import NIOCore
-import RelayWire
 import Synchronization
 import Testing
 
@@ -28,7 +29,7 @@ struct LiveRelay {
   static func start(
     sharing other: LiveRelay? = nil, postgres: String? = nil,
     countingReads: Bool = false, readDelay: Duration = .zero,
-    _ configure: (inout RelayConfiguration) -> Void = { _ in }
+    _ configure: @Sendable (inout RelayConfiguration) -> Void = { _ in }
   ) async throws -> LiveRelay {
     let directory = other?.directory ?? temporaryDirectory()
     let opened: any RelayStore =
@@ -66,15 +67,28 @@ struct LiveRelay {
   /// Bytes waiting in the relay's outgoing queues now, over all sockets.
   func queuedBytes() async -> Int { server.queuedBytes }
 
-  /// A device in `space` through this relay, writing as `replica`'s id, starting from
-  /// `replica` (a fresh one by default).
-  func device(_ id: UInt64, in space: String, replica: Replica? = nil) async throws
-    -> RelayClient
-  {
-    let replicaID = ReplicaID(rawValue: id)
-    return try await RelayClient(
-      url: url(space: space), token: try await token(space: space, replicas: [replicaID]),
-      store: InMemoryRelayClientStore(replica: replica ?? Replica(id: replicaID)))
+  /// A device in `space` through this relay, writing as `id`: an owner in memory and a
+  /// relay client attached to it.
+  @MainActor func device(_ id: UInt64, in space: String) throws -> RelayDevice {
+    let owner = try RelayDevice.owner(id)
+    return RelayDevice(owner: owner, client: client(for: owner, in: space))
+  }
+
+  /// A relay client for `owner` in `space` through this relay, whose tokens (signed at
+  /// each connection) grant the owner's current id.
+  @MainActor func client(
+    for owner: DeviceReplica, in space: String,
+    backoff: RelayClient.Backoff = RelayClient.Backoff()
+  ) -> RelayClient {
+    let authority = authority
+    return RelayClient(
+      url: url(space: space),
+      token: { id in
+        try await authority.sign(
+          RelayTokenClaims(
+            space: space, scope: .write, expiry: Date(timeIntervalSinceNow: 600),
+            replicas: [id]))
+      }, backoff: backoff)
   }
 
   func token(
@@ -158,6 +172,46 @@ func exchange(
   return Exchange(received: received.withLock { $0 }, close: close)
 }
 
+/// A device as a test drives it: its replica's owner (in memory) on the main actor and a
+/// relay client attached to it; ``status`` follows the client's statuses while ``run()``
+/// runs.
+@MainActor final class RelayDevice {
+  let owner: DeviceReplica
+  let client: RelayClient
+  private(set) var status: RelayClientStatus = .offline
+
+  /// An owner in memory whose replica id is `id`.
+  static func owner(_ id: UInt64) throws -> DeviceReplica {
+    var configuration = DocumentStore.Configuration()
+    configuration.freshID = { ReplicaID(rawValue: id) }
+    return try DeviceReplica.inMemory(configuration: configuration)
+  }
+
+  init(owner: DeviceReplica, client: RelayClient) {
+    self.owner = owner
+    self.client = client
+  }
+
+  /// Runs the client on the owner until the task is cancelled or the relay refuses it.
+  func run() async {
+    let statuses = client.statuses
+    let watcher = Task { @MainActor in
+      for await status in statuses { self.status = status }
+    }
+    await client.run(owner: owner)
+    watcher.cancel()
+  }
+
+  @discardableResult
+  func transact(_ body: (inout DocumentTransaction) -> Void) -> Commit { owner.transact(body) }
+
+  var replica: Replica { owner.replica }
+  /// What the relay has acknowledged, as the owner recorded it.
+  var acknowledged: CausalContext { owner.acknowledgedContext(of: client.peer) }
+  /// What the relay has not acknowledged.
+  var pending: DocumentDelta { owner.replica.delta(since: acknowledged) }
+}
+
 /// A replica with a fixed id, and one transaction's delta on it.
 func edit(_ id: UInt64, note: String, title: String) -> (Replica, DocumentDelta) {
   var replica = Replica(id: ReplicaID(rawValue: id))
@@ -171,7 +225,8 @@ func edit(_ id: UInt64, note: String, title: String) -> (Replica, DocumentDelta)
 
 /// Waits up to `limit` for `condition`, polling; a bound, not a performance assertion.
 func eventually(
-  within limit: Duration = .seconds(30), _ condition: () async -> Bool
+  within limit: Duration = .seconds(30), isolation: isolated (any Actor)? = #isolation,
+  _ condition: () async -> Bool
 ) async -> Bool {
   let deadline = ContinuousClock.now + limit
   while ContinuousClock.now < deadline {

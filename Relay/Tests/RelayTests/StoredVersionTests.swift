@@ -1,7 +1,7 @@
 import Converge
 import ConvergeRelay
+import ConvergeRelayClient
 import Foundation
-import RelayWire
 import Testing
 
 /// A relay whose store holds a row it cannot decode (here a delta of the previous format

@@ -1,11 +1,11 @@
 import Converge
 import ConvergeRelay
+import ConvergeRelayClient
 import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import NIOCore
 import NIOWebSocket
-import RelayWire
 import Testing
 
 /// Frames RFC 6455 says end the connection with a protocol code: the relay closes with

@@ -82,6 +82,14 @@ extension SyncSession {
     return outgoing.encode(commit.delta)
   }
 
+  /// A live push of `delta`, events of `replica` the peer lacks (a durable owner's
+  /// edits once its store has synced them, several transactions at once), as the next
+  /// frame of this session's stream, as ``pushEncoded(_:from:)`` pushes a commit.
+  package mutating func pushEncoded(_ delta: DocumentDelta, from replica: Replica) -> [UInt8] {
+    notePush(of: delta, from: replica)
+    return outgoing.encode(delta)
+  }
+
   /// Decodes and integrates a message or frame from the peer. Bytes that do not decode
   /// leave the replica unchanged; a frame that does not continue the peer's stream also
   /// makes the session owe the peer a handshake, so that the peer restarts its stream

@@ -1,0 +1,248 @@
+import Converge
+import ConvergeStore
+
+/// A device's connection to a relay space, attached to the device's ``DeviceReplica``:
+/// it connects, handshakes from what the owner holds, sends the owner's durable edits,
+/// hands what arrives to the owner, and reconnects after a failure with exponential
+/// backoff and jitter, until its task is cancelled or the relay refuses it for good.
+///
+/// It keeps no replica and saves nothing: the owner holds the data, its durability and
+/// what the relay acknowledged (under ``peer``), so the pending badge is the owner's one
+/// number and a relaunched app resumes from the owner's acknowledged context.
+///
+/// ```swift
+/// @MainActor final class NotesModel {
+///   let notes: DeviceReplica
+///   let relay: RelayClient
+///
+///   init(notes: DeviceReplica, relay: RelayClient) {
+///     self.notes = notes
+///     self.relay = relay
+///   }
+///
+///   func sync() async { await relay.run(owner: notes) }  // runs on the main actor
+/// }
+/// ```
+///
+/// **Tokens.** `token` is called with the owner's replica id (a token names the ids it
+/// may write as) at every connection that needs a new token: the first,
+/// after the relay closed with ``RelayCloseReason/tokenExpired``, and after the owner took
+/// a fresh replica id (``DeviceReplica/Event/identityChanged(_:)``: a restored backup),
+/// whose edits the old token does not grant. The client then reconnects with the new
+/// token; edits made meanwhile wait in the owner.
+///
+/// **Isolation.** ``run(owner:isolation:)`` uses the owner in the caller's isolation (the
+/// main actor in an app), as the owner requires; the socket's reads and writes happen
+/// off it, in the ``RelaySocket``. While it runs it sets the owner's
+/// ``DeviceReplica/onDurable`` (calling the one set before) and restores it when it
+/// returns. The client itself is `Sendable`: its ``statuses`` can be read from any task.
+public final class RelayClient: Sendable {
+  /// Reconnection delays: `base · 2^attempt`, at most `maximum`, each scaled by a
+  /// random factor in 0.5…1 so that devices do not reconnect in step.
+  public struct Backoff: Sendable {
+    public var base: Duration
+    public var maximum: Duration
+
+    public init(base: Duration = .milliseconds(200), maximum: Duration = .seconds(30)) {
+      self.base = base
+      self.maximum = maximum
+    }
+
+    func delay(attempt: Int) -> Duration {
+      let doubled = base * (1 << min(attempt, 20))
+      return min(maximum, doubled) * Double.random(in: 0.5...1)
+    }
+  }
+
+  /// The peer name under which the owner records the relay's acknowledgements.
+  public let peer: String
+  private let connector: any RelaySocketConnector
+  private let token: @Sendable (ReplicaID) async throws -> String
+  private let backoff: Backoff
+  private let tick: Duration
+  private let statusContinuation: AsyncStream<RelayClientStatus>.Continuation
+  /// Every status change of ``run(owner:isolation:)``, starting with `offline`; it
+  /// finishes when the relay refuses the client.
+  public let statuses: AsyncStream<RelayClientStatus>
+
+  /// A client that opens its sockets with `connector`, authorized by what `token`
+  /// returns for the owner's replica id.
+  ///
+  /// - Parameters:
+  ///   - peer: the owner's name for the relay (see ``DeviceReplica/acknowledgedContext(of:)``).
+  ///   - tick: how often a connected client lets the owner take in finished background
+  ///     syncs and sends what they made durable (edits typed just before the user
+  ///     stopped go out within about one tick of their group commit).
+  public init(
+    connector: any RelaySocketConnector,
+    token: @escaping @Sendable (ReplicaID) async throws -> String,
+    peer: String = RelaySession.defaultPeer, backoff: Backoff = Backoff(),
+    tick: Duration = .milliseconds(50)
+  ) {
+    self.connector = connector
+    self.token = token
+    self.peer = peer
+    self.backoff = backoff
+    self.tick = tick
+    (statuses, statusContinuation) = AsyncStream<RelayClientStatus>.makeStream()
+  }
+
+  /// How one connection ended.
+  private enum Ending {
+    /// The socket could not open, failed, or sent bytes that are not a relay message.
+    case failed
+    /// The relay closed the socket, for `reason` if it gave one of its own.
+    case closed(RelayCloseReason?)
+    /// The owner took a fresh replica id: the token names the old one.
+    case identityChanged
+    /// The task was cancelled.
+    case cancelled
+  }
+
+  /// What wakes a connected client.
+  private enum Wakeup: Sendable {
+    case socket(RelaySocketEvent)
+    case durable([[UInt8]])
+    case tick
+  }
+
+  /// Connects and keeps the connection up until the task is cancelled or the relay
+  /// refuses the client for a reason a new token cannot fix.
+  ///
+  /// Run one at a time per owner; the owner is used in `isolation` only.
+  public func run(owner: DeviceReplica, isolation: isolated (any Actor)? = #isolation) async {
+    var attempt = 0
+    var lastStatus: RelayClientStatus?
+    func report(_ status: RelayClientStatus) {
+      guard status != lastStatus else { return }
+      lastStatus = status
+      statusContinuation.yield(status)
+    }
+    var currentToken: String?
+    report(.offline)
+    while !Task.isCancelled {
+      if currentToken == nil {
+        currentToken = try? await token(owner.id)
+      }
+      var ending = Ending.failed
+      var answered = false
+      if let currentToken {
+        (ending, answered) = await connection(
+          owner: owner, token: currentToken, report: report)
+      }
+      if answered { attempt = 0 }
+      switch ending {
+      case .cancelled:
+        report(.offline)
+        return
+      case .identityChanged:
+        currentToken = nil
+        report(.offline)
+        continue
+      case .closed(.tokenExpired):
+        currentToken = nil
+      case .closed(let reason?) where !reason.isRetryable:
+        // A refusal of the old id after a fresh one: the new id needs a new token.
+        if reason == .replicaNotGranted, owner.identityChanges.count > 1 {
+          currentToken = nil
+        } else {
+          report(.refused(reason))
+          statusContinuation.finish()
+          return
+        }
+      case .closed, .failed:
+        break
+      }
+      report(.offline)
+      try? await Task.sleep(for: backoff.delay(attempt: attempt))
+      attempt += 1
+    }
+    report(.offline)
+  }
+
+  /// One connection, from opening its socket to its end; also whether the relay
+  /// answered its handshake.
+  private func connection(
+    owner: DeviceReplica, token: String, report: (RelayClientStatus) -> Void,
+    isolation: isolated (any Actor)? = #isolation
+  ) async -> (Ending, Bool) {
+    guard let (socket, events) = try? await connector.connect(token: token) else {
+      return (Task.isCancelled ? .cancelled : .failed, false)
+    }
+    let (wakeups, wake) = AsyncStream<Wakeup>.makeStream()
+    let reader = Task {
+      for await event in events { wake.yield(.socket(event)) }
+      wake.yield(.socket(.closed(code: nil)))
+    }
+    let tick = tick
+    let ticker = Task {
+      while !Task.isCancelled {
+        try? await Task.sleep(for: tick)
+        wake.yield(.tick)
+      }
+    }
+    let previous = owner.onDurable
+    owner.onDurable = { deltas in
+      previous?(deltas)
+      wake.yield(.durable(deltas))
+    }
+    defer {
+      owner.onDurable = previous
+      reader.cancel()
+      ticker.cancel()
+      wake.finish()
+    }
+    let id = owner.id
+    var session = RelaySession(peer: peer)
+    var ending = Ending.cancelled
+    if !(await send(session.open(owner), to: socket)) {
+      await socket.close()
+      return (.failed, false)
+    }
+    report(.connected)
+    for await wakeup in wakeups {
+      var outgoing: [[UInt8]] = []
+      switch wakeup {
+      case .socket(.message(let bytes)):
+        do {
+          outgoing = try session.receive(bytes, into: owner)
+        } catch {
+          // Bytes that are not a relay message, or a failure of the owner's store
+          // (reported in its `lastError`): the next connection starts over from what the
+          // owner holds.
+          ending = .failed
+        }
+      case .socket(.closed(let code)):
+        return (.closed(code.flatMap(RelayCloseReason.init(rawValue:))), session.isAnswered)
+      case .durable(let deltas):
+        outgoing = session.durable(deltas, of: owner) + session.outgoing(owner)
+      case .tick:
+        outgoing = session.outgoing(owner)
+      }
+      if case .failed = ending { break }
+      if !(await send(outgoing, to: socket)) {
+        ending = .failed
+        break
+      }
+      if owner.id != id {
+        ending = .identityChanged
+        break
+      }
+      report(session.status(of: owner))
+    }
+    await socket.close()
+    return (ending, session.isAnswered)
+  }
+
+  /// Sends `messages` in order; `false` if the socket failed.
+  private func send(_ messages: [[UInt8]], to socket: any RelaySocket) async -> Bool {
+    for bytes in messages {
+      do {
+        try await socket.send(bytes)
+      } catch {
+        return false
+      }
+    }
+    return true
+  }
+}

@@ -1,0 +1,254 @@
+import Converge
+import ConvergeRelayClient
+import ConvergeStore
+import Foundation
+import Testing
+
+/// A relay in memory behind a lock, with the tokens it accepts: what the client's
+/// sockets talk to.
+final class MemoryRelayServer: @unchecked Sendable {  // guarded by `lock`
+  private let lock = NSLock()
+  private var relay = MemoryRelay()
+  private var accepting: Set<String>
+  private var refusal: UInt16
+  private var tokensSeen: [String] = []
+  /// Messages sent at the next opening, before the client speaks.
+  private var openingMessages: [[UInt8]] = []
+
+  init(accepting: Set<String>, refusal: RelayCloseReason = .unauthorized) {
+    self.accepting = accepting
+    self.refusal = refusal.rawValue
+  }
+
+  var tokens: [String] { lock.withLock { tokensSeen } }
+  var space: Replica { lock.withLock { relay.space } }
+
+  func sendAtNextOpening(_ messages: [[UInt8]]) { lock.withLock { openingMessages = messages } }
+
+  /// Opens a connection: `nil` refused with the close code, otherwise what to send first.
+  func open(token: String) -> Result<[[UInt8]], RelayCloseReasonCode> {
+    lock.withLock {
+      tokensSeen.append(token)
+      guard accepting.contains(token) else { return .failure(RelayCloseReasonCode(code: refusal)) }
+      relay.connect()
+      defer { openingMessages = [] }
+      return .success(openingMessages)
+    }
+  }
+
+  func handle(_ bytes: [UInt8]) throws -> [[UInt8]] {
+    try lock.withLock { try relay.handle(bytes) }
+  }
+}
+
+struct RelayCloseReasonCode: Error { var code: UInt16 }
+
+struct MemorySocket: RelaySocket {
+  let server: MemoryRelayServer
+  let events: AsyncStream<RelaySocketEvent>.Continuation
+
+  func send(_ bytes: [UInt8]) async throws {
+    for reply in try server.handle(bytes) { events.yield(.message(reply)) }
+  }
+
+  func close() async {
+    events.yield(.closed(code: 1000))
+    events.finish()
+  }
+}
+
+struct MemoryConnector: RelaySocketConnector {
+  let server: MemoryRelayServer
+
+  func connect(token: String) async throws -> (
+    socket: any RelaySocket, events: AsyncStream<RelaySocketEvent>
+  ) {
+    let (events, continuation) = AsyncStream.makeStream(of: RelaySocketEvent.self)
+    let socket = MemorySocket(server: server, events: continuation)
+    switch server.open(token: token) {
+    case .failure(let refusal):
+      // The relay accepts the upgrade, then closes with its reason.
+      continuation.yield(.closed(code: refusal.code))
+      continuation.finish()
+    case .success(let opening):
+      for message in opening { continuation.yield(.message(message)) }
+    }
+    return (socket, events)
+  }
+}
+
+/// Tokens handed out in turn: "token-1", "token-2"…
+final class TokenProvider: @unchecked Sendable {  // guarded by `lock`
+  private let lock = NSLock()
+  private var issued: [ReplicaID] = []
+  var calls: Int { lock.withLock { issued.count } }
+  /// The replica ids the tokens were asked for, in order.
+  var ids: [ReplicaID] { lock.withLock { issued } }
+  func next(for id: ReplicaID) -> String {
+    lock.withLock {
+      issued.append(id)
+      return "token-\(issued.count)"
+    }
+  }
+}
+
+private let quickBackoff = RelayClient.Backoff(base: .milliseconds(1), maximum: .milliseconds(5))
+
+/// Polls `condition` until it holds (at most ten seconds; a bound, not a timing).
+@MainActor
+private func eventually(_ condition: () -> Bool) async -> Bool {
+  for _ in 0..<1000 {
+    if condition() { return true }
+    try? await Task.sleep(for: .milliseconds(10))
+  }
+  return condition()
+}
+
+/// Runs `client` on `owner` until `done` holds for a status it reports; returns the
+/// statuses reported.
+@MainActor
+private func run(
+  _ client: RelayClient, _ owner: DeviceReplica, until done: (RelayClientStatus) -> Bool
+) async -> [RelayClientStatus] {
+  let task = Task { @MainActor in await client.run(owner: owner) }
+  var statuses: [RelayClientStatus] = []
+  for await status in client.statuses {
+    statuses.append(status)
+    if done(status) { break }
+  }
+  task.cancel()
+  await task.value
+  return statuses
+}
+
+// The view model of `RelayClient`'s documentation.
+@MainActor final class NotesModel {
+  let notes: DeviceReplica
+  let relay: RelayClient
+
+  init(notes: DeviceReplica, relay: RelayClient) {
+    self.notes = notes
+    self.relay = relay
+  }
+
+  func sync() async { await relay.run(owner: notes) }  // runs on the main actor
+}
+
+@MainActor
+@Suite(.timeLimit(.minutes(1))) struct RelayClientLoopTests {
+  /// `RelaySession`'s documented loop over a socket, and `RelayClient`'s view model.
+  @Test func theDocumentedSamplesSync() async throws {
+    let owner = try relayOwner()
+    owner.transact { $0.insertText("milk\n", at: 0, in: "body", of: relayNote) }
+    try owner.flush()
+    let server = MemoryRelayServer(accepting: ["token-1"])
+    let (socket, events) = try await MemoryConnector(server: server).connect(token: "token-1")
+    var session = RelaySession()
+    for bytes in session.open(owner) { try await socket.send(bytes) }
+
+    var inbound = events.makeAsyncIterator()
+    let first = await inbound.next()
+    guard case .message(let message)? = first else {
+      Issue.record("no answer: \(String(describing: first))")
+      return
+    }
+    // for each binary message from the relay:
+    for bytes in try session.receive(message, into: owner) { try await socket.send(bytes) }
+
+    // whenever the owner made edits durable (its `onDurable`, or a timer):
+    for bytes in session.outgoing(owner) { try await socket.send(bytes) }
+    #expect(session.isAnswered)
+    #expect(server.space.document.text(of: "body", in: relayNote) == "milk\n")
+
+    let model = NotesModel(
+      notes: try relayOwner(),
+      relay: RelayClient(
+        connector: MemoryConnector(server: server), token: { _ in "token-1" },
+        backoff: quickBackoff))
+    let sync = Task { await model.sync() }
+    #expect(
+      await eventually { model.notes.replica.document.text(of: "body", in: relayNote) == "milk\n" })
+    sync.cancel()
+    await sync.value
+  }
+
+  @Test func aRefusedTokenSurfacesItsTypedReasonAndStops() async throws {
+    let owner = try relayOwner()
+    let server = MemoryRelayServer(accepting: [], refusal: .wrongSpace)
+    let tokens = TokenProvider()
+    let client = RelayClient(
+      connector: MemoryConnector(server: server), token: { tokens.next(for: $0) },
+      backoff: quickBackoff)
+    await client.run(owner: owner)
+    var statuses: [RelayClientStatus] = []
+    for await status in client.statuses { statuses.append(status) }
+    #expect(statuses == [.offline, .connected, .refused(.wrongSpace)])
+    #expect(tokens.calls == 1)
+  }
+
+  @Test func anExpiredTokenIsReplacedFromTheProviderAndTheClientSyncs() async throws {
+    let owner = try relayOwner()
+    owner.transact { $0.insertText("milk\n", at: 0, in: "body", of: relayNote) }
+    try owner.flush()
+    let server = MemoryRelayServer(accepting: ["token-2"], refusal: .tokenExpired)
+    let tokens = TokenProvider()
+    let client = RelayClient(
+      connector: MemoryConnector(server: server), token: { tokens.next(for: $0) },
+      backoff: quickBackoff)
+    let statuses = await run(client, owner) { $0 == .upToDate }
+    #expect(server.tokens == ["token-1", "token-2"])
+    #expect(statuses.last == .upToDate)
+    #expect(!statuses.contains { if case .refused = $0 { true } else { false } })
+    #expect(server.space.document.text(of: "body", in: relayNote) == "milk\n")
+    #expect(owner.pendingCount == 0)
+  }
+
+  @Test func aFreshReplicaIDAsksForANewTokenAndReconnects() async throws {
+    let owner = try relayOwner()
+    owner.transact { $0.insertText("milk\n", at: 0, in: "body", of: relayNote) }
+    try owner.flush()
+    let restoredFrom = owner.id
+    let server = MemoryRelayServer(accepting: ["token-1", "token-2"])
+    // The relay holds later events of this id than the owner (a restored backup).
+    var later = CausalContext()
+    later.insert(replica: restoredFrom, counters: 1...500)
+    server.sendAtNextOpening([RelayAcknowledgement(durable: later).encoded()])
+    let events = owner.events()
+    let tokens = TokenProvider()
+    let client = RelayClient(
+      connector: MemoryConnector(server: server), token: { tokens.next(for: $0) },
+      backoff: quickBackoff)
+    let statuses = await run(client, owner) { $0 == .upToDate }
+    #expect(owner.id != restoredFrom)
+    #expect(server.tokens == ["token-1", "token-2"])
+    // The second token was asked for the fresh id.
+    #expect(tokens.ids == [restoredFrom, owner.id])
+    #expect(statuses.last == .upToDate)
+    // The edit made before the fresh id reached the relay all the same.
+    #expect(server.space.document.text(of: "body", in: relayNote) == "milk\n")
+    var iterator = events.makeAsyncIterator()
+    var sawIdentityChange = false
+    while !sawIdentityChange, let event = await iterator.next() {
+      if case .identityChanged = event { sawIdentityChange = true }
+    }
+    #expect(sawIdentityChange)
+  }
+
+  @Test func editsWhileConnectedGoOutOnceDurable() async throws {
+    let owner = try relayOwner()
+    let server = MemoryRelayServer(accepting: ["token-1"])
+    let client = RelayClient(
+      connector: MemoryConnector(server: server), token: { _ in "token-1" }, backoff: quickBackoff)
+    let task = Task { @MainActor in await client.run(owner: owner) }
+    var statuses = client.statuses.makeAsyncIterator()
+    while let status = await statuses.next(), status != .upToDate {}
+    owner.transact { $0.insertText("eggs\n", at: 0, in: "body", of: relayNote) }
+    // The store's clock is manual: the edit waits for its group commit.
+    try owner.flush()
+    while let status = await statuses.next(), status != .upToDate {}
+    #expect(server.space.document.text(of: "body", in: relayNote) == "eggs\n")
+    #expect(owner.pendingCount == 0)
+    task.cancel()
+    await task.value
+  }
+}
