@@ -50,7 +50,10 @@ final class ConnectionState: Sendable {
 /// (``RelayConfiguration/processQueueByteLimit``).
 final class QueueBudget: Sendable {
   let limit: Int
-  private let used = Mutex(0)
+  /// An atomic rather than a lock: every message fanned out to every socket takes from it
+  /// and gives back, from the hub's and the writers' threads at once, and a contended lock
+  /// there costs futex calls.
+  private let used = Atomic<Int>(0)
 
   init(limit: Int) {
     self.limit = limit
@@ -58,19 +61,22 @@ final class QueueBudget: Sendable {
 
   /// Counts `count` more bytes; false, counting nothing, beyond the limit.
   func take(_ count: Int) -> Bool {
-    used.withLock {
-      guard $0 + count <= limit else { return false }
-      $0 += count
-      return true
+    var current = used.load(ordering: .relaxed)
+    while true {
+      guard count <= limit - current else { return false }
+      let (exchanged, original) = used.compareExchange(
+        expected: current, desired: current + count, ordering: .relaxed)
+      if exchanged { return true }
+      current = original
     }
   }
 
   func give(_ count: Int) {
-    used.withLock { $0 -= count }
+    used.subtract(count, ordering: .relaxed)
   }
 
   /// Bytes queued now, over all sockets.
-  var bytes: Int { used.withLock { $0 } }
+  var bytes: Int { used.load(ordering: .relaxed) }
 }
 
 /// One socket's outgoing messages, bounded in count and in bytes, and in bytes summed

@@ -106,7 +106,7 @@ final class BenchMetrics: Sendable {
     // Let every space settle: one more handshake per device pulls anything missed. All
     // at once and bounded as a whole, so a relay that never answers ends the bench (as
     // not converged) instead of hanging it.
-    let settled = await Bench.within(.seconds(20)) {
+    let settled: Void? = await Bench.within(.seconds(20)) {
       await withTaskGroup(of: Void.self) { group in
         for device in devices {
           group.addTask { await device.settle(base: base, logger: logger) }
