@@ -1,13 +1,25 @@
-#if canImport(Darwin)
+#if canImport(Darwin) || canImport(FoundationNetworking)
   import Foundation
+  #if canImport(FoundationNetworking)
+    import FoundationNetworking
+  #endif
 
   /// Opens relay sockets with Foundation's `URLSessionWebSocketTask`: the relay client's
   /// socket on Apple platforms, with no package dependency.
   ///
-  /// Not compiled nor tested by this repository's CI, which runs on Linux (where the
-  /// `Relay` package's `WebSocketRelayConnector` is the socket): build and try it on an
-  /// Apple platform before relying on it. The relay's close code is read from the task's
-  /// `closeCode` once a receive fails.
+  /// This repository's CI runs on Linux: it compiles this type against
+  /// FoundationNetworking's `URLSessionWebSocketTask` (the same API), but has never run
+  /// it, so try it on an Apple platform before relying on it. On Linux it is unavailable:
+  /// FoundationNetworking's WebSocket needs a libcurl built with WebSocket support, which
+  /// distributions do not ship; the `Relay` package's `WebSocketRelayConnector` (SwiftNIO)
+  /// is the socket there. The relay's close code is read from the task's `closeCode` once
+  /// a receive fails.
+  #if !canImport(Darwin)
+    @available(
+      *, unavailable,
+      message: "use WebSocketRelayConnector from ConvergeRelayNIO (package Relay) on Linux"
+    )
+  #endif
   public struct URLSessionRelayConnector: RelaySocketConnector {
     /// The space's sync URL (`wss://host/v1/spaces/SPACE/sync`).
     public let url: URL
