@@ -205,6 +205,41 @@ struct Typist {
     }
   }
 
+  /// A frame's text is checked by the library's one UTF-8 validator: with the two bytes of
+  /// "é" replaced (and the frame resealed), another valid scalar decodes, and an overlong
+  /// form, a stray continuation byte or a lead byte with no continuation is `invalidUTF8`.
+  @Test func aFramesTextIsStrictUTF8() throws {
+    var replica = Replica(id: ReplicaID(rawValue: 0xFACE), wallClock: .fixed(0))
+    let key = EntityKey(type: "note", id: "n")
+    let commit = replica.transact { $0.insertText("é", at: 0, in: "body", of: key) }
+    var session = SyncSession()
+    let frame = session.pushEncoded(commit, from: replica)
+    let at = try #require(
+      frame.indices.dropLast().first { frame[$0] == 0xC3 && frame[$0 + 1] == 0xA9 })
+    func decoded(_ replacement: [UInt8]) throws -> String {
+      var bytes = frame
+      bytes.replaceSubrange(at..<(at + 2), with: replacement)
+      var decoder = SessionStream()
+      let delta = try decoder.decode(Self.reseal(bytes, stream: 0, sequence: 0)[...])
+      var peer = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(0))
+      peer.apply(delta)
+      return peer.document.text(of: "body", in: key)
+    }
+    #expect(try decoded([0xC3, 0xA9]) == "é")
+    #expect(try decoded([0xC3, 0xA8]) == "è")
+    for invalid: [UInt8] in [[0xC1, 0xA9], [0xA9, 0xA9], [0xC3, 0x41], [0xF8, 0x80]] {
+      #expect(throws: ConvergeDecodingError.self, "\(invalid)") { _ = try decoded(invalid) }
+      do {
+        _ = try decoded(invalid)
+      } catch let error as ConvergeDecodingError {
+        guard case .invalidUTF8 = error else {
+          Issue.record("\(invalid): \(error)")
+          continue
+        }
+      }
+    }
+  }
+
   /// Damaged frames, resealed with a valid checksum so that the record decoder sees the
   /// damage, are refused with a typed error or decode to some delta; the stream only
   /// moves on when a frame decodes.

@@ -233,9 +233,7 @@ extension SessionStream {
       throw ConvergeDecodingError.invalidValue(
         offset: offset, reason: "right origin inside its own run")
     }
-    var scalars: [Unicode.Scalar] = []
-    scalars.reserveCapacity(length)
-    for _ in 0..<length { scalars.append(try Self.readScalar(from: &reader)) }
+    let scalars = try Self.readScalars(length, from: &reader)
     let id = Dot(replica: author, counter: counter)
     noteInsert(id: id, lamport: lamport, rightOrigin: rightOrigin, length: length)
     return RGADelta.Insert(
@@ -336,29 +334,30 @@ extension SessionStream {
     return value
   }
 
-  /// Reads one scalar's UTF-8, rejecting overlong forms, surrogates and values past
-  /// U+10FFFF.
-  static func readScalar(from reader: inout ByteReader) throws -> Unicode.Scalar {
+  /// Reads `count` scalars of strictly valid UTF-8, checked by the library's one validator
+  /// (``UTF8Scalars``): their bytes end where `count` lead bytes say, and those bytes must
+  /// decode to exactly `count` scalars (no overlong forms, surrogates, values past
+  /// U+10FFFF, stray continuation bytes or cut sequences).
+  ///
+  /// - Complexity: O(b) for the b bytes of the scalars.
+  static func readScalars(_ count: Int, from reader: inout ByteReader) throws
+    -> [Unicode.Scalar]
+  {
     let offset = reader.offset
-    let lead = try reader.readUInt8()
-    let count: Int
-    var value: UInt32
-    switch lead {
-    case 0x00...0x7F: return Unicode.Scalar(lead)
-    case 0xC2...0xDF: (count, value) = (1, UInt32(lead & 0x1F))
-    case 0xE0...0xEF: (count, value) = (2, UInt32(lead & 0x0F))
-    case 0xF0...0xF4: (count, value) = (3, UInt32(lead & 0x07))
-    default: throw ConvergeDecodingError.invalidUTF8(offset: offset)
+    var probe = reader
+    let rest = try probe.readBytes(count: probe.remainingCount)
+    let byteCount = rest.withUnsafeBufferPointer {
+      UTF8Scalars.advance($0, from: 0, scalars: count).end
     }
-    for _ in 0..<count {
-      let byte = try reader.readUInt8()
-      guard byte & 0xC0 == 0x80 else { throw ConvergeDecodingError.invalidUTF8(offset: offset) }
-      value = value << 6 | UInt32(byte & 0x3F)
-    }
-    let minimum: UInt32 = count == 2 ? 0x800 : count == 3 ? 0x10000 : 0x80
-    guard value >= minimum, let scalar = Unicode.Scalar(value) else {
+    let bytes = try reader.readBytes(count: byteCount)
+    let decoded = try? bytes.withUnsafeBufferPointer { try UTF8Scalars.decode($0).scalars }
+    guard let decoded, decoded.count == count else {
+      // Fewer scalars than stated, all valid: the input ended first.
+      if let decoded, decoded.count < count, byteCount == rest.count {
+        throw ConvergeDecodingError.truncated(offset: reader.offset)
+      }
       throw ConvergeDecodingError.invalidUTF8(offset: offset)
     }
-    return scalar
+    return decoded
   }
 }
