@@ -26,9 +26,11 @@ import ConvergeStore
 ///
 /// **Tokens.** `token` is called with the owner's replica id (a token names the ids it
 /// may write as) at every connection that needs a new token: the first,
-/// after the relay closed with ``RelayCloseReason/tokenExpired``, and after the owner took
+/// after the relay closed with ``RelayCloseReason/tokenExpired``, after the owner took
 /// a fresh replica id (``DeviceReplica/Event/identityChanged(_:)``: a restored backup),
-/// whose edits the old token does not grant. The client then reconnects with the new
+/// whose edits the old token does not grant, and once per fresh id after the relay refused
+/// a token with ``RelayCloseReason/replicaNotGranted`` (a token the app kept from before
+/// the store opened a copied or restored folder). The client then reconnects with the new
 /// token; edits made meanwhile wait in the owner.
 ///
 /// **Isolation.** ``run(owner:isolation:)`` uses the owner in the caller's isolation (the
@@ -119,6 +121,8 @@ public final class RelayClient: Sendable {
       statusContinuation.yield(status)
     }
     var currentToken: String?
+    // The id for which a `replicaNotGranted` refusal already asked for a new token.
+    var regrantedFor: ReplicaID?
     report(.offline)
     while !Task.isCancelled {
       if currentToken == nil {
@@ -142,8 +146,13 @@ public final class RelayClient: Sendable {
       case .closed(.tokenExpired):
         currentToken = nil
       case .closed(let reason?) where !reason.isRetryable:
-        // A refusal of the old id after a fresh one: the new id needs a new token.
-        if reason == .replicaNotGranted, owner.identityChanges.count > 1 {
+        // A refusal of a token for the old id after a fresh one (taken while running, or
+        // when the store opened a copied or restored folder): the provider is asked once
+        // more, for the new id.
+        if reason == .replicaNotGranted, regrantedFor != owner.id,
+          owner.identityChanges.contains(where: { $0 != .firstLaunch })
+        {
+          regrantedFor = owner.id
           currentToken = nil
         } else {
           report(.refused(reason))
