@@ -13,7 +13,8 @@ import Foundation
 enum SimulateCommand {
   static let usage = """
     usage: converge simulate [--replicas N] [--operations N] [--seed S]
-                             [--workload notes|tasks|mixed] [--loss P] [--duplicate P]
+                             [--workload notes|tasks|mixed|boards] [--loss P]
+                             [--duplicate P]
                              [--reorder P] [--partitions P] [--offline P]
                              [--anti-entropy N] [--no-live-push] [--frames]
                              [--message-limit N] [--library N]

@@ -136,6 +136,11 @@ public struct Simulation: Sendable {
         replicas, pendingExplained: takenBack > 0, presenceChecked: run.statistics.damagedFiles == 0
       )
     }
+    if configuration.workload == .boards {
+      verdict.failures += Oracle.boardFailures(
+        of: replicas, created: run.createdCards, deleted: run.deletedCards,
+        lostChecked: takenBack == 0 && run.statistics.damagedFiles == 0)
+    }
     verdict.failures += run.ledger.failures(finalReplicas: replicas)
     if run.statistics.undecodable > 0 {
       verdict.failures.append(
@@ -233,6 +238,9 @@ struct SimulationRun {
   /// nothing made durable lost.
   var ledger = DurabilityLedger()
   var workloads: [Workload] = []
+  /// Cards created and deleted in the run (boards workload), seeded ones included.
+  var createdCards: Set<String> = []
+  var deletedCards: Set<String> = []
   /// The author's workload before each step: recorded when empty, else taken at each
   /// step (see ``ScheduleCuts``); `nil` when neither.
   var workloadsByStep: [Workload]?
@@ -281,6 +289,7 @@ struct SimulationRun {
       kind: configuration.workload,
       random: SimulationRandom(seed: seed, stream: Stream.origin.rawValue))
     originUser.seedOrigin(&origin, library: configuration.library)
+    createdCards = Set(Workload.cardColumns(in: origin.document).keys)
     restartRandom = SimulationRandom(seed: seed, stream: Stream.restarts.rawValue)
     fileDamageRandom = SimulationRandom(seed: seed, stream: Stream.fileDamage.rawValue)
     for index in 0..<count {
@@ -376,6 +385,8 @@ struct SimulationRun {
       devices[author].perform(&workloads[author], undoRate: configuration.undo)
     }
     statistics.undoPresses += workloads[author].undoPresses - presses
+    createdCards.formUnion(workloads[author].lastCardEvents.created)
+    deletedCards.formUnion(workloads[author].lastCardEvents.deleted)
     statistics.operations += 1
     if commit.delta.isEmpty { statistics.emptyOperations += 1 }
     pushDurable(from: author)

@@ -6,6 +6,10 @@ public enum WorkloadKind: String, Sendable, CaseIterable {
   case tasks
   /// Both apps' edits on the same replicas.
   case mixed
+  /// A kanban board: cards (string ids) in the movable `cards` lists of a few column
+  /// entities, inserted, moved within a column, moved across columns (removed from one
+  /// list and inserted into another in one transaction) and removed.
+  case boards
 }
 
 /// What the simulated network does to messages.

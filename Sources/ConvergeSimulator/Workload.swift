@@ -17,7 +17,7 @@ import ConvergeStore
 public struct Workload: Sendable {
   /// The app imitated.
   public let kind: WorkloadKind
-  private var random: SimulationRandom
+  var random: SimulationRandom
   /// Entity ids this user knows of, refreshed from the document now and then, so that
   /// choosing a target does not list the document on every operation.
   private var knownNotes: [String] = []
@@ -28,6 +28,9 @@ public struct Workload: Sendable {
   private var cursor = 0
   /// Undo or Redo presses that took back or made again a step.
   public private(set) var undoPresses = 0
+  /// The cards the last operation created and deleted (boards workload), for the
+  /// oracle's lost-card check (``Oracle/boardFailures(of:created:deleted:lostChecked:)``).
+  public internal(set) var lastCardEvents = CardEvents()
 
   /// A workload of `kind` drawing from `random`.
   public init(kind: WorkloadKind, random: SimulationRandom) {
@@ -70,9 +73,16 @@ public struct Workload: Sendable {
   @discardableResult
   public mutating func perform(on device: DeviceReplica, undoRate: Double) -> Commit {
     if random.chance(undoRate) {
-      let pressed = random.chance(2.0 / 3) ? device.undo() : device.redo()
+      let undoing = random.chance(2.0 / 3)
+      let before = kind == .boards ? Self.cardColumns(in: device.replica.document) : [:]
+      let pressed = undoing ? device.undo() : device.redo()
       if let pressed {
         undoPresses += 1
+        lastCardEvents = CardEvents()
+        if kind == .boards {
+          lastCardEvents.deleted = Self.deletedCards(
+            before: before, after: Self.cardColumns(in: device.replica.document))
+        }
         return pressed
       }
     }
@@ -85,11 +95,13 @@ public struct Workload: Sendable {
   private mutating func perform(through transact: ((inout DocumentTransaction) -> Void) -> Commit)
     -> Commit
   {
+    lastCardEvents = CardEvents()
     let notes: Bool
     switch kind {
     case .notes: notes = true
     case .tasks: notes = false
     case .mixed: notes = random.chance(0.5)
+    case .boards: return transact { tx in self.boardEdit(&tx) }
     }
     return transact { tx in
       if notes { self.noteEdit(&tx) } else { self.taskEdit(&tx) }
@@ -113,6 +125,19 @@ public struct Workload: Sendable {
   private mutating func seedOrigin(
     library: Int, through transact: ((inout DocumentTransaction) -> Void) -> Commit
   ) {
+    if kind == .boards {
+      // A board of a few columns, three cards each; `library` does not apply.
+      _ = transact { tx in
+        for column in Self.boardColumns {
+          for index in 0..<3 {
+            tx.insert(
+              .string(self.newID("card")), at: index, intoList: Self.cardsField,
+              of: Self.columnKey(column))
+          }
+        }
+      }
+      return
+    }
     _ = transact { tx in
       for _ in 0..<3 {
         if self.kind != .tasks { self.createNote(&tx) }
@@ -373,7 +398,7 @@ public struct Workload: Sendable {
     if index == ids.count || ids[index] != id { ids.insert(id, at: index) }
   }
 
-  private mutating func newID(_ prefix: String) -> String {
+  mutating func newID(_ prefix: String) -> String {
     prefix + "-" + String(random.next() >> 16, radix: 36)
   }
 

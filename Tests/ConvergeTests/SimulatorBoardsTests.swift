@@ -1,0 +1,174 @@
+import Converge
+import ConvergeStore
+import ConvergeTestSupport
+import Testing
+
+@testable import ConvergeSimulator
+
+/// The boards workload: cards in the movable lists of a few columns, inserted, moved
+/// within and across columns, removed and taken back with Undo, over the simulator's
+/// hostile network; and the oracle's board checks, which must catch a lost, phantom or
+/// diverging card and accept a card concurrently moved into two columns.
+@Suite struct SimulatorBoardsTests {
+  @Test func aBoardsRunWithUndoConvergesUnderFaults() throws {
+    try forEachSeed(count: 3, base: 0xB0_0000) { random in
+      let seed = random.next()
+      var configuration = SimulatorTests.small(seed: seed, workload: .boards, operations: 800)
+      configuration.undo = 0.15
+      let report = Simulation(configuration).run()
+      #expect(report.converged, "seed \(seed): \(report.text)")
+      #expect(report.undoPresses > 0, "seed \(seed)")
+      #expect(report.verdict.entityCount == Workload.boardColumns.count, "seed \(seed)")
+    }
+  }
+
+  /// On one device, with Undo and Redo pressed now and then, the card events add up: every
+  /// card shown was created, every card created and not deleted shows, and every kind of
+  /// edit happened. (Not "each in one column": undo can show a card in two, see
+  /// ``undoingAMoveAcrossAfterAMoveWithinShowsTheCardOnce()``.)
+  @Test func theCardEventsAddUpOnOneDevice() throws {
+    try forEachSeed(count: 3, base: 0xB0_1000) { random in
+      let seed = random.next()
+      let device = try DeviceReplica.inMemory()
+      var user = Workload(kind: .boards, random: SimulationRandom(seed: seed, stream: 1))
+      user.seedOrigin(device)
+      var created = Set(Workload.cardColumns(in: device.replica.document).keys)
+      var deleted: Set<String> = []
+      var crossMoves = 0
+      for _ in 0..<600 {
+        let before = Workload.cardColumns(in: device.replica.document)
+        user.perform(on: device, undoRate: 0.1)
+        let after = Workload.cardColumns(in: device.replica.document)
+        created.formUnion(user.lastCardEvents.created)
+        deleted.formUnion(user.lastCardEvents.deleted)
+        crossMoves +=
+          after.filter { card, columns in before[card].map { $0 != columns } ?? false }
+          .count
+      }
+      let shown = Workload.cardColumns(in: device.replica.document)
+      #expect(Set(shown.keys).isSubset(of: created), "seed \(seed)")
+      #expect(created.subtracting(deleted).isSubset(of: Set(shown.keys)), "seed \(seed)")
+      #expect(deleted.count > 20 && crossMoves > 50 && user.undoPresses > 20, "seed \(seed)")
+      #expect(
+        Oracle.boardFailures(
+          of: [device.replica], created: created, deleted: deleted, lostChecked: true
+        ).isEmpty, "seed \(seed)")
+    }
+  }
+
+  /// Known defect of the list undo (found by this workload, one device, nothing
+  /// concurrent): a card moved across columns and then within its new column, undone
+  /// twice, shows in both columns. Undoing the move within writes a new move of the card,
+  /// so the undo of the move across finds its move superseded and skips removing the card
+  /// from the destination, while it inserts it back into the source
+  /// (`DocumentTransaction.undoListEdit`). Recorded as a known issue so that this test
+  /// fails once the undo is fixed and the expectation can stand alone.
+  @Test func undoingAMoveAcrossAfterAMoveWithinShowsTheCardOnce() throws {
+    let device = try DeviceReplica.inMemory(undoHistory: UndoHistory(groupingInterval: .zero))
+    device.transact { tx in
+      tx.insert(.string("A"), at: 0, intoList: Workload.cardsField, of: todo)
+      tx.insert(.string("X"), at: 0, intoList: Workload.cardsField, of: doing)
+    }
+    device.transact { tx in
+      tx.remove(at: 0, fromList: Workload.cardsField, of: todo)
+      tx.insert(.string("A"), at: 0, intoList: Workload.cardsField, of: doing)
+    }
+    device.transact { $0.move(from: 0, to: 1, inList: Workload.cardsField, of: doing) }
+    #expect(
+      device.replica.document.list(of: Workload.cardsField, in: doing) == [
+        .string("X"), .string("A"),
+      ])
+    _ = device.undo()
+    #expect(
+      device.replica.document.list(of: Workload.cardsField, in: doing) == [
+        .string("A"), .string("X"),
+      ])
+    _ = device.undo()
+    #expect(device.replica.document.list(of: Workload.cardsField, in: todo) == [.string("A")])
+    withKnownIssue("undo of a move across leaves the card in the destination too") {
+      #expect(device.replica.document.list(of: Workload.cardsField, in: doing) == [.string("X")])
+    }
+  }
+
+  private let todo = Workload.columnKey("column-todo")
+  private let doing = Workload.columnKey("column-doing")
+  private let done = Workload.columnKey("column-done")
+
+  /// Two replicas holding cards A and B in the todo column.
+  private func twoBoards() -> (Replica, Replica) {
+    var phone = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(1_000))
+    phone.transact { tx in
+      tx.insert(.string("A"), at: 0, intoList: Workload.cardsField, of: todo)
+      tx.insert(.string("B"), at: 1, intoList: Workload.cardsField, of: todo)
+    }
+    return (phone, phone.forked(as: ReplicaID(rawValue: 2)))
+  }
+
+  private func moveAcross(_ replica: inout Replica, _ card: String, to column: EntityKey) {
+    replica.transact { tx in
+      let index = tx.document.list(of: Workload.cardsField, in: todo).firstIndex(of: .string(card))
+      guard let index else { return }
+      tx.remove(at: index, fromList: Workload.cardsField, of: todo)
+      tx.insert(.string(card), at: 0, intoList: Workload.cardsField, of: column)
+    }
+  }
+
+  /// The columns are separate lists: a card moved out of one column into two different
+  /// ones on two devices at once shows in both, on both. The oracle accepts it.
+  @Test func aCardMovedIntoTwoColumnsAtOnceShowsInBoth() {
+    var (phone, laptop) = twoBoards()
+    moveAcross(&phone, "A", to: doing)
+    moveAcross(&laptop, "A", to: done)
+    phone.merge(laptop)
+    laptop.merge(phone)
+    for replica in [phone, laptop] {
+      #expect(replica.document.list(of: Workload.cardsField, in: todo) == [.string("B")])
+      #expect(replica.document.list(of: Workload.cardsField, in: doing) == [.string("A")])
+      #expect(replica.document.list(of: Workload.cardsField, in: done) == [.string("A")])
+    }
+    #expect(
+      Oracle.boardFailures(
+        of: [phone, laptop], created: ["A", "B"], deleted: [], lostChecked: true
+      ).isEmpty)
+  }
+
+  /// A card removed on one device while moved across on the other is kept, in the
+  /// column it was moved to: a remove takes out only what it observed.
+  @Test func aMoveAcrossConcurrentWithARemoveKeepsTheCard() {
+    var (phone, laptop) = twoBoards()
+    moveAcross(&phone, "A", to: doing)
+    laptop.transact { $0.remove(at: 0, fromList: Workload.cardsField, of: todo) }
+    phone.merge(laptop)
+    laptop.merge(phone)
+    #expect(phone.document == laptop.document)
+    #expect(phone.document.list(of: Workload.cardsField, in: todo) == [.string("B")])
+    #expect(phone.document.list(of: Workload.cardsField, in: doing) == [.string("A")])
+  }
+
+  @Test func theOracleCatchesLostPhantomAndDivergingCards() {
+    let (phone, laptop) = twoBoards()
+    // A card created and never deleted that shows nowhere is lost; deleted, it is not.
+    let lost = Oracle.boardFailures(
+      of: [phone], created: ["A", "B", "C"], deleted: [], lostChecked: true)
+    #expect(lost.count == 1 && lost[0].contains("lost 1 cards never deleted: C"))
+    #expect(
+      Oracle.boardFailures(
+        of: [phone], created: ["A", "B", "C"], deleted: ["C"], lostChecked: true
+      )
+      .isEmpty)
+    #expect(
+      Oracle.boardFailures(
+        of: [phone], created: ["A", "B", "C"], deleted: [], lostChecked: false
+      ).isEmpty)
+    // A card nobody created is a phantom.
+    let phantom = Oracle.boardFailures(
+      of: [phone], created: ["A"], deleted: [], lostChecked: true)
+    #expect(phantom.count == 1 && phantom[0].contains("never created"))
+    // Replicas showing different columns diverge, even with the same cards.
+    var moved = laptop
+    moved.transact { $0.move(from: 0, to: 1, inList: Workload.cardsField, of: todo) }
+    let diverging = Oracle.boardFailures(
+      of: [phone, moved], created: ["A", "B"], deleted: [], lostChecked: true)
+    #expect(diverging.count == 1 && diverging[0].contains("other columns"))
+  }
+}
