@@ -92,6 +92,33 @@ package struct ByteReader: Sendable {
     return byte
   }
 
+  /// Reads `count` scalars of strictly valid UTF-8, checked by the library's one validator
+  /// (``UTF8Scalars``): their bytes end where `count` lead bytes say, and must decode to
+  /// exactly `count` scalars (no overlong forms, surrogates, values past U+10FFFF, stray
+  /// continuation bytes or cut sequences). A frame states a run's length in scalars, not
+  /// bytes.
+  ///
+  /// - Throws: ``ConvergeDecodingError/invalidUTF8(offset:)``, or `truncated` when the
+  ///   input ends first.
+  /// - Complexity: O(b) for the b bytes of the scalars.
+  mutating func readScalars(count: Int) throws -> [Unicode.Scalar] {
+    let start = offset
+    let (byteCount, scalars) = storage[position..<end].withUnsafeBufferPointer { rest in
+      let byteCount = UTF8Scalars.advance(rest, from: 0, scalars: count).end
+      let scalars = try? UTF8Scalars.decode(UnsafeBufferPointer(rebasing: rest[..<byteCount]))
+      return (byteCount, scalars?.scalars)
+    }
+    guard let scalars, scalars.count == count else {
+      // Fewer scalars than stated, all valid, up to the end: the input ended first.
+      if let scalars, scalars.count < count, byteCount == remainingCount {
+        throw ConvergeDecodingError.truncated(offset: start + byteCount)
+      }
+      throw ConvergeDecodingError.invalidUTF8(offset: start)
+    }
+    position += byteCount
+    return scalars
+  }
+
   /// Reads `count` bytes; the result shares storage with the reader and keeps its indices.
   public mutating func readBytes(count: Int) throws -> ArraySlice<UInt8> {
     guard count >= 0, count <= remainingCount else {

@@ -51,6 +51,7 @@ extension DocumentTransaction {
     guard let second = first.next else { return }
     let wasVisible = undoLog == nil || isVisible(key)
     let before = undoLog == nil ? [] : list.values
+    let positionsBefore = undoLog == nil ? [:] : list.items
     let listDelta = edit(&list, first, clock.tick())
     guard !listDelta.isEmpty else { return }
     let usesSecond = listDelta.slots.deletes.contains { $0.dot == second }
@@ -64,7 +65,8 @@ extension DocumentTransaction {
     commit(change)
     if undoLog != nil {
       noteRevival(of: key, wasVisible: wasVisible, by: last)
-      recordListUndo(listDelta, before: before, field: field, of: key)
+      recordListUndo(
+        listDelta, before: before, positions: positionsBefore, field: field, of: key)
     }
   }
 
@@ -72,40 +74,61 @@ extension DocumentTransaction {
   /// that read `before`: a removed item goes back to its index, an inserted one is
   /// removed and a moved one goes back, each only while no later move superseded it.
   private mutating func recordListUndo(
-    _ listDelta: MovableListDelta, before: [FieldValue], field: String, of key: EntityKey
+    _ listDelta: MovableListDelta, before: [FieldValue],
+    positions: [FieldValue: MovableListItem], field: String, of key: EntityKey
   ) {
     for (value, item) in listDelta.items {
       let index = before.firstIndex(of: value)
+      let previous = positions[value]?.position.stamp
       if let stamp = item.position.stamp {
         recordUndo(
-          .listEdit(ListUndo(key: key, field: field, item: value, index: index, written: stamp)))
+          .listEdit(
+            ListUndo(
+              key: key, field: field, item: value, index: index, written: stamp,
+              previous: previous)))
       } else if let index {
         recordUndo(
-          .listEdit(ListUndo(key: key, field: field, item: value, index: index, written: nil)))
+          .listEdit(
+            ListUndo(
+              key: key, field: field, item: value, index: index, written: nil,
+              previous: previous)))
       }
     }
   }
 
-  /// Performs an undo step of a list edit: removes an inserted item or moves a moved one
-  /// back while its latest move is still `undo.written`; inserts a removed one back.
-  mutating func undoListEdit(_ undo: ListUndo) {
+  /// Takes back one item's edit. A move or insert is taken back while it is still the
+  /// item's winning move, or lives on as one: an undo that put the item back where an
+  /// earlier edit of this device had it rewrote that edit's move (noted in
+  /// `substitutions`), so undoing the earlier edit next still finds it.
+  mutating func undoListEdit(_ undo: ListUndo, substitutions: inout UndoSubstitutions) {
     let values = document.list(of: undo.field, in: undo.key)
     let current = values.firstIndex(of: undo.item)
     guard let written = undo.written else {
       // A removal: insert it back, unless it is there again.
       if current == nil, let index = undo.index {
         insert(undo.item, at: index, intoList: undo.field, of: undo.key)
+        noteRewrite(of: undo, substitutions: &substitutions)
       }
       return
     }
     guard let current, case .list(let list)? = document.entities[undo.key]?.fields[undo.field],
-      list.items[undo.item]?.position.stamp == written
+      list.items[undo.item]?.position.stamp == substitutions.resolve(written)
     else { return }
     if let index = undo.index {
       move(from: current, to: index, inList: undo.field, of: undo.key)
+      noteRewrite(of: undo, substitutions: &substitutions)
     } else {
       remove(at: current, fromList: undo.field, of: undo.key)
     }
+  }
+
+  /// Notes that the move `undo` took back to now lives on as the item's current move.
+  private func noteRewrite(of undo: ListUndo, substitutions: inout UndoSubstitutions) {
+    guard let previous = undo.previous,
+      case .list(let list)? = document.entities[undo.key]?.fields[undo.field],
+      let now = list.items[undo.item]?.position.stamp
+    else { return }
+    substitutions.note(previous, rewrittenAs: now)
   }
 }
 
@@ -117,4 +140,6 @@ struct ListUndo: Sendable {
   var item: FieldValue
   var index: Int?
   var written: LWWRegister<Dot>.Stamp?
+  /// The item's move before the edit (nil: it had none), which an undo rewrites.
+  var previous: LWWRegister<Dot>.Stamp?
 }

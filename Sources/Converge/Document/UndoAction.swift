@@ -94,6 +94,24 @@ struct UndoSubstitutions: Sendable {
 
   mutating func note(_ old: Stamp, rewrittenAs new: Stamp) { stamps[old] = new }
 
+  /// List items' moves rewritten by an undo or redo (a list item's position is a register
+  /// of slots), followed as register stamps are.
+  private var listStamps: [LWWRegister<Dot>.Stamp: LWWRegister<Dot>.Stamp] = [:]
+
+  mutating func note(_ old: LWWRegister<Dot>.Stamp, rewrittenAs new: LWWRegister<Dot>.Stamp) {
+    listStamps[old] = new
+  }
+
+  /// The move a list item's move `stamp` lives on as now.
+  func resolve(_ stamp: LWWRegister<Dot>.Stamp) -> LWWRegister<Dot>.Stamp {
+    var current = stamp
+    for _ in 0...listStamps.count {
+      guard let next = listStamps[current] else { break }
+      current = next
+    }
+    return current
+  }
+
   /// Notes that the items `old` were re-inserted as the same number of items from
   /// `first`.
   mutating func note(_ old: RGA.ItemSpan, reinsertedFrom first: Dot) {
@@ -259,7 +277,7 @@ extension DocumentTransaction {
         substitutions.note(span, reinsertedFrom: first)
       }
     case .listEdit(let undo):
-      undoListEdit(undo)
+      undoListEdit(undo, substitutions: &substitutions)
     }
   }
 }

@@ -233,7 +233,7 @@ extension SessionStream {
       throw ConvergeDecodingError.invalidValue(
         offset: offset, reason: "right origin inside its own run")
     }
-    let scalars = try Self.readScalars(length, from: &reader)
+    let scalars = try reader.readScalars(count: length)
     let id = Dot(replica: author, counter: counter)
     noteInsert(id: id, lamport: lamport, rightOrigin: rightOrigin, length: length)
     return RGADelta.Insert(
@@ -332,32 +332,5 @@ extension SessionStream {
       table.append(value)
     }
     return value
-  }
-
-  /// Reads `count` scalars of strictly valid UTF-8, checked by the library's one validator
-  /// (``UTF8Scalars``): their bytes end where `count` lead bytes say, and those bytes must
-  /// decode to exactly `count` scalars (no overlong forms, surrogates, values past
-  /// U+10FFFF, stray continuation bytes or cut sequences).
-  ///
-  /// - Complexity: O(b) for the b bytes of the scalars.
-  static func readScalars(_ count: Int, from reader: inout ByteReader) throws
-    -> [Unicode.Scalar]
-  {
-    let offset = reader.offset
-    var probe = reader
-    let rest = try probe.readBytes(count: probe.remainingCount)
-    let byteCount = rest.withUnsafeBufferPointer {
-      UTF8Scalars.advance($0, from: 0, scalars: count).end
-    }
-    let bytes = try reader.readBytes(count: byteCount)
-    let decoded = try? bytes.withUnsafeBufferPointer { try UTF8Scalars.decode($0).scalars }
-    guard let decoded, decoded.count == count else {
-      // Fewer scalars than stated, all valid: the input ended first.
-      if let decoded, decoded.count < count, byteCount == rest.count {
-        throw ConvergeDecodingError.truncated(offset: reader.offset)
-      }
-      throw ConvergeDecodingError.invalidUTF8(offset: offset)
-    }
-    return decoded
   }
 }
