@@ -27,11 +27,7 @@ extension DeviceReplica {
   public func recordAcknowledgement(_ context: CausalContext, from peer: String)
     throws(StoreError)
   {
-    defer { refreshStatus() }
-    // A fresh id changes the replica.
-    try withMutation(keyPath: \.replica) {
-      Result { () throws(StoreError) in try store.recordAcknowledgement(context, from: peer) }
-    }.get()
+    try record(context, from: peer, saving: true)
   }
 
   /// Records that `peer` holds every event of `context` as
@@ -45,17 +41,28 @@ extension DeviceReplica {
   /// context holding later dots of this replica's id is recorded and saved at once, as
   /// the fresh id it makes the store take must be.
   ///
-  /// - Throws: a ``StoreError`` only from that fresh-id case.
+  /// - Throws: a ``StoreError`` only from that fresh-id case (or a closed store).
   package func noteAcknowledgement(_ context: CausalContext, from peer: String)
     throws(StoreError)
   {
-    let replica = store.replica
-    let held = replica.context.counters(of: replica.id).maximum
-    guard context.counters(of: replica.id).maximum <= held else {
-      return try recordAcknowledgement(context, from: peer)
+    try record(context, from: peer, saving: false)
+  }
+
+  /// The store's ``DocumentStore/recordAcknowledgement(_:from:saving:)``, and the badge;
+  /// observers of ``replica`` hear of it only when it takes a fresh id.
+  private func record(_ context: CausalContext, from peer: String, saving: Bool)
+    throws(StoreError)
+  {
+    defer { refreshStatus() }
+    guard store.holdsLaterDots(context) else {
+      return try store.recordAcknowledgement(context, from: peer, saving: saving)
     }
-    if store.noteHeld(context, by: peer) { store.acknowledgementsUnsaved = true }
-    refreshStatus()
+    // A fresh id changes the replica.
+    try withMutation(keyPath: \.replica) {
+      Result { () throws(StoreError) in
+        try store.recordAcknowledgement(context, from: peer, saving: saving)
+      }
+    }.get()
   }
 
   /// The durable events `peer` lacks: everything since its acknowledged context except

@@ -53,16 +53,38 @@ extension DocumentStore {
   public func recordAcknowledgement(_ context: CausalContext, from peer: String)
     throws(StoreError)
   {
+    try recordAcknowledgement(context, from: peer, saving: true)
+  }
+
+  /// Whether `context` holds dots of this store's replica id beyond what the store holds:
+  /// recording it makes the store take a fresh id.
+  package func holdsLaterDots(_ context: CausalContext) -> Bool {
+    context.counters(of: storedReplica.id).maximum
+      > storedReplica.context.counters(of: storedReplica.id).maximum
+  }
+
+  /// ``recordAcknowledgement(_:from:)``, saving the file only when `saving` (or when the
+  /// context makes the store take a fresh id); otherwise the acknowledgement is noted in
+  /// memory and saved with the next one that saves, or at ``close()``: for a transport
+  /// that hears an acknowledgement after each push, where a save each would cost two
+  /// `fsync`s per group commit of typing.
+  package func recordAcknowledgement(
+    _ context: CausalContext, from peer: String, saving: Bool
+  ) throws(StoreError) {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
-    let held = storedReplica.context.counters(of: storedReplica.id).maximum
-    if (context.counters(of: storedReplica.id).maximum) > held {
+    let freshID = holdsLaterDots(context)
+    if freshID {
       try flushCommits()
       storedReplica = storedReplica.forked(as: configuration.freshID())
       try writeIdentity(cleanShutdown: false)
       identityChanges.append(.peerHoldsLaterDots)
     }
     guard noteHeld(context, by: peer) || acknowledgementsUnsaved else { return }
+    guard saving || freshID else {
+      acknowledgementsUnsaved = true
+      return
+    }
     guard configuration.syncInBackground else { return try saveAcknowledgements() }
     // Takes in an earlier save's outcome first, so that a failure it reports is not
     // taken for this save's.

@@ -128,6 +128,8 @@ struct NotesBackend: Sendable {
     #expect(synced, "the relay holds the note and the badge cleared")
     let listening = Task { @MainActor in await model.listen() }
     model.rename(id, to: "Shopping")
+    #expect(model.rows.map(\.value.title) == ["Shopping"])
+    #expect(model.badge == 1)
     listening.cancel()
     await listening.value
     try notes.close()

@@ -172,9 +172,14 @@ let relayNote = EntityKey(type: "note", id: "list")
   /// Durable events beside an unsynced keystroke wait a few calls for the group commit
   /// instead of syncing the keystroke at once (a sync of their own per push would double
   /// the syncs of typing); after that the call syncs and sends both.
-  @Test func durableEventsBesideAnUnsyncedEditWaitForTheGroupCommit() throws {
+  /// A connected session over an owner that typed "a" (synced by the group commit) and
+  /// then "b" (not synced yet); `onDurable` is the owner's before it types.
+  private func typedOneSyncedOneNot(onDurable: (([[UInt8]]) -> Void)? = nil) throws -> (
+    clock: RelayTestClock, owner: DeviceReplica, relay: MemoryRelay, session: RelaySession
+  ) {
     let clock = RelayTestClock()
     let owner = try relayOwner(clock)
+    owner.onDurable = onDurable
     var relay = MemoryRelay()
     var session = RelaySession(streamSeed: 1)
     relay.connect()
@@ -183,6 +188,11 @@ let relayNote = EntityKey(type: "note", id: "list")
     clock.now += .milliseconds(250)
     owner.syncIfDue()
     owner.transact { $0.insertText("b", at: 1, in: "body", of: relayNote) }
+    return (clock, owner, relay, session)
+  }
+
+  @Test func durableEventsBesideAnUnsyncedEditWaitForTheGroupCommit() throws {
+    var (clock, owner, relay, session) = try typedOneSyncedOneNot()
     let syncs = owner.durableCommits
     for _ in 0..<4 { #expect(session.outgoing(owner).isEmpty) }
     #expect(owner.durableCommits == syncs)
@@ -204,18 +214,10 @@ let relayNote = EntityKey(type: "note", id: "list")
   /// The commits the store made durable go out as they are, beside a later keystroke
   /// still waiting for its sync, with no sync of their own.
   @Test func commitsMadeDurableArePushedAsTheyAre() throws {
-    let clock = RelayTestClock()
-    let owner = try relayOwner(clock)
-    var madeDurable: [[UInt8]] = []
-    owner.onDurable = { madeDurable += $0 }
-    var relay = MemoryRelay()
-    var session = RelaySession(streamSeed: 1)
-    relay.connect()
-    try exchange(session.open(owner), &session, owner, &relay)
-    owner.transact { $0.insertText("a", at: 0, in: "body", of: relayNote) }
-    clock.now += .milliseconds(250)
-    owner.syncIfDue()
-    owner.transact { $0.insertText("b", at: 1, in: "body", of: relayNote) }
+    final class Collected { var deltas: [[UInt8]] = [] }
+    let collected = Collected()
+    var (_, owner, relay, session) = try typedOneSyncedOneNot { collected.deltas += $0 }
+    var madeDurable: [[UInt8]] { collected.deltas }
     let syncs = owner.durableCommits
     let pushes = session.durable(madeDurable, of: owner)
     #expect(pushes.count == 1)

@@ -47,8 +47,9 @@ extension DocumentTransaction {
     case nil: break
     default: return  // a field of another kind
     }
-    let first = nextDot()
-    guard let second = first.next else { return }
+    // Two consecutive dots: a move's new slot and the delete of its old one.
+    let first = nextDots(2)
+    let second = Dot(replica: first.replica, counter: first.counter + 1)
     let wasVisible = undoLog == nil || isVisible(key)
     let before = undoLog == nil ? [] : list.values
     let positionsBefore = undoLog == nil ? [:] : list.items
@@ -79,20 +80,14 @@ extension DocumentTransaction {
   ) {
     for (value, item) in listDelta.items {
       let index = before.firstIndex(of: value)
-      let previous = positions[value]?.position.stamp
-      if let stamp = item.position.stamp {
-        recordUndo(
-          .listEdit(
-            ListUndo(
-              key: key, field: field, item: value, index: index, written: stamp,
-              previous: previous)))
-      } else if let index {
-        recordUndo(
-          .listEdit(
-            ListUndo(
-              key: key, field: field, item: value, index: index, written: nil,
-              previous: previous)))
-      }
+      let written = item.position.stamp
+      // A removal of an item that was not shown has nothing to take back.
+      guard written != nil || index != nil else { continue }
+      recordUndo(
+        .listEdit(
+          ListUndo(
+            key: key, field: field, item: value, index: index, written: written,
+            previous: positions[value]?.position.stamp)))
     }
   }
 

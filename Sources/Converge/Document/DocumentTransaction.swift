@@ -423,7 +423,7 @@ public struct DocumentTransaction: Sendable {
 
   /// The first of `count` consecutive fresh dots, switching to a fresh replica id if the
   /// current one cannot supply them.
-  private mutating func nextDots(_ count: UInt64) -> Dot {
+  mutating func nextDots(_ count: UInt64) -> Dot {
     while true {
       if let first = document.context.nextDot(for: replica),
         count == 0 || first.counter <= UInt64.max - (count - 1)
