@@ -7,7 +7,8 @@ import Converge
 /// frames, told apart by its first byte: `R` (0x52), where a Converge message starts with
 /// `C` (0x43) and a session frame with 0xCF. Layout: `R`, the envelope version (1), the
 /// kind (1, acknowledgement), then the context as a `causalContext` message. The HTTP
-/// push answers with the same bytes.
+/// push answers with the same bytes. Kind 2 is the relay's ``RelayStableCut``, kind 3 a
+/// device's ``RelaySeenReport``.
 public struct RelayAcknowledgement: Sendable, Equatable {
   /// The first byte of every relay envelope.
   public static let magic: UInt8 = 0x52
@@ -32,18 +33,32 @@ public struct RelayAcknowledgement: Sendable, Equatable {
     bytes.first == magic
   }
 
+  /// The kind of a relay envelope (its third byte), or `nil` for bytes too short to be one.
+  public static func envelopeKind(_ bytes: ArraySlice<UInt8>) -> UInt8? {
+    guard bytes.count >= 3, bytes.first == magic else { return nil }
+    return bytes[bytes.startIndex + 2]
+  }
+
+  /// Checks the header of a relay envelope of `kind` and returns a reader at its body.
+  ///
+  /// - Throws: a `ConvergeDecodingError` for bytes that are not such an envelope.
+  package static func openEnvelope(_ bytes: ArraySlice<UInt8>, kind: UInt8) throws -> ByteReader {
+    guard bytes.count >= 3 else { throw ConvergeDecodingError.truncated(offset: bytes.count) }
+    let start = bytes.startIndex
+    guard bytes[start] == magic else {
+      throw ConvergeDecodingError.invalidValue(offset: 0, reason: "not a relay envelope")
+    }
+    guard bytes[start + 1] == version, bytes[start + 2] == kind else {
+      throw ConvergeDecodingError.invalidValue(offset: 1, reason: "unknown relay envelope")
+    }
+    return ByteReader(bytes.dropFirst(3))
+  }
+
   /// Decodes bytes made by ``encoded()``.
   ///
   /// - Throws: a `ConvergeDecodingError` for anything ``encoded()`` could not produce.
   public init(decoding bytes: ArraySlice<UInt8>) throws {
-    guard bytes.count >= 3 else { throw ConvergeDecodingError.truncated(offset: bytes.count) }
-    let start = bytes.startIndex
-    guard bytes[start] == Self.magic else {
-      throw ConvergeDecodingError.invalidValue(offset: 0, reason: "not a relay envelope")
-    }
-    guard bytes[start + 1] == Self.version, bytes[start + 2] == Self.acknowledgementKind else {
-      throw ConvergeDecodingError.invalidValue(offset: 1, reason: "unknown relay envelope")
-    }
-    durable = try CausalContext(decoding: bytes.dropFirst(3))
+    var reader = try Self.openEnvelope(bytes, kind: Self.acknowledgementKind)
+    durable = try CausalContext(decoding: try reader.readBytes(count: reader.remainingCount))
   }
 }

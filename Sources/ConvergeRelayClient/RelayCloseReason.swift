@@ -40,6 +40,12 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   /// the relay does not hold: a removal of an entity or a set element, or a text delete,
   /// that would hide that replica's later edits (see `AuthorshipViolation/isObservation`).
   case observedUnknownEvents = 4010
+  /// The relay retired this device's replica id from the space: it was silent longer than
+  /// the relay's horizon, its token's grant expired, or it came back holding less than
+  /// the relay recorded it had seen (a restored backup). Deleted data the device may
+  /// still hold has been forgotten by the others, so it cannot sync as it is: it takes a
+  /// fresh replica id, fetches the current state and applies its own edits again.
+  case retired = 4011
   /// The relay serves as many sockets as it allows one process, or its sockets' outgoing
   /// queues hold as many bytes as it allows them together; retry later.
   case relayBusy = 4020
@@ -55,7 +61,7 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
       .storedDataUnreadable, .relayBusy, .spaceBusy:
       true
     case .malformedMessage, .unauthorized, .wrongSpace, .tokenExpired, .readOnlyToken,
-      .replicaNotGranted, .observedUnknownEvents:
+      .replicaNotGranted, .observedUnknownEvents, .retired:
       false
     }
   }
@@ -76,6 +82,7 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
     case .slowConsumer: "slow consumer"
     case .storedDataUnreadable: "stored data unreadable"
     case .observedUnknownEvents: "observed events that do not exist"
+    case .retired: "retired"
     case .relayBusy: "relay busy"
     case .spaceBusy: "space busy"
     }

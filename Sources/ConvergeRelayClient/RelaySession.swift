@@ -66,6 +66,22 @@ public struct RelaySession {
   /// syncs the unsynced edit to send what waits beside it (with ``RelayClient``'s 50 ms
   /// tick, about 200 ms).
   static let pushPatience = 4
+  /// The relay's latest stable cut this device does not hold the covering context of
+  /// yet: forgotten with once it does (see ``RelayStableCut``).
+  private var pendingCut: RelayStableCut?
+  /// Whether the device's context may have grown (it received or pushed events) since
+  /// its last report to the relay.
+  private var owesSeenReport = false
+  /// The context to report next and the owner's commit count when it was taken: sent
+  /// once the store has made that many commits durable.
+  private var reportCandidate: (seen: CausalContext, commit: Int)?
+  /// The context last reported on this connection.
+  private var lastReported = CausalContext()
+  /// Calls of ``outgoing(_:)`` since the last report.
+  private var callsSinceReport = 0
+  /// How many calls of ``outgoing(_:)`` at least separate two reports of what the device
+  /// has seen (``RelaySeenReport``): with ``RelayClient``'s 50 ms tick, about a second.
+  public static let seenReportPatience = 20
 
   /// A session recording the relay's acknowledgements in the owner under `peer`.
   public init(peer: String = RelaySession.defaultPeer) {
@@ -97,6 +113,11 @@ public struct RelaySession {
     sync.reset()
     isAnswered = false
     deferredPushes = 0
+    // The handshake states the device's context: the relay needs no report of it.
+    owesSeenReport = false
+    reportCandidate = nil
+    lastReported = CausalContext()
+    callsSinceReport = 0
     return handshake(owner)
   }
 
@@ -108,10 +129,21 @@ public struct RelaySession {
   /// memory, saved with the next stated context or at the owner's close). A frame that does not continue the relay's stream
   /// (one was lost) is answered with a handshake asking for a new stream.
   ///
+  /// A ``RelayStableCut`` makes the owner forget the deleted entities stable in it
+  /// (``DeviceReplica/forgetDeleted(stable:)``) once it holds the cut's covering context;
+  /// until then the cut waits, and is taken up after a later message brings what lacked.
+  ///
   /// - Throws: a ``ConvergeDecodingError`` for bytes that are not a relay message (the
   ///   owner is unchanged; close the connection), or a ``StoreError`` from the owner (its
   ///   delta is integrated all the same).
   public mutating func receive(_ bytes: [UInt8], into owner: DeviceReplica) throws -> [[UInt8]] {
+    if RelayAcknowledgement.envelopeKind(bytes[...]) == RelayStableCut.kind {
+      let cut = try RelayStableCut(decoding: bytes[...])
+      // Cuts only grow: a later one replaces an earlier one still waiting.
+      pendingCut = cut
+      forgetIfCovered(owner)
+      return []
+    }
     if RelayAcknowledgement.isRelayEnvelope(bytes[...]) {
       let acknowledgement = try RelayAcknowledgement(decoding: bytes[...])
       // Noted in memory (the badge follows) and saved with the next handshake's stated
@@ -128,7 +160,39 @@ public struct RelaySession {
     }
     try owner.receive(message, through: &sync, from: peer)
     if message.context != nil { isAnswered = true }
+    if message.delta != nil {
+      owesSeenReport = true
+      forgetIfCovered(owner)
+    }
     return handshake(owner) + outgoing(owner)
+  }
+
+  /// Forgets with the waiting cut once the owner holds its covering context.
+  private mutating func forgetIfCovered(_ owner: DeviceReplica) {
+    guard let cut = pendingCut, owner.replica.context.includes(cut.covering) else { return }
+    pendingCut = nil
+    _ = owner.forgetDeleted(stable: cut.stable)
+  }
+
+  /// A report of the owner's context for the relay (``RelaySeenReport``) when it is due:
+  /// the context grew since the last one, ``seenReportPatience`` calls have passed, and
+  /// the store has made durable every commit the context holds.
+  private mutating func seenReport(_ owner: DeviceReplica) -> [[UInt8]] {
+    callsSinceReport += 1
+    if reportCandidate == nil {
+      guard owesSeenReport, callsSinceReport >= Self.seenReportPatience else { return [] }
+      owesSeenReport = false
+      let seen = owner.replica.context
+      guard !lastReported.includes(seen) else { return [] }
+      reportCandidate = (seen, owner.store.committed)
+    }
+    guard let candidate = reportCandidate, owner.store.durableCommits >= candidate.commit else {
+      return []
+    }
+    reportCandidate = nil
+    lastReported = candidate.seen
+    callsSinceReport = 0
+    return [RelaySeenReport(seen: candidate.seen).encoded()]
   }
 
   /// The live pushes of the owner's durable events the relay lacks, or a handshake
@@ -146,6 +210,11 @@ public struct RelaySession {
   public mutating func outgoing(_ owner: DeviceReplica) -> [[UInt8]] {
     guard isAnswered else { return [] }
     if sync.owesMessage { return handshake(owner) }
+    return pushes(owner) + seenReport(owner)
+  }
+
+  /// ``outgoing(_:)``'s live pushes.
+  private mutating func pushes(_ owner: DeviceReplica) -> [[UInt8]] {
     guard let known = sync.peerContext else { return [] }
     // Durable events beside an unsynced edit can go only after a sync: wait a few calls
     // for the group commit (typing leaves a window after each sync) before forcing one.
@@ -156,6 +225,7 @@ public struct RelaySession {
     }
     deferredPushes = 0
     guard !delta.isEmpty else { return [] }
+    owesSeenReport = true
     return [sync.pushEncoded(delta, from: owner.replica)]
   }
 
@@ -184,6 +254,7 @@ public struct RelaySession {
       guard own == delta.context else { continue }
       frames.append(sync.pushEncoded(delta, from: owner.replica))
     }
+    if !frames.isEmpty { owesSeenReport = true }
     return frames
   }
 

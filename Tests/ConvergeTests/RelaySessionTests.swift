@@ -22,10 +22,16 @@ struct MemoryRelay {
   var session = SyncSession(streamSeed: 0x5EED)
   /// Every message received, decoded.
   var received: [SyncMessage] = []
+  /// Every report of what the device has seen, decoded.
+  var reports: [RelaySeenReport] = []
 
   mutating func connect() { session.reset() }
 
   mutating func handle(_ bytes: [UInt8]) throws -> [[UInt8]] {
+    if RelayAcknowledgement.isRelayEnvelope(bytes[...]) {
+      reports.append(try RelaySeenReport(decoding: bytes[...]))
+      return []
+    }
     let message = try session.decode(bytes[...])
     received.append(message)
     var replies: [[UInt8]] = []

@@ -1,3 +1,4 @@
+import Converge
 import Logging
 import NIOCore
 import NIOSSL
@@ -40,6 +41,14 @@ import Synchronization
 ///   writer wins; a node computes it from a replica that applied exactly positions
 ///   1…through), then deletes the rows the stored snapshot covers: a reader behind it
 ///   gets the snapshot instead, which ``SpaceHub`` merges like any delta.
+/// - ``replaceSnapshot(space:state:through:)`` (a snapshot that forgot deleted content)
+///   writes the snapshot and deletes the log rows it covers like compaction, then runs
+///   `VACUUM` on both tables: no row holds the forgotten content any more, and the dead
+///   row versions that still do are marked free for PostgreSQL to overwrite. Their bytes
+///   stay in the table's pages (and in WAL segments not recycled yet) until then;
+///   `VACUUM FULL`, which rewrites the tables but locks them, is left to the operator.
+/// - Existing databases gain `converge_relay_devices` (the spaces' ``RelayDeviceRecord``s)
+///   at connect: every table is created if missing.
 /// - ``events()`` reports every node's appends through `LISTEN converge_relay` (the
 ///   payload is `position delta space`, the delta in base64 or `-` when it does not fit)
 ///   on a connection of its own, reconnected with backoff after the database restarts
@@ -139,6 +148,16 @@ public final class PostgresRelayStore: RelayStore {
     """
     CREATE TABLE IF NOT EXISTS converge_relay_snapshots(
       space text PRIMARY KEY, through bigint NOT NULL, state bytea NOT NULL)
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS converge_relay_devices(
+      space text NOT NULL, replica bigint NOT NULL, seen bytea NOT NULL,
+      last_heard bigint NOT NULL, expiry bigint NOT NULL, retired boolean NOT NULL,
+      PRIMARY KEY(space, replica))
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS converge_relay_stable_cuts(
+      space text PRIMARY KEY, stable bytea NOT NULL)
     """,
   ]
 
@@ -251,6 +270,77 @@ public final class PostgresRelayStore: RelayStore {
       DELETE FROM converge_relay_log WHERE space = \(space)
         AND position <= (SELECT through FROM converge_relay_snapshots WHERE space = \(space))
       """)
+  }
+
+  public func devices(space: String) async throws -> [RelayDeviceRecord] {
+    let rows = try await client.query(
+      """
+      SELECT replica, seen, last_heard, expiry, retired FROM converge_relay_devices
+      WHERE space = \(space)
+      """)
+    var devices: [RelayDeviceRecord] = []
+    for try await (replica, seen, lastHeard, expiry, retired) in rows.decode(
+      (Int64, ByteBuffer, Int64, Int64, Bool).self)
+    {
+      devices.append(
+        RelayDeviceRecord(
+          replica: ReplicaID(rawValue: UInt64(bitPattern: replica)),
+          seen: try CausalContext(decoding: [UInt8](buffer: seen)), lastHeard: lastHeard,
+          expiry: expiry, isRetired: retired))
+    }
+    return devices
+  }
+
+  public func record(space: String, devices: [RelayDeviceRecord]) async throws {
+    for device in devices {
+      let replica = Int64(bitPattern: device.replica.rawValue)
+      try await client.query(
+        """
+        INSERT INTO converge_relay_devices AS d(space, replica, seen, last_heard, expiry, retired)
+        VALUES (\(space), \(replica), \(ByteBuffer(bytes: device.seen.encoded())),
+          \(device.lastHeard), \(device.expiry), \(device.isRetired))
+        ON CONFLICT (space, replica) DO UPDATE SET seen = excluded.seen,
+          last_heard = GREATEST(d.last_heard, excluded.last_heard),
+          expiry = GREATEST(d.expiry, excluded.expiry), retired = d.retired OR excluded.retired
+        """)
+    }
+  }
+
+  public func stableCut(space: String) async throws -> CausalContext {
+    let rows = try await client.query(
+      "SELECT stable FROM converge_relay_stable_cuts WHERE space = \(space)")
+    for try await stable in rows.decode(ByteBuffer.self) {
+      return try CausalContext(decoding: [UInt8](buffer: stable))
+    }
+    return CausalContext()
+  }
+
+  public func recordStableCut(space: String, stable: CausalContext) async throws {
+    try await client.query(
+      """
+      INSERT INTO converge_relay_stable_cuts(space, stable)
+      VALUES (\(space), \(ByteBuffer(bytes: stable.encoded())))
+      ON CONFLICT (space) DO UPDATE SET stable = excluded.stable
+      """)
+  }
+
+  public func replaceSnapshot(space: String, state: [UInt8], through position: UInt64)
+    async throws
+  {
+    let through = Int64(clamping: position)
+    try await client.query(
+      """
+      INSERT INTO converge_relay_snapshots AS s(space, through, state)
+      VALUES (\(space), \(through), \(ByteBuffer(bytes: state)))
+      ON CONFLICT (space) DO UPDATE SET through = excluded.through, state = excluded.state
+      WHERE excluded.through >= s.through
+      """)
+    try await client.query(
+      """
+      DELETE FROM converge_relay_log WHERE space = \(space)
+        AND position <= (SELECT through FROM converge_relay_snapshots WHERE space = \(space))
+      """)
+    try await client.query("VACUUM converge_relay_log, converge_relay_snapshots")
   }
 
   public func events() -> AsyncStream<RelayStoreEvent>? {

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
 /// The relay's address and limits.
 ///
 /// Every limit that bounds memory or work is here, with its default. What a relay holds:
@@ -10,6 +16,11 @@
 /// ``maxConnections`` sockets in the process or ``maxSocketsPerSpace`` in one space, new
 /// sockets are refused with a retryable close code (`relayBusy`, `spaceBusy`) that
 /// clients wait out with backoff.
+///
+/// Deleted data: the relay records what each device of a space has seen and sends every
+/// device the space's stable cut; a device silent for longer than ``retireAfter``, or
+/// whose grant has ended, is retired (it no longer holds the cut back, and is refused
+/// with `retired`, 4011, if it comes back).
 public struct RelayConfiguration: Sendable {
   /// The interface to bind; loopback unless the relay is meant to be reachable.
   public var host = "127.0.0.1"
@@ -62,6 +73,17 @@ public struct RelayConfiguration: Sendable {
   /// Deltas that may wait for one space's next group commit; a push beyond it closes its
   /// socket with `spaceBusy` (4021), and the device sends it again after backing off.
   public var pendingDeltasPerSpace = 16_384
+
+  /// How long a device may stay silent (no handshake or report, not connected) before
+  /// the relay retires it from a space: until then, a device merely offline holds back
+  /// the stable cut, and what it has not seen deleted stays on every replica.
+  public var retireAfter: Duration = .seconds(30 * 24 * 3600)
+  /// How long after its latest grant (its token's `exp`) ended a device is retired, if no
+  /// newer token of it was seen meanwhile: a device that lost its access stops holding
+  /// the cut back, one that refreshes short-lived tokens is not retired.
+  public var grantGrace: Duration = .seconds(24 * 3600)
+  /// The relay's wall clock, for ``retireAfter`` and grants' ends (a test's own clock).
+  public var now: @Sendable () -> Date = { Date() }
 
   /// The defaults: loopback, port 7780.
   public init() {}

@@ -180,12 +180,19 @@ struct RelayPeer {
   /// Receives the space's context once a live push is durable, or the store's error.
   let acknowledge: @Sendable (Result<CausalContext, any Error>) -> Void
   var session = SyncSession()
+  /// Whether the hub admitted the device (its first message).
+  var isAdmitted = false
+  /// What the device has seen, as far as this connection knows: its handshakes' contexts
+  /// and its reports, plus ``pushed`` once a report comes.
+  var seen = CausalContext()
+  /// What the device pushed since its last report (held by the device, durably).
+  var pushed = CausalContext()
 
   /// Handles one binary message and returns the messages to send back, or why the
   /// connection must close. Nothing is committed when a reason is returned, except
   /// for `serverError` or `storedDataUnreadable`, which the store raised.
   mutating func handle(_ bytes: ArraySlice<UInt8>) async -> Result<[[UInt8]], RelayCloseReason> {
-    if RelayAcknowledgement.isRelayEnvelope(bytes) { return .failure(.malformedMessage) }
+    if RelayAcknowledgement.isRelayEnvelope(bytes) { return await handleEnvelope(bytes) }
     let message: SyncMessage
     do {
       message = try session.decode(bytes)
@@ -195,6 +202,52 @@ struct RelayPeer {
     } catch {
       return .failure(.malformedMessage)
     }
+    // The device's first message is admitted (or refused as retired) before anything of
+    // it is committed; a later handshake's context grows what it has seen.
+    var cut: [[UInt8]] = []
+    if !isAdmitted {
+      do {
+        switch try await hub.admit(id, grant: grant, context: message.context) {
+        case .retired: return .failure(.retired)
+        case .admitted(let current): cut = current.map { [$0.encoded()] } ?? []
+        }
+      } catch {
+        return .failure(RelayCloseReason(refreshing: error))
+      }
+      isAdmitted = true
+      seen = message.context ?? CausalContext()
+    } else if let context = message.context {
+      seen.formUnion(context)
+    }
+    if message.context == nil, let delta = message.delta { pushed.formUnion(delta.context) }
+    switch await handleSync(message) {
+    case .success(let replies): return .success(replies + cut)
+    case .failure(let reason): return .failure(reason)
+    }
+  }
+
+  /// A relay envelope from the device: only a ``RelaySeenReport`` is one a device sends.
+  private mutating func handleEnvelope(_ bytes: ArraySlice<UInt8>) async -> Result<
+    [[UInt8]], RelayCloseReason
+  > {
+    guard isAdmitted, RelayAcknowledgement.envelopeKind(bytes) == RelaySeenReport.kind,
+      let report = try? RelaySeenReport(decoding: bytes)
+    else { return .failure(.malformedMessage) }
+    seen.formUnion(report.seen)
+    seen.formUnion(pushed)
+    pushed = CausalContext()
+    do {
+      try await hub.noteSeen(grant: grant, seen: seen)
+    } catch {
+      return .failure(RelayCloseReason(refreshing: error))
+    }
+    return .success([])
+  }
+
+  /// ``handle(_:)`` for a sync message of an admitted device.
+  private mutating func handleSync(_ message: SyncMessage) async -> Result<
+    [[UInt8]], RelayCloseReason
+  > {
     var replies: [[UInt8]] = []
     // An answer computed from an overstated view of the space (a message of ours was
     // lost on the way) is not committed: the session states the space's real context

@@ -386,7 +386,8 @@ extension RelayCloseReason {
       case .malformedMessage: .badRequest
       case .messageTooLarge: .contentTooLarge
       case .unauthorized, .tokenExpired: .unauthorized
-      case .wrongSpace, .readOnlyToken, .replicaNotGranted, .observedUnknownEvents: .forbidden
+      case .wrongSpace, .readOnlyToken, .replicaNotGranted, .observedUnknownEvents, .retired:
+        .forbidden
       case .rateLimited: .tooManyRequests
       case .relayBusy, .spaceBusy: .serviceUnavailable
       case .idleTimeout, .slowConsumer, .serverError, .storedDataUnreadable: .internalServerError

@@ -1,3 +1,5 @@
+import Converge
+
 /// Where the relay keeps each space: an append-only log of validated deltas and, for its
 /// compacted prefix, a snapshot of the state.
 ///
@@ -24,6 +26,31 @@ public protocol RelayStore: Sendable {
   /// the space after applying exactly positions 1…`position`). Keeps an existing snapshot
   /// that covers more; safe to call from several processes at once.
   func compact(space: String, state: [UInt8], through position: UInt64) async throws
+
+  /// What the store records of the space's devices (see ``RelayDeviceRecord``), in no
+  /// particular order.
+  func devices(space: String) async throws -> [RelayDeviceRecord]
+
+  /// Records `devices` in the space, each replacing the stored record of its replica:
+  /// its `seen` as given, the later of the two `lastHeard` and `expiry`, and retired if
+  /// either is (a retired replica never comes back). Durable when it returns.
+  func record(space: String, devices: [RelayDeviceRecord]) async throws
+
+  /// The space's stable cut as last recorded (``recordStableCut(space:stable:)``), or an
+  /// empty context.
+  func stableCut(space: String) async throws -> CausalContext
+
+  /// Records the space's stable cut before anything is forgotten with it: a device that
+  /// comes back holding events but not all of it is refused. Durable when it returns; a
+  /// smaller cut than the stored one leaves it.
+  func recordStableCut(space: String, stable: CausalContext) async throws
+
+  /// Replaces the space's snapshot by `state` of the space after positions
+  /// 1…`position` that has forgotten deleted content, unless the stored one covers more,
+  /// deletes the log rows it covers, and frees what they held (the store's own notes say
+  /// how far), so that no row and, where the database allows, no page still holds what
+  /// was forgotten.
+  func replaceSnapshot(space: String, state: [UInt8], through position: UInt64) async throws
 
   /// Appends committed by any process sharing the store, as they commit, from a store
   /// that can tell (PostgreSQL's LISTEN/NOTIFY); `nil` from one that cannot, whose

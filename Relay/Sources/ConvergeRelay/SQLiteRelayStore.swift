@@ -1,3 +1,4 @@
+import Converge
 import NIOCore
 import SQLiteNIO
 
@@ -9,6 +10,16 @@ import SQLiteNIO
 /// head inside the insert (a trigger advances the head in the same statement), a read
 /// sees one snapshot of the database, and compaction writes the snapshot before it
 /// deletes the rows it covers, so a reader always finds either the rows or a snapshot.
+///
+/// Forgetting: the connection runs with `secure_delete` on, so SQLite overwrites with
+/// zeros the content of every row it deletes and every page it frees; after
+/// ``replaceSnapshot(space:state:through:)`` a `wal_checkpoint(TRUNCATE)` moves the new
+/// pages into the database file and empties the write-ahead log, whose frames would
+/// still hold the old ones (a checkpoint that another process's open read holds back is
+/// finished by the next one).
+///
+/// Existing databases gain the `devices` table (the space's ``RelayDeviceRecord``s) when
+/// opened: every table is created if missing.
 public actor SQLiteRelayStore: RelayStore {
   private let connectionIfOpen: SQLiteConnection
   private var isClosed = false
@@ -43,6 +54,7 @@ public actor SQLiteRelayStore: RelayStore {
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=FULL",
     "PRAGMA busy_timeout=10000",
+    "PRAGMA secure_delete=ON",
     """
     CREATE TABLE IF NOT EXISTS heads(space TEXT PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID
     """,
@@ -54,6 +66,15 @@ public actor SQLiteRelayStore: RelayStore {
     """
     CREATE TABLE IF NOT EXISTS snapshots(
       space TEXT PRIMARY KEY, through INTEGER NOT NULL, state BLOB NOT NULL)
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS devices(
+      space TEXT NOT NULL, replica INTEGER NOT NULL, seen BLOB NOT NULL,
+      last_heard INTEGER NOT NULL, expiry INTEGER NOT NULL, retired INTEGER NOT NULL,
+      PRIMARY KEY(space, replica)) WITHOUT ROWID
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS stable_cuts(space TEXT PRIMARY KEY, stable BLOB NOT NULL)
     """,
     """
     CREATE TRIGGER IF NOT EXISTS log_advances_head AFTER INSERT ON log BEGIN
@@ -122,6 +143,78 @@ public actor SQLiteRelayStore: RelayStore {
       DELETE FROM log WHERE space = ?1
         AND position <= (SELECT through FROM snapshots WHERE space = ?1)
       """, [.text(space)])
+  }
+
+  public func devices(space: String) async throws -> [RelayDeviceRecord] {
+    let rows = try await connection.query(
+      "SELECT replica, seen, last_heard, expiry, retired FROM devices WHERE space = ?1",
+      [.text(space)])
+    return try rows.map { row in
+      guard let replica = row.column("replica")?.integer, let seen = row.column("seen")?.blob,
+        let lastHeard = row.column("last_heard")?.integer,
+        let expiry = row.column("expiry")?.integer, let retired = row.column("retired")?.integer
+      else { throw RelayStoreError.unexpectedRow("devices") }
+      return RelayDeviceRecord(
+        replica: ReplicaID(rawValue: UInt64(bitPattern: Int64(replica))),
+        seen: try CausalContext(decoding: [UInt8](buffer: seen)), lastHeard: Int64(lastHeard),
+        expiry: Int64(expiry), isRetired: retired != 0)
+    }
+  }
+
+  public func record(space: String, devices: [RelayDeviceRecord]) async throws {
+    for device in devices {
+      _ = try await write(
+        """
+        INSERT INTO devices(space, replica, seen, last_heard, expiry, retired)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        ON CONFLICT(space, replica) DO UPDATE SET seen = excluded.seen,
+          last_heard = MAX(last_heard, excluded.last_heard),
+          expiry = MAX(expiry, excluded.expiry), retired = MAX(retired, excluded.retired)
+        """,
+        [
+          .text(space), .integer(Int(Int64(bitPattern: device.replica.rawValue))),
+          .blob(ByteBuffer(bytes: device.seen.encoded())), .integer(Int(device.lastHeard)),
+          .integer(Int(device.expiry)), .integer(device.isRetired ? 1 : 0),
+        ])
+    }
+  }
+
+  public func stableCut(space: String) async throws -> CausalContext {
+    let rows = try await connection.query(
+      "SELECT stable FROM stable_cuts WHERE space = ?1", [.text(space)])
+    guard let row = rows.first else { return CausalContext() }
+    guard let stable = row.column("stable")?.blob else {
+      throw RelayStoreError.unexpectedRow("stable_cuts")
+    }
+    return try CausalContext(decoding: [UInt8](buffer: stable))
+  }
+
+  public func recordStableCut(space: String, stable: CausalContext) async throws {
+    // Cuts only grow; the hub never records a smaller one after a larger (it reads the
+    // devices' records, which only grow, before it computes one).
+    _ = try await write(
+      """
+      INSERT INTO stable_cuts(space, stable) VALUES (?1, ?2)
+      ON CONFLICT(space) DO UPDATE SET stable = excluded.stable
+      """, [.text(space), .blob(ByteBuffer(bytes: stable.encoded()))])
+  }
+
+  public func replaceSnapshot(space: String, state: [UInt8], through position: UInt64)
+    async throws
+  {
+    let through = Int(Int64(clamping: position))
+    _ = try await write(
+      """
+      INSERT INTO snapshots(space, through, state) VALUES (?1, ?2, ?3)
+      ON CONFLICT(space) DO UPDATE SET through = excluded.through, state = excluded.state
+      WHERE excluded.through >= snapshots.through
+      """, [.text(space), .integer(through), .blob(ByteBuffer(bytes: state))])
+    _ = try await write(
+      """
+      DELETE FROM log WHERE space = ?1
+        AND position <= (SELECT through FROM snapshots WHERE space = ?1)
+      """, [.text(space)])
+    _ = try await connection.query("PRAGMA wal_checkpoint(TRUNCATE)")
   }
 
   /// Runs one writing statement, again if SQLite refused it with `SQLITE_BUSY_SNAPSHOT`.

@@ -91,7 +91,8 @@ actor SpaceDirectory {
       ?? Served(
         hub: SpaceHub(
           space: space, store: store, compactionInterval: compactionInterval,
-          waitingLimit: limits.pendingDeltasPerSpace))
+          waitingLimit: limits.pendingDeltasPerSpace, retireAfter: limits.retireAfter,
+          grantGrace: limits.grantGrace, now: limits.now))
     if socket {
       guard sockets < limits.maxConnections else { return .failure(.relayBusy) }
       guard entry.sockets < limits.maxSocketsPerSpace else { return .failure(.spaceBusy) }

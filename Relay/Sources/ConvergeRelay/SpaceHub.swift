@@ -1,6 +1,12 @@
 import Converge
 import ConvergeRelayClient
 
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
 /// One space as this relay process serves it: a cache of the space's replica, rebuilt
 /// from the store and refreshed from it, and the sockets to fan new deltas out to.
 ///
@@ -23,12 +29,12 @@ import ConvergeRelayClient
 /// timer (``pollIfServing()``).
 actor SpaceHub {
   let space: String
-  private let store: any RelayStore
+  let store: any RelayStore
   private let compactionInterval: UInt64
   /// The store's state at ``appliedPosition``.
-  private(set) var replica: Replica
+  var replica: Replica
   private(set) var appliedPosition: UInt64 = 0
-  private var snapshotPosition: UInt64 = 0
+  var snapshotPosition: UInt64 = 0
   private var subscribers: [UInt64: Subscriber] = [:]
   private var waiting: [PendingCommit] = []
   private var isFlushing = false
@@ -68,12 +74,29 @@ actor SpaceHub {
     var done: @Sendable (Result<CausalContext, any Error>) -> Void
   }
 
-  init(space: String, store: any RelayStore, compactionInterval: UInt64, waitingLimit: Int) {
+  /// The stable cut last sent to the sockets (see `SpaceHub+Stability.swift`).
+  var publishedCut: RelayStableCut?
+  /// The replica ids each admitted socket's token grants: connected devices are active.
+  var connectedDevices: [UInt64: Set<ReplicaID>] = [:]
+  /// Seconds a device may stay silent before it is retired.
+  let retireAfter: Int64
+  /// Seconds after its latest grant ended before a device is retired.
+  let grantGrace: Int64
+  let now: @Sendable () -> Date
+
+  init(
+    space: String, store: any RelayStore, compactionInterval: UInt64, waitingLimit: Int,
+    retireAfter: Duration = .seconds(30 * 24 * 3600), grantGrace: Duration = .seconds(86_400),
+    now: @escaping @Sendable () -> Date = { Date() }
+  ) {
     self.space = space
     self.store = store
     self.compactionInterval = max(1, compactionInterval)
     self.waitingLimit = max(1, waitingLimit)
     self.replica = Replica()
+    self.retireAfter = max(0, retireAfter.components.seconds)
+    self.grantGrace = max(0, grantGrace.components.seconds)
+    self.now = now
   }
 
   /// Registers a socket; `send` returns `false` when its queue is full.
@@ -173,6 +196,7 @@ actor SpaceHub {
 
   func unsubscribe(_ id: UInt64) {
     subscribers[id] = nil
+    connectedDevices[id] = nil
   }
 
   /// Brings the cache up to the store's latest state and fans what was new out to the
@@ -186,7 +210,7 @@ actor SpaceHub {
 
   /// Runs `body` once no other read or append of this space is in flight, holding off
   /// the others until it returns.
-  private func usingStore<T>(_ body: () async throws -> T) async rethrows -> T {
+  func usingStore<T>(_ body: () async throws -> T) async rethrows -> T {
     await takeStore()
     defer { releaseStore() }
     return try await body()
@@ -318,7 +342,7 @@ actor SpaceHub {
     }
   }
 
-  private func broadcast(_ bytes: [UInt8], excluding excluded: Set<UInt64>) {
+  func broadcast(_ bytes: [UInt8], excluding excluded: Set<UInt64>) {
     for (id, subscriber) in subscribers where !excluded.contains(id) {
       if !subscriber.send(bytes) { subscribers[id] = nil }
     }

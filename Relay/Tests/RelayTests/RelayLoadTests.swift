@@ -37,6 +37,26 @@ struct CountingRelayStore: RelayStore {
     try await inner.compact(space: space, state: state, through: position)
   }
 
+  func devices(space: String) async throws -> [RelayDeviceRecord] {
+    try await inner.devices(space: space)
+  }
+
+  func record(space: String, devices: [RelayDeviceRecord]) async throws {
+    try await inner.record(space: space, devices: devices)
+  }
+
+  func stableCut(space: String) async throws -> CausalContext {
+    try await inner.stableCut(space: space)
+  }
+
+  func recordStableCut(space: String, stable: CausalContext) async throws {
+    try await inner.recordStableCut(space: space, stable: stable)
+  }
+
+  func replaceSnapshot(space: String, state: [UInt8], through position: UInt64) async throws {
+    try await inner.replaceSnapshot(space: space, state: state, through: position)
+  }
+
   func events() -> AsyncStream<RelayStoreEvent>? { inner.events() }
 }
 

@@ -1,0 +1,138 @@
+import Converge
+import ConvergeRelayClient
+
+/// The space's stable cut: what every device that may still send an edit has seen.
+///
+/// The store keeps a ``RelayDeviceRecord`` per device (per replica id a write token
+/// grants): the context it stated at its handshake, grown by what it reports it holds
+/// durably (`RelaySeenReport`) and what it pushed, and when it was last heard from. Each
+/// record is written before the cut is computed from it. The cut is the meet of the
+/// active devices' contexts (`CausalContext.stableCut`); once the space's replica holds
+/// their union, the hub sends it to every socket as a `RelayStableCut`, forgets the
+/// deleted entities stable in it, and replaces the space's snapshot by the forgotten
+/// state at once (``RelayStore/replaceSnapshot(space:state:through:)``), so no row keeps
+/// the deleted content.
+///
+/// Devices silent longer than the horizon (``RelayConfiguration/retireAfter``, connected
+/// devices never are) or whose grant ended are retired: they no longer hold the cut
+/// back, and a socket of theirs is refused with `retired` (4011). So is a device whose
+/// handshake states less than the relay recorded it had seen (a restored backup), and any
+/// device that holds part of the recorded cut (``RelayStore/stableCut(space:)``) but not
+/// all of it: it may hold entities the others forgot, and nothing the relay could send
+/// would delete them. A device that holds none of it (a new one, maybe with offline edits
+/// of its own) is served the current state.
+extension SpaceHub {
+  /// What ``admit(_:grant:context:)`` decided.
+  enum Admission: Equatable {
+    /// Served; the current cut, if there is one, goes to the device after the answer.
+    case admitted(RelayStableCut?)
+    /// Refused with `retired`.
+    case retired
+  }
+
+  /// Admits a socket's device at its first message, and records it when that is a
+  /// handshake stating `context`; a first message that states none (a live push) is
+  /// checked only against retirement, and its device is recorded at its first report.
+  ///
+  /// - Throws: the store's errors, or a `ConvergeDecodingError` for a stored record that
+  ///   does not decode.
+  func admit(_ socket: UInt64, grant: RelayGrant, context stated: CausalContext?) async throws
+    -> Admission
+  {
+    try await retireSilentDevices()
+    let records = try await store.devices(space: space)
+    let granted = records.filter { grant.replicas.contains($0.replica) }
+    if granted.contains(where: \.isRetired) { return .retired }
+    if grant.canWrite, !grant.replicas.isEmpty { connectedDevices[socket] = grant.replicas }
+    guard let context = stated else { return .admitted(publishedCut) }
+    let seconds = now().relaySeconds
+    let regressed = granted.filter { !context.includes($0.seen) }
+    let stable = try await store.stableCut(space: space)
+    // A context that holds part of the cut may hold an entity the others forgot; one that
+    // holds none of it (a new device's offline edits) holds none.
+    let holdsPart = !context.includes(stable) && !context.intersection(stable).isEmpty
+    if !regressed.isEmpty || holdsPart {
+      try await store.record(
+        space: space,
+        devices: grant.replicas.map { replica in
+          RelayDeviceRecord(
+            replica: replica, seen: granted.first { $0.replica == replica }?.seen ?? context,
+            lastHeard: seconds, expiry: grant.expiry.relaySeconds, isRetired: true)
+        })
+      connectedDevices[socket] = nil
+      return .retired
+    }
+    try await noteSeen(grant: grant, seen: context)
+    return .admitted(publishedCut)
+  }
+
+  /// Records that the devices `grant` names have seen `seen` and are heard from now, and
+  /// advances the cut if it can.
+  func noteSeen(grant: RelayGrant, seen: CausalContext) async throws {
+    guard grant.canWrite, !grant.replicas.isEmpty else { return }
+    let seconds = now().relaySeconds
+    try await store.record(
+      space: space,
+      devices: grant.replicas.map {
+        RelayDeviceRecord(
+          replica: $0, seen: seen, lastHeard: seconds, expiry: grant.expiry.relaySeconds,
+          isRetired: false)
+      })
+    try await advanceCut()
+  }
+
+  /// Retires the records that are no longer active, and returns the others.
+  @discardableResult
+  private func retireSilentDevices() async throws -> [RelayDeviceRecord] {
+    let records = try await store.devices(space: space)
+    let seconds = now().relaySeconds
+    let connected = Set(connectedDevices.values.joined())
+    var active: [RelayDeviceRecord] = []
+    var retiring: [RelayDeviceRecord] = []
+    for var record in records where !record.isRetired {
+      if record.isActive(
+        now: seconds, horizon: retireAfter, grace: grantGrace,
+        connected: connected.contains(record.replica))
+      {
+        active.append(record)
+      } else {
+        record.isRetired = true
+        retiring.append(record)
+      }
+    }
+    if !retiring.isEmpty { try await store.record(space: space, devices: retiring) }
+    return active
+  }
+
+  /// Computes the cut from the active devices' records and, when it has grown and the
+  /// space holds their union, sends it to every socket and forgets with it.
+  func advanceCut() async throws {
+    let active = try await retireSilentDevices().map(\.seen)
+    guard !active.isEmpty else { return }
+    let meet = Self.meet(of: active)
+    guard !meet.isEmpty else { return }
+    var covering = CausalContext()
+    for seen in active { covering.formUnion(seen) }
+    guard replica.context.includes(covering) else { return }
+    if let published = publishedCut, published.stable.includes(meet) { return }
+    let cut = RelayStableCut(stable: meet, covering: covering)
+    // Recorded before any replica forgets with it: a device that comes back without it
+    // is refused from then on.
+    try await store.recordStableCut(space: space, stable: meet)
+    publishedCut = cut
+    broadcast(cut.encoded(), excluding: [])
+    guard replica.forgetDeleted(stable: meet) > 0 else { return }
+    // The state and its position are taken together, before any await.
+    let state = replica.encodedState()
+    let through = appliedPosition
+    try await store.replaceSnapshot(space: space, state: state, through: through)
+    snapshotPosition = max(snapshotPosition, through)
+  }
+
+  /// The meet of `contexts`; empty for none.
+  static func meet(of contexts: [CausalContext]) -> CausalContext {
+    guard var meet = contexts.first else { return CausalContext() }
+    for context in contexts.dropFirst() { meet = meet.intersection(context) }
+    return meet
+  }
+}
