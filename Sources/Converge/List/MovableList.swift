@@ -58,8 +58,8 @@
 /// are O(1); ``index(of:)`` and a local insert, remove or move O(log s + m log s) (list
 /// indices are visible slot positions, found as text positions are, less the orphans
 /// before them); reading ``values`` O(s); applying a delta O((d + m) log s) for d slots
-/// and items in it. A move leaves one tombstone slot (a few bytes once its run is
-/// encoded).
+/// and items in it. A move leaves one tombstone slot, about 10 bytes of encoded state
+/// (its run's origins and its delete), which nothing collects yet.
 public struct MovableList: Sendable {
   /// The slots, one placeholder scalar each; an item's current slot is visible.
   var slots = RGA()
