@@ -14,6 +14,8 @@ enum BenchCommand {
     var emptyBodies = false
     var forget = false
     var lists = false
+    var listItems = ListBench.items
+    var listMoves = ListBench.moves
   }
 
   static func run(_ arguments: [String]) -> Int32 {
@@ -31,6 +33,9 @@ enum BenchCommand {
           .flag("--forget", \.forget),
           // A movable list of 1,000 cards (see ListBench).
           .flag("--lists", \.lists),
+          // Its size and number of moves (a profiler compares two sizes or counts).
+          .value("--list-items", \.listItems, .positive),
+          .value("--list-moves", \.listMoves, .positive),
           .value("--runs", \.runs, .positive),
           // The trace typed through a durable store in this directory (see StoreBench).
           .value("--store", \.storeDirectory, .text),
@@ -42,7 +47,9 @@ enum BenchCommand {
     if let library = options.library, options.forget {
       return ForgetBench.run(notes: library, json: json)
     }
-    if options.lists { return ListBench.run(json: json) }
+    if options.lists {
+      return ListBench.run(items: options.listItems, moves: options.listMoves, json: json)
+    }
     if let library = options.library {
       guard !(options.tasks && options.emptyBodies) else { return usage() }
       return LibraryBench.run(
@@ -144,7 +151,7 @@ enum BenchCommand {
     FileHandleOutput.error(
       "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|merge|small|typing|undo]"
         + " [--store DIR]\n       converge bench --library N [--tasks | --empty-bodies | --forget] [--json]"
-        + "\n       converge bench --lists [--json]")
+        + "\n       converge bench --lists [--list-items N] [--list-moves N] [--json]")
     return 2
   }
 

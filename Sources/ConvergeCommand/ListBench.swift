@@ -2,17 +2,18 @@ import Converge
 import ConvergeTestSupport
 import Foundation
 
-/// `converge bench --lists [--json]`: a movable list of 1,000 cards in one replica (issue
-/// #47's targets): the bytes of one move's delta, the time of a move made as its own
-/// transaction, the state after 10,000 moves against the 1,000 cards freshly inserted,
-/// and two devices merging each other's 1,000 concurrent moves.
+/// `converge bench --lists [--list-items N] [--list-moves N] [--json]`: a movable list of
+/// 1,000 cards in one replica (issue #47's targets): the bytes of one move's delta, the
+/// time of a move made as its own transaction, the state after 10,000 moves against the
+/// 1,000 cards freshly inserted, and two devices merging each other's 1,000 concurrent
+/// moves. `--list-items` and `--list-moves` change the 1,000 and the 10,000.
 enum ListBench {
   static let items = 1_000
   static let moves = 10_000
   static let concurrentMoves = 1_000
   static let column = EntityKey(type: "column", id: "todo")
 
-  static func run(json: Bool) -> Int32 {
+  static func run(items: Int, moves: Int, json: Bool) -> Int32 {
     let clock = ContinuousClock()
     var random = SeededGenerator(seed: 0x4C15_7BE7)
     var fresh = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(1_700_000_000_000))
@@ -31,11 +32,17 @@ enum ListBench {
       (Int.random(in: 0..<items, using: &random), Int.random(in: 0..<items, using: &random))
     }
     let start = clock.now
+    var moveDeltas: [DocumentDelta] = []
+    moveDeltas.reserveCapacity(moves)
     for (from, to) in plan {
       let commit = moved.transact { $0.move(from: from, to: to, inList: "cards", of: column) }
       moveBytes.append(commit.delta.encoded().count)
+      moveDeltas.append(commit.delta)
     }
     let moveMicroseconds = seconds(clock.now - start) * 1e6 / Double(moves)
+    // The same moves as the frames of one session stream (a live push to a peer).
+    var stream = SessionStream(streamID: 0x4C15)
+    let frameBytes = moveDeltas.map { stream.encode($0).count }.sorted()
     // The same moves without encoding: the move alone.
     var unencoded = fresh
     let rawStart = clock.now
@@ -47,7 +54,9 @@ enum ListBench {
     let list = moved.document.list(of: "cards", in: column)
     let intact = list.count == items && Set(list).count == items
 
-    // Two devices move 1,000 cards each, concurrently, then merge.
+    // Two devices move 1,000 cards each, concurrently, then merge (drawn from their own
+    // generator, so that the same merge follows any number of moves above).
+    random = SeededGenerator(seed: 0x4C15_7BE8)
     var phone = fresh.forked(as: ReplicaID(rawValue: 2))
     var laptop = fresh.forked(as: ReplicaID(rawValue: 3))
     let base = fresh.document.context
@@ -80,29 +89,35 @@ enum ListBench {
     let sortedBytes = moveBytes.sorted()
     let rows: [(key: String, label: String, value: String)] = [
       ("items", "cards in the list", "\(items)"),
+      ("moves", "moves", "\(moves)"),
       ("move_bytes_median", "a move's delta, encoded (median)", "\(sortedBytes[moves / 2]) B"),
       ("move_bytes_max", "a move's delta, encoded (largest)", "\(sortedBytes[moves - 1]) B"),
+      (
+        "move_frame_bytes_median", "a move as a session frame (median)",
+        "\(frameBytes[moves / 2]) B"
+      ),
+      ("move_frame_bytes_max", "a move as a session frame (largest)", "\(frameBytes[moves - 1]) B"),
       ("move_us", "a move (transaction), encoded", fixed(moveMicroseconds) + " µs"),
       ("move_raw_us", "a move (transaction)", fixed(rawMoveMicroseconds) + " µs"),
-      ("fresh_state_bytes", "state, 1,000 cards inserted", "\(freshBytes) B"),
-      ("moved_state_bytes", "state after 10,000 moves", "\(movedBytes) B"),
+      ("fresh_state_bytes", "state, the cards inserted", "\(freshBytes) B"),
+      ("moved_state_bytes", "state after the moves", "\(movedBytes) B"),
       (
         "moved_state_ratio", "after moves / fresh",
         fixed(Double(movedBytes) / Double(freshBytes)) + " ×"
       ),
-      ("moved_intact", "moved: 1,000 cards, none twice", "\(intact)"),
+      ("moved_intact", "moved: every card, none twice", "\(intact)"),
       (
         "merge_concurrent_ms", "merge 1,000 concurrent moves, per side",
         fixed(median(mergeMilliseconds)) + " ms"
       ),
-      ("merge_converged", "merged: equal, 1,000 cards, none twice", "\(converged)"),
+      ("merge_converged", "merged: equal, every card, none twice", "\(converged)"),
     ]
     FileHandleOutput.printRows(rows, json: json)
     return intact && converged ? 0 : 1
   }
 
   static func card(_ index: Int) -> String {
-    "card" + String(repeating: "0", count: 4 - String(index).count) + String(index)
+    "card" + String(repeating: "0", count: Swift.max(0, 4 - String(index).count)) + String(index)
   }
 
   static func seconds(_ duration: Duration) -> Double {

@@ -46,6 +46,7 @@ package enum CodecFixtures {
       ("session-frames-v2.bin", SessionFramesFixture.stream),
       ("list-v2.bin", ListFixture.document.encoded()),
       ("list-move-delta-v2.bin", ListFixture.move.encoded()),
+      ("session-list-frames-v2.bin", ListFramesFixture.stream),
     ]
   }
 }

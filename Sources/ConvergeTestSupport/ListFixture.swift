@@ -32,3 +32,40 @@ package enum ListFixture {
     return (phone.document, last.delta)
   }()
 }
+
+/// The fixed board session behind `session-list-frames-v2.bin`: cards inserted into a
+/// column, a card another device inserted moved (its slot's origins name that device), a
+/// move to the end and to the front, and a removal (which travels embedded), sent as the
+/// frames of one stream (`FORMAT.md` §8.7, the list item record).
+package enum ListFramesFixture {
+  /// The frames, and the deltas they carry.
+  package static func frames() -> (frames: [[UInt8]], deltas: [DocumentDelta]) {
+    let column = ListFixture.column
+    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
+    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_100))
+    var commits: [Commit] = []
+    for (index, card) in ["A", "B", "C"].enumerated() {
+      commits.append(
+        phone.transact { $0.insert(.string(card), at: index, intoList: "cards", of: column) })
+    }
+    laptop.apply(phone.delta(since: laptop.context))
+    let fromLaptop = laptop.transact {
+      $0.insert(.string("D"), at: 1, intoList: "cards", of: column)
+    }
+    phone.apply(fromLaptop.delta)
+    commits.append(phone.transact { $0.move(from: 1, to: 3, inList: "cards", of: column) })
+    commits.append(phone.transact { $0.move(from: 0, to: 2, inList: "cards", of: column) })
+    commits.append(phone.transact { $0.remove(at: 0, fromList: "cards", of: column) })
+    commits.append(phone.transact { $0.move(from: 2, to: 0, inList: "cards", of: column) })
+    var encoder = SessionStream(streamID: 0x4C15_7F4A)
+    let frames = commits.map { encoder.encode($0.delta) }
+    return (frames, commits.map(\.delta))
+  }
+
+  /// The file: every frame, length-prefixed, in order.
+  package static var stream: [UInt8] {
+    var writer = ByteWriter()
+    for frame in frames().frames { writer.writeLengthPrefixedBytes(frame) }
+    return writer.bytes
+  }
+}

@@ -21,9 +21,9 @@ extension MovableList: ListWire {
     let (runs, items) = try ListWireFields.read(from: &reader, replicas: &table) {
       try RGADelta(from: &$0, replicas: &$1)
     }
-    self.init()
+    var slots = RGA()
     slots.apply(runs)
-    self.items = items
+    self.init(slots: slots, items: items)
   }
 }
 

@@ -1,7 +1,7 @@
 extension Document {
   /// The items of a list field in order (empty if it has none or is of another kind).
   ///
-  /// - Complexity: O(s + k) for s slots and k items ever inserted.
+  /// - Complexity: O(s) for s slots (tombstones included).
   public func list(of field: String, in key: EntityKey) -> [FieldValue] {
     guard case .list(let list)? = entities[key]?.fields[field] else { return [] }
     return list.values

@@ -420,23 +420,22 @@ extension Document {
     into record: inout EntityRecord, names: inout FieldNameLists,
     waiting: inout Set<TextFieldKey>, recording recorder: inout ChangeRecorder
   ) {
-    var listBefore: [FieldValue]?
-    if case .list = fieldDelta, case .list(let list)? = record.fields[name] {
-      listBefore = list.values
-    }
+    var listChanges: [ListChange] = []
     let changes = integrate(
-      fieldDelta, of: key, into: &record, field: name, names: &names, waiting: &waiting)
+      fieldDelta, of: key, into: &record, field: name, names: &names, waiting: &waiting,
+      listChanges: &listChanges)
     recorder.noteField(name, of: key, changed: changes.changed, text: changes.text)
-    if changes.changed, case .list(let list)? = record.fields[name] {
-      recorder.noteList(
-        name, of: key, changes: ListChange.changes(from: listBefore ?? [], to: list.values))
+    if changes.changed, case .list = fieldDelta {
+      recorder.noteList(name, of: key, changes: listChanges)
     }
   }
 
-  /// Joins one field's delta into an entity record.
+  /// Joins one field's delta into an entity record; a list reports its items' changes
+  /// in `listChanges` (the list applies the delta and reports them, in O(d log s)).
   private static func integrate(
     _ fieldDelta: FieldDelta, of key: EntityKey, into record: inout EntityRecord,
-    field: String, names: inout FieldNameLists, waiting: inout Set<TextFieldKey>
+    field: String, names: inout FieldNameLists, waiting: inout Set<TextFieldKey>,
+    listChanges: inout [ListChange]
   ) -> (changed: Bool, text: [TextChange]) {
     if let existing = record.fields[field], existing.kind != fieldDelta.kind {
       // Two kinds under one name: the higher kind replaces the lower on every replica.
@@ -477,7 +476,8 @@ extension Document {
         swap(&taken, &record.fields.values[slot])
         if case .list(let existing) = consume taken { list = existing }
       }
-      let changed = list.apply(incoming)
+      let changed: Bool
+      (changed, listChanges) = list.applyReportingChanges(incoming)
       waiting.note(list.slots, field: field, of: key)
       record.fields.set(.list(list), for: field, sharingNames: &names)
       return (changed, [])

@@ -7,12 +7,13 @@ extension DocumentTransaction {
   /// Inserting into a field the entity does not have yet adds a list; a field of another
   /// kind is left alone.
   ///
-  /// - Complexity: O(s + k) for s slots and k items ever inserted.
+  /// - Complexity: O(log s + m log s) for s slots and m orphaned slots (see
+  ///   ``MovableList``).
   public mutating func insert(
     _ value: FieldValue, at index: Int, intoList field: String, of key: EntityKey
   ) {
     editList(field, of: key) { list, dot, timestamp in
-      list.insert(value, at: index, firstDot: dot, timestamp: timestamp)
+      list.insertDelta(value, at: index, firstDot: dot, timestamp: timestamp)
     }
   }
 
@@ -20,41 +21,52 @@ extension DocumentTransaction {
   /// the item takes a new slot there, and its register names that slot, so a concurrent
   /// move of the same item elsewhere leaves it in one place, never two.
   ///
-  /// - Complexity: O(s + k).
+  /// - Complexity: O(log s + m log s).
   public mutating func move(from: Int, to: Int, inList field: String, of key: EntityKey) {
     editList(field, of: key) { list, dot, timestamp in
-      list.move(from: from, to: to, firstDot: dot, timestamp: timestamp)
+      list.moveDelta(from: from, to: to, firstDot: dot, timestamp: timestamp)
     }
   }
 
   /// Removes the item at `index` of a list field: the events of it this replica has seen,
   /// so a move or insert of it made concurrently elsewhere keeps it.
   ///
-  /// - Complexity: O(s + k).
+  /// - Complexity: O(log s + m log s).
   public mutating func remove(at index: Int, fromList field: String, of key: EntityKey) {
-    editList(field, of: key) { list, dot, _ in list.remove(at: index, firstDot: dot) }
+    editList(field, of: key) { list, dot, _ in list.removeDelta(at: index, firstDot: dot) }
   }
 
-  /// Runs a local list edit with two fresh dots (an edit takes one or two) and a fresh
-  /// timestamp, and commits its delta as one event of the entity.
+  /// Plans a local list edit with two fresh dots (an edit takes one or two) and a fresh
+  /// timestamp on the list as it is, and commits its delta as one event of the entity:
+  /// the document applies it to its list in place (the list is not copied to be edited).
   private mutating func editList(
     _ field: String, of key: EntityKey,
-    edit: (inout MovableList, Dot, Timestamp) -> MovableListDelta
+    edit: (MovableList, Dot, Timestamp) -> MovableListDelta
   ) {
-    var list = MovableList()
-    switch document.entities[key]?.fields[field] {
-    case .list(let held)?: list = held
-    case nil: break
-    default: return  // a field of another kind
-    }
     // Two consecutive dots: a move's new slot and the delete of its old one.
     let first = nextDots(2)
     let second = Dot(replica: first.replica, counter: first.counter + 1)
-    let wasVisible = undoLog == nil || isVisible(key)
-    let before = undoLog == nil ? [] : list.values
-    let positionsBefore = undoLog == nil ? [:] : list.items
-    let listDelta = edit(&list, first, clock.tick())
+    let listDelta: MovableListDelta
+    // Where each edited item was and its move, for undo, read before the edit.
+    var undoBefore: [FieldValue: (index: Int?, move: LWWRegister<Dot>.Stamp?)] = [:]
+    do {
+      // Scoped: the document's list must have no other reference when the commit
+      // applies the edit to it, or it would be copied there.
+      let list: MovableList
+      switch document.entities[key]?.fields[field] {
+      case .list(let held)?: list = held
+      case nil: list = MovableList()
+      default: return  // a field of another kind
+      }
+      listDelta = edit(list, first, clock.tick())
+      if undoLog != nil {
+        for value in listDelta.items.keys {
+          undoBefore[value] = (list.index(of: value), list.items[value]?.position.stamp)
+        }
+      }
+    }
     guard !listDelta.isEmpty else { return }
+    let wasVisible = undoLog == nil || isVisible(key)
     let usesSecond = listDelta.slots.deletes.contains { $0.dot == second }
     let last = usesSecond ? second : first
     var change = DocumentDelta()
@@ -66,20 +78,21 @@ extension DocumentTransaction {
     commit(change)
     if undoLog != nil {
       noteRevival(of: key, wasVisible: wasVisible, by: last)
-      recordListUndo(
-        listDelta, before: before, positions: positionsBefore, field: field, of: key)
+      recordListUndo(listDelta, before: undoBefore, field: field, of: key)
     }
   }
 
-  /// Records how to take back a list edit whose delta is `listDelta`, made on a list
-  /// that read `before`: a removed item goes back to its index, an inserted one is
-  /// removed and a moved one goes back, each only while no later move superseded it.
+  /// Records how to take back a list edit whose delta is `listDelta`, each edited item
+  /// having been at `before`'s index with `before`'s move: a removed item goes back to
+  /// its index, an inserted one is removed and a moved one goes back, each only while no
+  /// later move superseded it.
   private mutating func recordListUndo(
-    _ listDelta: MovableListDelta, before: [FieldValue],
-    positions: [FieldValue: MovableListItem], field: String, of key: EntityKey
+    _ listDelta: MovableListDelta,
+    before: [FieldValue: (index: Int?, move: LWWRegister<Dot>.Stamp?)], field: String,
+    of key: EntityKey
   ) {
     for (value, item) in listDelta.items {
-      let index = before.firstIndex(of: value)
+      let index = before[value]?.index ?? nil
       let written = item.position.stamp
       // A removal of an item that was not shown has nothing to take back.
       guard written != nil || index != nil else { continue }
@@ -87,7 +100,7 @@ extension DocumentTransaction {
         .listEdit(
           ListUndo(
             key: key, field: field, item: value, index: index, written: written,
-            previous: positions[value]?.position.stamp)))
+            previous: before[value]?.move ?? nil)))
     }
   }
 
@@ -96,8 +109,7 @@ extension DocumentTransaction {
   /// earlier edit of this device had it rewrote that edit's move (noted in
   /// `substitutions`), so undoing the earlier edit next still finds it.
   mutating func undoListEdit(_ undo: ListUndo, substitutions: inout UndoSubstitutions) {
-    let values = document.list(of: undo.field, in: undo.key)
-    let current = values.firstIndex(of: undo.item)
+    let current = document.movableList(of: undo.field, in: undo.key)?.index(of: undo.item)
     guard let written = undo.written else {
       // A removal: insert it back, unless it is there again.
       if current == nil, let index = undo.index {

@@ -7,17 +7,12 @@ extension MovableList {
   /// context) and the timestamp (from its hybrid logical clock).
   ///
   /// - Returns: the delta to send to other replicas.
-  /// - Complexity: O(s + k) for s slots and k items ever inserted.
+  /// - Complexity: O(log s + m log s) for s slots and m orphaned slots.
   @discardableResult
   public mutating func insert(
     _ value: FieldValue, at index: Int, firstDot: Dot, timestamp: Timestamp
   ) -> MovableListDelta {
-    let shown = shownSlots()
-    if let from = shown.firstIndex(where: { $0.item == value }) {
-      return move(from: from, to: index, firstDot: firstDot, timestamp: timestamp)
-    }
-    let target = Swift.max(0, Swift.min(index, shown.count))
-    return placeSlot(of: value, before: target, in: shown, dot: firstDot, timestamp: timestamp)
+    applyLocal(insertDelta(value, at: index, firstDot: firstDot, timestamp: timestamp))
   }
 
   /// Moves the item at `from` so that it ends at index `to` (clamped to the list), with
@@ -25,21 +20,12 @@ extension MovableList {
   /// slot). A move to where the item is changes nothing.
   ///
   /// - Returns: the delta to send to other replicas (empty if nothing moved).
-  /// - Complexity: O(s + k).
+  /// - Complexity: O(log s + m log s).
   @discardableResult
   public mutating func move(from: Int, to: Int, firstDot: Dot, timestamp: Timestamp)
     -> MovableListDelta
   {
-    var shown = shownSlots()
-    guard shown.indices.contains(from) else { return MovableListDelta() }
-    let target = Swift.max(0, Swift.min(to, shown.count - 1))
-    guard target != from, let deleteDot = firstDot.next else { return MovableListDelta() }
-    let moving = shown.remove(at: from)
-    var delta = placeSlot(
-      of: moving.item, before: target, in: shown, dot: firstDot, timestamp: timestamp)
-    guard !delta.isEmpty else { return delta }
-    delta.slots = delta.slots.merged(with: deleteSlot(moving.slot, dot: deleteDot))
-    return delta
+    applyLocal(moveDelta(from: from, to: to, firstDot: firstDot, timestamp: timestamp))
   }
 
   /// Removes the item at `index` with the events `firstDot` (the removal) and the next
@@ -47,49 +33,113 @@ extension MovableList {
   /// so a move or insert of it made concurrently elsewhere keeps it.
   ///
   /// - Returns: the delta to send (empty if `index` is out of range).
-  /// - Complexity: O(s + k).
+  /// - Complexity: O(log s + m log s).
   @discardableResult
   public mutating func remove(at index: Int, firstDot: Dot) -> MovableListDelta {
-    let shown = shownSlots()
-    guard shown.indices.contains(index), let deleteDot = firstDot.next,
-      let observed = items[shown[index].item]
-    else { return MovableListDelta() }
-    let removal = Presence.remove(observing: observed.presence, dot: firstDot)
-    items[shown[index].item, default: MovableListItem()].presence.merge(removal)
-    var change = MovableListItem()
-    change.presence = removal
-    return MovableListDelta(
-      slots: deleteSlot(shown[index].slot, dot: deleteDot), items: [shown[index].item: change])
+    applyLocal(removeDelta(at: index, firstDot: firstDot))
   }
 
-  /// Inserts a slot for `value` before the shown item at `index` of `shown` (after the
-  /// last one for `shown.count`) with the id `dot`, and points the item at it.
-  private mutating func placeSlot(
-    of value: FieldValue, before index: Int, in shown: [ShownSlot], dot: Dot,
-    timestamp: Timestamp
-  ) -> MovableListDelta {
-    let position: Int
-    if index < shown.count {
-      position = shown[index].slotPosition
-    } else {
-      position = shown.last.map { $0.slotPosition + 1 } ?? 0
+  /// Applies a delta this list planned and returns it.
+  private mutating func applyLocal(_ delta: MovableListDelta) -> MovableListDelta {
+    if !delta.isEmpty { apply(delta) }
+    return delta
+  }
+
+  // MARK: Planning
+
+  // A local edit is planned on the list as it is, without changing it, and then applied
+  // as any delta is: one write path, and a document applies the edit to its own list in
+  // place instead of editing a copy.
+
+  /// The delta of ``insert(_:at:firstDot:timestamp:)``, which this list is left without.
+  ///
+  /// - Complexity: O(log s + m log s).
+  func insertDelta(_ value: FieldValue, at index: Int, firstDot: Dot, timestamp: Timestamp)
+    -> MovableListDelta
+  {
+    let orphans = orphanPositions()
+    if let place = place(of: value, in: orphans) {
+      return moveDelta(
+        from: place, to: index, orphans: orphans, firstDot: firstDot, timestamp: timestamp)
     }
-    let slotDelta = slots.insert(CollectionOfOne(Self.slotScalar), at: position, firstDot: dot)
+    let count = count
+    let target = Swift.max(0, Swift.min(index, count))
+    let position =
+      target < count
+      ? Self.slotPosition(ofIndex: target, orphans: orphans)
+      : (count == 0 ? 0 : Self.slotPosition(ofIndex: count - 1, orphans: orphans) + 1)
+    return placeSlot(of: value, at: position, dot: firstDot, timestamp: timestamp)
+  }
+
+  /// The delta of ``move(from:to:firstDot:timestamp:)``, which this list is left without.
+  ///
+  /// - Complexity: O(log s + m log s).
+  func moveDelta(from: Int, to: Int, firstDot: Dot, timestamp: Timestamp) -> MovableListDelta {
+    guard (0..<count).contains(from) else { return MovableListDelta() }
+    let orphans = orphanPositions()
+    let position = Self.slotPosition(ofIndex: from, orphans: orphans)
+    let slot = slots.visibleItem(at: position)
+    return moveDelta(
+      from: Place(index: from, slot: slot), to: to, orphans: orphans, firstDot: firstDot,
+      timestamp: timestamp)
+  }
+
+  /// The delta of moving the item at `place` so that it ends at index `to` (clamped).
+  private func moveDelta(
+    from place: Place, to: Int, orphans: [Int], firstDot: Dot, timestamp: Timestamp
+  ) -> MovableListDelta {
+    let count = count
+    let target = Swift.max(0, Swift.min(to, count - 1))
+    guard target != place.index, let deleteDot = firstDot.next,
+      let value = shownItem[place.slot]
+    else { return MovableListDelta() }
+    // `target` counts the list without the item: before the item it is the same index,
+    // after it one more; the end is right after the last item.
+    let position =
+      target == count - 1
+      ? Self.slotPosition(ofIndex: count - 1, orphans: orphans) + 1
+      : Self.slotPosition(ofIndex: target < place.index ? target : target + 1, orphans: orphans)
+    var delta = placeSlot(of: value, at: position, dot: firstDot, timestamp: timestamp)
+    guard !delta.isEmpty else { return delta }
+    delta.slots = delta.slots.merged(with: Self.deleteSlot(place.slot, dot: deleteDot))
+    return delta
+  }
+
+  /// The delta of ``remove(at:firstDot:)``, which this list is left without.
+  ///
+  /// - Complexity: O(log s + m log s).
+  func removeDelta(at index: Int, firstDot: Dot) -> MovableListDelta {
+    guard (0..<count).contains(index), let deleteDot = firstDot.next else {
+      return MovableListDelta()
+    }
+    let position = Self.slotPosition(ofIndex: index, orphans: orphanPositions())
+    let slot = slots.visibleItem(at: position)
+    guard let value = shownItem[slot], let observed = items[value] else {
+      return MovableListDelta()
+    }
+    var change = MovableListItem()
+    change.presence = Presence.remove(observing: observed.presence, dot: firstDot)
+    return MovableListDelta(slots: Self.deleteSlot(slot, dot: deleteDot), items: [value: change])
+  }
+
+  /// The delta of a new slot for `value` at visible slot position `position`, with the id
+  /// `dot`, and of pointing the item at it.
+  private func placeSlot(of value: FieldValue, at position: Int, dot: Dot, timestamp: Timestamp)
+    -> MovableListDelta
+  {
+    let slotDelta = slots.insertDelta(of: Self.slotScalar, at: position, firstDot: dot)
     guard !slotDelta.isEmpty else { return MovableListDelta() }
     var change = MovableListItem()
     change.position.set(dot, stamp: .init(timestamp: timestamp, dot: dot))
     change.presence = .add(dot)
-    items[value, default: MovableListItem()].merge(change)
-    #if CONVERGE_INTERNAL_CHECKS
-      _checkInvariants()
-    #endif
     return MovableListDelta(slots: slotDelta, items: [value: change])
   }
 
-  /// Deletes the visible slot `slot` with the delete event `dot`.
-  private mutating func deleteSlot(_ slot: Dot, dot: Dot) -> RGADelta {
-    guard let position = slots.visiblePosition(of: slot) else { return RGADelta() }
-    return slots.delete(position..<position + 1, firstDot: dot)
+  /// The delta of deleting the visible slot `slot` with the delete event `dot`.
+  private static func deleteSlot(_ slot: Dot, dot: Dot) -> RGADelta {
+    var delta = RGADelta()
+    delta.deletes = [RGADelta.Delete(dot: dot, target: slot, count: 1, isDescending: false)]
+    return delta
   }
 }
 
@@ -144,6 +194,35 @@ public enum ListChange: Sendable, Equatable {
       beforeIndex[after[index]] == nil ? ListChange.insert(after[index], at: index) : nil
     }
     return removals + insertions
+  }
+
+  /// The changes of the items whose places (index and slot) were `before` and are
+  /// `after`, every other item keeping its slot: an item in both with another slot is
+  /// moved, one only in `before` removed, one only in `after` inserted. The items that
+  /// keep their slots keep their order (slots never change theirs), so the changes turn
+  /// the list before into the list after.
+  ///
+  /// - Complexity: O(a log a) for a items in `before` and `after`.
+  static func changes(
+    from before: [FieldValue: MovableList.Place], to after: [FieldValue: MovableList.Place]
+  ) -> [ListChange] {
+    var removals: [(index: Int, change: ListChange)] = []
+    var insertions: [(index: Int, change: ListChange)] = []
+    for (value, old) in before {
+      if let new = after[value] {
+        if new.slot != old.slot {
+          removals.append((old.index, .move(value, from: old.index, to: new.index)))
+        }
+      } else {
+        removals.append((old.index, .remove(value, at: old.index)))
+      }
+    }
+    for (value, new) in after where before[value] == nil {
+      insertions.append((new.index, .insert(value, at: new.index)))
+    }
+    removals.sort { $0.index > $1.index }
+    insertions.sort { $0.index < $1.index }
+    return removals.map(\.change) + insertions.map(\.change)
   }
 
   /// The positions of a longest strictly increasing subsequence of `values`.

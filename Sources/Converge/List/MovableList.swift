@@ -52,18 +52,39 @@
 ///
 /// ## Complexity
 ///
-/// With n items shown, s slots (tombstones included) and k items ever inserted: reading
-/// the list is O(s + k); a local insert, remove or move O(s + k) to map list indices to
-/// slots, plus O(log s) in the sequence; applying a delta O(d log s) for d slots and
-/// items in it. A move leaves one tombstone slot (a few bytes once its run is encoded).
-public struct MovableList: Sendable, Equatable {
+/// With n items shown, s slots (tombstones included), k items ever inserted and m
+/// *orphaned* slots (visible slots that show no item: the losing slots of concurrent
+/// moves of one item, zero on a list only one device moved): ``count`` and ``isEmpty``
+/// are O(1); ``index(of:)`` and a local insert, remove or move O(log s + m log s) (list
+/// indices are visible slot positions, found as text positions are, less the orphans
+/// before them); reading ``values`` O(s); applying a delta O((d + m) log s) for d slots
+/// and items in it. A move leaves one tombstone slot, about 10 bytes of encoded state
+/// (its run's origins and its delete), which nothing collects yet.
+public struct MovableList: Sendable {
   /// The slots, one placeholder scalar each; an item's current slot is visible.
   var slots = RGA()
   /// Every item ever inserted, with its current slot and its presence.
   var items: [FieldValue: MovableListItem] = [:]
+  /// Derived from the two above (not part of the state): the item each slot is the
+  /// current slot of, for present items (shown if the slot is visible).
+  var shownItem: [Dot: FieldValue] = [:]
+  /// Derived: the visible slots that are no present item's current slot.
+  var orphans: Set<Dot> = []
+  /// Derived: whether two present items name one slot (only a malformed history makes
+  /// that); the smaller value shows, and edits rebuild the derived maps.
+  var hasSharedSlot = false
 
   /// The empty list.
   public init() {}
+
+  /// The list of these slots and items (a decoded state).
+  ///
+  /// - Complexity: O(s + k).
+  init(slots: RGA, items: [FieldValue: MovableListItem]) {
+    self.slots = slots
+    self.items = items
+    rebuildShown()
+  }
 
   /// The placeholder scalar of a slot (its content is never read): one byte of UTF-8,
   /// so a slot's content costs a byte on the wire.
@@ -71,31 +92,40 @@ public struct MovableList: Sendable, Equatable {
 
   /// The items in order.
   ///
-  /// - Complexity: O(s + k) for s slots and k items ever inserted.
-  public var values: [FieldValue] { shownSlots().map(\.item) }
+  /// - Complexity: O(s).
+  public var values: [FieldValue] {
+    var values: [FieldValue] = []
+    values.reserveCapacity(count)
+    slots.forEachVisibleItem { slot, _ in
+      if let item = shownItem[slot] { values.append(item) }
+    }
+    return values
+  }
 
   /// The number of items shown.
   ///
-  /// - Complexity: O(s + k).
-  public var count: Int { shownSlots().count }
+  /// - Complexity: O(1).
+  public var count: Int { slots.count - orphans.count }
 
   /// Whether the list shows no item.
+  ///
+  /// - Complexity: O(1).
   public var isEmpty: Bool { count == 0 }
 
   /// The index of `value` in the list, or `nil` if it is not in it.
   ///
-  /// - Complexity: O(s + k).
+  /// - Complexity: O(log s + m log s) for m orphaned slots.
   public func index(of value: FieldValue) -> Int? {
-    shownSlots().firstIndex { $0.item == value }
+    guard let place = place(of: value, in: orphanPositions()) else { return nil }
+    return place.index
   }
 
   /// Whether `value` is in the list.
   ///
-  /// - Complexity: O(log s + r) for r replicas that touched the item.
+  /// - Complexity: O(log s + r) for r runs in a leaf of the slots.
   public func contains(_ value: FieldValue) -> Bool {
-    guard let item = items[value], item.presence.isPresent, let slot = item.position.value
-    else { return false }
-    return slots.visiblePosition(of: slot) != nil
+    guard let slot = items[value]?.currentSlot, shownItem[slot] == value else { return false }
+    return slots.isVisibleItem(slot)
   }
 
   /// Whether parts of received deltas wait for slots that have not arrived yet.
@@ -106,34 +136,98 @@ public struct MovableList: Sendable, Equatable {
   /// - Complexity: O(p) for p waiting runs.
   public var pendingCount: Int { slots.pendingCount }
 
-  /// One shown item: its slot, its value and the slot's position among visible slots.
-  struct ShownSlot {
+  // MARK: Indices
+
+  /// Where a shown item is: its index in the list and its slot.
+  struct Place: Equatable {
+    var index: Int
     var slot: Dot
-    var item: FieldValue
-    var slotPosition: Int
   }
 
-  /// The current slot of every present item, keyed by slot.
-  func currentSlots() -> [Dot: FieldValue] {
-    var current: [Dot: FieldValue] = [:]
-    current.reserveCapacity(items.count)
-    for (value, item) in items where item.presence.isPresent {
-      if let slot = item.position.value { current[slot] = value }
+  /// The visible positions of the orphaned slots, ascending.
+  ///
+  /// - Complexity: O(m log s).
+  func orphanPositions() -> [Int] {
+    guard !orphans.isEmpty else { return [] }
+    return orphans.compactMap { slots.visiblePosition(of: $0) }.sorted()
+  }
+
+  /// The index and slot of `value` if the list shows it; `orphans` are
+  /// ``orphanPositions()``.
+  ///
+  /// - Complexity: O(log s + log m).
+  func place(of value: FieldValue, in orphans: [Int]) -> Place? {
+    guard let slot = items[value]?.currentSlot, shownItem[slot] == value,
+      let position = slots.visiblePosition(of: slot)
+    else { return nil }
+    return Place(index: position - Self.countBelow(position, in: orphans), slot: slot)
+  }
+
+  /// The visible position of the slot of the item at `index` (below ``count``);
+  /// `orphans` are ``orphanPositions()``.
+  ///
+  /// - Complexity: O(m).
+  static func slotPosition(ofIndex index: Int, orphans: [Int]) -> Int {
+    var position = index
+    for orphan in orphans {
+      guard orphan <= position else { break }
+      position += 1
     }
-    return current
+    return position
   }
 
-  /// The visible slots that hold the current slot of a present item, in order.
-  func shownSlots() -> [ShownSlot] {
-    let current = currentSlots()
-    var shown: [ShownSlot] = []
-    shown.reserveCapacity(current.count)
-    slots.forEachVisibleItem { slot, position in
-      if let item = current[slot] {
-        shown.append(ShownSlot(slot: slot, item: item, slotPosition: position))
+  /// The number of `sorted` values below `bound`.
+  static func countBelow(_ bound: Int, in sorted: [Int]) -> Int {
+    var low = 0
+    var high = sorted.count
+    while low < high {
+      let middle = (low + high) / 2
+      if sorted[middle] < bound { low = middle + 1 } else { high = middle }
+    }
+    return low
+  }
+
+  // MARK: Derived maps
+
+  /// Derives ``shownItem``, ``orphans`` and ``hasSharedSlot`` from the slots and items.
+  ///
+  /// - Complexity: O(s + k).
+  mutating func rebuildShown() {
+    var shown: [Dot: FieldValue] = [:]
+    shown.reserveCapacity(items.count)
+    var shared = false
+    for (value, item) in items {
+      guard let slot = item.currentSlot else { continue }
+      if let other = shown[slot] {
+        shared = true
+        if value < other { shown[slot] = value }
+      } else {
+        shown[slot] = value
       }
     }
-    return shown
+    var orphans = Set<Dot>()
+    slots.forEachVisibleItem { slot, _ in
+      if shown[slot] == nil { orphans.insert(slot) }
+    }
+    shownItem = shown
+    self.orphans = orphans
+    hasSharedSlot = shared
+  }
+
+  /// Notes whether the slot `slot` is now an orphan.
+  mutating func refreshOrphan(_ slot: Dot) {
+    if shownItem[slot] == nil, slots.isVisibleItem(slot) {
+      orphans.insert(slot)
+    } else {
+      orphans.remove(slot)
+    }
+  }
+}
+
+extension MovableList: Equatable {
+  /// Lists are equal when their slots and items are (the derived maps follow).
+  public static func == (lhs: MovableList, rhs: MovableList) -> Bool {
+    lhs.slots == rhs.slots && lhs.items == rhs.items
   }
 }
 
@@ -149,6 +243,9 @@ struct MovableListItem: Sendable, Equatable {
     presence.merge(other.presence)
   }
 
+  /// The item's current slot if it is present.
+  var currentSlot: Dot? { presence.isPresent ? position.value : nil }
+
   /// Whether a peer whose gap-free prefix is `prefix` and whose context is `known` may
   /// lack an event of the item.
   func mayHaveEvents(unknownTo prefix: VersionVector, known: CausalContext) -> Bool {
@@ -163,15 +260,22 @@ extension MovableList: Mergeable {
   public mutating func merge(_ other: MovableList) {
     slots.merge(other.slots)
     for (value, item) in other.items { items[value, default: MovableListItem()].merge(item) }
+    rebuildShown()
     #if CONVERGE_INTERNAL_CHECKS
       _checkInvariants()
     #endif
   }
 
-  /// Checks the list's invariants: those of its sequence, and every item's register names
-  /// a slot made by the item's own events (an insert or move adds the slot's dot).
+  /// Checks the list's invariants: those of its sequence, every item's register names
+  /// a slot made by the item's own events (an insert or move adds the slot's dot), and
+  /// the derived maps are what the slots and items give.
   public func _checkInvariants() {
     slots._checkInvariants()
+    var rebuilt = self
+    rebuilt.rebuildShown()
+    precondition(rebuilt.shownItem == shownItem, "the slots' items drifted")
+    precondition(rebuilt.orphans == orphans, "the orphaned slots drifted")
+    precondition(rebuilt.hasSharedSlot == hasSharedSlot, "the shared-slot flag drifted")
     for (value, item) in items {
       guard let slot = item.position.value else { continue }
       precondition(

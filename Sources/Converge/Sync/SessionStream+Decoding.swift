@@ -121,6 +121,7 @@ extension SessionStream {
     }
     var inserts: [RGADelta.Insert] = []
     var deletes: [RGADelta.Delete] = []
+    var listItem: (value: FieldValue, timestamp: Timestamp)?
     while true {
       let offset = reader.offset - 1
       switch RecordType(rawValue: tag & 0x07) {
@@ -136,6 +137,22 @@ extension SessionStream {
         inserts.append(try readInsert(tag, at: offset, from: &reader))
       case .delete:
         deletes.append(try readDelete(tag, at: offset, from: &reader))
+      case .listItem where tag == RecordType.listItem.rawValue:
+        // After the one slot it places (and the one it frees), and last.
+        guard inserts.count == 1, inserts[0].length == 1, deletes.count <= 1,
+          deletes.allSatisfy({ $0.count == 1 })
+        else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: offset, reason: "list item record without one slot")
+        }
+        let value = try FieldValue(from: &reader)
+        let timestamp = lastTimestamp &+ UInt64(bitPattern: try reader.readVarInt())
+        lastTimestamp = timestamp
+        listItem = (value, Timestamp(rawValue: timestamp))
+        guard reader.isAtEnd else {
+          throw ConvergeDecodingError.invalidValue(
+            offset: reader.offset, reason: "records after the list item record")
+        }
       default:
         throw ConvergeDecodingError.invalidValue(
           offset: offset, reason: "unknown or misplaced record")
@@ -154,6 +171,16 @@ extension SessionStream {
     guard !runs.hasRunsSharingCounters else {
       throw ConvergeDecodingError.invalidValue(
         offset: reader.offset, reason: "runs that share a counter")
+    }
+    if let listItem {
+      let edit = DocumentDelta.ListEdit(
+        key: target.key, field: target.field, runs: runs, value: listItem.value,
+        timestamp: listItem.timestamp)
+      // One insert run, so the runs have one author and at least one dot.
+      guard let delta = DocumentDelta.listEdit(edit) else {
+        throw ConvergeDecodingError.invalidValue(offset: reader.offset, reason: "list edit")
+      }
+      return delta
     }
     guard let (replica, counters) = DocumentDelta.events(of: runs) else {
       throw ConvergeDecodingError.invalidValue(offset: reader.offset, reason: "frame without runs")

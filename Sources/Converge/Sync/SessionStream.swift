@@ -14,8 +14,10 @@
 ///   an origin right after the previous insert) and the next delete (its target right
 ///   before the previous one, as a run of backspaces does), each a flag when it holds.
 ///
-/// Deltas that are not one replica's edit of one text field travel embedded, as their
-/// complete message.
+/// A list edit that places one item (an insert or a move) travels as its slot's runs and
+/// one item record: the item's value and its move's timestamp, as a difference from the
+/// previous one's. Deltas that are neither one replica's edit of one text field nor such
+/// a list edit travel embedded, as their complete message.
 ///
 /// The shared state is only sound while both sides have seen the same frames in the same
 /// order. Every frame's checksum covers its sequence number, which is not on the wire, so
@@ -46,6 +48,9 @@ package struct SessionStream: Sendable, Equatable {
     case embedded = 4
     /// An insert whose right origin is not the predicted one: a code follows its origin.
     case insertWithRightOrigin = 5
+    /// The item a list edit's runs place: its value and its move's timestamp; the last
+    /// record of its frame.
+    case listItem = 6
   }
 
   /// Names this stream among all the streams its sender ever starts (a random number):
@@ -86,6 +91,9 @@ package struct SessionStream: Sendable, Equatable {
   var lastRightOrigin: Dot?
   /// The predicted target of the next delete.
   var predictedDeleteTarget: Dot?
+  /// The timestamp of the last list item record (0 at the start): the next one is
+  /// written as a difference from it.
+  var lastTimestamp: UInt64 = 0
 
   /// A stream named `streamID`; a sending session picks a random one for every stream.
   package init(streamID: UInt64 = 0) {
@@ -100,6 +108,7 @@ package struct SessionStream: Sendable, Equatable {
       && lhs.nextCounter == rhs.nextCounter && lhs.nextLamport == rhs.nextLamport
       && lhs.lastInserted == rhs.lastInserted && lhs.lastRightOrigin == rhs.lastRightOrigin
       && lhs.predictedDeleteTarget == rhs.predictedDeleteTarget
+      && lhs.lastTimestamp == rhs.lastTimestamp
   }
 
   /// Whether the next frame starts the stream.
@@ -144,7 +153,13 @@ extension SessionStream {
     let lengthOffset = writer.count
     writer.writeUInt8(0)
     if let edit = delta.textEdit, Self.isStreamable(edit.runs) {
-      writeTextEdit(edit, to: &writer)
+      writeRuns(edit.runs, of: edit.key, edit.field, to: &writer)
+    } else if let edit = delta.listEdit, Self.isStreamable(edit.runs) {
+      writeRuns(edit.runs, of: edit.key, edit.field, to: &writer)
+      writer.writeUInt8(RecordType.listItem.rawValue)
+      edit.value.write(to: &writer)
+      writer.writeVarInt(Int64(truncatingIfNeeded: edit.timestamp.rawValue &- lastTimestamp))
+      lastTimestamp = edit.timestamp.rawValue
     } else {
       writer.writeUInt8(RecordType.embedded.rawValue)
       writer.writeLengthPrefixedBytes(delta.encoded())
@@ -177,28 +192,32 @@ extension SessionStream {
     return true
   }
 
-  private mutating func writeTextEdit(_ edit: DocumentDelta.TextEdit, to body: inout ByteWriter) {
-    if target?.key != edit.key || target?.field != edit.field {
+  /// Writes one replica's runs of the field `field` of `key` (a text's, or a list's
+  /// slots), with the target and author records they need first.
+  private mutating func writeRuns(
+    _ runs: RGADelta, of key: EntityKey, _ field: String, to body: inout ByteWriter
+  ) {
+    if target?.key != key || target?.field != field {
       body.writeUInt8(RecordType.target.rawValue)
-      writeReference(edit.key, in: &keys, index: &keyIndex, to: &body) { key, writer in
+      writeReference(key, in: &keys, index: &keyIndex, to: &body) { key, writer in
         writer.writeString(key.type)
         writer.writeString(key.id)
       }
-      writeReference(edit.field, in: &fields, index: &fieldIndex, to: &body) { field, writer in
+      writeReference(field, in: &fields, index: &fieldIndex, to: &body) { field, writer in
         writer.writeString(field)
       }
-      target = (edit.key, edit.field)
+      target = (key, field)
     }
-    // `textEdit` guarantees one replica made every run.
-    let runAuthor = edit.runs.inserts.first?.id.replica ?? edit.runs.deletes.first?.dot.replica
+    // `textEdit` and `listEdit` guarantee one replica made every run.
+    let runAuthor = runs.inserts.first?.id.replica ?? runs.deletes.first?.dot.replica
     if let runAuthor, runAuthor != author {
       body.writeUInt8(RecordType.author.rawValue)
       writeReplica(runAuthor, to: &body)
       noteAuthor(runAuthor)
     }
     // In counter order, so that each run's first counter is the predicted one.
-    let inserts = edit.runs.inserts
-    let deletes = edit.runs.deletes
+    let inserts = runs.inserts
+    let deletes = runs.deletes
     var nextInsert = 0
     var nextDelete = 0
     while nextInsert < inserts.count || nextDelete < deletes.count {

@@ -32,3 +32,49 @@ extension RGA {
     return Dot(replica: run.replica, counter: run.counter &+ UInt64(found.offset))
   }
 }
+
+extension RGA {
+  /// Whether the item `id` is here and visible.
+  ///
+  /// - Complexity: O(log n + r) for r runs in a leaf.
+  func isVisibleItem(_ id: Dot) -> Bool {
+    guard let found = locate(id) else { return false }
+    return !leaves[found.leaf].runs[found.run].deleted
+  }
+
+  /// The delta of inserting `scalar` at visible position `position` (clamped to
+  /// `0...count`) with the id `firstDot`, without inserting it: the same run
+  /// ``insert(_:at:firstDot:)`` would make and return, which ``apply(_:)`` then places
+  /// where the local insert would have (between its origins, which are adjacent). A
+  /// movable list plans its edits this way, so that a document applies them in place.
+  ///
+  /// - Returns: an empty delta if the id is not fresh or the Lamport numbers ran out.
+  /// - Complexity: O(log n + r) for r runs in a leaf.
+  func insertDelta(of scalar: Unicode.Scalar, at position: Int, firstDot: Dot) -> RGADelta {
+    guard let lamport = nextLamport(for: 1), isFresh(firstDot, length: 1) else {
+      return RGADelta()
+    }
+    let target = Swift.min(Swift.max(position, 0), count)
+    var origin: Dot?
+    var rightOrigin: Dot?
+    if target > 0 {
+      let found = locateVisible(target - 1)
+      let run = leaves[found.leaf].runs[found.run]
+      let left = Dot(replica: run.replica, counter: run.counter &+ UInt64(found.offset))
+      origin = left
+      rightOrigin =
+        found.offset + 1 < run.length
+        ? Dot(replica: left.replica, counter: left.counter &+ 1)
+        : firstItem(from: found.leaf, slot: found.run + 1)
+    } else {
+      rightOrigin = firstItem(from: leafOrder.first, slot: 0)
+    }
+    var delta = RGADelta()
+    delta.inserts = [
+      RGADelta.Insert(
+        id: firstDot, lamport: lamport, origin: origin, rightOrigin: rightOrigin,
+        scalars: [scalar])
+    ]
+    return delta
+  }
+}
