@@ -46,6 +46,8 @@ package enum CodecFixtures {
       ("session-frames-v2.bin", SessionFramesFixture.stream),
       ("list-v2.bin", ListFixture.document.encoded()),
       ("list-move-delta-v2.bin", ListFixture.move.encoded()),
+      ("tree-v2.bin", TreeFixture.document.encoded()),
+      ("tree-move-delta-v2.bin", TreeFixture.move.encoded()),
     ]
   }
 }
