@@ -14,6 +14,7 @@ enum BenchCommand {
     var emptyBodies = false
     var forget = false
     var lists = false
+    var trees = false
   }
 
   static func run(_ arguments: [String]) -> Int32 {
@@ -31,6 +32,8 @@ enum BenchCommand {
           .flag("--forget", \.forget),
           // A movable list of 1,000 cards (see ListBench).
           .flag("--lists", \.lists),
+          // Forests of 1,000 and 10,000 tasks (see TreeBench).
+          .flag("--trees", \.trees),
           .value("--runs", \.runs, .positive),
           // The trace typed through a durable store in this directory (see StoreBench).
           .value("--store", \.storeDirectory, .text),
@@ -43,6 +46,7 @@ enum BenchCommand {
       return ForgetBench.run(notes: library, json: json)
     }
     if options.lists { return ListBench.run(json: json) }
+    if options.trees { return TreeBench.run(json: json) }
     if let library = options.library {
       guard !(options.tasks && options.emptyBodies) else { return usage() }
       return LibraryBench.run(
@@ -144,7 +148,7 @@ enum BenchCommand {
     FileHandleOutput.error(
       "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|merge|small|typing|undo]"
         + " [--store DIR]\n       converge bench --library N [--tasks | --empty-bodies | --forget] [--json]"
-        + "\n       converge bench --lists [--json]")
+        + "\n       converge bench --lists [--json]\n       converge bench --trees [--json]")
     return 2
   }
 
