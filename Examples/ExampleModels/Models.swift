@@ -29,28 +29,23 @@ public struct Note: EntityModel, Equatable {
   }
 }
 
-/// Where a card sits on a board, stored as a small nested record.
-public struct BoardPosition: FieldValueConvertible, Equatable, CustomStringConvertible {
-  public var column: String
-  public var row: Int
+/// A column of a board: its title and its cards in order, as a movable list of the
+/// tasks' keys. Which column a card is in is the card's own `column` parent field
+/// (``TaskItem``), so a card dragged into two columns on two devices at once ends in one;
+/// the list orders the cards the forest puts under the column
+/// (`Document.children(of:in:orderedBy:)`).
+public struct BoardColumn: EntityModel, Equatable {
+  public static let entityType = "column"
+  public var title = ""
+  public var cards: [EntityKey] = []
 
-  public init(column: String, row: Int) {
-    self.column = column
-    self.row = row
-  }
+  public static let schema = EntitySchema<BoardColumn>(
+    .register("title", \.title),
+    .list("cards", \.cards))
 
-  public var fieldValue: FieldValue {
-    .record(["column": .string(column), "row": .int(Int64(row))])
-  }
+  public init() {}
 
-  public init?(fieldValue: FieldValue) {
-    guard case .record(let fields) = fieldValue, case .string(let column)? = fields["column"],
-      case .int(let row)? = fields["row"], let exact = Int(exactly: row)
-    else { return nil }
-    self.init(column: column, row: exact)
-  }
-
-  public var description: String { "\(column)#\(row)" }
+  public init(title: String) { self.title = title }
 }
 
 /// A task as a GTD app stores it.
@@ -68,7 +63,14 @@ public struct TaskItem: EntityModel, Equatable {
   public var tags: Set<String> = []
   public var project: String?
   public var context: String?
-  public var position: BoardPosition?
+  /// The board column the card is in (a parent field: one column, whatever two devices
+  /// drag at once).
+  public var column: EntityKey?
+  /// The task this one is a subtask of (a parent field: the subtasks form a forest
+  /// without cycles).
+  public var parent: EntityKey?
+  /// The subtasks' order (the forest says which tasks are subtasks).
+  public var subtasks: [EntityKey] = []
 
   public static let schema = EntitySchema<TaskItem>(
     .register("title", \.title),
@@ -80,14 +82,15 @@ public struct TaskItem: EntityModel, Equatable {
     .set("tags", \.tags),
     .register("project", \.project),
     .register("context", \.context),
-    .register("position", \.position))
+    .parent("column", \.column),
+    .parent("parent", \.parent),
+    .list("subtasks", \.subtasks))
 
   public init() {}
 
-  public init(title: String, project: String? = nil, position: BoardPosition? = nil) {
+  public init(title: String, project: String? = nil) {
     self.title = title
     self.project = project
-    self.position = position
   }
 }
 

@@ -16,6 +16,7 @@ enum BenchCommand {
     var lists = false
     var listItems = ListBench.items
     var listMoves = ListBench.moves
+    var trees = false
   }
 
   static func run(_ arguments: [String]) -> Int32 {
@@ -36,6 +37,8 @@ enum BenchCommand {
           // Its size and number of moves (a profiler compares two sizes or counts).
           .value("--list-items", \.listItems, .positive),
           .value("--list-moves", \.listMoves, .positive),
+          // Forests of 1,000 and 10,000 tasks (see TreeBench).
+          .flag("--trees", \.trees),
           .value("--runs", \.runs, .positive),
           // The trace typed through a durable store in this directory (see StoreBench).
           .value("--store", \.storeDirectory, .text),
@@ -50,6 +53,7 @@ enum BenchCommand {
     if options.lists {
       return ListBench.run(items: options.listItems, moves: options.listMoves, json: json)
     }
+    if options.trees { return TreeBench.run(json: json) }
     if let library = options.library {
       guard !(options.tasks && options.emptyBodies) else { return usage() }
       return LibraryBench.run(
@@ -151,7 +155,8 @@ enum BenchCommand {
     FileHandleOutput.error(
       "usage: converge bench <trace.json[.gz]> [--json] [--runs N] [--only replay|deltas|merge|small|typing|undo]"
         + " [--store DIR]\n       converge bench --library N [--tasks | --empty-bodies | --forget] [--json]"
-        + "\n       converge bench --lists [--list-items N] [--list-moves N] [--json]")
+        + "\n       converge bench --lists [--list-items N] [--list-moves N] [--json]"
+        + "\n       converge bench --trees [--json]")
     return 2
   }
 

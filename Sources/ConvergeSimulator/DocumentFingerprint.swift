@@ -39,6 +39,12 @@ public enum DocumentFingerprint {
           out +=
             "list [" + document.list(of: name, in: key).map(canonical).joined(separator: " ")
           out += "] pending \(pending)"
+        case .parent?:
+          // The write as made, and where the forest puts the node.
+          let move = document.parentMove(of: name, in: key)
+          let parent = document.forest(of: name).parent(of: key)
+          out += "parent " + (move.map { canonical($0.fieldValue) } ?? "unset")
+          out += " resolved " + (parent.map { canonical($0.fieldValue) } ?? "root")
         case nil:
           out += "missing"
         }

@@ -140,6 +140,7 @@ public struct Simulation: Sendable {
       verdict.failures += Oracle.boardFailures(
         of: replicas, created: run.createdCards, deleted: run.deletedCards,
         lostChecked: takenBack == 0 && run.statistics.damagedFiles == 0)
+      verdict.failures += Oracle.treeFailures(of: replicas)
     }
     verdict.failures += run.ledger.failures(finalReplicas: replicas)
     if run.statistics.undecodable > 0 {

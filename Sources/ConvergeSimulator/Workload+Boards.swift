@@ -25,6 +25,19 @@ extension Workload {
   public static let cardsField = "cards"
   /// New cards stop at this many in all (a roll for one removes one instead).
   static let cardCap = 60
+  /// The entity type of a card as a node of the subtask tree.
+  public static let cardNodeType = "card"
+  /// The parent field of a card node (``DocumentForest``).
+  public static let parentField = "parent"
+  /// The list field of a card node ordering its subtasks.
+  public static let subtasksField = "subtasks"
+  /// The share of board edits that reparent a card in the subtask tree.
+  static let reparentRate = 0.2
+
+  /// The node of the card `id` in the subtask tree.
+  public static func cardNode(_ id: String) -> EntityKey {
+    EntityKey(type: cardNodeType, id: id)
+  }
 
   /// The key of the column `id`.
   public static func columnKey(_ id: String) -> EntityKey {
@@ -57,9 +70,19 @@ extension Workload {
   /// within a column (25..<55), a move across columns (55..<85) or a remove (85..<100).
   /// An empty board inserts; a board at the cap removes instead of inserting, and one of
   /// eight cards or fewer inserts instead of removing.
+  ///
+  /// First, with probability ``reparentRate``, the edit is a move in the subtask tree
+  /// instead (``treeEdit(_:cards:)``).
   mutating func boardEdit(_ tx: inout DocumentTransaction) {
     let keys = Self.boardColumns.map(Self.columnKey)
     let lists = keys.map { tx.document.list(of: Self.cardsField, in: $0) }
+    let cards = lists.joined().compactMap { value -> String? in
+      if case .string(let card) = value { card } else { nil }
+    }
+    if cards.count >= 2, random.chance(Self.reparentRate) {
+      treeEdit(&tx, cards: cards)
+      return
+    }
     let total = lists.reduce(0) { $0 + $1.count }
     var roll = Int.random(in: 0..<100, using: &random)
     if roll < 25, total >= Self.cardCap { roll = 85 }
@@ -90,5 +113,29 @@ extension Workload {
       tx.remove(at: from, fromList: Self.cardsField, of: keys[source])
       if case .string(let id) = card { lastCardEvents.deleted.append(id) }
     }
+  }
+
+  /// One edit of the subtask tree, over the nodes of the cards `cards`: a move of a card
+  /// under another (two in three) or to the roots, at a random place among the new
+  /// parent's subtasks (``DocumentTransaction/move(_:under:at:in:orderedBy:)``); one in
+  /// twenty deletes the node instead, so moves on other devices meet deleted parents. A
+  /// parent card not in the tree joins it as a root first. A move under the card's own
+  /// subtree is refused on the device and writes nothing.
+  mutating func treeEdit(_ tx: inout DocumentTransaction, cards: [String]) {
+    let card = cards.randomElement(using: &random) ?? cards[0]
+    let node = Self.cardNode(card)
+    if random.chance(0.05) {
+      tx.delete(node)
+      return
+    }
+    let parent =
+      random.chance(2.0 / 3) ? cards.randomElement(using: &random).map(Self.cardNode) : nil
+    if let parent, !tx.document.contains(parent) {
+      // A card not in the tree yet (or deleted from it) joins it as a root first.
+      tx.setParent(nil, of: parent, in: Self.parentField)
+    }
+    tx.move(
+      node, under: parent, at: Int.random(in: 0...3, using: &random), in: Self.parentField,
+      orderedBy: Self.subtasksField)
   }
 }

@@ -47,6 +47,8 @@ package enum CodecFixtures {
       ("list-v2.bin", ListFixture.document.encoded()),
       ("list-move-delta-v2.bin", ListFixture.move.encoded()),
       ("session-list-frames-v2.bin", ListFramesFixture.stream),
+      ("tree-v2.bin", TreeFixture.document.encoded()),
+      ("tree-move-delta-v2.bin", TreeFixture.move.encoded()),
     ]
   }
 }

@@ -92,6 +92,11 @@ public enum PropertyRunner {
         let bytes = (0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }
         try ReplicaScript.run(bytes)
       },
+      FuzzProperty(name: "replica-script-moves", maximumSize: 1_024) { seed, size in
+        var random = SeededGenerator(seed: seed)
+        let bytes = (0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }
+        try ReplicaScript.run(bytes, moves: true)
+      },
     ]
   }
 

@@ -7,8 +7,14 @@ import Converge
 /// and that no two characters ever swapped places at any replica
 /// (``checkStrongListOrder(observations:final:)``).
 ///
+/// With `moves`, the edits also insert, move and remove items of a list field and move
+/// notes in a tree (a parent field, with each parent's list ordering its children), and
+/// the script checks that the converged forest holds every visible node once, in no
+/// cycle. Without it, bytes mean what they always meant, so the crashers kept from
+/// earlier fuzzing replay as they were found.
+///
 /// Fuzzers feed it raw bytes (`Fuzz/`), and crashers found there are replayed by unit
-/// tests through ``run(_:transport:)``.
+/// tests through ``run(_:moves:transport:)``.
 public enum ReplicaScript {
   /// Why a script failed.
   public struct Divergence: Error, CustomStringConvertible {
@@ -21,7 +27,7 @@ public enum ReplicaScript {
   /// - Throws: ``Divergence`` if the replicas do not converge.
   @discardableResult
   public static func run(
-    _ bytes: some Collection<UInt8>,
+    _ bytes: some Collection<UInt8>, moves: Bool = false,
     transport: (DocumentDelta) throws -> DocumentDelta = { $0 }
   ) throws -> [Replica] {
     var input = bytes.makeIterator()
@@ -45,7 +51,9 @@ public enum ReplicaScript {
       switch (opcode / 3) % 4 {
       case 0, 1:
         guard let detail = next(), let argument = next() else { break }
-        let commit = replicas[replica].transact { edit(&$0, detail: detail, argument: argument) }
+        let commit = replicas[replica].transact {
+          edit(&$0, detail: detail, argument: argument, moves: moves)
+        }
         outbox.append(commit.delta)
       case 2:
         // Deliver a pending delta (maybe once more); high bit of the index: drop it.
@@ -84,6 +92,9 @@ public enum ReplicaScript {
         throw Divergence(description: "replica \(index) differs from replica 0 after healing")
       }
     }
+    if moves, let failure = forestFailure(in: replicas[0].document) {
+      throw Divergence(description: failure)
+    }
     if let failure = nonInterleavingFailures(of: replicas[0].document).first {
       throw Divergence(description: failure)
     }
@@ -98,10 +109,17 @@ public enum ReplicaScript {
     return replicas
   }
 
-  /// One local edit chosen by two bytes.
-  private static func edit(_ tx: inout DocumentTransaction, detail: Int, argument: Int) {
+  /// One local edit chosen by two bytes; with `moves`, one of twelve kinds, the last
+  /// four list and tree edits (``moveEdit(_:kind:key:argument:)``).
+  private static func edit(
+    _ tx: inout DocumentTransaction, detail: Int, argument: Int, moves: Bool
+  ) {
     let key = EntityKey(type: "note", id: ["a", "b"][detail & 1])
     let length = tx.document.sequence(of: "body", in: key)?.count ?? 0
+    if moves, (detail >> 1) % 12 >= 8 {
+      moveEdit(&tx, kind: (detail >> 1) % 12 - 8, key: key, argument: argument)
+      return
+    }
     switch (detail >> 1) % 8 {
     case 0: tx.create(key)
     case 1: tx.delete(key)
@@ -117,5 +135,56 @@ public enum ReplicaScript {
       let start = argument % length
       tx.deleteText(start..<Swift.min(length, start + 1 + argument % 3), in: "body", of: key)
     }
+  }
+
+  /// The notes a tree edit moves, and the list field and parent field it edits.
+  private static let nodes = ["a", "b", "c"].map { EntityKey(type: "note", id: $0) }
+
+  /// A list or tree edit: insert a value into `key`'s list `cards`, move one, remove one,
+  /// or move a note under another note (or to the roots) at a place among its children.
+  private static func moveEdit(
+    _ tx: inout DocumentTransaction, kind: Int, key: EntityKey, argument: Int
+  ) {
+    let count = tx.document.list(of: "cards", in: key).count
+    switch kind {
+    case 0:
+      tx.insert(.int(Int64(argument % 6)), at: argument % (count + 1), intoList: "cards", of: key)
+    case 1:
+      guard count > 0 else { return }
+      tx.move(
+        from: argument % count, to: (argument / 7) % count, inList: "cards", of: key)
+    case 2:
+      guard count > 0 else { return }
+      tx.remove(at: argument % count, fromList: "cards", of: key)
+    default:
+      let node = nodes[argument % 3]
+      let parent = [nil] + nodes.map(Optional.some)
+      tx.move(
+        node, under: parent[(argument / 3) % 4], at: argument / 12 % 3, in: "parent",
+        orderedBy: "children")
+    }
+  }
+
+  /// Why `document`'s forest of `parent` fields is not one: a visible node missing from
+  /// it or shown twice, a node in a cycle, children ordered other than resolved.
+  static func forestFailure(in document: Document) -> String? {
+    let forest = document.forest(of: "parent")
+    var seen = Set<EntityKey>()
+    var stack = forest.roots
+    while let node = stack.popLast() {
+      guard seen.insert(node).inserted else { return "tree: \(node) shows twice" }
+      guard forest.path(to: node).count <= document.keys.count + 1 else {
+        return "tree: \(node) is in a cycle"
+      }
+      let ordered = document.children(of: node, in: "parent", orderedBy: "children")
+      guard Set(ordered) == Set(forest.children(of: node)) else {
+        return "tree: \(node)'s ordered children are not its children"
+      }
+      stack += ordered
+    }
+    for key in document.keys where document.fieldKind("parent", of: key) == .parent {
+      guard seen.contains(key) else { return "tree: \(key) is lost" }
+    }
+    return nil
   }
 }

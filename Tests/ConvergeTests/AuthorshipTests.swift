@@ -304,6 +304,10 @@ import Testing
         guard let stamp = register.stamp, let value = register.value else { continue }
         copy.fields[name] = .register(
           LWWRegister(value: value, stamp: .init(timestamp: stamp.timestamp, dot: forgedDot)))
+      case .parent(let register):
+        guard let stamp = register.stamp, let value = register.value else { continue }
+        copy.fields[name] = .parent(
+          LWWRegister(value: value, stamp: .init(timestamp: stamp.timestamp, dot: forgedDot)))
       case .set(let elements):
         guard let (element, _) = elements.first(where: { _ in true }) else { continue }
         copy.fields[name] = .set([element: .add(forgedDot)])
@@ -357,6 +361,7 @@ extension FieldState {
     case .set(let elements): .set(elements)
     case .text(let storage): .text(storage.text.delta(since: CausalContext()))
     case .list(let list): .list(list.delta(since: CausalContext()))
+    case .parent(let register): .parent(register)
     }
   }
 }

@@ -75,6 +75,8 @@ import Testing
         case .set: line += " \(field)=\(document.elements(of: field, in: key))"
         case .text: line += " \(field)=\(document.text(of: field, in: key))"
         case .list: line += " \(field)=\(document.list(of: field, in: key))"
+        case .parent:
+          line += " \(field)=\(String(describing: document.parentMove(of: field, in: key)))"
         case nil: break
         }
       }

@@ -31,18 +31,19 @@ import Testing
     #expect(delta.encoded() == bytes)
   }
 
-  /// Field tag 4 is what an older build does not know: its decoder answers
-  /// `invalidValue(…, "unknown field kind")`. Here, a tag past 4 stands in for it.
+  /// Field tag 4 (and 5, a parent field) is what an older build does not know: its
+  /// decoder answers `invalidValue(…, "unknown field kind")`. Here, a tag past 5 stands in
+  /// for it.
   @Test func anUnknownFieldKindIsRefusedByName() throws {
     let bytes = try load("list-move-delta-v2.bin")
     let tag = Self.listTagOffset(in: bytes)
     #expect(bytes[tag] == 4)
     var later = bytes
-    later[tag] = 5
+    later[tag] = 6
     #expect(throws: ConvergeDecodingError.self) { _ = try DocumentDelta(decoding: later) }
     do {
       _ = try DocumentDelta(decoding: Self.resealed(later))
-      Issue.record("a field tag 5 decoded")
+      Issue.record("a field tag 6 decoded")
     } catch ConvergeDecodingError.invalidValue(_, let reason) {
       #expect(reason == "unknown field kind")
     }

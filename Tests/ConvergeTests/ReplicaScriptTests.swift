@@ -21,6 +21,27 @@ import Testing
     }
   }
 
+  /// The same with list and tree edits among the edits: convergence, and one forest
+  /// holding every visible node once, in no cycle.
+  @Test func randomScriptsWithMovesConverge() throws {
+    // How many scripts ended with a nested forest and a list: the checks must have met both.
+    var nested = 0
+    var listed = 0
+    try forEachSeed(count: 300, base: 0x5C81_A0E) { random in
+      let bytes = (0..<Int.random(in: 0..<400, using: &random)).map { _ in
+        UInt8.random(in: 0...255, using: &random)
+      }
+      let replicas = try ReplicaScript.run(bytes, moves: true) {
+        try DocumentDelta(decoding: $0.encoded())
+      }
+      let document = replicas[0].document
+      if document.forest(of: "parent").edgeCount > 0 { nested += 1 }
+      let notes = document.keys(ofType: "note")
+      if notes.contains(where: { !document.list(of: "cards", in: $0).isEmpty }) { listed += 1 }
+    }
+    #expect(nested > 0 && listed > 0, "nested \(nested), listed \(listed)")
+  }
+
   @Test func theGoldenFixturesSatisfyTheDecodeProperty() throws {
     let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
       .appendingPathComponent("Fixtures")

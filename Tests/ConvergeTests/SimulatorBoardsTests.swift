@@ -18,7 +18,8 @@ import Testing
       let report = Simulation(configuration).run()
       #expect(report.converged, "seed \(seed): \(report.text)")
       #expect(report.undoPresses > 0, "seed \(seed)")
-      #expect(report.verdict.entityCount == Workload.boardColumns.count, "seed \(seed)")
+      // The columns, and the card nodes the subtask tree's moves made.
+      #expect(report.verdict.entityCount > Workload.boardColumns.count, "seed \(seed)")
     }
   }
 
@@ -35,10 +36,12 @@ import Testing
       var created = Set(Workload.cardColumns(in: device.replica.document).keys)
       var deleted: Set<String> = []
       var crossMoves = 0
+      var nested = 0
       for _ in 0..<600 {
         let before = Workload.cardColumns(in: device.replica.document)
         user.perform(on: device, undoRate: 0.1)
         let after = Workload.cardColumns(in: device.replica.document)
+        nested = max(nested, device.replica.document.forest(of: Workload.parentField).edgeCount)
         created.formUnion(user.lastCardEvents.created)
         deleted.formUnion(user.lastCardEvents.deleted)
         crossMoves +=
@@ -53,7 +56,30 @@ import Testing
         Oracle.boardFailures(
           of: [device.replica], created: created, deleted: deleted, lostChecked: true
         ).isEmpty, "seed \(seed)")
+      // The subtask tree was nested at some point, and ends a forest.
+      #expect(nested > 3, "seed \(seed)")
+      #expect(Oracle.treeFailures(of: [device.replica]).isEmpty, "seed \(seed)")
     }
+  }
+
+  /// The tree oracle accepts two devices' crossing moves, resolved, and catches a
+  /// replica that resolved another forest.
+  @Test func theTreeOracleAcceptsCrossingMovesAndCatchesAnotherForest() {
+    let (a, b) = (Workload.cardNode("A"), Workload.cardNode("B"))
+    var phone = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(1_000))
+    phone.transact { tx in
+      tx.setParent(nil, of: a, in: Workload.parentField)
+      tx.setParent(nil, of: b, in: Workload.parentField)
+    }
+    var laptop = phone.forked(as: ReplicaID(rawValue: 2))
+    let behind = phone
+    phone.transact { $0.setParent(b, of: a, in: Workload.parentField) }
+    laptop.transact { $0.setParent(a, of: b, in: Workload.parentField) }
+    phone.merge(laptop)
+    laptop.merge(phone)
+    #expect(Oracle.treeFailures(of: [phone, laptop]).isEmpty)
+    let diverging = Oracle.treeFailures(of: [phone, behind])
+    #expect(diverging.contains { $0.contains("another forest") })
   }
 
   /// Found by this workload (one device, nothing concurrent): a card moved across

@@ -255,6 +255,13 @@ extension WireEntity {
         case .register(let register):
           try FieldWire.checkRegister(
             register, presence: entity.presence, context: context, offset: reader.offset)
+        case .parent(let register):
+          try FieldWire.checkRegister(
+            register, presence: entity.presence, context: context, offset: reader.offset)
+          if let value = register.value, ParentMove(fieldValue: value) == nil {
+            throw ConvergeDecodingError.invalidValue(
+              offset: reader.offset, reason: "parent field whose value is not a move")
+          }
         case .list(let list):
           try list.checkMoves(in: context, offset: reader.offset)
         case .set, .text:
@@ -278,6 +285,8 @@ enum FieldWireTag: UInt8 {
   case emptyRegister = 3
   /// A movable list: its slots' runs, then its items (§8.3.2).
   case list = 4
+  /// A tree node's parent: a register's stamp, then its move as a value (§8.3.3).
+  case parent = 5
 }
 
 /// The wire forms shared by document fields and delta fields.
@@ -294,15 +303,24 @@ enum FieldWire {
     for presence in elements.presences { presence.collectReplicas(into: &builder) }
   }
 
-  /// Writes the tag and payload of a register.
+  /// Writes the tag and payload of a register; a parent field's (`parent`) under its own
+  /// tag, which a parent field never written also takes, with no payload.
   static func write(
-    _ register: LWWRegister<FieldValue>, to writer: inout ByteWriter, replicas table: ReplicaTable
+    _ register: LWWRegister<FieldValue>, to writer: inout ByteWriter, replicas table: ReplicaTable,
+    parent: Bool = false
   ) {
     guard let stamp = register.stamp, let value = register.value else {
-      writer.writeUInt8(FieldWireTag.emptyRegister.rawValue)
+      writer.writeUInt8(
+        parent ? FieldWireTag.parent.rawValue : FieldWireTag.emptyRegister.rawValue)
+      if parent { writer.writeUInt8(0) }
       return
     }
-    writer.writeUInt8(FieldWireTag.register.rawValue)
+    if parent {
+      writer.writeUInt8(FieldWireTag.parent.rawValue)
+      writer.writeUInt8(1)
+    } else {
+      writer.writeUInt8(FieldWireTag.register.rawValue)
+    }
     stamp.timestamp.write(to: &writer)
     stamp.dot.write(to: &writer, replicas: table)
     value.write(to: &writer)
@@ -316,6 +334,20 @@ enum FieldWire {
     let dot = try Dot(from: &reader, replicas: &table)
     let value = try FieldValue(from: &reader)
     return LWWRegister(value: value, stamp: .init(timestamp: timestamp, dot: dot))
+  }
+
+  /// Reads the payload of a parent field: a flag (0: never written, 1: a write), then the
+  /// write as a register's.
+  static func readParent(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> LWWRegister<FieldValue> {
+    let start = reader.offset
+    switch try reader.readUInt8() {
+    case 0: return LWWRegister()
+    case 1: return try readRegister(from: &reader, replicas: &table)
+    default:
+      throw ConvergeDecodingError.invalidValue(offset: start, reason: "parent field flag")
+    }
   }
 
   /// Throws unless the register's write is an event of `context` and no newer than its
@@ -424,6 +456,7 @@ enum FieldWire {
           case .set: .set(try readSet(from: &reader, replicas: &table))
           case .text: .text(try readText(&reader, &table))
           case .list: .list(try List(from: &reader, replicas: &table))
+          case .parent: .parent(try readParent(from: &reader, replicas: &table))
           }
         if shared >= 0 {
           // The previous list's next name, after its names before it: a valid table's
@@ -462,7 +495,8 @@ extension FieldContent where List: ListWire {
   /// Adds the replicas the field names to `builder`; a text field's are those of `runs`.
   func collectReplicas(into builder: inout ReplicaTable.Builder, runs: RGADelta?) {
     switch self {
-    case .register(let register): FieldWire.collectReplicas(of: register, into: &builder)
+    case .register(let register), .parent(let register):
+      FieldWire.collectReplicas(of: register, into: &builder)
     case .set(let elements): FieldWire.collectReplicas(of: elements, into: &builder)
     case .text: runs?.collectReplicas(into: &builder)
     case .list(let list): list.collectReplicas(into: &builder, slots: list.wireSlots)
@@ -478,6 +512,8 @@ extension FieldContent where List: ListWire {
   ) {
     switch self {
     case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
+    case .parent(let register):
+      FieldWire.write(register, to: &writer, replicas: table, parent: true)
     case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
     case .text:
       writer.writeUInt8(FieldWireTag.text.rawValue)

@@ -67,7 +67,7 @@ extension Document {
       switch $0 {
       case .text(let storage): storage.hasPending
       case .list(let list): list.hasPending
-      case .register, .set: false
+      case .register, .set, .parent: false
       }
     }
   }

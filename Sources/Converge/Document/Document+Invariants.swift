@@ -21,7 +21,7 @@ extension Document {
     for (key, record) in entities {
       for (name, field) in record.fields {
         switch field {
-        case .register(let register):
+        case .register(let register), .parent(let register):
           register._checkInvariants()
           if let stamp = register.stamp {
             precondition(context.contains(stamp.dot), "\(key).\(name): register dot unknown")

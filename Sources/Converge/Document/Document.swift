@@ -47,6 +47,8 @@ public struct Document: Sendable {
   /// The text fields holding changes that wait for missing events (derived from
   /// `entities`), so ``hasPendingChanges`` does not visit every field.
   var waitingTexts = Set<TextFieldKey>()
+  /// The latest resolved forest of each parent field (memory only, not state).
+  var forests = ForestCache()
 
   /// An empty document.
   public init() {
@@ -77,7 +79,7 @@ public struct Document: Sendable {
         switch entities.values[index].fields.values[slot] {
         case .text(let storage): waits = storage.hasPending
         case .list(let list): waits = list.hasPending
-        case .register, .set: waits = false
+        case .register, .set, .parent: waits = false
         }
         guard waits else { continue }
         waitingTexts.insert(
@@ -134,7 +136,7 @@ struct EntityRecord: Sendable, Equatable {
         storage = TextStorage(storage.text)
       }
       return storage
-    case .register, .set, .list: return nil
+    case .register, .set, .list, .parent: return nil
     }
   }
 
@@ -449,6 +451,13 @@ extension Document {
       let before = register.value
       register.merge(incoming)
       record.fields.set(.register(register), for: field, sharingNames: &names)
+      return (register.value != before, [])
+    case .parent(let incoming):
+      var register = LWWRegister<FieldValue>()
+      if case .parent(let existing)? = record.fields[field] { register = existing }
+      let before = register.value
+      register.merge(incoming)
+      record.fields.set(.parent(register), for: field, sharingNames: &names)
       return (register.value != before, [])
     case .set(let incoming):
       var elements = SetElements()

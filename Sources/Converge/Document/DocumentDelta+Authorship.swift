@@ -175,7 +175,7 @@ private struct AuthorshipCheck {
       for (name, field) in entity.fields {
         let local = record?.fields[name]
         switch field {
-        case .register(let register):
+        case .register(let register), .parent(let register):
           try checkRegister(register, local: local, key: key, field: name)
         case .set(let elements):
           var localElements: SetElements?
@@ -231,7 +231,7 @@ private struct AuthorshipCheck {
     guard let stamp = register.stamp, !granted.contains(stamp.dot.replica) else { return }
     // Re-applying must change nothing: the receiver holds this write, or a later one.
     if holds(stamp.dot.replica, stamp.dot.counter...stamp.dot.counter),
-      case .register(let held)? = local, let heldStamp = held.stamp,
+      let held = local?.registerContent, let heldStamp = held.stamp,
       stamp < heldStamp || (stamp == heldStamp && register.value == held.value)
     {
       return

@@ -308,6 +308,9 @@ extension Document {
       case .register(let register):
         let missing = register.delta(since: known)
         if missing.stamp != nil { entityDelta.fields.append(name, .register(missing)) }
+      case .parent(let register):
+        let missing = register.delta(since: known)
+        if missing.stamp != nil { entityDelta.fields.append(name, .parent(missing)) }
       case .set(let elements):
         guard elements.presences.contains(where: { $0.mayHaveEvents(unknownTo: prefix) }) else {
           continue

@@ -3,8 +3,11 @@
 /// differ in (``FieldState``, ``FieldDelta``).
 ///
 /// A schema gives every field one kind. Should two app versions disagree (a field that
-/// was a register became text), the kinds are ranked register < set < text < list and the
-/// higher kind replaces the lower one on every replica, so merge stays a join.
+/// was a register became text), the kinds are ranked register < set < text < list <
+/// parent and the higher kind replaces the lower one on every replica, so merge stays a
+/// join.
+/// A parent field (``FieldKind/parent``) is a register of its own kind: its value is a
+/// ``ParentMove``, and the forest is read from all of them at once (``DocumentForest``).
 enum FieldContent<Text: Sendable & Equatable, List: ListItemStamps>: Sendable, Equatable {
   case register(LWWRegister<FieldValue>)
   /// Every element ever added, with its add and remove versions (removed ones stay as
@@ -13,6 +16,9 @@ enum FieldContent<Text: Sendable & Equatable, List: ListItemStamps>: Sendable, E
   case text(Text)
   /// A movable list (``MovableList``, ``MovableListDelta``).
   case list(List)
+  /// A tree node's parent: a register whose value is a ``ParentMove`` as a field value
+  /// (``ParentMove/fieldValue``), resolved into a forest by ``DocumentForest``.
+  case parent(LWWRegister<FieldValue>)
 
   /// Leaves an empty register in the content's place, so that a copy of the content
   /// taken before holds its only reference and changes in place: a field table's slot is
@@ -21,12 +27,21 @@ enum FieldContent<Text: Sendable & Equatable, List: ListItemStamps>: Sendable, E
     self = .register(LWWRegister())
   }
 
+  /// The register of a register or parent field.
+  var registerContent: LWWRegister<FieldValue>? {
+    switch self {
+    case .register(let register), .parent(let register): register
+    default: nil
+    }
+  }
+
   var kind: FieldKind {
     switch self {
     case .register: .register
     case .set: .set
     case .text: .text
     case .list: .list
+    case .parent: .parent
     }
   }
 
@@ -37,7 +52,7 @@ enum FieldContent<Text: Sendable & Equatable, List: ListItemStamps>: Sendable, E
     var latest = latest
     for field in fields {
       switch field {
-      case .register(let register):
+      case .register(let register), .parent(let register):
         if let stamp = register.stamp {
           latest = Swift.max(latest ?? stamp.timestamp, stamp.timestamp)
         }
@@ -104,8 +119,11 @@ public enum FieldKind: UInt8, Sendable, Comparable {
   case text = 2
   /// A movable list of ``FieldValue`` items (``MovableList``).
   case list = 3
+  /// A tree node's parent (``ParentMove``), resolved without cycles (``DocumentForest``).
+  case parent = 4
 
-  /// The rank used when two kinds meet under one name: register < set < text < list.
+  /// The rank used when two kinds meet under one name: register < set < text < list <
+  /// parent.
   public static func < (lhs: FieldKind, rhs: FieldKind) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
@@ -124,6 +142,8 @@ extension FieldContent where Text == RGADelta, List == MovableListDelta {
       return .text(a.merged(with: b))
     case (.list(let a), .list(let b)):
       return .list(a.merged(with: b))
+    case (.parent(let a), .parent(let b)):
+      return .parent(a.merging(b))
     default:
       return other.kind > kind ? other : self
     }

@@ -128,3 +128,16 @@ extension FieldValueConvertible where Self: RawRepresentable, RawValue: FieldVal
     self.init(rawValue: raw)
   }
 }
+
+extension EntityKey: FieldValueConvertible {
+  /// The key as a one-entry record, `{type: id}`: how a list of tree children and a
+  /// parent field (``ParentMove``) name an entity.
+  public var fieldValue: FieldValue { .record([type: .string(id)]) }
+  /// The key a one-entry record `{type: id}` names; `nil` for any other value.
+  public init?(fieldValue: FieldValue) {
+    guard case .record(let fields) = fieldValue, fields.count == 1,
+      let (type, value) = fields.first, case .string(let id) = value
+    else { return nil }
+    self.init(type: type, id: id)
+  }
+}

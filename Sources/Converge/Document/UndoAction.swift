@@ -27,6 +27,11 @@ enum UndoAction: Sendable {
   case restoreDeleted(EntityKey, field: String, deletes: [RGADelta.Delete])
   /// Take back a list item's insert or move (``DocumentTransaction/undoListEdit(_:)``).
   case listEdit(ListUndo)
+  /// The edit moved a tree node from `previous` (`nil`: a root) with the write
+  /// `written`: move it back, but only while `written` is still the winning write.
+  case restoreParent(
+    EntityKey, field: String, previous: EntityKey?,
+    previousStamp: LWWRegister<FieldValue>.Stamp?, written: LWWRegister<FieldValue>.Stamp)
 }
 
 /// The inverses a transaction records: the step it adds to (its earlier actions
@@ -278,6 +283,13 @@ extension DocumentTransaction {
       }
     case .listEdit(let undo):
       undoListEdit(undo, substitutions: &substitutions)
+    case .restoreParent(let key, let field, let previous, let previousStamp, let written):
+      guard case .parent(let register)? = document.entities[key]?.fields[field],
+        let current = register.stamp, current == substitutions.resolve(written),
+        setParent(previous, of: key, in: field),
+        case .parent(let now)? = document.entities[key]?.fields[field], let stamp = now.stamp
+      else { return }
+      if let previousStamp { substitutions.note(previousStamp, rewrittenAs: stamp) }
     }
   }
 }

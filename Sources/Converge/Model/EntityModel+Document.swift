@@ -122,7 +122,9 @@ extension Document {
   func visibleFields(of key: EntityKey) -> StoredFields? {
     guard let position = entities.index(forKey: key), entities.values[position].isVisible
     else { return nil }
-    return StoredFields(entities.values[position].fields)
+    var stored = StoredFields(entities.values[position].fields)
+    stored.tree = (self, position)
+    return stored
   }
 
   /// Calls `reserving` with the number of visible entities of `type`, then `body` with the
@@ -142,6 +144,7 @@ extension Document {
     }
     reserving(visible.count)
     var stored = StoredFields(FieldTable(), slots: [Int?](repeating: nil, count: names.count))
+    stored.tree = (self, 0)
     for index in entities.keyOrder(of: visible) {
       let position = visible[index]
       let fields = entities.values[position].fields
@@ -149,6 +152,7 @@ extension Document {
         stored.slots = names.map { fields.index(forKey: $0) }
       }
       stored.fields = fields
+      stored.tree?.position = position
       body(entities.id(at: position), stored)
     }
   }
@@ -162,6 +166,9 @@ struct StoredFields {
   var fields: FieldTable<FieldState>
   /// For each name of the walk's list, its slot in `fields`.
   var slots: [Int?]
+  /// The document and the entity's position in it, for a parent field's resolved parent
+  /// (``DocumentForest``), which depends on other entities.
+  var tree: (document: Document, position: Int)?
 
   init(_ fields: FieldTable<FieldState>, slots: [Int?] = []) {
     self.fields = fields
@@ -171,13 +178,21 @@ struct StoredFields {
   /// The field `name`.
   @usableFromInline
   func field(named name: String) -> StoredField {
-    StoredField(fields[name])
+    stored(fields[name], named: name)
   }
 
   /// The field at `index` of the walk's list of names.
   @usableFromInline
   func field(at index: Int) -> StoredField {
-    StoredField(slots[index].map { fields.values[$0] })
+    guard let slot = slots[index] else { return StoredField(nil) }
+    return stored(fields.values[slot], named: fields.keys[slot])
+  }
+
+  /// The field's state, with the entity's resolved parent if it is a parent field.
+  private func stored(_ state: FieldState?, named name: String) -> StoredField {
+    guard case .parent? = state, let tree else { return StoredField(state) }
+    let key = tree.document.entities.key(at: tree.position)
+    return StoredField(state, parent: tree.document.forest(of: name).parent(of: key))
   }
 }
 

@@ -72,3 +72,30 @@ extension DocumentTransaction {
     }
   }
 }
+
+extension EntityField {
+  /// A tree node's parent (``DocumentForest``): the property reads the parent the forest
+  /// resolves, never one that would close a cycle, and `nil` for a root. Assigning it
+  /// moves the node (``DocumentTransaction/setParent(_:of:in:)``); a move under the node
+  /// itself or one of its descendants is refused and leaves the node where it is.
+  ///
+  /// Concurrent moves on two devices resolve to one forest on both: the earlier move
+  /// stands, and a later one that would close a cycle leaves its node where it was.
+  ///
+  /// - Complexity: a read is O(1) once the forest is resolved (O(n log n + n h) after a
+  ///   change, for n nodes h deep); a write is O(1) plus that resolution.
+  @inlinable
+  public static func parent(
+    _ name: String, _ keyPath: WritableKeyPath<Model, EntityKey?> & Sendable
+  ) -> EntityField {
+    EntityField(
+      name: name, kind: .parent, keyPath: keyPath,
+      read: { model, stored in model[keyPath: keyPath] = stored.parentKey },
+      write: { old, new, creating, transaction, key in
+        let after = new[keyPath: keyPath]
+        // A new node without a parent is a root already; it writes nothing.
+        guard creating ? after != nil : after != old[keyPath: keyPath] else { return }
+        transaction.setParent(after, of: key, in: name)
+      })
+  }
+}

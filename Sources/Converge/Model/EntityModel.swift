@@ -63,7 +63,8 @@ public struct EntitySchema<Model: EntityModel>: Sendable {
   /// The fields, in the order they were listed.
   public let fields: [EntityField<Model>]
 
-  /// A schema listing `fields`: `.register(…)`, `.set(…)` and `.text(…)`.
+  /// A schema listing `fields`: `.register(…)`, `.set(…)`, `.text(…)`, `.list(…)` and
+  /// `.parent(…)`.
   public init(_ fields: EntityField<Model>...) {
     self.fields = fields
   }
@@ -200,8 +201,16 @@ public struct EntityField<Model: EntityModel>: Sendable {
 @usableFromInline
 struct StoredField {
   let state: FieldState?
+  /// A parent field's resolved parent (``DocumentForest``), not its write.
+  let resolvedParent: EntityKey?
 
-  init(_ state: FieldState?) { self.state = state }
+  init(_ state: FieldState?, parent: EntityKey? = nil) {
+    self.state = state
+    self.resolvedParent = parent
+  }
+
+  /// The node's parent as the forest resolves it, `nil` for a root or another kind.
+  @usableFromInline var parentKey: EntityKey? { resolvedParent }
 
   /// The register's value, or `nil` if the field is not a written register.
   @usableFromInline var registerValue: FieldValue? {

@@ -126,6 +126,8 @@ public struct MessageSummary: Sendable {
         switch record.fields[name] {
         case .register(let register)?:
           lines.append("  \(name): register \(register.value.map { "\($0)" } ?? "(empty)")")
+        case .parent(let register)?:
+          lines.append("  \(name): parent \(register.value.map { "\($0)" } ?? "(empty)")")
         case .set(let elements)?:
           let present = elements.presences.filter(\.isPresent).count
           lines.append("  \(name): set, \(present) elements (\(elements.count) with removed)")
@@ -159,6 +161,8 @@ public struct MessageSummary: Sendable {
         switch entity.fields[name] {
         case .register(let register)?:
           lines.append("  \(name): register \(register.value.map { "\($0)" } ?? "(empty)")")
+        case .parent(let register)?:
+          lines.append("  \(name): parent \(register.value.map { "\($0)" } ?? "(empty)")")
         case .set(let elements)?:
           lines.append("  \(name): set, \(elements.count) elements")
         case .text(let text)?:
