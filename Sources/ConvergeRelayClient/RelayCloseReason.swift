@@ -40,6 +40,10 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   /// the relay does not hold: a removal of an entity or a set element, or a text delete,
   /// that would hide that replica's later edits (see `AuthorshipViolation/isObservation`).
   case observedUnknownEvents = 4010
+  /// The device was silent longer than the space's horizon and was retired: the others
+  /// may have forgotten deletes it never saw. It rejoins under a fresh replica id, its
+  /// unacknowledged edits re-applied on the current state (see `DeviceReplica.rejoin`).
+  case retired = 4011
   /// The relay serves as many sockets as it allows one process, or its sockets' outgoing
   /// queues hold as many bytes as it allows them together; retry later.
   case relayBusy = 4020
@@ -55,7 +59,7 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
       .storedDataUnreadable, .relayBusy, .spaceBusy:
       true
     case .malformedMessage, .unauthorized, .wrongSpace, .tokenExpired, .readOnlyToken,
-      .replicaNotGranted, .observedUnknownEvents:
+      .replicaNotGranted, .observedUnknownEvents, .retired:
       false
     }
   }
@@ -76,6 +80,7 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
     case .slowConsumer: "slow consumer"
     case .storedDataUnreadable: "stored data unreadable"
     case .observedUnknownEvents: "observed events that do not exist"
+    case .retired: "retired"
     case .relayBusy: "relay busy"
     case .spaceBusy: "space busy"
     }
