@@ -42,7 +42,7 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   case observedUnknownEvents = 4010
   /// The device was silent longer than the space's horizon and was retired: the others
   /// may have forgotten deletes it never saw. It rejoins under a fresh replica id, its
-  /// unacknowledged edits re-applied on the current state (see `DeviceReplica.rejoin`).
+  /// edits the relay lacks re-applied on the current state (`Replica.rebasing`).
   case retired = 4011
   /// The relay serves as many sockets as it allows one process, or its sockets' outgoing
   /// queues hold as many bytes as it allows them together; retry later.
