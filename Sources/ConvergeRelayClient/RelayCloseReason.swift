@@ -42,9 +42,10 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   case observedUnknownEvents = 4010
   /// The relay retired this device's replica id from the space: it was silent longer than
   /// the relay's horizon, its token's grant expired, or it came back holding less than
-  /// the relay recorded it had seen (a restored backup). Deleted data the device may
-  /// still hold has been forgotten by the others, so it cannot sync as it is: it takes a
-  /// fresh replica id, fetches the current state and applies its own edits again.
+  /// the relay recorded it had seen (a restored backup). The others may have forgotten
+  /// deletes it never saw, so it cannot sync as it is: it must take a fresh replica id,
+  /// fetch the current state and apply its own edits again (`Replica.rebasing`). The
+  /// ``RelayClient`` does not do that by itself yet: it stops with this reason.
   case retired = 4011
   /// The relay serves as many sockets as it allows one process, or its sockets' outgoing
   /// queues hold as many bytes as it allows them together; retry later.

@@ -1,0 +1,240 @@
+import ConvergeTestSupport
+import Testing
+
+@testable import Converge
+
+/// A retired device's rejoin: its edits the others lack, re-applied on the current state
+/// under a fresh id (``Replica/rebasing(_:onto:as:wallClock:)``).
+@Suite struct RebasingTests {
+  private static let note = EntityKey(type: "note", id: "n")
+
+  /// One device, two peers that synced everything among themselves, the device's early
+  /// edits delivered to them in order (what a relay acknowledged), some of the peers'
+  /// edits delivered to the device, in any order.
+  private struct Scenario {
+    var device: Replica
+    var peers: Document
+    var fresh: ReplicaID
+
+    init(using random: inout SeededGenerator) {
+      var origin = Replica.seeded(using: &random)
+      for _ in 0..<Int.random(in: 0...4, using: &random) {
+        origin.randomTransaction(using: &random)
+      }
+      var device = origin.forked(as: .random(using: &random))
+      var first = origin.forked(as: .random(using: &random))
+      var second = origin.forked(as: .random(using: &random))
+      var deviceDeltas: [DocumentDelta] = []
+      var peerDeltas: [DocumentDelta] = []
+      var acknowledged = 0
+      for _ in 0..<Int.random(in: 4...14, using: &random) {
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0: deviceDeltas.append(device.randomTransaction(using: &random).delta)
+        case 1: peerDeltas.append(first.randomTransaction(using: &random).delta)
+        default: peerDeltas.append(second.randomTransaction(using: &random).delta)
+        }
+        if Bool.random(using: &random), let delta = peerDeltas.randomElement(using: &random) {
+          device.apply(delta)
+        }
+        if Int.random(in: 0..<3, using: &random) == 0, acknowledged < deviceDeltas.count {
+          first.apply(deviceDeltas[acknowledged])
+          acknowledged += 1
+        }
+      }
+      first.merge(second)
+      self.device = device
+      peers = first.document
+      fresh = .random(using: &random)
+    }
+  }
+
+  /// What a user sees of a document, entity by entity (an empty field shows as none),
+  /// with the order of texts and lists left out unless `ordered`: the ordinary merge and
+  /// the rebase may order concurrent inserts at one place differently.
+  private static func content(_ document: Document, ordered: Bool = false) -> [EntityKey: String] {
+    var content: [EntityKey: String] = [:]
+    for key in document.keys {
+      var line = ""
+      for field in document.fieldNames(of: key) {
+        switch document.fieldKind(field, of: key) {
+        case .register:
+          if let value = document.value(of: field, in: key) { line += " \(field)=\(value)" }
+        case .set:
+          let elements = document.elements(of: field, in: key)
+          if !elements.isEmpty { line += " \(field)=\(elements)" }
+        case .text:
+          let scalars = document.text(of: field, in: key).unicodeScalars
+          let shown = ordered ? Array(scalars) : scalars.sorted { $0.value < $1.value }
+          if !shown.isEmpty { line += " \(field)=\(String(String.UnicodeScalarView(shown)))" }
+        case .list:
+          let items = document.list(of: field, in: key)
+          if !items.isEmpty { line += " \(field)=\(ordered ? items : items.sorted())" }
+        case nil: break
+        }
+      }
+      content[key] = line
+    }
+    return content
+  }
+
+  /// Without a stable cut (nothing forgotten), the rebase shows what the ordinary merge
+  /// of the device's document into the peers' shows, up to the order of concurrent
+  /// inserts at one place: no edit of the device is lost, none of the peers' is, and
+  /// every conflict is decided as the usual rules decide it.
+  @Test func showsWhatTheOrdinaryMergeShows() throws {
+    try forEachSeed(count: 400, base: 0x4E_BA5E) { random in
+      let scenario = Scenario(using: &random)
+      var merged = scenario.peers
+      merged.merge(scenario.device.document)
+      let rebase = Replica.rebasing(
+        scenario.device.document, onto: scenario.peers, stable: CausalContext(),
+        as: scenario.fresh, wallClock: .fixed(1))
+      #expect(Self.content(rebase.replica.document) == Self.content(merged))
+      #expect(rebase.replica.id == scenario.fresh)
+      #expect(rebase.replica.document.context.includes(scenario.peers.context))
+      // The delta is the rebase: the peers applying it hold the same document.
+      var peers = scenario.peers
+      peers.apply(rebase.delta)
+      #expect(peers == rebase.replica.document)
+      // Its events are the fresh id's alone.
+      #expect(rebase.delta.context.entries.allSatisfy { $0.replica == scenario.fresh })
+    }
+  }
+
+  /// After the peers forgot every delete they all saw (the device retired), the rebase
+  /// shows what the ordinary merge into the unforgotten state would, except that an
+  /// entity the peers forgot that the device's edits keep alive comes back whole from
+  /// the device's view. Peers that forgot, peers that forget later (before applying the
+  /// delta) and a rebase onto the unforgotten state all hold the same document.
+  @Test func keepsTheDevicesEditsWhenThePeersForgot() throws {
+    try forEachSeed(count: 400, base: 0xF0_4607) { random in
+      let scenario = Scenario(using: &random)
+      let stable = scenario.peers.context
+      var merged = scenario.peers
+      merged.merge(scenario.device.document)
+      var forgotten = scenario.peers
+      forgotten.forgetDeleted(stable: stable)
+      let rebase = Replica.rebasing(
+        scenario.device.document, onto: forgotten, stable: stable, as: scenario.fresh,
+        wallClock: .fixed(1))
+      let rebased = rebase.replica.document
+      #expect(rebased.keys == merged.keys)
+      let expected = Self.content(merged)
+      let device = Self.content(scenario.device.document, ordered: true)
+      let ordered = Self.content(rebased, ordered: true)
+      for (key, line) in Self.content(rebased) {
+        if forgotten.delta(since: CausalContext()).entities[key] == nil,
+          scenario.peers.delta(since: CausalContext()).entities[key] != nil
+        {
+          // Forgotten by the peers, back whole from the device's view.
+          #expect(ordered[key] == device[key], "\(key)")
+        } else {
+          #expect(line == expected[key], "\(key)")
+        }
+      }
+      var peer = forgotten
+      peer.apply(rebase.delta)
+      #expect(peer == rebased)
+      // A peer that had not forgotten yet forgets before it applies the delta.
+      var late = scenario.peers
+      late.forgetDeleted(stable: stable)
+      late.apply(rebase.delta)
+      #expect(late == rebased)
+      // The relay's state may not have forgotten yet: the rebase onto it is the same.
+      let unforgotten = Replica.rebasing(
+        scenario.device.document, onto: scenario.peers, stable: stable, as: scenario.fresh,
+        wallClock: .fixed(1))
+      #expect(unforgotten.replica.document == rebased)
+      #expect(unforgotten.delta == rebase.delta)
+    }
+  }
+
+  /// The hazard the rebase exists for: the peers deleted and forgot a note the device
+  /// kept editing offline; the note comes back with the device's edits, whole.
+  @Test func anEditToAForgottenNoteBringsItBackWhole() {
+    var device = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(10))
+    let created = device.transact { tx in
+      tx.create(Self.note)
+      tx.setValue(.string("Plan"), for: "title", of: Self.note)
+      tx.insert(.string("work"), into: "tags", of: Self.note)
+      tx.insertText("draft", at: 0, in: "body", of: Self.note)
+    }
+    var peer = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(20))
+    peer.apply(created.delta)
+    peer.transact { tx in tx.delete(Self.note) }
+    device.transact { tx in tx.insertText(" two", at: 5, in: "body", of: Self.note) }
+    var forgotten = peer.document
+    #expect(forgotten.forgetDeleted(stable: peer.context) == 1)
+    let rebase = Replica.rebasing(
+      device.document, onto: forgotten, stable: peer.context, as: ReplicaID(rawValue: 3),
+      wallClock: .fixed(30))
+    let rebased = rebase.replica.document
+    #expect(rebased.text(of: "body", in: Self.note) == "draft two")
+    #expect(rebased.value(of: "title", in: Self.note) == .string("Plan"))
+    #expect(rebased.elements(of: "tags", in: Self.note) == [.string("work")])
+    // The peer, which forgot, holds the same once it applies the delta.
+    forgotten.apply(rebase.delta)
+    #expect(forgotten == rebased)
+  }
+
+  /// A note the peers deleted and forgot that the device did not edit since is gone
+  /// after the rebase: the device shows it only because it never saw the delete.
+  @Test func aNoteTheDeviceDidNotEditStaysDeleted() {
+    var device = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(10))
+    let created = device.transact { tx in
+      tx.create(Self.note)
+      tx.insertText("secret", at: 0, in: "body", of: Self.note)
+    }
+    var peer = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(20))
+    peer.apply(created.delta)
+    peer.transact { tx in tx.delete(Self.note) }
+    var forgotten = peer.document
+    forgotten.forgetDeleted(stable: peer.context)
+    let rebase = Replica.rebasing(
+      device.document, onto: forgotten, stable: peer.context, as: ReplicaID(rawValue: 3),
+      wallClock: .fixed(30))
+    #expect(rebase.replica.document.keys.isEmpty)
+    #expect(rebase.replica.document.text(of: "body", in: Self.note).isEmpty)
+    #expect(rebase.delta.isEmpty)
+  }
+
+  /// Text typed offline goes after the character it followed, among the peers' edits;
+  /// characters deleted offline go; the peers' concurrent typing stays.
+  @Test func textEditsLandWhereTheyWereMade() {
+    var device = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(10))
+    let created = device.transact { tx in
+      tx.create(Self.note)
+      tx.insertText("hello world", at: 0, in: "body", of: Self.note)
+    }
+    var peer = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(20))
+    peer.apply(created.delta)
+    peer.transact { tx in tx.insertText("big ", at: 6, in: "body", of: Self.note) }
+    device.transact { tx in
+      tx.deleteText(0..<1, in: "body", of: Self.note)
+      tx.insertText("J", at: 0, in: "body", of: Self.note)
+      tx.insertText("!", at: 11, in: "body", of: Self.note)
+    }
+    let rebase = Replica.rebasing(
+      device.document, onto: peer.document, stable: peer.context, as: ReplicaID(rawValue: 3),
+      wallClock: .fixed(30))
+    #expect(rebase.replica.document.text(of: "body", in: Self.note) == "Jello big world!")
+  }
+
+  /// An edit that reached the peers another way (through a peer session) is not applied
+  /// twice.
+  @Test func anEditThePeersHaveIsNotReappliedTwice() {
+    var device = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(10))
+    let created = device.transact { tx in
+      tx.create(Self.note)
+      tx.insertText("once", at: 0, in: "body", of: Self.note)
+      tx.insert(.string("a"), at: 0, intoList: "cards", of: Self.note)
+    }
+    var peer = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(20))
+    peer.apply(created.delta)
+    let rebase = Replica.rebasing(
+      device.document, onto: peer.document, stable: peer.context, as: ReplicaID(rawValue: 3),
+      wallClock: .fixed(30))
+    #expect(rebase.replica.document.text(of: "body", in: Self.note) == "once")
+    #expect(rebase.delta.isEmpty)
+  }
+}
