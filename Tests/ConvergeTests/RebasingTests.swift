@@ -69,6 +69,9 @@ import Testing
         case .list:
           let items = document.list(of: field, in: key)
           if !items.isEmpty { line += " \(field)=\(ordered ? items : items.sorted())" }
+        case .parent:
+          let parent = document.forest(of: field).parent(of: key)
+          line += " \(field)=\(parent.map { "\($0.type)/\($0.id)" } ?? "root")"
         case nil: break
         }
       }
@@ -236,5 +239,39 @@ import Testing
       wallClock: .fixed(30))
     #expect(rebase.replica.document.text(of: "body", in: Self.note) == "once")
     #expect(rebase.delta.isEmpty)
+  }
+
+  /// A node moved offline under another is re-applied with the move's recorded previous
+  /// parent; a later move the peers made of the same node wins, as a later write does.
+  @Test func aReparentIsReappliedUnlessALaterMoveWins() {
+    let (root, other, task) = (
+      EntityKey(type: "task", id: "root"), EntityKey(type: "task", id: "other"),
+      EntityKey(type: "task", id: "t")
+    )
+    var device = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(10))
+    let created = device.transact { tx in
+      for key in [root, other, task] { tx.create(key) }
+      tx.setParent(root, of: task, in: "parent")
+    }
+    var peer = Replica(id: ReplicaID(rawValue: 2), wallClock: .fixed(20))
+    peer.apply(created.delta)
+    device.transact { tx in tx.setParent(other, of: task, in: "parent") }
+    let rebase = Replica.rebasing(
+      device.document, onto: peer.document, stable: peer.context, as: ReplicaID(rawValue: 3),
+      wallClock: .fixed(30))
+    #expect(rebase.replica.document.forest(of: "parent").parent(of: task) == other)
+    var receiving = peer
+    receiving.apply(rebase.delta)
+    #expect(receiving.document == rebase.replica.document)
+
+    // The peers moved the task back to the root after the device's move: theirs wins.
+    var later = Replica(id: ReplicaID(rawValue: 4), wallClock: .fixed(40))
+    later.apply(created.delta)
+    later.transact { tx in tx.setParent(nil, of: task, in: "parent") }
+    let lost = Replica.rebasing(
+      device.document, onto: later.document, stable: later.context, as: ReplicaID(rawValue: 5),
+      wallClock: .fixed(5))
+    #expect(lost.replica.document.forest(of: "parent").parent(of: task) == nil)
+    #expect(lost.delta.isEmpty)
   }
 }

@@ -138,8 +138,20 @@ extension DocumentTransaction {
         for (index, value) in list.values.enumerated() {
           insert(value, at: index, intoList: name, of: key)
         }
+      case .parent(let register):
+        if let move = register.value { writeParentMove(move, for: name, of: key) }
       }
     }
+  }
+
+  /// Writes a parent field's move value as it is, under a new event: the move keeps the
+  /// parent it recorded, and the forest resolves any cycle it closes on every replica
+  /// alike (``DocumentForest``), so no check against the current forest is needed.
+  private mutating func writeParentMove(_ move: FieldValue, for name: String, of key: EntityKey) {
+    let dot = nextDot()
+    var register = LWWRegister<FieldValue>()
+    register.set(move, stamp: LWWRegister<FieldValue>.Stamp(timestamp: clock.tick(), dot: dot))
+    commit(event: dot, on: key, field: name, .parent(register))
   }
 
   /// Re-applies the edits of one field of `local` that `known` lacks.
@@ -149,15 +161,11 @@ extension DocumentTransaction {
     let theirs = document.entities[key]?.fields[name]
     switch field {
     case .register(let register):
-      guard let value = register.value, let stamp = register.stamp,
-        !known.contains(stamp.dot)
-      else { return }
-      if case .register(let current)? = theirs, let theirStamp = current.stamp,
-        theirStamp > stamp
-      {
-        return
+      var current: LWWRegister<FieldValue>?
+      if case .register(let existing)? = theirs { current = existing }
+      if let value = Self.write(register, over: current, unknownTo: known) {
+        setValue(value, for: name, of: key)
       }
-      setValue(value, for: name, of: key)
     case .set(let elements):
       var current = SetElements()
       if case .set(let existing)? = theirs { current = existing }
@@ -174,7 +182,27 @@ extension DocumentTransaction {
       reapplyText(storage.text, field: name, of: key, known: known)
     case .list(let list):
       reapplyList(list, field: name, of: key, known: known)
+    case .parent(let register):
+      // A last-writer-wins move, judged as a register write is.
+      var current: LWWRegister<FieldValue>?
+      if case .parent(let existing)? = theirs { current = existing }
+      if let move = Self.write(register, over: current, unknownTo: known) {
+        writeParentMove(move, for: name, of: key)
+      }
     }
+  }
+
+  /// The value of `mine`'s write if `known` lacks its event and it wins over `theirs`
+  /// (last writer wins), else `nil`.
+  private static func write(
+    _ mine: LWWRegister<FieldValue>, over theirs: LWWRegister<FieldValue>?,
+    unknownTo known: CausalContext
+  ) -> FieldValue? {
+    guard let value = mine.value, let stamp = mine.stamp, !known.contains(stamp.dot) else {
+      return nil
+    }
+    if let theirStamp = theirs?.stamp, theirStamp > stamp { return nil }
+    return value
   }
 
   /// Deletes the characters `mine` deleted that the document still shows, then inserts
