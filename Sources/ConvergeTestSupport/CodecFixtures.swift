@@ -79,9 +79,12 @@ package enum SessionFramesFixture {
   }
 
   /// The file: every frame, length-prefixed, in order.
-  package static var stream: [UInt8] {
+  package static var stream: [UInt8] { file(of: frames().frames) }
+
+  /// A golden file of session frames: each length-prefixed, in order.
+  package static func file(of frames: [[UInt8]]) -> [UInt8] {
     var writer = ByteWriter()
-    for frame in frames().frames { writer.writeLengthPrefixedBytes(frame) }
+    for frame in frames { writer.writeLengthPrefixedBytes(frame) }
     return writer.bytes
   }
 }

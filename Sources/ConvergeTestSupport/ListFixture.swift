@@ -63,9 +63,5 @@ package enum ListFramesFixture {
   }
 
   /// The file: every frame, length-prefixed, in order.
-  package static var stream: [UInt8] {
-    var writer = ByteWriter()
-    for frame in frames().frames { writer.writeLengthPrefixedBytes(frame) }
-    return writer.bytes
-  }
+  package static var stream: [UInt8] { SessionFramesFixture.file(of: frames().frames) }
 }

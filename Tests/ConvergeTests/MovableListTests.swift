@@ -263,19 +263,7 @@ private struct ListDevice {
       let after = Array(
         pool.shuffled(using: &random).prefix(Int.random(in: 0...10, using: &random)))
       let changes = ListChange.changes(from: before, to: after)
-      var steps: [CollectionDifference<FieldValue>.Change] = []
-      for change in changes {
-        switch change {
-        case .remove(let value, let index):
-          steps.append(.remove(offset: index, element: value, associatedWith: nil))
-        case .insert(let value, let index):
-          steps.append(.insert(offset: index, element: value, associatedWith: nil))
-        case .move(let value, let from, let to):
-          steps.append(.remove(offset: from, element: value, associatedWith: to))
-          steps.append(.insert(offset: to, element: value, associatedWith: from))
-        }
-      }
-      let difference = try #require(CollectionDifference(steps), "seed \(random.seed)")
+      let difference = try #require(ListChange.difference(changes), "seed \(random.seed)")
       #expect(before.applying(difference) == after, "seed \(random.seed)")
       let moves = changes.filter { if case .move = $0 { true } else { false } }.count
       let standard = after.difference(from: before).inferringMoves()
