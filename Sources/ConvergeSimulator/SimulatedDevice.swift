@@ -30,6 +30,8 @@ struct SimulatedDevice {
     var commit: Commit
     var replica: ReplicaID
     var counters: ClosedRange<UInt64>
+    /// The cards the commit created (boards workload): gone with it if it is lost.
+    var createdCards: [String]
   }
   /// Whether a backup of the directory was taken.
   var hasBackup = false
@@ -81,7 +83,7 @@ struct SimulatedDevice {
       unpushed.append(
         Unpushed(
           sequence: store.committed, commit: commit, replica: replica,
-          counters: (before + 1)...latest))
+          counters: (before + 1)...latest, createdCards: workload.lastCardEvents.created))
     }
     return commit
   }
@@ -113,6 +115,7 @@ struct SimulatedDevice {
     tornBytes: Int, fromBackup: Bool, inPlace: Bool = false, damage: FileDamage? = nil
   ) throws(StoreError) -> Int {
     let lost = unpushed.count
+    lostCards = unpushed.flatMap(\.createdCards)
     unpushed = []
     if tornBytes > 0 {
       // Killed during a sync: the records are written, the `fsync` never happens.
@@ -132,6 +135,9 @@ struct SimulatedDevice {
 
   /// Whether the last restart lost or damaged a file (there was one to hit).
   var damagedAFile = false
+  /// The cards created by the commits the last restart lost before they were durable:
+  /// they never left the device, so no replica shows them, rightly.
+  var lostCards: [String] = []
 
   /// A file of the store's directory lost or damaged while the device was off.
   enum FileDamage: CaseIterable {

@@ -90,6 +90,8 @@ extension SimulationRun {
       return
     }
     statistics.restarts += 1
+    // A card created only in a commit the restart lost exists nowhere: not a lost card.
+    createdCards.subtract(devices[device].lostCards)
     if devices[device].store.recovery.snapshotTagged { statistics.taggedRestarts += 1 }
     if fromBackup {
       statistics.staleRestores += 1
