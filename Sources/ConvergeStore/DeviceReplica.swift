@@ -286,7 +286,7 @@ public final class DeviceReplica {
   }
 
   /// Rejoins after the relay retired this device (see
-  /// ``DocumentStore/rejoin(onto:stable:heldBy:)``): the edits `current` lacks are
+  /// ``DocumentStore/rejoin(onto:stable:heldBy:as:)``): the edits `current` lacks are
   /// re-applied on it under a fresh id, written durably as one snapshot. Sends
   /// ``Event/identityChanged(_:)`` with ``IdentityChange/retired``; observers of
   /// ``replica`` are notified (no ``DocumentChanges`` are sent: reread the document).
@@ -296,13 +296,14 @@ public final class DeviceReplica {
   /// or the wrong thing.
   @discardableResult
   public func rejoin(
-    onto current: Document, stable: CausalContext, heldBy peer: String? = nil
+    onto current: Document, stable: CausalContext, heldBy peer: String? = nil,
+    as id: ReplicaID? = nil
   ) throws(StoreError) -> Replica.Rebase {
     defer { refreshStatus() }
     let outcome = withMutation(keyPath: \.replica) {
       () -> Result<Replica.Rebase, StoreError> in
       do throws(StoreError) {
-        return .success(try store.rejoin(onto: current, stable: stable, heldBy: peer))
+        return .success(try store.rejoin(onto: current, stable: stable, heldBy: peer, as: id))
       } catch {
         return .failure(error)
       }

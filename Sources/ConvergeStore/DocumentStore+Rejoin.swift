@@ -6,6 +6,9 @@ extension DocumentStore {
   /// (the state the relay holds now, fetched with an empty context) under a fresh id, and
   /// writes it as one snapshot of a new generation. Returns the rebase.
   ///
+  /// The fresh id is `id` (one from ``takeFreshID()``, for a caller that needed it before,
+  /// to ask for a token granting it), or else one from ``Configuration/freshID``.
+  ///
   /// **One durable write.** Before the snapshot, the identity record names the fresh id
   /// together with the retired one and the new generation (see ``StoreIdentity``): an open
   /// that recovers that generation's snapshot continues the fresh id, one that does not
@@ -18,7 +21,7 @@ extension DocumentStore {
   /// given, is recorded as holding `current`'s context, so its outbox is exactly the
   /// re-applied edits. The entities those edits touch are pending until a peer
   /// acknowledges them. ``identityChanges`` gains ``IdentityChange/retired``. The store
-  /// keeps no undo history; ``DeviceReplica/rejoin(onto:stable:heldBy:)`` clears its own.
+  /// keeps no undo history; ``DeviceReplica/rejoin(onto:stable:heldBy:as:)`` clears its own.
   ///
   /// If the snapshot cannot be written, the error is thrown and the store keeps the new
   /// state in memory: its next sync writes it as a snapshot of that generation or a later
@@ -31,7 +34,8 @@ extension DocumentStore {
   /// - Complexity: that of the rebase, plus writing a snapshot of the whole document.
   @discardableResult
   public func rejoin(
-    onto current: Document, stable: CausalContext, heldBy peer: String? = nil
+    onto current: Document, stable: CausalContext, heldBy peer: String? = nil,
+    as id: ReplicaID? = nil
   ) throws(StoreError) -> Replica.Rebase {
     guard !isClosed else { throw .closed }
     checkOutsideTransaction()
@@ -44,7 +48,7 @@ extension DocumentStore {
     let retiredCounter = max(
       storedReplica.context.counters(of: retired).maximum, identityOnDisk?.provenCounter ?? 0)
     let rebase = Replica.rebasing(
-      storedReplica.document, onto: current, stable: stable, as: configuration.freshID(),
+      storedReplica.document, onto: current, stable: stable, as: id ?? configuration.freshID(),
       wallClock: configuration.wallClock)
     let fresh = rebase.replica
     let rejoin = StoreIdentity.Rejoin(
@@ -69,4 +73,8 @@ extension DocumentStore {
     try saveAcknowledgements()
     return rebase
   }
+
+  /// A fresh replica id from ``Configuration/freshID``, for a ``rejoin(onto:stable:heldBy:as:)``
+  /// to come (a relay client asks for a token granting it first).
+  package func takeFreshID() -> ReplicaID { configuration.freshID() }
 }

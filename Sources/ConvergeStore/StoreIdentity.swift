@@ -16,7 +16,7 @@ import Converge
 /// of it when a peer shows dots of this id beyond the store's (see
 /// ``DocumentStore/recordAcknowledgement(_:from:)``).
 ///
-/// A rejoin (``DocumentStore/rejoin(onto:stable:heldBy:)``) writes, before the snapshot of
+/// A rejoin (``DocumentStore/rejoin(onto:stable:heldBy:as:)``) writes, before the snapshot of
 /// its new generation, a record of version 2 that also names the retired id, its counter
 /// and that generation (``Rejoin``): opening uses the fresh id only if the snapshot of that
 /// generation (or a later one) was recovered, and the retired id otherwise, so a crash
@@ -115,6 +115,6 @@ public enum IdentityChange: Equatable, Sendable {
   case filesLost
   /// The device rejoined after its relay retired it (silent longer than the space's
   /// horizon): its edits the current state lacked were re-applied on it under a fresh id
-  /// (``DocumentStore/rejoin(onto:stable:heldBy:)``).
+  /// (``DocumentStore/rejoin(onto:stable:heldBy:as:)``).
   case retired
 }
