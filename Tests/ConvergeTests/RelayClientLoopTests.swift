@@ -245,6 +245,27 @@ private func run(
     #expect(server.space.context.counters(of: retired) == before.context.counters(of: retired))
   }
 
+  /// A bootstrap that fails (here refused) is retried with backoff under the same fresh
+  /// id: one rejoin, one fresh id, whatever the attempts.
+  @Test func aFailedBootstrapIsRetriedUnderTheSameFreshID() async throws {
+    let owner = try relayOwner()
+    owner.transact { $0.insertText("milk", at: 0, in: "body", of: relayNote) }
+    try owner.flush()
+    let server = MemoryRelayServer(accepting: ["token-3"], refusal: .retired)
+    let retired = owner.id
+    let tokens = TokenProvider()
+    let client = RelayClient(
+      connector: MemoryConnector(server: server), token: { tokens.next(for: $0) },
+      backoff: quickBackoff)
+    let statuses = await run(client, owner) { $0 == .upToDate }
+    #expect(!statuses.contains { if case .refused = $0 { true } else { false } })
+    #expect(owner.id != retired)
+    #expect(tokens.ids == [retired, owner.id, owner.id])
+    #expect(server.tokens == ["token-1", "token-2", "token-1", "token-3", "token-3"])
+    #expect(owner.identityChanges.filter { $0 == .retired }.count == 1)
+    #expect(server.space.document.text(of: "body", in: relayNote) == "milk")
+  }
+
   /// The bootstrap reads the relay's stable cut: a note the laptop deleted comes back
   /// whole because the device edited it while away, and one it did not edit is forgotten
   /// by the cut; the device holds what the relay holds once it forgets by the same cut.
