@@ -4,7 +4,8 @@ import ConvergeStore
 /// A device's connection to a relay space, attached to the device's ``DeviceReplica``:
 /// it connects, handshakes from what the owner holds, sends the owner's durable edits,
 /// hands what arrives to the owner, and reconnects after a failure with exponential
-/// backoff and jitter, until its task is cancelled or the relay refuses it for good.
+/// backoff and jitter (and after a retirement, once it rejoined), until its task is
+/// cancelled or the relay refuses it for good.
 ///
 /// It keeps no replica and saves nothing: the owner holds the data, its durability and
 /// what the relay acknowledged (under ``peer``), so the pending badge is the owner's one
@@ -32,6 +33,15 @@ import ConvergeStore
 /// a token with ``RelayCloseReason/replicaNotGranted`` (a token the app kept from before
 /// the store opened a copied or restored folder). The client then reconnects with the new
 /// token; edits made meanwhile wait in the owner.
+///
+/// **Retirement.** A relay closing with ``RelayCloseReason/retired`` (the device was
+/// silent past the space's horizon) makes the client rejoin: it takes a fresh id from the
+/// owner's store, asks `token` for that id, fetches the space's current state with a
+/// connection whose handshake states an empty context (and the ``RelayStableCut`` the
+/// relay sends with its answer, if any), calls
+/// ``DeviceReplica/rejoin(onto:stable:heldBy:as:)`` and reconnects as the fresh id, which
+/// sends the re-applied edits as usual. Statuses meanwhile are `syncing` and `offline`;
+/// a failed fetch is retried with backoff under the same fresh id.
 ///
 /// **Isolation.** ``run(owner:isolation:)`` uses the owner in the caller's isolation (the
 /// main actor in an app), as the owner requires; the socket's reads and writes happen
@@ -123,8 +133,21 @@ public final class RelayClient: Sendable {
     var currentToken: String?
     // The id for which a `replicaNotGranted` refusal already asked for a new token.
     var regrantedFor: ReplicaID?
+    // The fresh id a rejoin took a token for, until the rejoin is done.
+    var rejoinID: ReplicaID?
+    // Whether a rejoin's snapshot failed: its edits go out only once a flush wrote them.
+    var mustFlush = false
     report(.offline)
     while !Task.isCancelled {
+      if mustFlush {
+        if (try? owner.flush()) == nil {
+          report(.offline)
+          try? await Task.sleep(for: backoff.delay(attempt: attempt))
+          attempt += 1
+          continue
+        }
+        mustFlush = false
+      }
       if currentToken == nil {
         currentToken = try? await token(owner.id)
       }
@@ -145,6 +168,28 @@ public final class RelayClient: Sendable {
         continue
       case .closed(.tokenExpired):
         currentToken = nil
+      case .closed(.retired):
+        // Retired (silent past the space's horizon): fetch the current state under a
+        // fresh id, re-apply this device's edits on it, and reconnect as that id.
+        report(.syncing)
+        let fresh = rejoinID ?? owner.store.takeFreshID()
+        rejoinID = fresh
+        if let freshToken = try? await token(fresh),
+          let (state, stable) = await bootstrap(token: freshToken, id: fresh)
+        {
+          do {
+            try owner.rejoin(onto: state, stable: stable, heldBy: peer, as: fresh)
+          } catch {
+            // Reported in the owner's `lastError`; the store holds the rebased state
+            // unless the failure came first, and its next flush writes it.
+            mustFlush = owner.id == fresh
+          }
+          if owner.id == fresh {
+            rejoinID = nil
+            currentToken = freshToken
+            if !mustFlush { continue }
+          }
+        }
       case .closed(let reason?) where !reason.isRetryable:
         // A refusal of a token for the old id after a fresh one (taken while running, or
         // when the store opened a copied or restored folder): the provider is asked once
@@ -241,6 +286,65 @@ public final class RelayClient: Sendable {
     }
     await socket.close()
     return (ending, session.isAnswered)
+  }
+
+  /// Fetches the space's current state for a rejoin: a connection under `token`
+  /// (granting the fresh `id`) whose handshake states an empty context into an empty
+  /// document, so the relay answers with every event it holds, followed by its stable
+  /// cut if it has one. The cut is awaited until the next tick after the answer (the
+  /// relay sends it with the answer); without one, the state is taken as the relay
+  /// already forgot it. `nil` if the socket failed or closed before the answer.
+  private func bootstrap(token: String, id: ReplicaID) async -> (Document, CausalContext)? {
+    guard let (socket, events) = try? await connector.connect(token: token) else { return nil }
+    let (wakeups, wake) = AsyncStream<Wakeup>.makeStream()
+    let reader = Task {
+      for await event in events { wake.yield(.socket(event)) }
+      wake.yield(.socket(.closed(code: nil)))
+    }
+    let tick = tick
+    let ticker = Task {
+      while !Task.isCancelled {
+        try? await Task.sleep(for: tick)
+        wake.yield(.tick)
+      }
+    }
+    defer {
+      reader.cancel()
+      ticker.cancel()
+      wake.finish()
+    }
+    var sync = SyncSession()
+    var state = Replica(document: Document(), id: id)
+    var stable = CausalContext()
+    var answered = false
+    guard let opening = sync.makeMessage(for: state),
+      await send([opening.encoded()], to: socket)
+    else {
+      await socket.close()
+      return nil
+    }
+    loop: for await wakeup in wakeups {
+      switch wakeup {
+      case .socket(.message(let bytes)):
+        if RelayAcknowledgement.envelopeKind(bytes[...]) == RelayStableCut.kind {
+          guard let cut = try? RelayStableCut(decoding: bytes[...]) else { break loop }
+          stable = cut.stable
+          if answered { break loop }
+        } else if !RelayAcknowledgement.isRelayEnvelope(bytes[...]) {
+          guard let message = try? sync.decode(bytes[...]) else { break loop }
+          sync.receive(message, into: &state)
+          if message.context != nil { answered = true }
+        }
+      case .socket(.closed):
+        break loop
+      case .tick:
+        if answered { break loop }
+      case .durable:
+        break
+      }
+    }
+    await socket.close()
+    return answered ? (state.document, stable) : nil
   }
 
   /// Sends `messages` in order; `false` if the socket failed.

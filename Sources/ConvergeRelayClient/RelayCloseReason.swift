@@ -44,8 +44,12 @@ public enum RelayCloseReason: UInt16, Error, Sendable, CaseIterable, CustomStrin
   /// the relay's horizon, its token's grant expired, or it came back holding less than
   /// the relay recorded it had seen (a restored backup). The others may have forgotten
   /// deletes it never saw, so it cannot sync as it is: it must take a fresh replica id,
-  /// fetch the current state and apply its own edits again (`Replica.rebasing`). The
-  /// ``RelayClient`` does not do that by itself yet: it stops with this reason.
+  /// fetch the current state and apply its own edits again (`Replica.rebasing`).
+  /// ``RelayClient`` does that by itself: it takes a fresh id from the owner's store, asks
+  /// the token provider for a token granting it, fetches the current state with a
+  /// handshake stating an empty context (reading the ``RelayStableCut`` the relay sends
+  /// with it), calls ``DeviceReplica/rejoin(onto:stable:heldBy:as:)`` and reconnects as
+  /// the fresh id, reporting `syncing` or `offline` meanwhile, never `refused`.
   case retired = 4011
   /// The relay serves as many sockets as it allows one process, or its sockets' outgoing
   /// queues hold as many bytes as it allows them together; retry later.

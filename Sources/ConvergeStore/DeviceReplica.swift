@@ -285,6 +285,35 @@ public final class DeviceReplica {
     return forgotten
   }
 
+  /// Rejoins after the relay retired this device (see
+  /// ``DocumentStore/rejoin(onto:stable:heldBy:as:)``): the edits `current` lacks are
+  /// re-applied on it under a fresh id, written durably as one snapshot. Sends
+  /// ``Event/identityChanged(_:)`` with ``IdentityChange/retired``; observers of
+  /// ``replica`` are notified (no ``DocumentChanges`` are sent: reread the document).
+  ///
+  /// The undo history is cleared: its steps name events of the retired id, which the
+  /// rebased document no longer holds as such, so undoing one would take back nothing
+  /// or the wrong thing.
+  @discardableResult
+  public func rejoin(
+    onto current: Document, stable: CausalContext, heldBy peer: String? = nil,
+    as id: ReplicaID? = nil
+  ) throws(StoreError) -> Replica.Rebase {
+    defer { refreshStatus() }
+    let outcome = withMutation(keyPath: \.replica) {
+      () -> Result<Replica.Rebase, StoreError> in
+      do throws(StoreError) {
+        return .success(try store.rejoin(onto: current, stable: stable, heldBy: peer, as: id))
+      } catch {
+        return .failure(error)
+      }
+    }
+    // The store holds the fresh id's state even when its snapshot failed (it is written
+    // by the next sync), so the history goes either way.
+    history = UndoHistory()
+    return try outcome.get()
+  }
+
   // MARK: - Durability
 
   /// Takes in a finished background sync and starts the next one if it is due: call it

@@ -230,7 +230,7 @@ public final class DocumentStore {
 
     // Identity: keep the stored id only when the store can prove every counter it issued.
     let document = loaded.document
-    let stored = loaded.identity
+    let stored = loaded.identity?.resolved(atGeneration: loaded.generation)
     var change: IdentityChange?
     if let stored {
       let fingerprint = try Self.attempt { try fileSystem.fileIdentity(directory + "/identity") }
@@ -265,13 +265,17 @@ public final class DocumentStore {
     snapshotKey = loaded.key ?? configuration.freshKey()
     hasKeyFile = loaded.key != nil
     recordedGeneration = loaded.recordedGeneration
-    identityOnDisk = change == nil ? stored : nil
+    identityOnDisk = change == nil && loaded.identity?.rejoin == nil ? stored : nil
     // The files are readied for writing (the identity marked unclean) before the first
     // sync, not here: an open that only reads writes nothing. A fresh id, taken for a
     // reason the files may no longer show (a cut log now rewritten, a damaged file moved
     // aside), is made durable at once so that no later open goes back to the old id; a
     // missing or damaged key is replaced at once too.
-    if change != nil || loaded.key == nil { try prepareForWriting() }
+    // A rejoin's record is replaced at once by the id it resolved to, so that no later
+    // generation is taken for the rejoin's.
+    if change != nil || loaded.key == nil || loaded.identity?.rejoin != nil {
+      try prepareForWriting()
+    }
     for (_, context) in acknowledged { acknowledgedUnion.formUnion(context) }
     rebuildPending()
     // A lost or damaged generation leaves files that would be found again at every
@@ -591,14 +595,14 @@ public final class DocumentStore {
   /// fingerprint, synced, renamed into place, then the directory synced.
   static func writeIdentity(
     replica: ReplicaID, counter: UInt64, cleanShutdown: Bool, in directory: String,
-    _ fileSystem: any StoreFileSystem
+    _ fileSystem: any StoreFileSystem, rejoin: StoreIdentity.Rejoin? = nil
   ) throws -> StoreIdentity {
     let temporary = directory + "/identity.tmp"
     try fileSystem.write([], to: temporary)
     let fingerprint = try fileSystem.fileIdentity(temporary) ?? 0
     let identity = StoreIdentity(
       replica: replica, provenCounter: counter, cleanShutdown: cleanShutdown,
-      fingerprint: fingerprint)
+      fingerprint: fingerprint, rejoin: rejoin)
     try fileSystem.write(identity.encoded, to: temporary)
     try fileSystem.sync(temporary)
     try fileSystem.rename(temporary, to: directory + "/identity")

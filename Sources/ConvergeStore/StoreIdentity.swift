@@ -15,24 +15,45 @@ import Converge
 /// file-system snapshot rolled back in place) is not detected here; the store then learns
 /// of it when a peer shows dots of this id beyond the store's (see
 /// ``DocumentStore/recordAcknowledgement(_:from:)``).
+///
+/// A rejoin (``DocumentStore/rejoin(onto:stable:heldBy:as:)``) writes, before the snapshot of
+/// its new generation, a record of version 2 that also names the retired id, its counter
+/// and that generation (``Rejoin``): opening uses the fresh id only if the snapshot of that
+/// generation (or a later one) was recovered, and the retired id otherwise, so a crash
+/// anywhere in the rejoin reopens the old state under the old id or the new state under
+/// the fresh id, never one with the other's id.
 struct StoreIdentity: Equatable, Sendable {
   static let version: UInt8 = 1
+  static let rejoinVersion: UInt8 = 2
   var replica: ReplicaID
   /// The largest counter of `replica` the store holds durably, written at a clean close.
   var provenCounter: UInt64
   var cleanShutdown: Bool
   var fingerprint: UInt64
+  /// The id a rejoin under way retires, if any.
+  var rejoin: Rejoin?
+
+  /// A rejoin under way: the retired id, its counter, and the generation whose snapshot
+  /// holds the state of the fresh id.
+  struct Rejoin: Equatable, Sendable {
+    var retired: ReplicaID
+    var retiredCounter: UInt64
+    var generation: UInt64
+  }
 
   var encoded: [UInt8] {
-    RecordFrame.framed(
-      [Self.version, cleanShutdown ? 1 : 0]
-        + RecordFrame.littleEndianBytes([replica.rawValue, provenCounter, fingerprint]))
+    var words = [replica.rawValue, provenCounter, fingerprint]
+    if let rejoin { words += [rejoin.retired.rawValue, rejoin.retiredCounter, rejoin.generation] }
+    return RecordFrame.framed(
+      [rejoin == nil ? Self.version : Self.rejoinVersion, cleanShutdown ? 1 : 0]
+        + RecordFrame.littleEndianBytes(words))
   }
 
   /// The record in `bytes`, or `nil` if they are damaged or of an unknown version.
   init?(decoding bytes: [UInt8]) {
-    guard let payload = RecordFrame.onlyRecord(in: bytes), payload.count == 26,
-      payload.first == Self.version
+    guard let payload = RecordFrame.onlyRecord(in: bytes), let version = payload.first,
+      (version == Self.version && payload.count == 26)
+        || (version == Self.rejoinVersion && payload.count == 50)
     else { return nil }
     let flag = payload[payload.startIndex + 1]
     guard flag <= 1 else { return nil }
@@ -41,13 +62,36 @@ struct StoreIdentity: Equatable, Sendable {
     self.init(
       replica: ReplicaID(rawValue: word(0)), provenCounter: word(1), cleanShutdown: flag == 1,
       fingerprint: word(2))
+    if version == Self.rejoinVersion {
+      guard word(3) != 0 else { return nil }
+      rejoin = Rejoin(
+        retired: ReplicaID(rawValue: word(3)), retiredCounter: word(4), generation: word(5))
+    }
   }
 
-  init(replica: ReplicaID, provenCounter: UInt64, cleanShutdown: Bool, fingerprint: UInt64) {
+  init(
+    replica: ReplicaID, provenCounter: UInt64, cleanShutdown: Bool, fingerprint: UInt64,
+    rejoin: Rejoin? = nil
+  ) {
     self.replica = replica
     self.provenCounter = provenCounter
     self.cleanShutdown = cleanShutdown
     self.fingerprint = fingerprint
+    self.rejoin = rejoin
+  }
+
+  /// The identity a store recovered at `generation` continues: this one, or the retired
+  /// one if the rejoin's snapshot was not recovered.
+  func resolved(atGeneration generation: UInt64) -> StoreIdentity {
+    guard let rejoin else { return self }
+    guard generation < rejoin.generation else {
+      return StoreIdentity(
+        replica: replica, provenCounter: provenCounter, cleanShutdown: cleanShutdown,
+        fingerprint: fingerprint)
+    }
+    return StoreIdentity(
+      replica: rejoin.retired, provenCounter: rejoin.retiredCounter,
+      cleanShutdown: cleanShutdown, fingerprint: fingerprint)
   }
 }
 
@@ -69,4 +113,8 @@ public enum IdentityChange: Equatable, Sendable {
   /// Opening found files lost or damaged (``StoreRecovery/losses``), so the store cannot
   /// prove which counters it issued.
   case filesLost
+  /// The device rejoined after its relay retired it (silent longer than the space's
+  /// horizon): its edits the current state lacked were re-applied on it under a fresh id
+  /// (``DocumentStore/rejoin(onto:stable:heldBy:as:)``).
+  case retired
 }

@@ -25,6 +25,9 @@ final class MemoryRelayServer: @unchecked Sendable {  // guarded by `lock`
 
   func sendAtNextOpening(_ messages: [[UInt8]]) { lock.withLock { openingMessages = messages } }
 
+  /// Edits the space's replica directly (another device's edits, already durable).
+  func edit(_ body: (inout Replica) -> Void) { lock.withLock { body(&relay.space) } }
+
   /// Opens a connection: `nil` refused with the close code, otherwise what to send first.
   func open(token: String) -> Result<[[UInt8]], RelayCloseReasonCode> {
     lock.withLock {
@@ -201,6 +204,114 @@ private func run(
     #expect(!statuses.contains { if case .refused = $0 { true } else { false } })
     #expect(server.space.document.text(of: "body", in: relayNote) == "milk\n")
     #expect(owner.pendingCount == 0)
+  }
+
+  /// A device the relay retired: refused with 4011 under its old id, the client fetches
+  /// the current state under a token for a fresh id (a handshake stating nothing), rejoins
+  /// through the owner and reconnects as the fresh id; its offline edits reach the relay.
+  @Test func aRetiredDeviceRejoinsUnderAFreshIDAndItsOfflineEditsReachTheRelay() async throws {
+    let owner = try relayOwner()
+    owner.transact { $0.insertText("milk", at: 0, in: "body", of: relayNote) }
+    try owner.flush()
+    let theirs = EntityKey(type: "note", id: "theirs")
+    let server = MemoryRelayServer(accepting: ["token-2"], refusal: .retired)
+    let before = owner.replica.delta(since: CausalContext())
+    server.edit { space in
+      space.apply(before)
+      space.transact { $0.setValue(.string("from the laptop"), for: "title", of: theirs) }
+    }
+    // Away past the horizon, the device typed on.
+    owner.transact { $0.insertText(" eggs", at: 4, in: "body", of: relayNote) }
+    try owner.flush()
+    let retired = owner.id
+    let tokens = TokenProvider()
+    let client = RelayClient(
+      connector: MemoryConnector(server: server), token: { tokens.next(for: $0) },
+      backoff: quickBackoff)
+    let statuses = await run(client, owner) { $0 == .upToDate }
+    #expect(owner.id != retired)
+    #expect(owner.identityChanges.last == .retired)
+    // One token for the retired id (refused), one for the fresh id, used for the
+    // bootstrap and the reconnection.
+    #expect(tokens.ids == [retired, owner.id])
+    #expect(server.tokens == ["token-1", "token-2", "token-2"])
+    #expect(!statuses.contains { if case .refused = $0 { true } else { false } })
+    #expect(statuses.contains(.syncing) && statuses.last == .upToDate)
+    #expect(server.space.document.text(of: "body", in: relayNote) == "milk eggs")
+    #expect(owner.replica.document.value(of: "title", in: theirs) == .string("from the laptop"))
+    #expect(server.space.document == owner.replica.document)
+    #expect(owner.pendingCount == 0)
+    // The fresh id's events reached the relay; no new event of the retired id did.
+    #expect(server.space.context.counters(of: retired) == before.context.counters(of: retired))
+  }
+
+  /// A bootstrap that fails (here refused) is retried with backoff under the same fresh
+  /// id: one rejoin, one fresh id, whatever the attempts.
+  @Test func aFailedBootstrapIsRetriedUnderTheSameFreshID() async throws {
+    let owner = try relayOwner()
+    owner.transact { $0.insertText("milk", at: 0, in: "body", of: relayNote) }
+    try owner.flush()
+    let server = MemoryRelayServer(accepting: ["token-3"], refusal: .retired)
+    let retired = owner.id
+    let tokens = TokenProvider()
+    let client = RelayClient(
+      connector: MemoryConnector(server: server), token: { tokens.next(for: $0) },
+      backoff: quickBackoff)
+    let statuses = await run(client, owner) { $0 == .upToDate }
+    #expect(!statuses.contains { if case .refused = $0 { true } else { false } })
+    #expect(owner.id != retired)
+    #expect(tokens.ids == [retired, owner.id, owner.id])
+    #expect(server.tokens == ["token-1", "token-2", "token-1", "token-3", "token-3"])
+    #expect(owner.identityChanges.filter { $0 == .retired }.count == 1)
+    #expect(server.space.document.text(of: "body", in: relayNote) == "milk")
+  }
+
+  /// The bootstrap reads the relay's stable cut: a note the laptop deleted comes back
+  /// whole because the device edited it while away, and one it did not edit is forgotten
+  /// by the cut; the device holds what the relay holds once it forgets by the same cut.
+  @Test func aRejoinReadsTheStableCutTheRelaySendsWithTheState() async throws {
+    let owner = try relayOwner()
+    let edited = EntityKey(type: "note", id: "edited")
+    let untouched = EntityKey(type: "note", id: "untouched")
+    owner.transact { tx in
+      tx.setValue(.string("keep"), for: "title", of: edited)
+      tx.setValue(.string("old"), for: "title", of: untouched)
+    }
+    try owner.flush()
+    let server = MemoryRelayServer(accepting: ["token-2"], refusal: .retired)
+    let before = owner.replica.delta(since: CausalContext())
+    var cut = RelayStableCut(stable: CausalContext(), covering: CausalContext())
+    server.edit { space in
+      space.apply(before)
+      space.transact { tx in
+        tx.delete(edited)
+        tx.delete(untouched)
+      }
+      // The relay here sends the cut without having forgotten yet: only a device that
+      // reads the cut forgets the untouched note.
+      cut = RelayStableCut(stable: space.context, covering: space.context)
+    }
+    server.sendAtNextOpening([cut.encoded()])
+    let relayState = server.space.document
+    owner.transact { $0.setValue(.string("body"), for: "body", of: edited) }
+    try owner.flush()
+    let tokens = TokenProvider()
+    let client = RelayClient(
+      connector: MemoryConnector(server: server), token: { tokens.next(for: $0) },
+      backoff: quickBackoff)
+    let statuses = await run(client, owner) { $0 == .upToDate }
+    #expect(statuses.last == .upToDate)
+    let document = owner.replica.document
+    #expect(document.value(of: "title", in: edited) == .string("keep"))
+    #expect(document.value(of: "body", in: edited) == .string("body"))
+    #expect(document.value(of: "title", in: untouched) == nil)
+    // What a relay that forgets by the cut before it applies the re-applied edits holds
+    // (as the real relay does): without the cut, the device would still hold the
+    // untouched note's deleted record.
+    var expected = relayState
+    #expect(expected.forgetDeleted(stable: cut.stable) == 2)
+    expected.apply(owner.replica.delta(since: relayState.context))
+    #expect(expected == document)
   }
 
   @Test func aFreshReplicaIDAsksForANewTokenAndReconnects() async throws {
