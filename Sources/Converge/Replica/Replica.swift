@@ -79,12 +79,18 @@ public struct Replica: Sendable {
     return transact(undoLog: &undoLog, body)
   }
 
+  /// The empty document a transaction holds until the replica's is swapped in.
+  private static let placeholder = Document()
+
   /// Runs `body` as one transaction that appends the inverses of its edits to `undoLog`
   /// unless it is `nil`.
   mutating func transact(
     undoLog: inout UndoLog?, _ body: (inout DocumentTransaction) -> Void
   ) -> Commit {
-    var transaction = DocumentTransaction(document: Document(), replica: id, clock: clock)
+    // The document is swapped in below; the placeholder is shared, so a transaction
+    // allocates no empty document (its storage and caches) of its own.
+    var transaction = DocumentTransaction(
+      document: Self.placeholder, replica: id, clock: clock)
     transaction.undoLog = undoLog.take()
     swap(&transaction.document, &document)
     body(&transaction)
