@@ -214,15 +214,11 @@ public final class RelayClient: Sendable {
     report(.offline)
   }
 
-  /// One connection, from opening its socket to its end; also whether the relay
-  /// answered its handshake.
-  private func connection(
-    owner: DeviceReplica, token: String, report: (RelayClientStatus) -> Void,
-    isolation: isolated (any Actor)? = #isolation
-  ) async -> (Ending, Bool) {
-    guard let (socket, events) = try? await connector.connect(token: token) else {
-      return (Task.isCancelled ? .cancelled : .failed, false)
-    }
+  /// The wake-ups of one connection: each event of its socket (then a close when their
+  /// stream ends) and a tick every ``tick``; `stop` ends both and finishes the stream.
+  private func wakeups(from events: AsyncStream<RelaySocketEvent>) -> (
+    AsyncStream<Wakeup>, AsyncStream<Wakeup>.Continuation, () -> Void
+  ) {
     let (wakeups, wake) = AsyncStream<Wakeup>.makeStream()
     let reader = Task {
       for await event in events { wake.yield(.socket(event)) }
@@ -235,6 +231,26 @@ public final class RelayClient: Sendable {
         wake.yield(.tick)
       }
     }
+    return (
+      wakeups, wake,
+      {
+        reader.cancel()
+        ticker.cancel()
+        wake.finish()
+      }
+    )
+  }
+
+  /// One connection, from opening its socket to its end; also whether the relay
+  /// answered its handshake.
+  private func connection(
+    owner: DeviceReplica, token: String, report: (RelayClientStatus) -> Void,
+    isolation: isolated (any Actor)? = #isolation
+  ) async -> (Ending, Bool) {
+    guard let (socket, events) = try? await connector.connect(token: token) else {
+      return (Task.isCancelled ? .cancelled : .failed, false)
+    }
+    let (wakeups, wake, stop) = wakeups(from: events)
     let previous = owner.onDurable
     owner.onDurable = { deltas in
       previous?(deltas)
@@ -242,9 +258,7 @@ public final class RelayClient: Sendable {
     }
     defer {
       owner.onDurable = previous
-      reader.cancel()
-      ticker.cancel()
-      wake.finish()
+      stop()
     }
     let id = owner.id
     var session = RelaySession(peer: peer)
@@ -296,22 +310,9 @@ public final class RelayClient: Sendable {
   /// already forgot it. `nil` if the socket failed or closed before the answer.
   private func bootstrap(token: String, id: ReplicaID) async -> (Document, CausalContext)? {
     guard let (socket, events) = try? await connector.connect(token: token) else { return nil }
-    let (wakeups, wake) = AsyncStream<Wakeup>.makeStream()
-    let reader = Task {
-      for await event in events { wake.yield(.socket(event)) }
-      wake.yield(.socket(.closed(code: nil)))
-    }
-    let tick = tick
-    let ticker = Task {
-      while !Task.isCancelled {
-        try? await Task.sleep(for: tick)
-        wake.yield(.tick)
-      }
-    }
+    let (wakeups, _, stop) = wakeups(from: events)
     defer {
-      reader.cancel()
-      ticker.cancel()
-      wake.finish()
+      stop()
     }
     var sync = SyncSession()
     var state = Replica(document: Document(), id: id)
