@@ -154,12 +154,8 @@ import Testing
     let laptopTask = Task { await laptop.run() }
     #expect(await eventually { laptop.replica.document.contains(Self.keptNote(0)) })
     #expect(
-      await eventually {
-        let records = (try? await relay.store.devices(space: space)) ?? []
-        return records.contains {
-          $0.replica.rawValue == 0xB2 && $0.seen.includes(laptop.replica.context)
-        }
-      })
+      await Self.eventuallyRecords(
+        relay, space: space, replica: 0xB2, seeing: laptop.replica.context))
     laptopTask.cancel()
     await laptopTask.value
     let beforeDelete = phone.replica.context
@@ -167,12 +163,8 @@ import Testing
     // The laptop is offline within the horizon: the phone's report is recorded, and the
     // cut does not pass the delete the laptop has not seen.
     #expect(
-      await eventually {
-        let records = (try? await relay.store.devices(space: space)) ?? []
-        return records.contains {
-          $0.replica.rawValue == 0xA1 && $0.seen.includes(phone.replica.context)
-        }
-      })
+      await Self.eventuallyRecords(
+        relay, space: space, replica: 0xA1, seeing: phone.replica.context))
     let held = try await relay.store.devices(space: space)
     #expect(held.allSatisfy { !$0.isRetired })
     #expect(!phone.replica.document.fieldNames(of: Self.secret(0)).isEmpty)
@@ -241,12 +233,8 @@ import Testing
     #expect(visit.closeReason == nil)
     phone.transact { tx in tx.delete(Self.secret(0)) }
     #expect(
-      await eventually {
-        let records = (try? await relay.store.devices(space: space)) ?? []
-        return records.contains {
-          $0.replica.rawValue == 0xA1 && $0.seen.includes(phone.replica.context)
-        }
-      })
+      await Self.eventuallyRecords(
+        relay, space: space, replica: 0xA1, seeing: phone.replica.context))
     #expect(!phone.replica.document.fieldNames(of: Self.secret(0)).isEmpty)
     // 50 s on: within the horizon (100 s), but 20 s past the grant's end and its grace.
     clock.advance(50)
@@ -349,5 +337,19 @@ import Testing
       print("relay.sqlite: \(size) B (freed pages are kept and reused)")
     }
     await relay.stop()
+  }
+
+  /// Whether the relay's record of `replica` in `space` comes to include `context`, read
+  /// again at each try.
+  private static func eventuallyRecords(
+    _ relay: LiveRelay, space: String, replica: UInt64,
+    seeing context: @autoclosure () -> CausalContext,
+    isolation: isolated (any Actor)? = #isolation
+  ) async -> Bool {
+    await eventually {
+      let records = (try? await relay.store.devices(space: space)) ?? []
+      let seen = context()
+      return records.contains { $0.replica.rawValue == replica && $0.seen.includes(seen) }
+    }
   }
 }
