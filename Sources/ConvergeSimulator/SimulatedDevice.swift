@@ -114,8 +114,7 @@ struct SimulatedDevice {
   mutating func restart(
     tornBytes: Int, fromBackup: Bool, inPlace: Bool = false, damage: FileDamage? = nil
   ) throws(StoreError) -> Int {
-    let lost = unpushed.count
-    lostCards = unpushed.flatMap(\.createdCards)
+    let waiting = unpushed
     unpushed = []
     if tornBytes > 0 {
       // Killed during a sync: the records are written, the `fsync` never happens.
@@ -130,7 +129,15 @@ struct SimulatedDevice {
     deviceReplica = DeviceReplica(
       store: try DocumentStore(directory: Self.directory, configuration: configuration),
       undoHistory: Self.freshHistory())
-    return lost
+    // A commit not pushed yet may have been made durable before the kill (its sync ran,
+    // the push had not): the reopened store holds its dots, and it is not lost. Only the
+    // commits whose dots the store no longer holds are.
+    let context = store.replica.context
+    let lost = waiting.filter { commit in
+      !context.contains(Dot(replica: commit.replica, counter: commit.counters.upperBound))
+    }
+    lostCards = lost.flatMap(\.createdCards)
+    return lost.count
   }
 
   /// Whether the last restart lost or damaged a file (there was one to hit).
