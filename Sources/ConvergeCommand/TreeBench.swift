@@ -29,8 +29,8 @@ enum TreeBench {
         ("nodes_\(n)", "tasks in the forest", n),
         ("depth_\(n)", "its depth", "\(figures.depth)"),
         (
-          "resolve_ms_\(n)", "resolve after a change (median)",
-          ListBench.fixed(figures.resolveMilliseconds) + " ms"
+          "resolve_us_\(n)", "resolve after a change (median)",
+          ListBench.fixed(figures.resolveMilliseconds * 1e3) + " µs"
         ),
         (
           "cached_read_us_\(n)", "forest(of:) unchanged (median)",
@@ -46,13 +46,13 @@ enum TreeBench {
         ),
         ("reparent_bytes_\(n)", "a reparent's delta, encoded (median)", "\(figures.bytes) B"),
         (
-          "remote_ms_\(n)", "apply a remote reparent, then read the forest (median)",
-          ListBench.fixed(figures.remoteMilliseconds) + " ms"
+          "remote_us_\(n)", "apply a remote reparent, then read the forest (median)",
+          ListBench.fixed(figures.remoteMilliseconds * 1e3) + " µs"
         ),
         (
-          "older_ms_\(n)",
+          "older_us_\(n)",
           "apply a remote move older than the last \(olderBy) local ones, then read the forest (median)",
-          ListBench.fixed(figures.olderMilliseconds) + " ms"
+          ListBench.fixed(figures.olderMilliseconds * 1e3) + " µs"
         ),
         ("intact_\(n)", "every task in one forest, same on both devices", "\(figures.intact)"),
       ]

@@ -35,9 +35,11 @@
 /// let path = forest.path(to: task)  // [a root, …, task]
 /// ```
 ///
-/// - Complexity: resolving is O(n log n + n h) for n nodes with a written parent and a
-///   forest h deep; ``Document/forest(of:)`` keeps the latest resolution per field until
-///   the document changes. Every read of a resolved forest is O(1) or O(h) as stated.
+/// - Complexity: resolving from scratch is O(n log n + n h) for n nodes with a written
+///   parent and a forest h deep; ``Document/forest(of:)`` keeps the latest resolution per
+///   field and brings it up to date after a change by judging again only the writes the
+///   change can affect (a local move: O(h + log n)). Every read of a resolved forest is
+///   O(1) or O(h) as stated.
 public struct DocumentForest: Sendable, Equatable {
   /// The field whose writes this forest resolves.
   public let field: String
