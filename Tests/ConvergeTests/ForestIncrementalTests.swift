@@ -133,6 +133,42 @@ import Testing
     #expect(remoteSteps > 300)
   }
 
+  /// Copies of one document share its forest cache: copies that move nodes on several
+  /// threads at once each read their own forest, equal to the full resolution.
+  @Test func copiesOnSeveralThreadsReadTheirOwnForests() async throws {
+    var replica = Replica(id: ReplicaID(rawValue: 1))
+    let nodes = (0..<200).map { EntityKey(type: "node", id: "n\($0)") }
+    replica.transact { tx in
+      for (index, node) in nodes.enumerated() {
+        tx.setParent(index == 0 ? nil : nodes[(index - 1) / 2], of: node, in: Self.field)
+      }
+    }
+    _ = replica.document.forest(of: Self.field)
+    let start = replica
+    let mismatches = await withTaskGroup(of: Int.self) { group in
+      for task in 0..<4 {
+        group.addTask {
+          var copy = start
+          var random = SeededGenerator(seed: 0xF0_2E57 &+ UInt64(task))
+          var mismatches = 0
+          for _ in 0..<50 {
+            let node = nodes[Int.random(in: 1..<nodes.count, using: &random)]
+            let parent = nodes[Int.random(in: 0..<nodes.count, using: &random)]
+            copy.transact { tx in tx.setParent(parent, of: node, in: Self.field) }
+            let forest = copy.document.forest(of: Self.field)
+            if forest != DocumentForest(field: Self.field, in: copy.document) { mismatches += 1 }
+          }
+          return mismatches
+        }
+      }
+      return await group.reduce(0, +)
+    }
+    #expect(mismatches == 0, "seeds \(0xF0_2E57) to \(0xF0_2E57 + 3), one a task")
+    #expect(
+      start.document.forest(of: Self.field) == DocumentForest(field: Self.field, in: start.document)
+    )
+  }
+
   @Test func documentsWithoutParentFieldsAllocateNoCache() throws {
     var replica = Replica(id: ReplicaID(rawValue: 1))
     let note = EntityKey(type: "note", id: "a")
