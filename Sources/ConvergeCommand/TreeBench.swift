@@ -13,6 +13,10 @@ import Foundation
 enum TreeBench {
   static let sizes = [1_000, 10_000]
   static let reparents = 101
+  /// How many of the phone's local moves are newer than the laptop's concurrent move
+  /// in the "remote older move" figure (the phone's first move of each round ties with
+  /// the laptop's on the clock, and the laptop's replica id breaks the tie).
+  static let olderBy = 4
 
   static func run(json: Bool) -> Int32 {
     var rows: [(key: String, label: String, value: String)] = []
@@ -25,8 +29,8 @@ enum TreeBench {
         ("nodes_\(n)", "tasks in the forest", n),
         ("depth_\(n)", "its depth", "\(figures.depth)"),
         (
-          "resolve_ms_\(n)", "resolve after a change (median)",
-          ListBench.fixed(figures.resolveMilliseconds) + " ms"
+          "resolve_us_\(n)", "resolve after a change (median)",
+          ListBench.fixed(figures.resolveMilliseconds * 1e3) + " µs"
         ),
         (
           "cached_read_us_\(n)", "forest(of:) unchanged (median)",
@@ -42,8 +46,13 @@ enum TreeBench {
         ),
         ("reparent_bytes_\(n)", "a reparent's delta, encoded (median)", "\(figures.bytes) B"),
         (
-          "remote_ms_\(n)", "apply a remote reparent, then read the forest (median)",
-          ListBench.fixed(figures.remoteMilliseconds) + " ms"
+          "remote_us_\(n)", "apply a remote reparent, then read the forest (median)",
+          ListBench.fixed(figures.remoteMilliseconds * 1e3) + " µs"
+        ),
+        (
+          "older_us_\(n)",
+          "apply a remote move older than the last \(olderBy) local ones, then read the forest (median)",
+          ListBench.fixed(figures.olderMilliseconds * 1e3) + " µs"
         ),
         ("intact_\(n)", "every task in one forest, same on both devices", "\(figures.intact)"),
       ]
@@ -60,10 +69,24 @@ enum TreeBench {
     var reparentMicroseconds = 0.0
     var bytes = 0
     var remoteMilliseconds = 0.0
+    var olderMilliseconds = 0.0
     var intact = false
   }
 
   static func task(_ index: Int) -> EntityKey { EntityKey(type: "task", id: "t\(index)") }
+
+  /// A random task and a random task outside its subtree in `document`'s forest.
+  static func randomReparent(
+    in document: Document, nodes: Int, using random: inout SeededGenerator
+  ) -> (node: EntityKey, parent: EntityKey) {
+    let forest = document.forest(of: "parent")
+    let node = task(Int.random(in: 1..<nodes, using: &random))
+    var parent = task(Int.random(in: 0..<nodes, using: &random))
+    while forest.isAncestor(node, of: parent) {
+      parent = task(Int.random(in: 0..<nodes, using: &random))
+    }
+    return (node, parent)
+  }
 
   static func measure(nodes: Int) -> Figures {
     let clock = ContinuousClock()
@@ -121,6 +144,27 @@ enum TreeBench {
       _ = laptop.document.forest(of: "parent")
       remote.append(ListBench.seconds(clock.now - start) * 1e3)
     }
+    // A remote move older than the phone's latest: the laptop moves a task, the phone
+    // makes `olderBy + 1` moves of its own meanwhile (each read), then applies the
+    // laptop's, which undoes and redoes the judgements of the moves after it.
+    var older: [Double] = []
+    for _ in 0..<reparents {
+      var move = randomReparent(in: laptop.document, nodes: nodes, using: &random)
+      let fromLaptop = laptop.transact { $0.setParent(move.parent, of: move.node, in: "parent") }
+      var fromPhone: [DocumentDelta] = []
+      for _ in 0...olderBy {
+        move = randomReparent(in: phone.document, nodes: nodes, using: &random)
+        let commit = phone.transact { $0.setParent(move.parent, of: move.node, in: "parent") }
+        fromPhone.append(commit.delta)
+        _ = phone.document.forest(of: "parent")
+      }
+      let start = clock.now
+      phone.apply(fromLaptop.delta)
+      _ = phone.document.forest(of: "parent")
+      older.append(ListBench.seconds(clock.now - start) * 1e3)
+      for delta in fromPhone { laptop.apply(delta) }
+    }
+    figures.olderMilliseconds = ListBench.median(older)
     let phoneForest = phone.document.forest(of: "parent")
     var inForest = 0
     for index in 0..<nodes where phoneForest.path(to: task(index)).count <= nodes { inForest += 1 }

@@ -47,8 +47,10 @@ public struct Document: Sendable {
   /// The text fields holding changes that wait for missing events (derived from
   /// `entities`), so ``hasPendingChanges`` does not visit every field.
   var waitingTexts = Set<TextFieldKey>()
-  /// The latest resolved forest of each parent field (memory only, not state).
-  var forests = ForestCache()
+  /// The latest resolved forest of each parent field (memory only, not state), from
+  /// the first parent field the document holds: `nil` before, so that documents without
+  /// trees allocate no cache (their forests resolve uncached, and are empty).
+  var forests: ForestCache?
 
   /// An empty document.
   public init() {
@@ -79,7 +81,10 @@ public struct Document: Sendable {
         switch entities.values[index].fields.values[slot] {
         case .text(let storage): waits = storage.hasPending
         case .list(let list): waits = list.hasPending
-        case .register, .set, .parent: waits = false
+        case .register, .set: waits = false
+        case .parent:
+          waits = false
+          if forests == nil { forests = ForestCache() }
         }
         guard waits else { continue }
         waitingTexts.insert(
@@ -320,6 +325,9 @@ extension Document {
         entity = entities.count - 1
       }
       recorder.noteBefore(key, in: self)
+      if forests == nil, entityDelta.fields.values.contains(where: { $0.kind == .parent }) {
+        forests = ForestCache()
+      }
       events.note(entity, presence: entityDelta.presence)
       Self.merge(
         entityDelta, of: key, into: &entities.values[entity],
@@ -375,6 +383,7 @@ extension Document {
     event dot: Dot, on key: EntityKey, field: FieldEdit?, recording recorder: inout ChangeRecorder
   ) {
     recorder.noteBefore(key, in: self)
+    if forests == nil, case .parent? = field?.change { forests = ForestCache() }
     let entity = entities.insertIfAbsent(key)
     events.note(entity, replica: dot.replica, counter: dot.counter)
     Self.merge(

@@ -2,13 +2,32 @@ extension Document {
   /// The forest the parent fields named `field` form, resolved without cycles
   /// (``DocumentForest``): the same on every replica that holds the same events.
   ///
-  /// - Complexity: O(n log n + n h) for n nodes in a forest h deep the first time after a
-  ///   change; O(r) for r replicas in the causal context while the document is unchanged.
+  /// The forest is kept (shared by copies of the document) and brought up to date after
+  /// a change by judging again only the writes the change can affect
+  /// (``ForestResolution``): a local move is judged on top of the forest, a remote move
+  /// older than others undoes and redoes the judgements after it.
+  ///
+  /// - Complexity: O(r) for r replicas in the causal context while the document is
+  ///   unchanged. After a change: O(h + log n + c) for a local move in a forest h deep
+  ///   with n writes (c the siblings it leaves and joins); O(k log n + m h) for k
+  ///   changed entities and m writes from the earliest one they affect to the last, plus
+  ///   O(n) if a change deletes or revives an entity some write names. The first read,
+  ///   or one after a change touching more than an eighth of the entities or after a
+  ///   copy of the document diverged, resolves every write: O(n log n + n h).
   public func forest(of field: String) -> DocumentForest {
-    if let forest = forests.forest(of: field, at: context) { return forest }
-    let forest = DocumentForest(field: field, in: self)
-    forests.keep(forest, at: context)
-    return forest
+    guard let forests else { return DocumentForest(field: field, in: self) }
+    return forests.forest(of: field, in: self)
+  }
+
+  /// The keys of the entities with events `context` lacks (maybe others too), or `nil`
+  /// when they are more than an eighth of the entities (resolving again is then as
+  /// cheap).
+  func keysTouched(since context: CausalContext) -> [EntityKey]? {
+    guard
+      let positions = events.entities(
+        withEventsAbove: context.versionVector, limit: Swift.max(64, entities.count / 8))
+    else { return nil }
+    return positions.map { entities.key(at: $0) }
   }
 
   /// The last move written to a parent field, as written (its parent may be refused by

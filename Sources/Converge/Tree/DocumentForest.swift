@@ -35,24 +35,28 @@
 /// let path = forest.path(to: task)  // [a root, …, task]
 /// ```
 ///
-/// - Complexity: resolving is O(n log n + n h) for n nodes with a written parent and a
-///   forest h deep; ``Document/forest(of:)`` keeps the latest resolution per field until
-///   the document changes. Every read of a resolved forest is O(1) or O(h) as stated.
+/// - Complexity: resolving from scratch is O(n log n + n h) for n nodes with a written
+///   parent and a forest h deep; ``Document/forest(of:)`` keeps the latest resolution per
+///   field and brings it up to date after a change by judging again only the writes the
+///   change can affect (a local move: O(h + log n)). Every read of a resolved forest is
+///   O(1) or O(h) as stated.
 public struct DocumentForest: Sendable, Equatable {
   /// The field whose writes this forest resolves.
   public let field: String
   /// Each node with a resolved parent, and that parent.
-  private var parents: [EntityKey: EntityKey] = [:]
+  var parents: [EntityKey: EntityKey] = [:]
   /// Each parent's resolved children, sorted by key.
-  private var childLists: [EntityKey: [EntityKey]] = [:]
+  var childLists: [EntityKey: [EntityKey]] = [:]
   /// The visible entities that have the field or are some node's parent, and have no
   /// parent themselves, sorted by key.
-  public private(set) var roots: [EntityKey] = []
+  public internal(set) var roots: [EntityKey] = []
   /// The writes that did not stand as written, by node: the move fell back to the
   /// previous parent or to the roots (for diagnostics and tests).
-  public private(set) var rejected: [EntityKey: ParentMove] = [:]
+  public internal(set) var rejected: [EntityKey: ParentMove] = [:]
 
-  /// Resolves the forest of `field` in `document`.
+  /// Resolves the forest of `field` in `document` from scratch, every write judged in
+  /// stamp order: the reference that ``ForestResolution``, which ``Document/forest(of:)``
+  /// keeps up to date incrementally, must equal.
   init(field: String, in document: Document) {
     self.field = field
     var writes: [(stamp: LWWRegister<FieldValue>.Stamp, node: EntityKey, move: ParentMove)] = []

@@ -9,8 +9,8 @@ extension DocumentTransaction {
   /// under the node itself, one of its descendants or an entity that is not visible is
   /// refused here (nothing is written). Writing a field of another kind is refused too.
   ///
-  /// - Complexity: O(1) plus resolving the forest if the document changed since it was
-  ///   last read (``Document/forest(of:)``).
+  /// - Complexity: O(h) for the node's depth h, plus bringing the forest up to date if
+  ///   the document changed since it was last read (``Document/forest(of:)``).
   @discardableResult
   public mutating func setParent(_ parent: EntityKey?, of node: EntityKey, in field: String)
     -> Bool
@@ -52,7 +52,7 @@ extension DocumentTransaction {
   /// its resolved parent.
   ///
   /// - Complexity: O(s + k + c) for the lists' s slots and k items and c children, plus
-  ///   resolving the forest if the document changed.
+  ///   bringing the forest up to date if the document changed.
   @discardableResult
   public mutating func move(
     _ node: EntityKey, under parent: EntityKey?, at index: Int, in parentField: String,

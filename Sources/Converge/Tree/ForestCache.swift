@@ -1,0 +1,69 @@
+#if canImport(Darwin)
+  import Darwin
+#elseif canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+/// The latest resolution of each parent field of a document (``ForestResolution``),
+/// with the causal context it was resolved at: a document's state is a function of the
+/// events it holds, so a forest resolved at an equal context is still its forest, and
+/// one resolved at a context the document's includes differs from it only in the
+/// entities the newer events touched, which the resolution folds in incrementally.
+/// Copies of a document share one cache; each finds its own context's forest, brings an
+/// older one up to date, or resolves again.
+///
+/// A document allocates its cache when it first holds a parent field (a document
+/// without one resolves an empty forest uncached), so documents without trees pay
+/// nothing for it.
+///
+/// `@unchecked Sendable`: `entries` is read and written only under `mutex`; a
+/// resolution being brought up to date is taken out of `entries` first, so no other
+/// thread sees it.
+final class ForestCache: @unchecked Sendable {
+  private var entries: [String: (context: CausalContext, resolution: ForestResolution)] = [:]
+  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+  init() {
+    mutex = .allocate(capacity: 1)
+    mutex.initialize(to: pthread_mutex_t())
+    pthread_mutex_init(mutex, nil)
+  }
+
+  deinit {
+    pthread_mutex_destroy(mutex)
+    mutex.deallocate()
+  }
+
+  /// The forest of `field` in `document`: the kept one if it was resolved at the
+  /// document's context, else the kept one brought up to date if the document's context
+  /// includes its context, else resolved again; kept either way.
+  func forest(of field: String, in document: Document) -> DocumentForest {
+    pthread_mutex_lock(mutex)
+    // Taken out, so that an update below holds the only reference to its tables.
+    var kept = entries.removeValue(forKey: field)
+    if let entry = kept, entry.context == document.context {
+      entries[field] = entry
+      pthread_mutex_unlock(mutex)
+      return entry.resolution.forest
+    }
+    pthread_mutex_unlock(mutex)
+    var resolution = ForestResolution(field: field)
+    if let context = kept?.context, document.context.includes(context),
+      let touched = document.keysTouched(since: context)
+    {
+      // Moved out of `kept`, not copied, so that the update changes its tables in place.
+      if var entry = kept.take() { swap(&resolution, &entry.resolution) }
+      resolution.update(touched: touched, in: document)
+    } else {
+      kept = nil
+      resolution = ForestResolution(field: field, in: document)
+    }
+    let forest = resolution.forest
+    pthread_mutex_lock(mutex)
+    entries[field] = (document.context, resolution)
+    pthread_mutex_unlock(mutex)
+    return forest
+  }
+}
