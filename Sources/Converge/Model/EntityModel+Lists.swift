@@ -82,8 +82,9 @@ extension EntityField {
   /// Concurrent moves on two devices resolve to one forest on both: the earlier move
   /// stands, and a later one that would close a cycle leaves its node where it was.
   ///
-  /// - Complexity: a read is O(1) once the forest is resolved (O(n log n + n h) after a
-  ///   change, for n nodes h deep); a write is O(1) plus that resolution.
+  /// - Complexity: a read is O(1) once the forest is resolved; after a local move the
+  ///   forest is brought up to date in O(h + log n) for n writes h deep, after other
+  ///   changes as ``Document/forest(of:)`` says; a write is O(1) plus that update.
   @inlinable
   public static func parent(
     _ name: String, _ keyPath: WritableKeyPath<Model, EntityKey?> & Sendable
