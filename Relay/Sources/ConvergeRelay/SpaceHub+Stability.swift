@@ -13,6 +13,11 @@ import ConvergeRelayClient
 /// state at once (``RelayStore/replaceSnapshot(space:state:through:)``), so no row keeps
 /// the deleted content.
 ///
+/// A device recorded as having seen nothing (its handshake stated an empty context, and
+/// it has not reported or pushed since) counts only while one of its sockets is open on
+/// this process (its close tries the cut again): a rejoin's bootstrap, closed once
+/// answered, leaves such a record.
+///
 /// Devices silent longer than the horizon (``RelayConfiguration/retireAfter``, connected
 /// devices never are) or whose grant ended are retired: they no longer hold the cut
 /// back, and a socket of theirs is refused with `retired` (4011). So is a device whose
@@ -45,6 +50,7 @@ extension SpaceHub {
     if granted.contains(where: \.isRetired) { return .retired }
     if grant.canWrite, !grant.replicas.isEmpty { connectedDevices[socket] = grant.replicas }
     guard let context = stated else { return .admitted(publishedCut) }
+    if context.isEmpty, connectedDevices[socket] != nil { statedNothing.insert(socket) }
     let seconds = now().relaySeconds
     let regressed = granted.filter { !context.includes($0.seen) }
     let stable = try await store.stableCut(space: space)
@@ -107,7 +113,16 @@ extension SpaceHub {
   /// Computes the cut from the active devices' records and, when it has grown and the
   /// space holds their union, sends it to every socket and forgets with it.
   func advanceCut() async throws {
-    let active = try await retireSilentDevices().map(\.seen)
+    // A device known to have seen nothing (its one handshake stated an empty context: a
+    // new device, or a rejoin's bootstrap) holds the cut back only while it is connected
+    // to this process. Gone, it is no different from a device the space never saw: if it
+    // comes back holding part of the cut it is retired at its handshake, and otherwise
+    // served as new. Without this, a bootstrap whose device died before it reconnected
+    // would hold the cut at nothing until the horizon retired it.
+    let connected = Set(connectedDevices.values.joined())
+    let active = try await retireSilentDevices()
+      .filter { !$0.seen.isEmpty || connected.contains($0.replica) }
+      .map(\.seen)
     guard !active.isEmpty else { return }
     let meet = Self.meet(of: active)
     guard !meet.isEmpty else { return }

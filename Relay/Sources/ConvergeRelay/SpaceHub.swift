@@ -78,6 +78,9 @@ actor SpaceHub {
   var publishedCut: RelayStableCut?
   /// The replica ids each admitted socket's token grants: connected devices are active.
   var connectedDevices: [UInt64: Set<ReplicaID>] = [:]
+  /// The admitted sockets whose handshake stated an empty context: when one closes, the
+  /// cut may move on (see ``advanceCut()``).
+  var statedNothing: Set<UInt64> = []
   /// Seconds a device may stay silent before it is retired.
   let retireAfter: Int64
   /// Seconds after its latest grant ended before a device is retired.
@@ -194,9 +197,12 @@ actor SpaceHub {
     wakeSettlers()
   }
 
-  func unsubscribe(_ id: UInt64) {
+  func unsubscribe(_ id: UInt64) async {
     subscribers[id] = nil
     connectedDevices[id] = nil
+    // A device known to have seen nothing held the cut back while connected only; a
+    // failure is retried at the next report.
+    if statedNothing.remove(id) != nil { try? await advanceCut() }
   }
 
   /// Brings the cache up to the store's latest state and fans what was new out to the

@@ -172,6 +172,41 @@ import Testing
     await relay.stop()
   }
 
+  /// A rejoin's bootstrap (a fresh id's handshake stating nothing, closed once answered)
+  /// whose device never connects again (it died before its rejoin was durable) does not
+  /// hold the cut back: a device the relay knows to have seen nothing holds it back only
+  /// while it is connected.
+  @Test(arguments: StoreKind.available)
+  func aBootstrapThatNeverComesBackDoesNotHoldTheCutBack(kind: StoreKind) async throws {
+    let relay = try await StabilityRelayTests.start(kind)
+    let space = "bootstrap-\(UInt64.random(in: 0 ... .max))"
+    let phone = try relay.device(0xA1, in: space)
+    let phoneTask = Task { await phone.run() }
+    phone.transact { tx in
+      tx.create(Self.gone)
+      tx.setValue(.string(Self.goneTitle), for: "title", of: Self.gone)
+    }
+    #expect(await eventually { phone.pending.isEmpty })
+    let bootstrap = try await exchange(
+      url: relay.url(space: space),
+      token: try await relay.token(space: space, replicas: [ReplicaID(rawValue: 0xC3)]),
+      messages: [StabilityRelayTests.handshake(CausalContext())],
+      until: { received in
+        received.contains { !RelayAcknowledgement.isRelayEnvelope($0[...]) }
+      })
+    #expect(bootstrap.closeReason == nil)
+    phone.transact { tx in tx.delete(Self.gone) }
+    let forgotten = await eventually {
+      phone.replica.document.fieldNames(of: Self.gone).isEmpty
+    }
+    let records = try await relay.store.devices(space: space)
+    #expect(forgotten, "records: \(records)")
+    #expect(await Self.eventuallyRowsLack(Self.gone, relay: relay, space: space))
+    phoneTask.cancel()
+    await phoneTask.value
+    await relay.stop()
+  }
+
   /// The database file and its write-ahead log, as bytes.
   static func fileBytes(_ path: String) -> [UInt8] {
     var bytes: [UInt8] = []
