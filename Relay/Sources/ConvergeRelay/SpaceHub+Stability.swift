@@ -38,19 +38,26 @@ extension SpaceHub {
   /// Admits a socket's device at its first message, and records it when that is a
   /// handshake stating `context`; a first message that states none (a live push) is
   /// checked only against retirement, and its device is recorded at its first report.
+  /// A request of the HTTP pair (`socket` `nil`) is admitted the same way at each push or
+  /// pull, the context it states (a pull's body, a push's sync message) recorded as a
+  /// handshake's; its device is never counted as connected.
   ///
   /// - Throws: the store's errors, or a `ConvergeDecodingError` for a stored record that
   ///   does not decode.
-  func admit(_ socket: UInt64, grant: RelayGrant, context stated: CausalContext?) async throws
+  func admit(_ socket: UInt64?, grant: RelayGrant, context stated: CausalContext?) async throws
     -> Admission
   {
     try await retireSilentDevices()
     let records = try await store.devices(space: space)
     let granted = records.filter { grant.replicas.contains($0.replica) }
     if granted.contains(where: \.isRetired) { return .retired }
-    if grant.canWrite, !grant.replicas.isEmpty { connectedDevices[socket] = grant.replicas }
+    if let socket, grant.canWrite, !grant.replicas.isEmpty {
+      connectedDevices[socket] = grant.replicas
+    }
     guard let context = stated else { return .admitted(publishedCut) }
-    if context.isEmpty, connectedDevices[socket] != nil { statedNothing.insert(socket) }
+    if let socket, context.isEmpty, connectedDevices[socket] != nil {
+      statedNothing.insert(socket)
+    }
     let seconds = now().relaySeconds
     let regressed = granted.filter { !context.includes($0.seen) }
     let stable = try await store.stableCut(space: space)
@@ -65,7 +72,7 @@ extension SpaceHub {
             replica: replica, seen: granted.first { $0.replica == replica }?.seen ?? context,
             lastHeard: seconds, expiry: grant.expiry.relaySeconds, isRetired: true)
         })
-      connectedDevices[socket] = nil
+      if let socket { connectedDevices[socket] = nil }
       return .retired
     }
     try await noteSeen(grant: grant, seen: context)

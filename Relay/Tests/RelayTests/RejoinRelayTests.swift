@@ -6,6 +6,10 @@ import Foundation
 import Synchronization
 import Testing
 
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
 /// Issue #48's rejoin on a live relay, over SQLite and PostgreSQL: two devices on disk,
 /// each with a `RelayClient`; one stays away past the horizon while the other's deletes
 /// become stable and are forgotten, comes back, is refused as retired (4011), rejoins
@@ -240,5 +244,63 @@ import Testing
       let seen = context()
       return records.contains { $0.replica.rawValue == replica && $0.seen.includes(seen) }
     }
+  }
+}
+
+/// Devices that only use the HTTP pair are recorded and retired as socket devices are.
+@MainActor
+@Suite(.timeLimit(.minutes(2))) struct HTTPDeviceRecordTests {
+  @Test(arguments: StoreKind.available)
+  func aPullRecordsItsDeviceWhichHoldsTheCutBackUntilRetired(kind: StoreKind) async throws {
+    let clock = StabilityRelayTests.TestWallClock()
+    let relay = try await StabilityRelayTests.start(kind, now: { clock.now })
+    let space = "http-\(UInt64.random(in: 0 ... .max))"
+    let phone = try relay.device(0xA1, in: space)
+    let phoneTask = Task { await phone.run() }
+    let note = EntityKey(type: "note", id: "n")
+    phone.transact { tx in tx.setValue(.string("secret"), for: "title", of: note) }
+    #expect(await eventually { phone.pending.isEmpty })
+    // A device that only pulls, stating what it holds: recorded like a socket's.
+    let scriptID = ReplicaID(rawValue: 0xC3)
+    let token = try await relay.token(space: space, replicas: [scriptID])
+    let url = "http://127.0.0.1:\(relay.port)/v1/spaces/\(space)/pull"
+    let held = phone.replica.context
+    let pulled = try await Self.post(url, token: token, body: held.encoded())
+    #expect(pulled.status == 200)
+    let records = try await relay.store.devices(space: space)
+    let record = try #require(records.first { $0.replica == scriptID })
+    #expect(record.seen == held && !record.isRetired)
+    // It has not seen the delete: the cut stays short of it while the phone reports.
+    phone.transact { tx in tx.delete(note) }
+    #expect(
+      await RejoinRelayTests.eventuallyRecords(
+        relay, space: space, replica: 0xA1, seeing: phone.replica.context))
+    let cut = try await relay.store.stableCut(space: space)
+    #expect(!cut.includes(phone.replica.context))
+    // Past the horizon it is retired, the cut moves on, and its next pull is refused.
+    clock.advance(200)
+    phone.transact { tx in
+      tx.setValue(.string("kept"), for: "title", of: EntityKey(type: "note", id: "k"))
+    }
+    #expect(await eventually { phone.replica.document.fieldNames(of: note).isEmpty })
+    let again = try await Self.post(url, token: token, body: held.encoded())
+    #expect(again.status == 403)
+    let after = try await relay.store.devices(space: space)
+    #expect(after.first { $0.replica == scriptID }?.isRetired == true)
+    phoneTask.cancel()
+    await phoneTask.value
+    await relay.stop()
+  }
+
+  static func post(_ url: String, token: String, body: [UInt8]) async throws -> (
+    status: Int, body: [UInt8]
+  ) {
+    guard let address = URL(string: url) else { throw RelayTestError("bad URL \(url)") }
+    var request = URLRequest(url: address)
+    request.httpMethod = "POST"
+    request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+    if !body.isEmpty { request.httpBody = Data(body) }
+    let (data, response) = try await URLSession.shared.data(for: request)
+    return ((response as? HTTPURLResponse)?.statusCode ?? 0, [UInt8](data))
   }
 }
