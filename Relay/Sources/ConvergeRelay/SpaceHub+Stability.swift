@@ -135,7 +135,12 @@ extension SpaceHub {
     guard !meet.isEmpty else { return }
     var covering = CausalContext()
     for seen in active { covering.formUnion(seen) }
-    guard replica.context.includes(covering) else { return }
+    guard replica.context.includes(covering) else {
+      // Another process holds events this one has not read yet: tried again once it has.
+      awaitedCovering = covering
+      return
+    }
+    awaitedCovering = nil
     if let published = publishedCut, published.stable.includes(meet) { return }
     let cut = RelayStableCut(stable: meet, covering: covering)
     // Recorded before any replica forgets with it: a device that comes back without it
@@ -149,6 +154,16 @@ extension SpaceHub {
     let through = appliedPosition
     try await store.replaceSnapshot(space: space, state: state, through: through)
     snapshotPosition = max(snapshotPosition, through)
+  }
+
+  /// Tries the cut again if it waited for events the replica now holds: a report handled
+  /// while the device's push was still being appended, or events another relay process
+  /// appended that this one has read since.
+  func advanceCutIfCovered() async {
+    guard let covering = awaitedCovering, replica.context.includes(covering) else { return }
+    awaitedCovering = nil
+    // A failure is retried at the next report.
+    try? await advanceCut()
   }
 
   /// The meet of `contexts`; empty for none.
