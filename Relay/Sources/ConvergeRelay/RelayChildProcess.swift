@@ -29,9 +29,10 @@ public struct RelayChildProcess: @unchecked Sendable {
   /// Starts `executable serve --data data` with `secret`, over the PostgreSQL database
   /// at `postgres` when given (the data directory then holds nothing). `storePoll` is for
   /// relays sharing one SQLite file, which learn of each other's appends only by polling.
+  /// `retireAfter` is the relay's horizon in seconds (`serve`'s default when `nil`).
   public static func start(
     executable: URL, data: String, secret: String, postgres: String? = nil,
-    storePoll: Duration? = nil
+    storePoll: Duration? = nil, retireAfter: Int? = nil
   ) throws -> RelayChildProcess {
     let process = Process()
     process.executableURL = executable
@@ -39,6 +40,7 @@ public struct RelayChildProcess: @unchecked Sendable {
       ["serve", "--data", data, "--port", "0", "--secret", secret, "--exit-when-input-closes"]
       + (postgres.map { ["--postgres", $0] } ?? [])
       + (storePoll.map { ["--store-poll-ms", String(milliseconds($0))] } ?? [])
+      + (retireAfter.map { ["--retire-after", String($0)] } ?? [])
     let output = Pipe()
     process.standardOutput = output
     // Kept open by this process alone: when it exits, however it exits, the relay does.

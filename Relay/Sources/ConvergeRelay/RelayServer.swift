@@ -25,6 +25,11 @@ import NIOWebSocket
 ///   answers with a sync message carrying the relay's context and what the body lacks.
 ///   `GET` is the same with an empty context.
 ///
+/// A push or pull under a write token records its device as a socket's handshake does
+/// (the context it states, a pull's body or a push's sync message, as seen), so a device
+/// that only uses the HTTP pair holds the stable cut back and is retired like the others;
+/// once retired it is refused with 403 (`retired`).
+///
 /// The token travels as `Authorization: Bearer …` or, for WebSocket clients that cannot
 /// set headers, as the `token` query parameter.
 public struct RelayServer: Sendable {
@@ -309,6 +314,7 @@ public struct RelayServer: Sendable {
       throw RelayCloseReason.malformedMessage.httpError
     }
     let durable = try await spaces.withHub(space) { hub in
+      try await Self.admit(grant, context: message.context, to: hub)
       do {
         try await hub.refresh()
       } catch {
@@ -331,8 +337,23 @@ public struct RelayServer: Sendable {
     return Self.binaryResponse(RelayAcknowledgement(durable: durable).encoded())
   }
 
+  /// Admits an HTTP request's device as a socket's first message is (recorded with what
+  /// it states, refused if retired; see `SpaceHub.admit`), so devices that only push
+  /// and pull hold the stable cut back and are retired like the others.
+  private static func admit(_ grant: RelayGrant, context: CausalContext?, to hub: SpaceHub)
+    async throws
+  {
+    let admission: SpaceHub.Admission
+    do {
+      admission = try await hub.admit(nil, grant: grant, context: context)
+    } catch {
+      throw RelayCloseReason(refreshing: error).httpError
+    }
+    if admission == .retired { throw RelayCloseReason.retired.httpError }
+  }
+
   func pull(_ request: Request, space: String) async throws -> Response {
-    _ = try await grant(for: request, space: space)
+    let grant = try await grant(for: request, space: space)
     let bytes = try await body(of: request)
     let known: CausalContext
     if bytes.isEmpty {
@@ -344,6 +365,7 @@ public struct RelayServer: Sendable {
       known = decoded
     }
     let replica = try await spaces.withHub(space) { hub in
+      try await Self.admit(grant, context: known, to: hub)
       do {
         try await hub.refresh()
       } catch {

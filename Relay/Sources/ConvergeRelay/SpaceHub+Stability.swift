@@ -13,6 +13,11 @@ import ConvergeRelayClient
 /// state at once (``RelayStore/replaceSnapshot(space:state:through:)``), so no row keeps
 /// the deleted content.
 ///
+/// A device recorded as having seen nothing (its handshake stated an empty context, and
+/// it has not reported or pushed since) counts only while one of its sockets is open on
+/// this process (its close tries the cut again): a rejoin's bootstrap, closed once
+/// answered, leaves such a record.
+///
 /// Devices silent longer than the horizon (``RelayConfiguration/retireAfter``, connected
 /// devices never are) or whose grant ended are retired: they no longer hold the cut
 /// back, and a socket of theirs is refused with `retired` (4011). So is a device whose
@@ -33,18 +38,26 @@ extension SpaceHub {
   /// Admits a socket's device at its first message, and records it when that is a
   /// handshake stating `context`; a first message that states none (a live push) is
   /// checked only against retirement, and its device is recorded at its first report.
+  /// A request of the HTTP pair (`socket` `nil`) is admitted the same way at each push or
+  /// pull, the context it states (a pull's body, a push's sync message) recorded as a
+  /// handshake's; its device is never counted as connected.
   ///
   /// - Throws: the store's errors, or a `ConvergeDecodingError` for a stored record that
   ///   does not decode.
-  func admit(_ socket: UInt64, grant: RelayGrant, context stated: CausalContext?) async throws
+  func admit(_ socket: UInt64?, grant: RelayGrant, context stated: CausalContext?) async throws
     -> Admission
   {
     try await retireSilentDevices()
     let records = try await store.devices(space: space)
     let granted = records.filter { grant.replicas.contains($0.replica) }
     if granted.contains(where: \.isRetired) { return .retired }
-    if grant.canWrite, !grant.replicas.isEmpty { connectedDevices[socket] = grant.replicas }
+    if let socket, grant.canWrite, !grant.replicas.isEmpty {
+      connectedDevices[socket] = grant.replicas
+    }
     guard let context = stated else { return .admitted(publishedCut) }
+    if let socket, context.isEmpty, connectedDevices[socket] != nil {
+      statedNothing.insert(socket)
+    }
     let seconds = now().relaySeconds
     let regressed = granted.filter { !context.includes($0.seen) }
     let stable = try await store.stableCut(space: space)
@@ -59,7 +72,7 @@ extension SpaceHub {
             replica: replica, seen: granted.first { $0.replica == replica }?.seen ?? context,
             lastHeard: seconds, expiry: grant.expiry.relaySeconds, isRetired: true)
         })
-      connectedDevices[socket] = nil
+      if let socket { connectedDevices[socket] = nil }
       return .retired
     }
     try await noteSeen(grant: grant, seen: context)
@@ -107,13 +120,27 @@ extension SpaceHub {
   /// Computes the cut from the active devices' records and, when it has grown and the
   /// space holds their union, sends it to every socket and forgets with it.
   func advanceCut() async throws {
-    let active = try await retireSilentDevices().map(\.seen)
+    // A device known to have seen nothing (its one handshake stated an empty context: a
+    // new device, or a rejoin's bootstrap) holds the cut back only while it is connected
+    // to this process. Gone, it is no different from a device the space never saw: if it
+    // comes back holding part of the cut it is retired at its handshake, and otherwise
+    // served as new. Without this, a bootstrap whose device died before it reconnected
+    // would hold the cut at nothing until the horizon retired it.
+    let connected = Set(connectedDevices.values.joined())
+    let active = try await retireSilentDevices()
+      .filter { !$0.seen.isEmpty || connected.contains($0.replica) }
+      .map(\.seen)
     guard !active.isEmpty else { return }
     let meet = Self.meet(of: active)
     guard !meet.isEmpty else { return }
     var covering = CausalContext()
     for seen in active { covering.formUnion(seen) }
-    guard replica.context.includes(covering) else { return }
+    guard replica.context.includes(covering) else {
+      // Another process holds events this one has not read yet: tried again once it has.
+      awaitedCovering = covering
+      return
+    }
+    awaitedCovering = nil
     if let published = publishedCut, published.stable.includes(meet) { return }
     let cut = RelayStableCut(stable: meet, covering: covering)
     // Recorded before any replica forgets with it: a device that comes back without it
@@ -127,6 +154,16 @@ extension SpaceHub {
     let through = appliedPosition
     try await store.replaceSnapshot(space: space, state: state, through: through)
     snapshotPosition = max(snapshotPosition, through)
+  }
+
+  /// Tries the cut again if it waited for events the replica now holds: a report handled
+  /// while the device's push was still being appended, or events another relay process
+  /// appended that this one has read since.
+  func advanceCutIfCovered() async {
+    guard let covering = awaitedCovering, replica.context.includes(covering) else { return }
+    awaitedCovering = nil
+    // A failure is retried at the next report.
+    try? await advanceCut()
   }
 
   /// The meet of `contexts`; empty for none.

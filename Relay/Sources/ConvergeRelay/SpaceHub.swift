@@ -78,6 +78,12 @@ actor SpaceHub {
   var publishedCut: RelayStableCut?
   /// The replica ids each admitted socket's token grants: connected devices are active.
   var connectedDevices: [UInt64: Set<ReplicaID>] = [:]
+  /// The admitted sockets whose handshake stated an empty context: when one closes, the
+  /// cut may move on (see ``advanceCut()``).
+  var statedNothing: Set<UInt64> = []
+  /// The covering context of a cut ``advanceCut()`` could not publish because the replica
+  /// lacked some of it; tried again when a read brings it (``advanceCutIfCovered()``).
+  var awaitedCovering: CausalContext?
   /// Seconds a device may stay silent before it is retired.
   let retireAfter: Int64
   /// Seconds after its latest grant ended before a device is retired.
@@ -187,6 +193,7 @@ actor SpaceHub {
         // Retried at the next announcement or poll.
         break
       }
+      await advanceCutIfCovered()
       // A store that announced more than it lets read is left to the poll.
       if appliedPosition == before, !isResumed { break }
     }
@@ -194,9 +201,12 @@ actor SpaceHub {
     wakeSettlers()
   }
 
-  func unsubscribe(_ id: UInt64) {
+  func unsubscribe(_ id: UInt64) async {
     subscribers[id] = nil
     connectedDevices[id] = nil
+    // A device known to have seen nothing held the cut back while connected only; a
+    // failure is retried at the next report.
+    if statedNothing.remove(id) != nil { try? await advanceCut() }
   }
 
   /// Brings the cache up to the store's latest state and fans what was new out to the
@@ -300,6 +310,8 @@ actor SpaceHub {
       }
       for pending in batch { pending.done(outcome) }
       await compactIfDue()
+      // A report handled while this append was in flight may have deferred the cut.
+      await advanceCutIfCovered()
     }
     isFlushing = false
     catchUpIfNotified()

@@ -72,6 +72,14 @@ struct Serve: AsyncParsableCommand {
         "Only for several relays sharing one SQLite file; one relay alone, or relays on "
         + "PostgreSQL (which reports appends), need no polling."))
   var storePollMs = 0
+  @Option(
+    help: ArgumentHelp(
+      "Seconds a device may stay silent before the relay retires it from a space.",
+      discussion:
+        "Until then a device merely offline holds back the stable cut, so what it has not "
+        + "seen deleted stays everywhere; a retired device that comes back rejoins under "
+        + "a fresh id. The default is 30 days; tests and `simulate` use seconds."))
+  var retireAfter = 30 * 24 * 3600
   @OptionGroup var secret: SecretOptions
   @Flag(help: "Exit when standard input closes (a parent that runs relays as children).")
   var exitWhenInputCloses = false
@@ -108,6 +116,7 @@ struct Serve: AsyncParsableCommand {
     configuration.messagesPerSecond = rate
     configuration.idleTimeout = .seconds(idleTimeout)
     configuration.storePollInterval = .milliseconds(max(0, storePollMs))
+    configuration.retireAfter = .seconds(max(0, retireAfter))
     var logger = Logger(label: "converge-relay")
     logger.logLevel = .warning
     let host = self.host

@@ -7,6 +7,7 @@ import ConvergeSimulator
 import ConvergeStore
 import Foundation
 import Logging
+import Synchronization
 
 /// `converge-relay simulate`: the simulator's devices sync through real relays.
 ///
@@ -17,9 +18,19 @@ import Logging
 /// started again on the same file.
 /// At the end every device comes back; the run checks that every device and the store
 /// hold the same document (the simulator's oracle) and that nothing a device saw
-/// acknowledged is missing from the store. Everything random draws from `--seed`; the
-/// timing of the sockets does not, so a run is reproducible in its edits and faults but
-/// not in the order of every message.
+/// acknowledged is missing from the store.
+///
+/// Retirement (issue #48): the relays run with a horizon of seconds (`--retire-after`,
+/// default 4), and with `--retirements` per operation (default 0.002) a connected device
+/// goes away for longer than it, editing meanwhile. When it comes back the relay refuses
+/// it as retired, its client rejoins under a fresh id, and the run checks, before anyone
+/// edits again, that every entity it edited away and holds is alive after the rejoin
+/// (the rebase re-applies it whole, even one another device deleted and the relay
+/// forgot). An ordinary disconnect that outlasts the horizon ends in a rejoin too. At the
+/// end the store must hold no content the relay's recorded stable cut forgets.
+///
+/// Everything random draws from `--seed`; the timing of the sockets does not, so a run
+/// is reproducible in its edits and faults but not in the order of every message.
 struct Simulate: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Sync simulated devices through real relays on loopback; check they converge.")
@@ -38,17 +49,23 @@ struct Simulate: AsyncParsableCommand {
   var disconnects = 0.01
   @Option(help: "Per operation, the chance that a relay is killed (SIGKILL) and restarted.")
   var restarts = 0.001
+  @Option(
+    help: "Per operation, the chance that a connected device goes away past the horizon.")
+  var retirements = 0.002
+  @Option(help: "The relays' horizon: seconds a device may stay silent before it is retired.")
+  var retireAfter = 4
   @Flag(help: "Print the report as JSON.")
   var json = false
 
   func validate() throws {
     guard (2...32).contains(devices), (1...1_000_000).contains(operations),
       (1...4).contains(relays), WorkloadKind(rawValue: workload) != nil,
-      (0...1).contains(disconnects), (0...1).contains(restarts)
+      (0...1).contains(disconnects), (0...1).contains(restarts),
+      (0...1).contains(retirements), (1...86_400).contains(retireAfter)
     else {
       throw ValidationError(
         "devices 2…32, operations 1…1,000,000, relays 1…4, workload notes|tasks|mixed, "
-          + "disconnects and restarts 0…1")
+          + "disconnects, restarts and retirements 0…1, retire-after 1…86,400")
     }
   }
 
@@ -57,7 +74,8 @@ struct Simulate: AsyncParsableCommand {
     let started = ContinuousClock.now
     let report = try await Self.simulate(
       devices: devices, relays: relays, kind: kind, seed: seed, operations: operations,
-      disconnects: disconnects, restarts: restarts)
+      disconnects: disconnects, restarts: restarts, retirements: retirements,
+      retireAfter: retireAfter)
     let seconds = (ContinuousClock.now - started).seconds
     if json {
       var object = report.json
@@ -73,12 +91,13 @@ struct Simulate: AsyncParsableCommand {
   /// Runs the simulation on the main actor, where the devices' owners live (as in an app).
   @MainActor static func simulate(
     devices: Int, relays: Int, kind: WorkloadKind, seed: UInt64, operations: Int,
-    disconnects: Double, restarts: Double
+    disconnects: Double, restarts: Double, retirements: Double, retireAfter: Int
   ) async throws -> RelaySimulationReport {
     var simulation = try await RelaySimulation(
-      devices: devices, relays: relays, kind: kind, seed: seed)
+      devices: devices, relays: relays, kind: kind, seed: seed, retireAfter: retireAfter)
     return try await simulation.run(
-      operations: operations, disconnects: disconnects, restarts: restarts)
+      operations: operations, disconnects: disconnects, restarts: restarts,
+      retirements: retirements)
   }
 }
 
@@ -86,15 +105,30 @@ struct Simulate: AsyncParsableCommand {
 /// memory, and its user's workload), as the app's disk and its user would.
 @MainActor final class SimulatedDevice {
   let id: ReplicaID
-  let token: String
   let owner: DeviceReplica
   var workload: Workload
 
-  init(id: ReplicaID, token: String, owner: DeviceReplica, workload: Workload) {
+  init(id: ReplicaID, owner: DeviceReplica, workload: Workload) {
     self.id = id
-    self.token = token
     self.owner = owner
     self.workload = workload
+  }
+}
+
+/// A device's replica ids: its first, then one per rejoin, none shared with another
+/// device (the high half is the device's number).
+final class SimulatedFreshIDs: Sendable {
+  private let device: UInt64
+  private let taken = Mutex<UInt64>(0)
+
+  init(device: UInt64) { self.device = device }
+
+  func next() -> ReplicaID {
+    let count = taken.withLock { count in
+      defer { count += 1 }
+      return count
+    }
+    return ReplicaID(rawValue: count == 0 ? device : (device << 32) | count)
   }
 }
 
@@ -105,6 +139,16 @@ struct RelaySimulationReport {
   var seed: UInt64
   var wentOffline = 0
   var relayRestarts = 0
+  /// Devices sent away past the horizon, and how many of them rejoined under a fresh id.
+  var sentAway = 0
+  var rejoined = 0
+  /// Rejoins of every device, those after an ordinary disconnect that outlasted the
+  /// horizon included.
+  var rejoinsInAll = 0
+  /// Entities the devices that rejoined had edited away, all found alive after it.
+  var offlineEntitiesChecked = 0
+  /// Whether the store recorded a stable cut by the end.
+  var hasStableCut = false
   var entities = 0
   var failures: [String] = []
 
@@ -112,6 +156,8 @@ struct RelaySimulationReport {
     [
       "devices": devices, "relays": relays, "operations": operations, "seed": seed,
       "went_offline": wentOffline, "relay_restarts": relayRestarts, "entities": entities,
+      "sent_away": sentAway, "rejoined": rejoined, "rejoins_in_all": rejoinsInAll,
+      "offline_entities_checked": offlineEntitiesChecked, "stable_cut": hasStableCut,
       "converged": failures.isEmpty, "failures": failures,
     ]
   }
@@ -120,6 +166,11 @@ struct RelaySimulationReport {
     print(
       "\(devices) devices, \(relays) relays on one store, \(operations) operations, seed \(seed)")
     print("went offline \(wentOffline) times, relays restarted \(relayRestarts) times")
+    print(
+      "sent away past the horizon \(sentAway) times, rejoined \(rejoined) times "
+        + "(\(rejoinsInAll) rejoins in all), "
+        + "\(offlineEntitiesChecked) entities edited away found alive after the rejoin; "
+        + (hasStableCut ? "the store has a stable cut" : "no stable cut recorded"))
     print(
       failures.isEmpty
         ? "converged: every device and the store hold the same \(entities) entities, "
@@ -148,10 +199,16 @@ struct RelaySimulationReport {
   var devices: [SimulatedDevice] = []
   /// Each device's current client, the relay it talks to, and its task (nil: offline).
   var clients: [(client: RelayClient, relay: Int, task: Task<Void, Never>?)] = []
+  /// The devices away past the horizon, and when each comes back.
+  var away: [Int: ContinuousClock.Instant] = [:]
+  let retireAfter: Int
   var random: SimulationRandom
   var report: RelaySimulationReport
 
-  init(devices count: Int, relays: Int, kind: WorkloadKind, seed: UInt64) async throws {
+  init(devices count: Int, relays: Int, kind: WorkloadKind, seed: UInt64, retireAfter: Int)
+    async throws
+  {
+    self.retireAfter = retireAfter
     random = SimulationRandom(seed: seed, stream: 0)
     report = RelaySimulationReport(devices: count, relays: relays, operations: 0, seed: seed)
     var quiet = Logger(label: "converge-relay-simulate")
@@ -167,22 +224,18 @@ struct RelaySimulationReport {
       self.relays.append(
         try RelayChildProcess.start(
           executable: Self.executable, data: directory, secret: secret,
-          storePoll: Self.storePoll))
+          storePoll: Self.storePoll, retireAfter: retireAfter))
     }
     for index in 0..<count {
       let id = ReplicaID(rawValue: UInt64(index) + 1)
       var workload = Workload(kind: kind, random: SimulationRandom(seed: seed, stream: id.rawValue))
       var configuration = DocumentStore.Configuration()
-      configuration.freshID = { id }
+      let ids = SimulatedFreshIDs(device: id.rawValue)
+      configuration.freshID = { ids.next() }
       let owner = try DeviceReplica.inMemory(configuration: configuration)
       // The first device starts with the few entities every fork of the simulator has.
       if index == 0 { workload.seedOrigin(owner) }
-      let token = try await authority.sign(
-        RelayTokenClaims(
-          space: Self.space, scope: .write, expiry: Date(timeIntervalSinceNow: 86_400),
-          replicas: [id]))
-      let device = SimulatedDevice(
-        id: id, token: token, owner: owner, workload: workload)
+      let device = SimulatedDevice(id: id, owner: owner, workload: workload)
       devices.append(device)
       clients.append((try await client(for: device, relay: index % relays), index % relays, nil))
       connect(index)
@@ -190,9 +243,16 @@ struct RelaySimulationReport {
   }
 
   private func client(for device: SimulatedDevice, relay: Int) async throws -> RelayClient {
-    let token = device.token
+    // A token for whichever id the device has: a rejoin asks for one of its fresh id.
+    let authority = authority
     return RelayClient(
-      url: relays[relay].url(space: Self.space), token: { _ in token },
+      url: relays[relay].url(space: Self.space),
+      token: { id in
+        try await authority.sign(
+          RelayTokenClaims(
+            space: Self.space, scope: .write, expiry: Date(timeIntervalSinceNow: 86_400),
+            replicas: [id]))
+      },
       backoff: .init(base: .milliseconds(20), maximum: .milliseconds(200)), logger: logger)
   }
 
@@ -217,17 +277,27 @@ struct RelaySimulationReport {
     connect(index)
   }
 
-  mutating func run(operations: Int, disconnects: Double, restarts: Double) async throws
-    -> RelaySimulationReport
-  {
+  mutating func run(
+    operations: Int, disconnects: Double, restarts: Double, retirements: Double
+  ) async throws -> RelaySimulationReport {
     report.operations = operations
     for step in 0..<operations {
       let index = Int.random(in: 0..<devices.count, using: &random)
       let device = devices[index]
       device.workload.perform(on: device.owner)
+      if Double.random(in: 0..<1, using: &random) < retirements {
+        let target = Int.random(in: 0..<devices.count, using: &random)
+        if clients[target].task != nil {
+          await disconnect(target)
+          away[target] = .now + Self.awayPastTheHorizon(retireAfter)
+          report.sentAway += 1
+        }
+      }
       if Double.random(in: 0..<1, using: &random) < disconnects {
         let target = Int.random(in: 0..<devices.count, using: &random)
-        if clients[target].task == nil {
+        if away[target] != nil {
+          // Away past the horizon: back only when its time comes.
+        } else if clients[target].task == nil {
           try await reconnect(target, to: Int.random(in: 0..<relays.count, using: &random))
         } else {
           await disconnect(target)
@@ -237,8 +307,15 @@ struct RelaySimulationReport {
       if Double.random(in: 0..<1, using: &random) < restarts {
         try await restartRelay(Int.random(in: 0..<relays.count, using: &random))
       }
+      for (target, until) in away.sorted(by: { $0.key < $1.key }) where until <= .now {
+        try await comeBack(target)
+      }
       // Let the sockets move between bursts of edits.
       if step % 8 == 7 { try await Task.sleep(for: .milliseconds(2)) } else { await Task.yield() }
+    }
+    for (target, until) in away.sorted(by: { $0.value < $1.value }) {
+      try await Task.sleep(until: until)
+      try await comeBack(target)
     }
     for index in devices.indices where clients[index].task == nil {
       try await reconnect(index, to: Int.random(in: 0..<relays.count, using: &random))
@@ -250,13 +327,64 @@ struct RelaySimulationReport {
     return report
   }
 
+  /// How long a device sent away stays away: past the horizon, with a margin for the
+  /// whole seconds the relays count in and for their side of its socket to close.
+  static func awayPastTheHorizon(_ retireAfter: Int) -> Duration {
+    .seconds(retireAfter) + .milliseconds(2_500)
+  }
+
+  /// Brings device `index` back from past the horizon: the relay, which recorded it (one
+  /// that left before its first handshake is served as new), refuses it as retired and
+  /// its client rejoins under a fresh id. Before anyone edits again, every entity it
+  /// edited away and holds must be alive on it (the rebase re-applies it, whole if the
+  /// others deleted it meanwhile), and the relay must have acknowledged all it holds.
+  private mutating func comeBack(_ index: Int) async throws {
+    away[index] = nil
+    let owner = devices[index].owner
+    let (stored, _, known) = try await storedState(device: owner.id)
+    // A device that left before the relay admitted it is served as a new one.
+    guard known else {
+      try await reconnect(index, to: Int.random(in: 0..<relays.count, using: &random))
+      return
+    }
+    let edited = owner.replica.delta(since: stored.context).keys.filter {
+      owner.replica.document.contains($0)
+    }
+    let rejoinsBefore = owner.identityChanges.filter { $0 == .retired }.count
+    try await reconnect(index, to: Int.random(in: 0..<relays.count, using: &random))
+    let deadline = ContinuousClock.now + .seconds(60)
+    var rejoined = false
+    while ContinuousClock.now < deadline {
+      rejoined = owner.identityChanges.filter { $0 == .retired }.count > rejoinsBefore
+      if rejoined,
+        owner.acknowledgedContext(of: RelaySession.defaultPeer).includes(owner.replica.context)
+      {
+        break
+      }
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    guard rejoined else {
+      report.failures.append("device \(index) came back past the horizon and did not rejoin")
+      return
+    }
+    report.rejoined += 1
+    report.offlineEntitiesChecked += edited.count
+    let lost = edited.filter { !owner.replica.document.contains($0) }
+    if !lost.isEmpty {
+      report.failures.append(
+        "device \(index) lost \(lost.count) entities it edited away when it rejoined: "
+          + lost.prefix(3).map(\.id).joined(separator: ", "))
+    }
+  }
+
   /// Kills relay `index` with SIGKILL (its sockets close as a crash closes them) and
   /// starts it again on the same file; its devices reconnect to it.
   private mutating func restartRelay(_ index: Int) async throws {
     report.relayRestarts += 1
     relays[index].kill()
     relays[index] = try RelayChildProcess.start(
-      executable: Self.executable, data: directory, secret: secret, storePoll: Self.storePoll)
+      executable: Self.executable, data: directory, secret: secret, storePoll: Self.storePoll,
+      retireAfter: retireAfter)
     for device in devices.indices where clients[device].relay == index {
       let wasOnline = clients[device].task != nil
       await disconnect(device)
@@ -287,10 +415,21 @@ struct RelaySimulationReport {
     }
     let stored: Replica
     do {
-      stored = try await storedReplica()
+      let state = try await storedState()
+      stored = state.replica
+      report.hasStableCut = !state.stable.isEmpty
+      var forgetting = stored
+      let left = forgetting.forgetDeleted(stable: state.stable)
+      if left > 0 {
+        report.failures.append(
+          "the store still holds \(left) deleted entities its recorded stable cut forgets")
+      }
     } catch {
       report.failures.append("the store's state does not load: \(error)")
       return
+    }
+    report.rejoinsInAll = devices.reduce(0) { total, device in
+      total + device.owner.identityChanges.filter { $0 == .retired }.count
     }
     let verdict = Oracle.check(replicas + [stored])
     report.failures += verdict.failures
@@ -304,12 +443,19 @@ struct RelaySimulationReport {
     }
   }
 
-  /// The space as the store holds it: the latest snapshot, then the log after it.
-  private func storedReplica() async throws -> Replica {
+  /// The space as the store holds it (the latest snapshot, then the log after it), the
+  /// stable cut it recorded, and whether it has a record of `device`.
+  private func storedState(device: ReplicaID? = nil) async throws -> (
+    replica: Replica, stable: CausalContext, knows: Bool
+  ) {
     let store = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
     let log: SpaceLog
+    let stable: CausalContext
+    let knows: Bool
     do {
       log = try await store.read(space: Self.space, after: 0)
+      stable = try await store.stableCut(space: Self.space)
+      knows = try await store.devices(space: Self.space).contains { $0.replica == device }
       try? await store.close()
     } catch {
       try? await store.close()
@@ -317,7 +463,7 @@ struct RelaySimulationReport {
     }
     var replica = try log.snapshot.map { try Replica(restoring: $0.state) } ?? Replica()
     for entry in log.entries { replica.apply(try DocumentDelta(decoding: entry.delta)) }
-    return replica
+    return (replica, stable, knows)
   }
 }
 

@@ -224,12 +224,13 @@ import Testing
     let phoneTask = Task { await phone.run() }
     phone.transact { tx in tx.setValue(.string(Self.title(0)), for: "title", of: Self.secret(0)) }
     #expect(await eventually { phone.pending.isEmpty })
-    // A device whose token ends in 30 s connects once, with nothing, and leaves.
+    // A device whose token ends in 30 s connects once, holding the phone's note, and
+    // leaves (one that states nothing would not hold the cut back once gone).
     let tablet = ReplicaID(rawValue: 0xE5)
     let visit = try await exchange(
       url: relay.url(space: space),
       token: try await relay.token(space: space, replicas: [tablet], expiresIn: 30),
-      messages: [Self.handshake(CausalContext())], until: { !$0.isEmpty })
+      messages: [Self.handshake(phone.replica.context)], until: { !$0.isEmpty })
     #expect(visit.closeReason == nil)
     phone.transact { tx in tx.delete(Self.secret(0)) }
     #expect(
