@@ -306,6 +306,17 @@ public final class PostgresRelayStore: RelayStore {
     }
   }
 
+  public func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
+    for replica in replicas {
+      let replica = Int64(bitPattern: replica.rawValue)
+      try await client.query(
+        """
+        UPDATE converge_relay_devices SET last_heard = GREATEST(last_heard, \(lastHeard))
+        WHERE space = \(space) AND replica = \(replica)
+        """)
+    }
+  }
+
   public func stableCut(space: String) async throws -> CausalContext {
     let rows = try await client.query(
       "SELECT stable FROM converge_relay_stable_cuts WHERE space = \(space)")

@@ -36,6 +36,11 @@ public protocol RelayStore: Sendable {
   /// either is (a retired replica never comes back). Durable when it returns.
   func record(space: String, devices: [RelayDeviceRecord]) async throws
 
+  /// Marks the space's records of `replicas` heard from at `lastHeard` (seconds since
+  /// 1970), keeping a later time already recorded and changing nothing else; replicas
+  /// without a record are left out. Durable when it returns.
+  func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws
+
   /// The space's stable cut as last recorded (``recordStableCut(space:stable:)``), or an
   /// empty context.
   func stableCut(space: String) async throws -> CausalContext

@@ -179,6 +179,17 @@ public actor SQLiteRelayStore: RelayStore {
     }
   }
 
+  public func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
+    for replica in replicas {
+      _ = try await write(
+        "UPDATE devices SET last_heard = MAX(last_heard, ?3) WHERE space = ?1 AND replica = ?2",
+        [
+          .text(space), .integer(Int(Int64(bitPattern: replica.rawValue))),
+          .integer(Int(lastHeard)),
+        ])
+    }
+  }
+
   public func stableCut(space: String) async throws -> CausalContext {
     let rows = try await connection.query(
       "SELECT stable FROM stable_cuts WHERE space = ?1", [.text(space)])

@@ -53,6 +53,7 @@ extension SpaceHub {
     if granted.contains(where: \.isRetired) { return .retired }
     if let socket, grant.canWrite, !grant.replicas.isEmpty {
       connectedDevices[socket] = grant.replicas
+      keepConnectedDevicesHeard()
     }
     guard let context = stated else { return .admitted(publishedCut) }
     if let socket, context.isEmpty, connectedDevices[socket] != nil {
@@ -92,6 +93,37 @@ extension SpaceHub {
           isRetired: false)
       })
     try await advanceCut()
+  }
+
+  /// Keeps the records of the devices connected to this process heard from while they
+  /// stay connected. Another relay process sharing the store knows nothing of this
+  /// process's sockets and judges a device by its record alone: without this it would
+  /// retire a connected device that sent nothing for longer than the horizon, and the cut
+  /// would move past a device that may still send a concurrent edit (`converge-relay
+  /// simulate` found it with two relays and a 4-second horizon). One task a hub, only
+  /// while devices are connected, waking every quarter of the horizon (a week by
+  /// default); it changes only the time last heard (``RelayStore/touch(space:replicas:lastHeard:)``).
+  func keepConnectedDevicesHeard() {
+    guard heartbeat == nil, !connectedDevices.isEmpty else { return }
+    let interval = max(Duration.milliseconds(250), Duration.seconds(retireAfter) / 4)
+    heartbeat = Task { [weak self] in
+      while !Task.isCancelled {
+        try? await Task.sleep(for: interval)
+        guard !Task.isCancelled, let self, await self.touchConnectedDevices() else { return }
+      }
+    }
+  }
+
+  /// Marks this process's connected devices heard from now; `false` once none is
+  /// connected, which ends the heartbeat. A failed write is tried again at the next beat.
+  func touchConnectedDevices() async -> Bool {
+    let connected = Array(Set(connectedDevices.values.joined()))
+    guard !connected.isEmpty else {
+      heartbeat = nil
+      return false
+    }
+    try? await store.touch(space: space, replicas: connected, lastHeard: now().relaySeconds)
+    return true
   }
 
   /// Retires the records that are no longer active, and returns the others.

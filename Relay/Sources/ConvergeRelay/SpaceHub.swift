@@ -81,6 +81,9 @@ actor SpaceHub {
   /// The admitted sockets whose handshake stated an empty context: when one closes, the
   /// cut may move on (see ``advanceCut()``).
   var statedNothing: Set<UInt64> = []
+  /// While devices are connected to this process, the task that marks them heard from
+  /// (``keepConnectedDevicesHeard()``).
+  var heartbeat: Task<Void, Never>?
   /// The covering context of a cut ``advanceCut()`` could not publish because the replica
   /// lacked some of it; tried again when a read brings it (``advanceCutIfCovered()``).
   var awaitedCovering: CausalContext?
@@ -204,6 +207,10 @@ actor SpaceHub {
   func unsubscribe(_ id: UInt64) async {
     subscribers[id] = nil
     connectedDevices[id] = nil
+    if connectedDevices.isEmpty {
+      heartbeat?.cancel()
+      heartbeat = nil
+    }
     // A device known to have seen nothing held the cut back while connected only; a
     // failure is retried at the next report.
     if statedNothing.remove(id) != nil { try? await advanceCut() }

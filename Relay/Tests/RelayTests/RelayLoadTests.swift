@@ -45,6 +45,10 @@ struct CountingRelayStore: RelayStore {
     try await inner.record(space: space, devices: devices)
   }
 
+  func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
+    try await inner.touch(space: space, replicas: replicas, lastHeard: lastHeard)
+  }
+
   func stableCut(space: String) async throws -> CausalContext {
     try await inner.stableCut(space: space)
   }

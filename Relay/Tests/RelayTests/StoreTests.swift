@@ -155,6 +155,40 @@ final class StoreFixture: Sendable {
     await closeStore(reopened)
   }
 
+  /// A touch moves a device's time last heard later, never earlier, and changes nothing
+  /// else: not what it has seen, not its retirement, and no record for a replica the
+  /// space has none of.
+  @Test(arguments: StoreKind.available) func aTouchMovesOnlyTheTimeLastHeard(kind: StoreKind)
+    async throws
+  {
+    let fixture = StoreFixture(kind)
+    defer { fixture.remove() }
+    let store = try await fixture.open()
+    let space = fixture.space("touch")
+    let (phone, retired, stranger) = (
+      ReplicaID(rawValue: 1), ReplicaID(rawValue: 2), ReplicaID(rawValue: 3)
+    )
+    var seen = CausalContext()
+    seen.insert(Dot(replica: phone, counter: 7))
+    try await store.record(
+      space: space,
+      devices: [
+        RelayDeviceRecord(replica: phone, seen: seen, lastHeard: 10, expiry: 99, isRetired: false),
+        RelayDeviceRecord(
+          replica: retired, seen: seen, lastHeard: 10, expiry: 99, isRetired: true),
+      ])
+    try await store.touch(space: space, replicas: [phone, retired, stranger], lastHeard: 20)
+    try await store.touch(space: space, replicas: [phone], lastHeard: 15)
+    let records = try await store.devices(space: space).sorted {
+      $0.replica.rawValue < $1.replica.rawValue
+    }
+    #expect(records.map(\.replica) == [phone, retired])
+    #expect(records.map(\.lastHeard) == [20, 20])
+    #expect(records.map(\.isRetired) == [false, true])
+    #expect(records.allSatisfy { $0.seen == seen && $0.expiry == 99 })
+    await closeStore(store)
+  }
+
   /// Several processes compacting while others append and read: the largest snapshot
   /// wins, and every read, whenever it runs, is a gap-free view (the store checks and
   /// throws on a gap) that ends at or past what it read before.
