@@ -8,6 +8,7 @@ import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -32,12 +33,17 @@ struct LiveRelay {
     _ configure: @Sendable (inout RelayConfiguration) -> Void = { _ in }
   ) async throws -> LiveRelay {
     let directory = other?.directory ?? temporaryDirectory()
-    let opened: any RelayStore =
-      if let postgres {
-        try await PostgresRelayStore.connect(url: postgres)
-      } else {
-        try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
-      }
+    // A PostgreSQL store runs in the relay's service group, as `converge-relay serve`
+    // runs it.
+    let opened: any RelayStore
+    var services: [any Service] = []
+    if let postgres {
+      let store = try PostgresRelayStore(url: postgres)
+      services = store.services
+      opened = store
+    } else {
+      opened = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
+    }
     let store: any RelayStore =
       countingReads || readDelay > .zero
       ? CountingRelayStore(inner: opened, readDelay: readDelay) : opened
@@ -47,7 +53,8 @@ struct LiveRelay {
     var logger = Logger(label: "relay-test")
     logger.logLevel = .error
     let server = try await LocalRelay.start(
-      store: store, authority: authority, configuration: configuration, logger: logger)
+      store: store, services: services, authority: authority, configuration: configuration,
+      logger: logger)
     return LiveRelay(
       store: store, directory: directory, authority: authority, ownsDirectory: other == nil,
       server: server)
