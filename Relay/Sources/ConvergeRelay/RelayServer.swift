@@ -49,6 +49,15 @@ public struct RelayServer: Sendable {
     self.queues = QueueBudget(limit: configuration.processQueueByteLimit)
   }
 
+  /// Spaces whose replica the relay holds in memory now (for the test support's
+  /// `LocalRelay`).
+  package func servedSpaces() async -> Int {
+    await spaces.servedCount
+  }
+
+  /// Bytes waiting in the sockets' outgoing queues now, summed over the process's sockets.
+  package var queuedBytes: Int { queues.bytes }
+
   /// The Hummingbird application; run it in a `ServiceGroup` after the store's services
   /// (``PostgresRelayStore/services``), or with `runService()` over a store that needs
   /// none (``SQLiteRelayStore``). It starts accepting once the store is

@@ -2,6 +2,7 @@ import Converge
 import ConvergeRelay
 import ConvergeRelayClient
 import ConvergeRelayNIO
+import ConvergeRelayTestSupport
 import ConvergeStore
 import ConvergeTestSupport
 import Foundation

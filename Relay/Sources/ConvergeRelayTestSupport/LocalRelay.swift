@@ -1,3 +1,4 @@
+import ConvergeRelay
 import Logging
 import ServiceLifecycle
 
@@ -9,8 +10,7 @@ public struct LocalRelay: Sendable {
   public let port: Int
   private let group: ServiceGroup
   private let task: Task<Void, any Error>
-  private let spaces: SpaceDirectory
-  private let queues: QueueBudget
+  private let server: RelayServer
 
   /// Starts a relay over `store`; `configuration`'s host and port are replaced by
   /// loopback and a free port. `services` run in the relay's group before the server,
@@ -43,19 +43,18 @@ public struct LocalRelay: Sendable {
       try await task.value
       throw LocalRelayDidNotStart()
     }
-    return LocalRelay(
-      port: port, group: group, task: task, spaces: server.spaces, queues: server.queues)
+    return LocalRelay(port: port, group: group, task: task, server: server)
   }
 
   /// Spaces whose replica the relay holds in memory now: those with a socket or request
   /// in flight, and those whose last one is still finishing its commits.
   public func servedSpaces() async -> Int {
-    await spaces.servedCount
+    await server.servedSpaces()
   }
 
   /// Bytes waiting in the sockets' outgoing queues now, summed over the process's sockets
   /// (bounded by `processQueueByteLimit`).
-  public var queuedBytes: Int { queues.bytes }
+  public var queuedBytes: Int { server.queuedBytes }
 
   /// `ws://127.0.0.1:PORT`, the base of every space's address.
   public var base: String { "ws://127.0.0.1:\(port)" }
