@@ -85,6 +85,7 @@ let package = Package(
         .product(name: "ConvergeTestSupport", package: "Converge"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+        .product(name: "HummingbirdTesting", package: "hummingbird"),
       ]),
   ],
   swiftLanguageModes: [.v6]
