@@ -1,4 +1,5 @@
 import Converge
+import ConvergeRelayClient
 import Logging
 import NIOCore
 import NIOSSL
@@ -320,7 +321,8 @@ public final class PostgresRelayStore: RelayStore {
   ) async {
     var poolLogger = logger
     poolLogger.logLevel = max(logger.logLevel, .error)
-    var backoff = Duration.milliseconds(50)
+    let backoff = RelayBackoff(base: .milliseconds(50), maximum: .seconds(1))
+    var attempt = 0
     while !Task.isCancelled {
       do {
         let connection = try await PostgresConnection.connect(
@@ -328,7 +330,7 @@ public final class PostgresRelayStore: RelayStore {
         do {
           try await connection.listen(on: channel) { notifications in
             subscribers.resume()
-            backoff = .milliseconds(50)
+            attempt = 0
             for try await notification in notifications {
               guard let event = Self.event(notification.payload) else { continue }
               subscribers.send(event)
@@ -342,8 +344,8 @@ public final class PostgresRelayStore: RelayStore {
       } catch {
         logger.warning("cannot connect to LISTEN; retrying: \(String(reflecting: error))")
       }
-      try? await Task.sleep(for: backoff)
-      backoff = min(backoff * 2, .seconds(1))
+      try? await Task.sleep(for: backoff.delay(attempt: attempt))
+      attempt += 1
     }
   }
 
