@@ -40,6 +40,15 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]),
+    // Harnesses that run relays (in this process, or as child processes) for the tests,
+    // the command's bench and simulator, and the example: not a product, so the public
+    // server library ships none of them.
+    .target(
+      name: "ConvergeRelayTestSupport",
+      dependencies: [
+        "ConvergeRelay",
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      ]),
     // The relay client's socket over HummingbirdWSClient (SwiftNIO).
     .target(
       name: "ConvergeRelayNIO",
@@ -50,7 +59,7 @@ let package = Package(
     .executableTarget(
       name: "RelayCommand",
       dependencies: [
-        "ConvergeRelay", "ConvergeRelayNIO",
+        "ConvergeRelay", "ConvergeRelayNIO", "ConvergeRelayTestSupport",
         .product(name: "ConvergeRelayClient", package: "Converge"),
         .product(name: "ConvergeStore", package: "Converge"),
         .product(name: "ConvergeSimulator", package: "Converge"),
@@ -62,7 +71,7 @@ let package = Package(
     .executableTarget(
       name: "RelayExample",
       dependencies: [
-        "ConvergeRelay", "ConvergeRelayNIO",
+        "ConvergeRelay", "ConvergeRelayNIO", "ConvergeRelayTestSupport",
         .product(name: "ConvergeRelayClient", package: "Converge"),
         .product(name: "ConvergeStore", package: "Converge"),
         .product(name: "Converge", package: "Converge"),
@@ -70,12 +79,13 @@ let package = Package(
     .testTarget(
       name: "RelayTests",
       dependencies: [
-        "ConvergeRelay", "ConvergeRelayNIO",
+        "ConvergeRelay", "ConvergeRelayNIO", "ConvergeRelayTestSupport",
         .product(name: "ConvergeRelayClient", package: "Converge"),
         .product(name: "ConvergeStore", package: "Converge"),
         .product(name: "ConvergeTestSupport", package: "Converge"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+        .product(name: "HummingbirdTesting", package: "hummingbird"),
       ]),
   ],
   swiftLanguageModes: [.v6]

@@ -49,22 +49,8 @@ import ConvergeStore
 /// ``DeviceReplica/onDurable`` (calling the one set before) and restores it when it
 /// returns. The client itself is `Sendable`: its ``statuses`` can be read from any task.
 public final class RelayClient: Sendable {
-  /// Reconnection delays: `base · 2^attempt`, at most `maximum`, each scaled by a
-  /// random factor in 0.5…1 so that devices do not reconnect in step.
-  public struct Backoff: Sendable {
-    public var base: Duration
-    public var maximum: Duration
-
-    public init(base: Duration = .milliseconds(200), maximum: Duration = .seconds(30)) {
-      self.base = base
-      self.maximum = maximum
-    }
-
-    func delay(attempt: Int) -> Duration {
-      let doubled = base * (1 << min(attempt, 20))
-      return min(maximum, doubled) * Double.random(in: 0.5...1)
-    }
-  }
+  /// Reconnection delays (``RelayBackoff``: exponential, bounded, jittered).
+  public typealias Backoff = RelayBackoff
 
   /// The peer name under which the owner records the relay's acknowledgements.
   public let peer: String

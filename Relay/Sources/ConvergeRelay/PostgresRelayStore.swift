@@ -1,8 +1,10 @@
 import Converge
+import ConvergeRelayClient
 import Logging
 import NIOCore
 import NIOSSL
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -54,11 +56,19 @@ import Synchronization
 ///   on a connection of its own, reconnected with backoff after the database restarts
 ///   and then reported as ``RelayStoreEvent/resumed``.
 public final class PostgresRelayStore: RelayStore {
-  private let client: PostgresClient
-  private let pool: Task<Void, Never>
-  private let listener: Task<Void, Never>
-  private let subscribers: EventSubscribers
-  private let logger: Logger
+  /// The PostgreSQL client (a connection pool), a `Service` of the group that runs the
+  /// store (see ``services``).
+  let client: PostgresClient
+  let listenConfiguration: PostgresConnection.Configuration
+  let startTimeout: Duration
+  let address: String
+  let readiness = Readiness()
+  /// The service group ``connect(url:logger:startTimeout:)`` runs the store in, until
+  /// ``close()``.
+  let ownGroup = Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
+  let subscribers = EventSubscribers()
+  let logger: Logger
+  let poolLogger: Logger
   private let appends = AppendQueue()
   static let channel = "converge_relay"
   /// Appends one batch holds at most.
@@ -66,76 +76,40 @@ public final class PostgresRelayStore: RelayStore {
   /// Delta bytes one batch holds at most (a larger single delta goes alone).
   static let batchByteLimit = 4 << 20
 
-  private init(
-    client: PostgresClient, pool: Task<Void, Never>, listener: Task<Void, Never>,
-    subscribers: EventSubscribers, logger: Logger
-  ) {
-    self.client = client
-    self.pool = pool
-    self.listener = listener
-    self.subscribers = subscribers
-    self.logger = logger
-  }
-
-  /// The database at `url` (`postgres://user:password@host:port/database`; add
-  /// `?sslmode=require` for TLS), with the relay's tables created if missing. `logger`
-  /// hears of lost connections; the pool's own chatter is kept to errors. Throws
+  /// The store for the database at `url` (`postgres://user:password@host:port/database`;
+  /// add `?sslmode=require` for TLS). Nothing connects yet: a `ServiceGroup` runs
+  /// ``services`` (the client, then the store), the store creates the relay's tables if
+  /// missing and then serves; ``ready()`` says when. `logger` hears of lost connections;
+  /// the pool's own chatter is kept to errors. The store's run throws
   /// ``RelayStoreError/unreachable(_:)`` when the tables are not in place within
   /// `startTimeout`.
-  public static func connect(
+  public init(
     url: String, logger: Logger = Logger(label: "converge-relay"),
     startTimeout: Duration = .seconds(30)
-  ) async throws -> PostgresRelayStore {
+  ) throws {
     let configuration = try PostgresURL(url)
     var quietLogger = logger
     quietLogger.logLevel = max(logger.logLevel, .error)
-    let poolLogger = quietLogger
     var poolConfiguration = PostgresClient.Configuration(
       host: configuration.host, port: configuration.port, username: configuration.user,
       password: configuration.password, database: configuration.database,
       tls: configuration.requireTLS ? .require(.makeClientConfiguration()) : .disable)
     poolConfiguration.options.maximumConnections = 24
-    let client = PostgresClient(configuration: poolConfiguration, backgroundLogger: poolLogger)
-    let pool = Task { await client.run() }
-    do {
-      // The pool retries a database it cannot reach for as long as it is asked to: a
-      // node that cannot reach it at start says so instead of hanging.
-      try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask {
-          try await client.withTransaction(logger: poolLogger) { connection in
-            // Nodes starting together would race to create the same tables.
-            try await connection.query("SELECT pg_advisory_xact_lock(7780)", logger: poolLogger)
-            for statement in schema { try await connection.query(statement, logger: poolLogger) }
-          }
-        }
-        group.addTask {
-          try await Task.sleep(for: startTimeout)
-          throw RelayStoreError.unreachable(
-            "no answer from PostgreSQL at \(configuration.host):\(configuration.port) "
-              + "within \(startTimeout)")
-        }
-        try await group.next()
-        group.cancelAll()
-      }
-    } catch {
-      pool.cancel()
-      throw error
-    }
     var listenConfiguration = PostgresConnection.Configuration(
       host: configuration.host, port: configuration.port, username: configuration.user,
       password: configuration.password, database: configuration.database,
       tls: configuration.requireTLS
         ? .require(try .init(configuration: .makeClientConfiguration())) : .disable)
     listenConfiguration.options.connectTimeout = .seconds(5)
-    let subscribers = EventSubscribers()
-    let listener = Task {
-      await listen(configuration: listenConfiguration, subscribers: subscribers, logger: logger)
-    }
-    return PostgresRelayStore(
-      client: client, pool: pool, listener: listener, subscribers: subscribers, logger: logger)
+    self.client = PostgresClient(configuration: poolConfiguration, backgroundLogger: quietLogger)
+    self.listenConfiguration = listenConfiguration
+    self.startTimeout = startTimeout
+    self.address = "\(configuration.host):\(configuration.port)"
+    self.logger = logger
+    self.poolLogger = quietLogger
   }
 
-  private static let schema: [PostgresQuery] = [
+  static let schema: [PostgresQuery] = [
     """
     CREATE TABLE IF NOT EXISTS converge_relay_heads(
       space text PRIMARY KEY, head bigint NOT NULL)
@@ -160,15 +134,6 @@ public final class PostgresRelayStore: RelayStore {
       space text PRIMARY KEY, stable bytea NOT NULL)
     """,
   ]
-
-  /// Stops the pool and the listener; the streams of ``events()`` end.
-  public func close() async {
-    listener.cancel()
-    pool.cancel()
-    subscribers.finish()
-    _ = await listener.value
-    _ = await pool.value
-  }
 
   public func append(space: String, delta: [UInt8]) async throws -> UInt64 {
     try await withCheckedThrowingContinuation { continuation in
@@ -361,13 +326,14 @@ public final class PostgresRelayStore: RelayStore {
   /// Listens on one dedicated connection for as long as the store is open: after a lost
   /// connection it reconnects (backing off up to a second), listens again, and reports
   /// ``RelayStoreEvent/resumed`` so readers catch up on what was not reported meanwhile.
-  private static func listen(
+  static func listen(
     configuration: PostgresConnection.Configuration, subscribers: EventSubscribers,
     logger: Logger
   ) async {
     var poolLogger = logger
     poolLogger.logLevel = max(logger.logLevel, .error)
-    var backoff = Duration.milliseconds(50)
+    let backoff = RelayBackoff(base: .milliseconds(50), maximum: .seconds(1))
+    var attempt = 0
     while !Task.isCancelled {
       do {
         let connection = try await PostgresConnection.connect(
@@ -375,7 +341,7 @@ public final class PostgresRelayStore: RelayStore {
         do {
           try await connection.listen(on: channel) { notifications in
             subscribers.resume()
-            backoff = .milliseconds(50)
+            attempt = 0
             for try await notification in notifications {
               guard let event = Self.event(notification.payload) else { continue }
               subscribers.send(event)
@@ -389,8 +355,8 @@ public final class PostgresRelayStore: RelayStore {
       } catch {
         logger.warning("cannot connect to LISTEN; retrying: \(String(reflecting: error))")
       }
-      try? await Task.sleep(for: backoff)
-      backoff = min(backoff * 2, .seconds(1))
+      try? await Task.sleep(for: backoff.delay(attempt: attempt))
+      attempt += 1
     }
   }
 

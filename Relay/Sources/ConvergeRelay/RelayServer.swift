@@ -54,8 +54,19 @@ public struct RelayServer: Sendable {
     self.queues = QueueBudget(limit: configuration.processQueueByteLimit)
   }
 
-  /// The Hummingbird application; run it with `runService()` or in a service group.
-  /// `onRunning` receives the bound port (useful with port 0).
+  /// Spaces whose replica the relay holds in memory now (for the test support's
+  /// `LocalRelay`).
+  package func servedSpaces() async -> Int {
+    await spaces.servedCount
+  }
+
+  /// Bytes waiting in the sockets' outgoing queues now, summed over the process's sockets.
+  package var queuedBytes: Int { queues.bytes }
+
+  /// The Hummingbird application; run it in a `ServiceGroup` after the store's services
+  /// (``PostgresRelayStore/services``), or with `runService()` over a store that needs
+  /// none (``SQLiteRelayStore``). It starts accepting once the store is
+  /// ``RelayStore/ready()``. `onRunning` receives the bound port (useful with port 0).
   public func makeApplication(
     logger: Logger = Logger(label: "converge-relay"),
     onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -89,7 +100,7 @@ public struct RelayServer: Sendable {
         ? .enabled(timePeriod: configuration.pingInterval) : .disabled)
     let webSocketResponder = router.buildResponder()
     let messagesPerSecond = configuration.messagesPerSecond
-    return Application(
+    var application = Application(
       router: router,
       server: HTTPServerBuilder { responder in
         PolicedWebSocketChannel(
@@ -101,6 +112,11 @@ public struct RelayServer: Sendable {
       configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
       onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
       logger: logger)
+    // The store's own services run before the server in the group; accept nothing until
+    // its tables are in place.
+    let store = store
+    application.beforeServerStarts { try await store.ready() }
+    return application
   }
 
   static func token(of request: Request) -> String? {

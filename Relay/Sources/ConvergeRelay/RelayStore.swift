@@ -61,6 +61,16 @@ public protocol RelayStore: Sendable {
   /// that can tell (PostgreSQL's LISTEN/NOTIFY); `nil` from one that cannot, whose
   /// readers poll instead. Each call returns a new stream that ends when the store closes.
   func events() -> AsyncStream<RelayStoreEvent>?
+
+  /// Returns once the store can serve (its tables exist), or throws what keeps it from
+  /// serving; the server starts accepting only after it returned. A store that is ready
+  /// when it is opened (``SQLiteRelayStore``) returns at once; ``PostgresRelayStore``
+  /// waits for its services' run.
+  func ready() async throws
+}
+
+extension RelayStore {
+  public func ready() async throws {}
 }
 
 /// What ``RelayStore/events()`` reports.

@@ -1,4 +1,5 @@
 import Converge
+import ConvergeRelayClient
 import NIOCore
 import SQLiteNIO
 
@@ -245,13 +246,15 @@ public actor SQLiteRelayStore: RelayStore {
       } catch let error as SQLiteError
         where error.reason == .busyInSnapshot && attempt < Self.snapshotRetries
       {
-        attempt += 1
         // A short, growing, jittered pause lets the other writer finish.
-        let micros = UInt64.random(in: 0...(UInt64(100) << min(attempt, 7)))
-        try await Task.sleep(nanoseconds: micros * 1_000)
+        try await Task.sleep(for: Self.snapshotBackoff.delay(attempt: attempt))
+        attempt += 1
       }
     }
   }
 
   private static let snapshotRetries = 50
+  /// 50–100 µs before the first retry, doubling up to 6.4–12.8 ms.
+  private static let snapshotBackoff = RelayBackoff(
+    base: .microseconds(100), maximum: .microseconds(12_800))
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import ConvergeRelayTestSupport
 import Foundation
 import Histogram
 import HummingbirdWSClient

@@ -280,6 +280,8 @@ final class BenchDevice: Sendable {
   /// The node it connects to first (an index into the bench's nodes).
   let home: Int
   static let note = EntityKey(type: "note", id: "shared")
+  /// After a refusal: doubling from 50 ms up to 2 s, jittered.
+  static let refusalBackoff = RelayBackoff(base: .milliseconds(50), maximum: .seconds(2))
 
   init(id: ReplicaID, space: String, token: String, metrics: BenchMetrics, home: Int = 0) {
     self.id = id
@@ -389,8 +391,7 @@ final class BenchDevice: Sendable {
       // jittered, after a refusal, so refused devices neither hammer nor return in step.
       let delay: Duration =
         closedWith == nil && attempt == 0
-        ? .milliseconds(20)
-        : min(.milliseconds(50) * (1 << min(attempt, 6)), .seconds(2)) * Double.random(in: 0.5...1)
+        ? .milliseconds(20) : Self.refusalBackoff.delay(attempt: attempt)
       try? await Task.sleep(for: delay)
     }
     return connected

@@ -3,6 +3,7 @@ import Converge
 import ConvergeRelay
 import ConvergeRelayClient
 import ConvergeRelayNIO
+import ConvergeRelayTestSupport
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient

@@ -4,6 +4,7 @@ import ConvergeRelay
 import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
 
 @main
 struct ConvergeRelayCommand: AsyncParsableCommand {
@@ -100,8 +101,11 @@ struct Serve: AsyncParsableCommand {
       try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
     }
     let store: any RelayStore
+    var services: [any Service] = []
     if let postgres {
-      store = try await PostgresRelayStore.connect(url: postgres)
+      let postgresStore = try PostgresRelayStore(url: postgres)
+      services = postgresStore.services
+      store = postgresStore
     } else if let data {
       store = try await SQLiteRelayStore.open(path: data + "/relay.sqlite")
     } else {
@@ -125,7 +129,14 @@ struct Serve: AsyncParsableCommand {
         // Tests and scripts read the port from this line.
         FileHandle.standardOutput.write(Data("converge-relay listening on \(host):\(port)\n".utf8))
       }
-    try await app.runService()
+    // The store's services, then the server: SIGTERM or SIGINT stops the server first
+    // (it stops accepting and drains), then the store, then the PostgreSQL client.
+    try await ServiceGroup(
+      configuration: .init(
+        services: services + [app], gracefulShutdownSignals: [.sigterm, .sigint],
+        logger: logger)
+    ).run()
+    if let store = store as? SQLiteRelayStore { try await store.close() }
   }
 }
 

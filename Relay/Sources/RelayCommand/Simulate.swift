@@ -3,6 +3,7 @@ import Converge
 import ConvergeRelay
 import ConvergeRelayClient
 import ConvergeRelayNIO
+import ConvergeRelayTestSupport
 import ConvergeSimulator
 import ConvergeStore
 import Foundation

@@ -7,10 +7,6 @@ import Testing
 // public API cannot. The relay's tests are built in debug, where Converge is testable.
 @testable import Converge
 
-#if canImport(FoundationNetworking)
-  import FoundationNetworking
-#endif
-
 /// The three forgeries of issue #43, each pushed to a live relay by a device whose token
 /// grants replica A, against replica B's note: each closes with its typed reason, none of
 /// it is committed, and B's later edits are acknowledged and visible.
@@ -22,6 +18,13 @@ import Testing
   /// B's note on the relay: title, tag and body "hello" (events B:1…8); returns B's
   /// replica.
   func victimsNote(on relay: LiveRelay, space: String) async throws -> Replica {
+    let (victim, made) = victimsEdit()
+    try await push(made, as: b, to: relay, space: space)
+    return victim
+  }
+
+  /// B's replica with its note, and the delta that made it.
+  func victimsEdit() -> (Replica, DocumentDelta) {
     var victim = Replica(id: b)
     let made = victim.transact { tx in
       tx.create(note)
@@ -29,8 +32,7 @@ import Testing
       tx.insert(.string("b-tag"), into: "tags", of: note)
       tx.insertText("hello", at: 0, in: "body", of: note)
     }
-    try await push(made.delta, as: b, to: relay, space: space)
-    return victim
+    return (victim, made.delta)
   }
 
   /// Pushes `delta` with a token for `replica` and waits for its acknowledgement.
@@ -192,20 +194,25 @@ import Testing
     await relay.stop()
   }
 
-  /// The same forgery over the HTTP pair is refused with the same reason's status.
+  /// The same forgery over the HTTP pair (driven through the relay's router in this
+  /// process) is refused with the same reason's status.
   @Test func theHTTPPushRefusesForgeriesToo() async throws {
-    let relay = try await LiveRelay.start()
-    _ = try await victimsNote(on: relay, space: "s")
-    let before = try await relay.store.read(space: "s", after: 0)
+    let relay = try await RoutedRelay.open()
+    let (_, made) = victimsEdit()
+    let victimsToken = try await relay.token(space: "s", replicas: [b])
     let token = try await relay.token(space: "s", replicas: [a])
-    var request = URLRequest(
-      url: try #require(URL(string: "http://127.0.0.1:\(relay.port)/v1/spaces/s/push")))
-    request.httpMethod = "POST"
-    request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-    request.httpBody = Data(removalForgery().encoded())
-    let (_, response) = try await URLSession.shared.data(for: request)
-    #expect((response as? HTTPURLResponse)?.statusCode == 403)
-    #expect(try await relay.store.read(space: "s", after: 0) == before)
-    await relay.stop()
+    let forgery = removalForgery()
+    let store = relay.store
+    try await relay.test { client in
+      let pushed = try await client.send(
+        "/v1/spaces/s/push", .post, token: victimsToken, body: made.encoded())
+      #expect(pushed.status == .ok)
+      let before = try await store.read(space: "s", after: 0)
+      let refused = try await client.send(
+        "/v1/spaces/s/push", .post, token: token, body: forgery.encoded())
+      #expect(refused.status == .forbidden)
+      #expect(try await store.read(space: "s", after: 0) == before)
+    }
+    await relay.close()
   }
 }

@@ -2,6 +2,7 @@ import Converge
 import ConvergeRelay
 import ConvergeRelayClient
 import ConvergeRelayNIO
+import ConvergeRelayTestSupport
 import ConvergeStore
 import ConvergeTestSupport
 import Foundation
@@ -26,6 +27,37 @@ import Testing
   /// A fresh space name: the database is shared by every test and every run.
   nonisolated static func space(_ name: String) -> String {
     "\(name)-\(UInt64.random(in: 0 ... .max))"
+  }
+
+  /// The PostgreSQL client and the store are services of the relay's group: the server
+  /// answers once the store's tables are in place, and a graceful shutdown stops the
+  /// server, then the store (the streams of its events end), then the client.
+  @Test func theStoreRunsInTheRelaysServiceGroup() async throws {
+    let url = try #require(Self.url)
+    let relay = try await LiveRelay.start(postgres: url)
+    let store = try #require(relay.store as? PostgresRelayStore)
+    try await store.ready()
+    let events = try #require(store.events())
+    let device = try relay.device(0xA1, in: Self.space("group"))
+    let syncing = Task { await device.run() }
+    #expect(await eventually { device.status == .upToDate })
+    syncing.cancel()
+    await relay.stop()
+    // Ends only because the group stopped the store: nothing else closes it.
+    for await _ in events {}
+  }
+
+  /// A relay whose store cannot reach its database does not start: the server waits for
+  /// the store, and the store's failure stops the group with its reason.
+  @Test func aRelayWhoseStoreCannotStartDoesNotStart() async throws {
+    let store = try PostgresRelayStore(
+      url: "postgres://relay@127.0.0.1:1/converge", startTimeout: .milliseconds(500))
+    let authority = try await RelayTokenAuthority(secret: LiveRelay.secret)
+    await #expect(throws: RelayStoreError.self) {
+      _ = try await LocalRelay.start(
+        store: store, services: store.services, authority: authority)
+    }
+    await #expect(throws: RelayStoreError.self) { try await store.ready() }
   }
 
   /// With polling off, a delta can reach the other node's device only through the

@@ -1,6 +1,7 @@
 import Converge
 import ConvergeRelay
 import ConvergeRelayClient
+import ConvergeRelayTestSupport
 import ConvergeTestSupport
 import Foundation
 import Testing

@@ -62,6 +62,8 @@ struct CountingRelayStore: RelayStore {
   }
 
   func events() -> AsyncStream<RelayStoreEvent>? { inner.events() }
+
+  func ready() async throws { try await inner.ready() }
 }
 
 /// Bounded memory, free idle, and overload that ends (issue #43).

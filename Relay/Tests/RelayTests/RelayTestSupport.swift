@@ -2,12 +2,15 @@ import Converge
 import ConvergeRelay
 import ConvergeRelayClient
 import ConvergeRelayNIO
+import ConvergeRelayTestSupport
 import ConvergeStore
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import HummingbirdWSClient
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -32,12 +35,17 @@ struct LiveRelay {
     _ configure: @Sendable (inout RelayConfiguration) -> Void = { _ in }
   ) async throws -> LiveRelay {
     let directory = other?.directory ?? temporaryDirectory()
-    let opened: any RelayStore =
-      if let postgres {
-        try await PostgresRelayStore.connect(url: postgres)
-      } else {
-        try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
-      }
+    // A PostgreSQL store runs in the relay's service group, as `converge-relay serve`
+    // runs it.
+    let opened: any RelayStore
+    var services: [any Service] = []
+    if let postgres {
+      let store = try PostgresRelayStore(url: postgres)
+      services = store.services
+      opened = store
+    } else {
+      opened = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
+    }
     let store: any RelayStore =
       countingReads || readDelay > .zero
       ? CountingRelayStore(inner: opened, readDelay: readDelay) : opened
@@ -47,7 +55,8 @@ struct LiveRelay {
     var logger = Logger(label: "relay-test")
     logger.logLevel = .error
     let server = try await LocalRelay.start(
-      store: store, authority: authority, configuration: configuration, logger: logger)
+      store: store, services: services, authority: authority, configuration: configuration,
+      logger: logger)
     return LiveRelay(
       store: store, directory: directory, authority: authority, ownsDirectory: other == nil,
       server: server)
@@ -234,4 +243,61 @@ func eventually(
     try? await Task.sleep(for: .milliseconds(20))
   }
   return await condition()
+}
+
+/// A relay's routes driven in this process through HummingbirdTesting's router mode (no
+/// socket, no port), over SQLite in a temporary directory: for the HTTP routes. Tests of
+/// sockets use a ``LiveRelay``.
+struct RoutedRelay {
+  let store: SQLiteRelayStore
+  let authority: RelayTokenAuthority
+  let directory: String
+
+  static func open() async throws -> RoutedRelay {
+    let directory = temporaryDirectory()
+    return RoutedRelay(
+      store: try await SQLiteRelayStore.open(path: directory + "/relay.sqlite"),
+      authority: try await RelayTokenAuthority(secret: LiveRelay.secret), directory: directory)
+  }
+
+  /// Runs `body` with a client of the relay's router.
+  func test<Value: Sendable>(
+    _ body: @Sendable (any TestClientProtocol) async throws -> Value
+  ) async throws -> Value {
+    let application = RelayServer(
+      store: store, authority: authority, configuration: RelayConfiguration()
+    ).makeApplication()
+    return try await application.test(.router, body)
+  }
+
+  func token(
+    space: String, scope: RelayTokenClaims.Scope = .write, replicas: [ReplicaID]
+  ) async throws -> String {
+    try await authority.sign(
+      RelayTokenClaims(
+        space: space, scope: scope, expiry: Date(timeIntervalSinceNow: 600), replicas: replicas))
+  }
+
+  func close() async {
+    try? await store.close()
+    try? FileManager.default.removeItem(atPath: directory)
+  }
+}
+
+extension TestClientProtocol {
+  /// A request to `uri` with `token` as its bearer and `body` (none when empty).
+  func send(
+    _ uri: String, _ method: HTTPRequest.Method, token: String?, body: [UInt8] = []
+  ) async throws -> TestResponse {
+    var headers = HTTPFields()
+    if let token { headers[.authorization] = "Bearer \(token)" }
+    return try await execute(
+      uri: uri, method: method, headers: headers,
+      body: body.isEmpty ? nil : ByteBuffer(bytes: body))
+  }
+}
+
+extension TestResponse {
+  /// The body's bytes.
+  var bytes: [UInt8] { [UInt8](buffer: body) }
 }

@@ -1,3 +1,4 @@
+import ConvergeRelay
 import Logging
 import ServiceLifecycle
 
@@ -9,13 +10,15 @@ public struct LocalRelay: Sendable {
   public let port: Int
   private let group: ServiceGroup
   private let task: Task<Void, any Error>
-  private let spaces: SpaceDirectory
-  private let queues: QueueBudget
+  private let server: RelayServer
 
   /// Starts a relay over `store`; `configuration`'s host and port are replaced by
-  /// loopback and a free port.
+  /// loopback and a free port. `services` run in the relay's group before the server,
+  /// and stop after it: the store's services (``PostgresRelayStore/services``) when
+  /// this relay alone uses the store; none for a store shared with other relays, which
+  /// runs on its own (``PostgresRelayStore/connect(url:logger:startTimeout:)``).
   public static func start(
-    store: any RelayStore, authority: RelayTokenAuthority,
+    store: any RelayStore, services: [any Service] = [], authority: RelayTokenAuthority,
     configuration: RelayConfiguration = RelayConfiguration(),
     logger: Logger = Logger(label: "converge-relay")
   ) async throws -> LocalRelay {
@@ -25,26 +28,33 @@ public struct LocalRelay: Sendable {
     let (ports, portReported) = AsyncStream<Int>.makeStream()
     let server = RelayServer(store: store, authority: authority, configuration: configuration)
     let application = server.makeApplication(logger: logger) { port in portReported.yield(port) }
+    // A graceful shutdown stops the services in reverse: the server (it stops accepting
+    // and drains its connections) first, then the store's services.
     let group = ServiceGroup(
-      configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
-    let task = Task { try await group.run() }
+      configuration: .init(
+        services: services + [application], gracefulShutdownSignals: [], logger: logger))
+    let task = Task {
+      defer { portReported.finish() }
+      try await group.run()
+    }
     guard let port = await ports.first(where: { _ in true }), port > 0 else {
       task.cancel()
+      // What stopped the group (a store that could not start), else that no port came.
+      try await task.value
       throw LocalRelayDidNotStart()
     }
-    return LocalRelay(
-      port: port, group: group, task: task, spaces: server.spaces, queues: server.queues)
+    return LocalRelay(port: port, group: group, task: task, server: server)
   }
 
   /// Spaces whose replica the relay holds in memory now: those with a socket or request
   /// in flight, and those whose last one is still finishing its commits.
   public func servedSpaces() async -> Int {
-    await spaces.servedCount
+    await server.servedSpaces()
   }
 
   /// Bytes waiting in the sockets' outgoing queues now, summed over the process's sockets
   /// (bounded by `processQueueByteLimit`).
-  public var queuedBytes: Int { queues.bytes }
+  public var queuedBytes: Int { server.queuedBytes }
 
   /// `ws://127.0.0.1:PORT`, the base of every space's address.
   public var base: String { "ws://127.0.0.1:\(port)" }
