@@ -1,5 +1,6 @@
 import Converge
 import ConvergeTestSupport
+import Foundation
 import Testing
 
 @testable import ConvergeSimulator
@@ -99,6 +100,29 @@ import Testing
     #expect(first.stateSHA256 == second.stateSHA256)
     #expect(first.rejoins == second.rejoins)
     #expect(first.forgottenEntities == second.forgottenEntities)
+  }
+
+  /// A rejoin issues its dots in the same order in every process: the rebase re-applied
+  /// a set's elements in hash order, and with per-process hash seeds this run (two
+  /// rejoins) ended in another state in each process (BENCHMARKS, thirteenth session).
+  @Test func aRunWithRejoinsEndsInTheSameStateInEveryProcess() throws {
+    let arguments = [
+      "simulate", "--seed", "1", "--replicas", "5", "--operations", "2012", "--workload",
+      "mixed", "--loss", "0.1", "--duplicate", "0.05", "--reorder", "0.2", "--partitions",
+      "0.0005", "--offline", "0", "--anti-entropy", "25", "--message-limit", "5612",
+      "--forget", "0.05", "--horizon", "5000", "--leave", "0.002", "--no-shrink", "--json",
+    ]
+    func digest() throws -> String {
+      let output = String(
+        decoding: try BuiltProduct.run("converge", arguments).output, as: UTF8.self)
+      #expect(output.contains("\"rejoins\":2"), "\(output)")
+      let marker = "\"state_sha256\":\""
+      let start = try #require(output.range(of: marker)).upperBound
+      return String(output[start...].prefix(64))
+    }
+    let first = try digest()
+    #expect(first.count == 64)
+    #expect(try digest() == first)
   }
 
   /// A schedule file carries the stability options, and files written before them
