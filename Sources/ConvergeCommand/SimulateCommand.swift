@@ -19,7 +19,8 @@ enum SimulateCommand {
                              [--anti-entropy N] [--no-live-push] [--frames]
                              [--message-limit N] [--library N]
                              [--restarts P] [--file-loss P] [--sync-interval MS]
-                             [--undo P]
+                             [--undo P] [--stability] [--forget P]
+                             [--horizon MS] [--leave P]
                              [--no-shrink] [--json]
            converge simulate --campaign SECONDS [--seed S] [--json]
            converge simulate --replay FILE [--no-shrink] [--json]
@@ -39,13 +40,26 @@ enum SimulateCommand {
       flipped; the store must report it and take a fresh replica id. --undo P: with P per
       operation the user presses Undo (or, one time in three, Redo) on its own recorded
       edits instead of editing, while remote edits keep arriving.
+      --stability: devices forget deleted entities during the run and devices leave past
+      a horizon and rejoin: --forget 0.05 --horizon 5000 --leave 0.002 unless given.
+      --forget P: with P per operation a device computes the stable cut from what its
+      sessions told it every member has seen and forgets by it (it cannot while a member
+      has not been heard since the last retirement). --horizon MS: a device away that
+      long (virtual ms) is retired by all; when it returns it rejoins on a peer's state
+      under a fresh id, its offline edits re-applied. --leave P: with P per operation a
+      device leaves for longer than the horizon, editing offline. Stability runs restart
+      no device and sync every commit (--restarts, --file-loss and --sync-interval are
+      refused with them).
       --campaign SECONDS: random configurations drawn from the seed until the time is up:
       2-16 replicas, 100-3,000 operations, every workload, --loss, --duplicate and
       --reorder 0-0.5, --partitions and --offline 0-0.005, live pushes on and off,
       --frames on and off, --anti-entropy 0-200; in half the runs --restarts
       0.0001-0.05 (stale restores among them; in half of those --file-loss 0.05, 0.2 or
       0.5), --sync-interval 0, 50 or 200, --undo 0,
-      0.05 or 0.2, and in one run of six --library 100-2,000. It stops at the first
+      0.05 or 0.2, in one run of six --library 100-2,000, and in half the runs without
+      restarts --forget 0.01, 0.05 or 0.2 (in half of those --horizon 2000, 5000 or
+      10000 with --leave 0.0005, 0.002 or 0.01) and --sync-interval 0. It stops at the
+      first
       failure and prints it shrunk, and counts the runs that restarted devices.
       A failure is shrunk to few replicas, operations and deliveries; when operations or
       sends were cut, the reproduction is written to converge-schedule-SEED.txt, which
@@ -64,6 +78,8 @@ enum SimulateCommand {
     var campaign: Int?
     /// A schedule file to replay instead of the configuration's options.
     var replay: String?
+    /// Whether `--stability` asked for forgetting and retirement at the default rates.
+    var stability = false
   }
 
   static func parse(_ arguments: [String]) -> Options? {
@@ -74,6 +90,10 @@ enum SimulateCommand {
         .flag("--no-shrink", \.shrink, false),
         .flag("--no-live-push", \.configuration.livePush, false),
         .flag("--frames", \.configuration.framedPushes),
+        .flag("--stability", \.stability),
+        .value("--forget", \.configuration.forgetting, .rate),
+        .value("--horizon", \.configuration.horizon, .number),
+        .value("--leave", \.configuration.leaves, .rate),
         .value("--replay", \.replay, .text),
         .value("--campaign", \.campaign, .count(minimum: 1)),
         .value("--replicas", \.configuration.replicas, .count(minimum: 1)),
@@ -98,6 +118,25 @@ enum SimulateCommand {
   static func run(_ arguments: [String]) -> Int32 {
     guard var options = parse(arguments) else {
       write(usage + "\n", to: .standardError)
+      return 2
+    }
+    if options.stability {
+      // The preset fills what the options did not set.
+      var preset = options.configuration
+      preset.enableStability()
+      if options.configuration.forgetting == 0 {
+        options.configuration.forgetting = preset.forgetting
+      }
+      if options.configuration.horizon == 0 { options.configuration.horizon = preset.horizon }
+      if options.configuration.leaves == 0 { options.configuration.leaves = preset.leaves }
+    }
+    let c = options.configuration
+    if c.hasStability && (c.restarts > 0 || c.fileLoss > 0 || c.syncInterval > 0) {
+      write(
+        "converge simulate: --restarts, --file-loss and --sync-interval cannot be combined "
+          + "with forgetting or leaving devices (a restart can take back what a device "
+          + "stated, and a commit waiting for its sync is left out of it)\n"
+          + usage + "\n", to: .standardError)
       return 2
     }
     if let seconds = options.campaign { return runCampaign(seconds: seconds, options: options) }

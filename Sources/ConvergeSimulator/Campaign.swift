@@ -11,7 +11,12 @@ import Foundation  // log, exp
 /// 0.0001 to 0.05 per operation (power cuts, torn tails, stale backups, and in half of
 /// those runs lost or damaged files), group-commit
 /// intervals of 0, 50 and 200 ms, undo presses, and in one run of six a library of 100
-/// to 2,000 entities. The n-th configuration depends only on the campaign's seed
+/// to 2,000 entities; and in half the runs that restart no device, stability during the
+/// run: devices forget mid-run (0.01, 0.05 or 0.2 per operation) by the stable cut of
+/// what their sessions told them, and in half of those devices leave (0.0005, 0.002 or
+/// 0.01 per operation) for longer than a horizon of 2, 5 or 10 simulated seconds, are
+/// retired, and rejoin when they return (such runs sync every commit). The n-th
+/// configuration depends only on the campaign's seed
 /// and n, so a campaign replays with its seed (`converge simulate --campaign S --seed N`).
 public struct Campaign: Sendable {
   /// The seed every configuration is drawn from.
@@ -69,6 +74,18 @@ public struct Campaign: Sendable {
     if Int.random(in: 0..<6, using: &random) == 0 {
       configuration.library = Int.random(in: 100...2_000, using: &random)
     }
+    // Drawn after everything else, so the draws above are those of earlier campaigns: in
+    // half the runs that restart no device (a restart can take back what a device
+    // stated), devices forget mid-run, and sync every commit (one waiting for its sync is
+    // left out of what a device states).
+    if configuration.restarts == 0, Bool.random(using: &random) {
+      configuration.forgetting = [0.01, 0.05, 0.2].randomElement(using: &random) ?? 0.05
+      if Bool.random(using: &random) {
+        configuration.horizon = [2_000, 5_000, 10_000].randomElement(using: &random) ?? 5_000
+        configuration.leaves = [0.0005, 0.002, 0.01].randomElement(using: &random) ?? 0.002
+      }
+      configuration.syncInterval = 0
+    }
     return configuration
   }
 
@@ -89,6 +106,12 @@ public struct Campaign: Sendable {
       report.staleRestores += result.staleRestores
       report.damagedFiles += result.damagedFiles
       report.identityChanges += result.identityChanges
+      if configuration.hasStability { report.stabilityRuns += 1 }
+      report.retirements += result.retirements
+      report.rejoins += result.rejoins
+      report.forgets += result.forgets
+      report.forgottenEntities += result.forgottenEntities
+      if result.editsStrandedByRejoins { report.strandedRuns += 1 }
       progress?(report)
       guard result.converged else {
         report.failure = result
@@ -118,6 +141,15 @@ public struct CampaignReport: Sendable {
   public var damagedFiles = 0
   /// Fresh replica ids the devices' stores took over every run.
   public var identityChanges = 0
+  /// Runs with stability during the run, devices retired and rejoined, forgets made
+  /// mid-run and the deleted entities they dropped, over every run.
+  public var stabilityRuns = 0
+  public var retirements = 0
+  public var rejoins = 0
+  public var forgets = 0
+  public var forgottenEntities = 0
+  /// Runs whose end held edits waiting for events only retired devices had.
+  public var strandedRuns = 0
   /// The failing run, if one failed (the campaign stops there).
   public var failure: SimulationReport?
   /// The failure, shrunk.
@@ -138,6 +170,10 @@ public struct CampaignReport: Sendable {
       "  stores: \(restartingRuns) runs restarting devices, \(restarts) restarts, "
         + "\(staleRestores) from a stale backup, \(damagedFiles) with a file lost or damaged, "
         + "\(identityChanges) fresh replica ids",
+      "  stability: \(stabilityRuns) runs forgetting mid-run, \(forgets) forgets dropped "
+        + "\(forgottenEntities) deleted entities, \(retirements) devices retired, "
+        + "\(rejoins) rejoined, \(strandedRuns) runs with edits stranded on events only "
+        + "retired devices had",
     ]
     if let failure {
       lines.append("first failure: " + failure.configuration.command)
@@ -155,6 +191,9 @@ public struct CampaignReport: Sendable {
       ("restarts", "\(restarts)"), ("stale_restores", "\(staleRestores)"),
       ("damaged_files", "\(damagedFiles)"),
       ("identity_changes", "\(identityChanges)"),
+      ("stability_runs", "\(stabilityRuns)"), ("retirements", "\(retirements)"),
+      ("rejoins", "\(rejoins)"), ("forgets", "\(forgets)"),
+      ("forgotten_entities", "\(forgottenEntities)"), ("stranded_runs", "\(strandedRuns)"),
     ]
     if let failure { fields.append(("failure", jsonString(failure.configuration.command))) }
     if let shrunk {

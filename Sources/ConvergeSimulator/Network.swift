@@ -17,6 +17,9 @@ struct Message: Sendable {
   var to: Int
   var kind: Kind
   var bytes: [UInt8]
+  /// When it was sent (virtual milliseconds): a device learns what its peers have seen
+  /// since a retirement only from messages sent after it.
+  var sentAt: UInt64 = 0
 }
 
 /// Counters of what the network did.
@@ -55,6 +58,10 @@ struct Network: Sendable {
   private var partitionEnds: UInt64 = 0
   /// Until when each replica is offline (virtual milliseconds).
   private(set) var offlineUntil: [UInt64]
+  /// Until when each replica is away for longer than a horizon (a device that left, see
+  /// ``SimulationConfiguration/leaves``): kept apart from ``offlineUntil`` so that the
+  /// ordinary offline draws neither shorten it nor change.
+  private(set) var awayUntil: [UInt64]
   /// Per-link extra latency, so some links are slow.
   private let linkLatency: [UInt64]
   private let replicaCount: Int
@@ -67,6 +74,7 @@ struct Network: Sendable {
     self.replicaCount = replicas
     groups = Array(repeating: 0, count: replicas)
     offlineUntil = Array(repeating: 0, count: replicas)
+    awayUntil = Array(repeating: 0, count: replicas)
     var links: [UInt64] = []
     for _ in 0..<(replicas * replicas) {
       links.append(UInt64.random(in: 0...40, using: &self.random))
@@ -76,7 +84,12 @@ struct Network: Sendable {
 
   var inFlight: Int { queue.count }
 
-  func isOnline(_ replica: Int, at now: UInt64) -> Bool { offlineUntil[replica] <= now }
+  func isOnline(_ replica: Int, at now: UInt64) -> Bool {
+    offlineUntil[replica] <= now && awayUntil[replica] <= now
+  }
+
+  /// Takes `replica` away until `time`.
+  mutating func takeAway(_ replica: Int, until time: UInt64) { awayUntil[replica] = time }
 
   func canTalk(_ a: Int, _ b: Int, at now: UInt64) -> Bool {
     groups[a] == groups[b] && isOnline(a, at: now) && isOnline(b, at: now)
@@ -149,6 +162,7 @@ struct Network: Sendable {
   mutating func healAll() {
     healPartitions()
     for index in offlineUntil.indices { offlineUntil[index] = 0 }
+    for index in awayUntil.indices { awayUntil[index] = 0 }
   }
 }
 

@@ -1,6 +1,19 @@
 import Converge
 
 extension Oracle {
+  /// Copies of `replicas`, each having forgotten by the stable cut of all their contexts:
+  /// what replicas that forgot mid-run, each by the cuts it could compute, are compared
+  /// as. Entities one replica forgot and another only holds deleted are then forgotten on
+  /// both; one that a replica forgot while another shows it stays a difference.
+  static func forgettingByFinalCut(_ replicas: [Replica]) -> [Replica] {
+    let reports = replicas.map(\.document.context)
+    return replicas.map { replica in
+      var copy = replica
+      copy.forgetDeleted(stable: CausalContext.stableCut(of: reports, seenBy: replica.context))
+      return copy
+    }
+  }
+
   /// What forgetting breaks on converged replicas: each forgets the deleted entities
   /// under the stable cut of all their contexts (``CausalContext/stableCut(of:seenBy:)``,
   /// their meet: every device's report is in), which must change nothing any API shows,

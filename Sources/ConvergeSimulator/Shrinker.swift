@@ -38,7 +38,7 @@ public struct ShrinkResult: Sendable {
 /// 1. operations: halve while it still fails, then take smaller steps off the end;
 /// 2. replicas: the smallest count from 2 up that still fails;
 /// 3. faults: each of loss, duplication, reordering, partitions and offline devices set
-///    to zero if it still fails; then restarts, undo, the library and group commit off,
+///    to zero if it still fails; then restarts, undo, leaves, mid-run forgetting, the library and group commit off,
 ///    then live pushes off, then mid-run anti-entropy off;
 /// 4. deliveries: the smallest message limit that still fails, by halving;
 /// 5. the schedule: delta debugging over the operations, then the sends, then the
@@ -145,6 +145,8 @@ struct ShrinkState {
     if best.restarts > 0 { with { $0.restarts = 0 } }
     if best.fileLoss > 0 { with { $0.fileLoss = 0 } }
     if best.undo > 0 { with { $0.undo = 0 } }
+    if best.leaves > 0 { with { $0.leaves = 0 } }
+    if best.forgetting > 0 { with { $0.forgetting = 0 } }
     if best.library > 0 { with { $0.library = 0 } }
     if best.syncInterval > 0 { with { $0.syncInterval = 0 } }
     if best.livePush { with { $0.livePush = false } }

@@ -19,6 +19,10 @@ public struct SimulationHooks: Sendable {
   /// The log size past which a device's store compacts (256 KiB when nil): tests set a
   /// small one so that short runs restart from snapshots.
   public var compactionLogBytes: Int?
+  /// Makes every mid-run forget use the device's whole context as the stable cut, as if
+  /// every other device had seen all it has (a cut that over-estimates): tests use it to
+  /// show that the oracle catches what that breaks.
+  public var overestimatesCut = false
 
   public typealias ApplyFilter =
     @Sendable (_ receiver: Int, _ delta: DocumentDelta, _ document: Document) -> Bool
@@ -128,18 +132,24 @@ public struct Simulation: Sendable {
     }
     run.runOperations(progress: progress)
     run.finish()
-    let replicas = run.replicas
+    // Devices that forgot mid-run forgot different entities by different cuts: all
+    // forget by the final one (copies) before their bytes are compared.
+    let replicas =
+      configuration.hasStability ? Oracle.forgettingByFinalCut(run.replicas) : run.replicas
     let takenBack = run.ledger.takenBack(finalReplicas: replicas)
     run.statistics.dotsTakenBack = takenBack
+    let stranded = run.pendingStrandedByRejoins(replicas)
+    run.statistics.strandedByRejoins = stranded
     var verdict = PhaseTimings.measure(&run.statistics.timings, \.oracle) {
       Oracle.check(
-        replicas, pendingExplained: takenBack > 0, presenceChecked: run.statistics.damagedFiles == 0
-      )
+        replicas, pendingExplained: takenBack > 0 || stranded,
+        presenceChecked: run.statistics.damagedFiles == 0)
     }
+    verdict.failures += run.statistics.stabilityFailures
     if configuration.workload == .boards {
       verdict.failures += Oracle.boardFailures(
         of: replicas, created: run.createdCards, deleted: run.deletedCards,
-        lostChecked: takenBack == 0 && run.statistics.damagedFiles == 0)
+        lostChecked: takenBack == 0 && run.statistics.damagedFiles == 0 && !stranded)
       verdict.failures += Oracle.treeFailures(of: replicas)
     }
     verdict.failures += run.ledger.failures(finalReplicas: replicas)
@@ -199,6 +209,24 @@ struct RunStatistics: Sendable {
   /// Pairs whose sessions did not fall quiet in the final phase.
   var unquietPairs: [(Int, Int)] = []
   var timings = PhaseTimings()
+  /// Stability during the run (see `SimulationRun+Stability.swift`): devices that left,
+  /// were retired, came back and rejoined (and of those, rejoins that re-applied offline
+  /// edits); forgets that ran and the deleted entities they dropped; forgets given up
+  /// for want of a member's bound or of a cut; messages refused as retired.
+  var leaves = 0
+  var retirements = 0
+  var returns = 0
+  var rejoins = 0
+  var rejoinsReapplying = 0
+  var forgets = 0
+  var forgottenEntities = 0
+  var forgetsWithoutBounds = 0
+  var refusedRetired = 0
+  /// Whether edits wait forever at the end for events only retired devices had (see
+  /// ``SimulationRun/pendingStrandedByRejoins(_:)``).
+  var strandedByRejoins = false
+  /// What the stability checks found wrong.
+  var stabilityFailures: [String] = []
 }
 
 /// Where a run's wall-clock time went, in seconds per phase.
@@ -245,6 +273,8 @@ struct SimulationRun {
   /// The author's workload before each step: recorded when empty, else taken at each
   /// step (see ``ScheduleCuts``); `nil` when neither.
   var workloadsByStep: [Workload]?
+  /// Each rejoined device's document just before its rejoin (the retired id's state).
+  var retiredDocuments: [Document] = []
   var network: Network
   var schedule: SimulationRandom
   /// Restarts and backups draw from their own stream, so a run without them keeps the
@@ -254,6 +284,10 @@ struct SimulationRun {
   /// without file damage draw exactly what they drew before it existed.
   var fileDamageRandom: SimulationRandom
   var sessionSeeds: SimulationRandom
+  /// Leaves and forgets draw from their own stream, so runs without them keep their
+  /// schedule.
+  var stabilityRandom: SimulationRandom
+  var stability: StabilityState
   var statistics = RunStatistics()
   /// `sessions[a][b]` is replica a's session with replica b.
   var sessions: [[SyncSession]] = []
@@ -271,6 +305,7 @@ struct SimulationRun {
     case restarts = 6
     case identities = 7
     case fileDamage = 8
+    case stability = 9
     case workloads = 100
   }
 
@@ -293,6 +328,8 @@ struct SimulationRun {
     createdCards = Set(Workload.cardColumns(in: origin.document).keys)
     restartRandom = SimulationRandom(seed: seed, stream: Stream.restarts.rawValue)
     fileDamageRandom = SimulationRandom(seed: seed, stream: Stream.fileDamage.rawValue)
+    stabilityRandom = SimulationRandom(seed: seed, stream: Stream.stability.rawValue)
+    stability = StabilityState(devices: count)
     for index in 0..<count {
       let skew = Self.skew(using: &setup)
       let ids = ReplicaIDSource(
@@ -302,12 +339,14 @@ struct SimulationRun {
       devices.append(
         try SimulatedDevice(
           origin: origin, ids: ids, wallClock: clock.addDevice(skew: skew), clock: clock,
-          syncInterval: configuration.syncInterval,
+          // A stability run syncs every commit (see `SimulationRun+Stability.swift`).
+          syncInterval: configuration.hasStability ? 0 : configuration.syncInterval,
           compactionLogBytes: hooks.compactionLogBytes ?? 256 << 10))
       workloads.append(
         Workload(
           kind: configuration.workload,
           random: SimulationRandom(seed: seed, stream: Stream.workloads.rawValue + UInt64(index))))
+      workloads[index].reusesIDs = !configuration.hasStability
     }
     sessionSeeds = SimulationRandom(seed: seed, stream: Stream.sessions.rawValue)
     sessions = (0..<count).map { _ in
@@ -366,7 +405,11 @@ struct SimulationRun {
         if b >= a { b += 1 }
         startHandshake(from: a, to: b)
       }
-      restartOrBackUp()
+      if configuration.hasStability {
+        stabilityStep()
+      } else {
+        restartOrBackUp()
+      }
       pushDurable()
       if step % 64 == 0 { samplePending() }
       if let progress, step % reportEvery == 0 || step == total - 1 {

@@ -98,6 +98,24 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// flipped), as a sync tool, a partial backup or a failing disk would: the store must
   /// report it, take a fresh replica id and still converge. 0: files are only torn.
   public var fileLoss: Double = 0
+  /// Probability per operation that a device forgets mid-run: it computes the stable
+  /// cut from the contexts its peers stated in the handshakes its sessions decoded with
+  /// ``CausalContext/stableCut(of:seenBy:)`` and calls
+  /// ``DeviceReplica/forgetDeleted(stable:)``; it cannot while a member has not stated
+  /// one since the last retirement. 0: nobody forgets before the oracle's check after
+  /// the run. A run with stability restarts no device and syncs every commit
+  /// (``restarts``, ``fileLoss`` and ``syncInterval`` are ignored): a restart can take
+  /// back what a device stated, and a commit waiting for its sync is left out of what it
+  /// states.
+  public var forgetting: Double = 0
+  /// Virtual milliseconds after which a device away that long is retired by the others
+  /// (all by the schedule's one rule); when it returns it rejoins through
+  /// ``DeviceReplica/rejoin(onto:stable:heldBy:as:)`` on a peer's state. 0: nobody is
+  /// retired.
+  public var horizon: UInt64 = 0
+  /// Probability per operation that a device leaves for longer than ``horizon`` (it
+  /// keeps editing offline). Needs a horizon.
+  public var leaves: Double = 0
   /// Operations and sends a schedule shrinker removed (see ``ScheduleCuts``); a
   /// configuration with cuts replays from its ``SimulationSchedule`` file, not its
   /// ``command``.
@@ -124,6 +142,19 @@ public struct SimulationConfiguration: Sendable, Equatable {
     self.cuts = cuts
   }
 
+  /// Whether devices forget or are retired during the run: restarts are then off.
+  public var hasStability: Bool { forgetting > 0 || (horizon > 0 && leaves > 0) }
+
+  /// Turns on forgetting and retirement at the rates `converge simulate --stability`
+  /// uses: a device forgets with probability 0.05 per operation, and leaves with 0.002
+  /// for longer than a 5-second horizon (a run's operations take about 10 simulated
+  /// milliseconds each), is retired and rejoins.
+  public mutating func enableStability() {
+    forgetting = 0.05
+    horizon = 5_000
+    leaves = 0.002
+  }
+
   /// The `converge simulate` arguments that replay this configuration.
   public var arguments: [String] {
     var result = [
@@ -141,6 +172,9 @@ public struct SimulationConfiguration: Sendable, Equatable {
     if syncInterval > 0 { result += ["--sync-interval", "\(syncInterval)"] }
     if undo > 0 { result += ["--undo", "\(undo)"] }
     if fileLoss > 0 { result += ["--file-loss", "\(fileLoss)"] }
+    if forgetting > 0 { result += ["--forget", "\(forgetting)"] }
+    if horizon > 0 { result += ["--horizon", "\(horizon)"] }
+    if leaves > 0 { result += ["--leave", "\(leaves)"] }
     return result
   }
 

@@ -76,6 +76,26 @@ public struct SimulationReport: Sendable {
   /// Durable dots that stale restores took back before any peer received them: edits
   /// made on top of them may wait forever (see ``Oracle/check(_:pendingExplained:)``).
   public var dotsTakenBack: UInt64 { statistics.dotsTakenBack }
+  /// Stability during the run (see ``SimulationConfiguration/forgetting`` and
+  /// ``SimulationConfiguration/horizon``): devices that left for longer than the horizon,
+  /// were retired, and rejoined (``rejoinsReapplyingEdits`` of those re-applied edits
+  /// made while away); forgets made mid-run and the deleted entities they dropped
+  /// (counted on every device, the rejoins' forgets included); forgets given up because
+  /// a member had not been heard since the last retirement, or the cut was empty.
+  public var leaves: Int { statistics.leaves }
+  public var retirements: Int { statistics.retirements }
+  public var rejoins: Int { statistics.rejoins }
+  public var rejoinsReapplyingEdits: Int { statistics.rejoinsReapplying }
+  public var forgets: Int { statistics.forgets }
+  public var forgottenEntities: Int { statistics.forgottenEntities }
+  public var forgetsWithoutBounds: Int { statistics.forgetsWithoutBounds }
+  /// Whether edits waited forever at the end for events that only retired devices had
+  /// (pushes the network lost before they left, re-applied under their fresh ids when
+  /// they rejoined): the oracle then allows pending edits, as it does after stale
+  /// restores, once it has checked that those events are all they wait for.
+  public var editsStrandedByRejoins: Bool { statistics.strandedByRejoins }
+  /// Messages from or to a retired device, refused.
+  public var refusedAsRetired: Int { statistics.refusedRetired }
   /// Where the wall-clock time went.
   public var timings: PhaseTimings { statistics.timings }
   /// Virtual time the run covered, in seconds.
@@ -109,6 +129,17 @@ public struct SimulationReport: Sendable {
         + "\(unsyncedCommitsLost) unsynced commits lost, \(dotsTakenBack) durable dots taken "
         + "back by stale restores and lost files"
         + (c.undo > 0 ? "; \(undoPresses) undo and redo presses took effect" : ""),
+      "  stability: "
+        + (c.hasStability
+          ? "forget \(c.forgetting)/op, horizon \(c.horizon) ms, leave \(c.leaves)/op; "
+            + "\(leaves) left, \(retirements) retired, \(rejoins) rejoined "
+            + "(\(rejoinsReapplyingEdits) re-applying offline edits), \(refusedAsRetired) "
+            + "messages refused as retired; \(forgets) forgets mid-run dropped "
+            + "\(forgottenEntities) deleted entities, \(forgetsWithoutBounds) waited for a "
+            + "member's bound or a cut"
+            + (editsStrandedByRejoins
+              ? "; edits stranded on events only retired devices had" : "")
+          : "off (forgetting only in the oracle's check after the run)"),
       "  state: \(verdict.entityCount) entities, \(verdict.textLength) characters of text, sha256 \(stateSHA256)",
       "  time: " + formatted(seconds) + " s (" + formatted(virtualSeconds) + " s simulated); "
         + "transact " + formatted(timings.transact) + " s, apply " + formatted(timings.apply)
@@ -118,9 +149,10 @@ public struct SimulationReport: Sendable {
     if converged {
       lines.append(
         "verdict: converged (\(c.replicas) identical states, invariants hold, "
-          + (dotsTakenBack == 0
+          + (dotsTakenBack == 0 && !editsStrandedByRejoins
             ? "nothing pending)"
-            : "nothing pending but edits on dots stale restores took back)"))
+            : "nothing pending but edits on dots stale restores took back or only retired "
+              + "devices had)"))
     } else {
       lines.append("verdict: DID NOT CONVERGE")
       lines += verdict.failures.prefix(10).map { "  - " + $0 }
@@ -158,6 +190,15 @@ public struct SimulationReport: Sendable {
       ("identity_changes", "\(identityChanges)"),
       ("unsynced_commits_lost", "\(unsyncedCommitsLost)"),
       ("dots_taken_back", "\(dotsTakenBack)"),
+      ("leaves", "\(leaves)"),
+      ("retirements", "\(retirements)"),
+      ("rejoins", "\(rejoins)"),
+      ("rejoins_reapplying", "\(rejoinsReapplyingEdits)"),
+      ("forgets", "\(forgets)"),
+      ("forgotten_entities", "\(forgottenEntities)"),
+      ("forgets_without_bounds", "\(forgetsWithoutBounds)"),
+      ("refused_as_retired", "\(refusedAsRetired)"),
+      ("edits_stranded_by_rejoins", editsStrandedByRejoins ? "true" : "false"),
       ("entities", "\(verdict.entityCount)"),
       ("text_length", "\(verdict.textLength)"),
       ("seconds", formatted(seconds)),

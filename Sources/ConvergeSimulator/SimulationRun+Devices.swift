@@ -136,6 +136,9 @@ struct DurabilityLedger {
   private var mustSurvive = CausalContext()
   /// Per device, the counters made durable since its last backup.
   private var sinceBackup: [Int: CausalContext] = [:]
+  /// Events of retired ids that a rejoin re-applied under a fresh id (or dropped, by the
+  /// rebase's rule): no replica holds them as such at the end.
+  private var reapplied = CausalContext()
   /// Per device, every counter it made durable.
   private var everDurable: [Int: CausalContext] = [:]
   /// Dots made durable twice, one line each.
@@ -164,6 +167,13 @@ struct DurabilityLedger {
     if let durable = everDurable[device] { mustSurvive = mustSurvive.subtracting(durable) }
   }
 
+  /// Notes that a rejoin re-applied `events` (the retired device's, which the state it
+  /// rebased on lacked) under a fresh id: they need not survive as such.
+  mutating func rebased(_ events: CausalContext) {
+    mustSurvive = mustSurvive.subtracting(events)
+    reapplied.formUnion(events)
+  }
+
   /// Notes that `device` took a backup of its directory.
   mutating func backedUp(_ device: Int) { sinceBackup[device] = CausalContext() }
 
@@ -171,7 +181,7 @@ struct DurabilityLedger {
   /// before any peer received them (the loss check covers all others).
   func takenBack(finalReplicas replicas: [Replica]) -> UInt64 {
     guard let final = replicas.first?.context else { return 0 }
-    return issued.subtracting(final).eventCount
+    return issued.subtracting(final).subtracting(reapplied).eventCount
   }
 
   /// Notes that `device` was restored from its backup: what it made durable since is

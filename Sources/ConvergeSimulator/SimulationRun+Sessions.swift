@@ -57,8 +57,12 @@ extension SimulationRun {
   }
 
   mutating func send(_ bytes: [UInt8], kind: Message.Kind, from: Int, to: Int) {
+    if refusesRetired(from, to) {
+      statistics.refusedRetired += 1
+      return
+    }
     if kind != .handshake { statistics.liveBytes += bytes.count }
-    network.send(Message(from: from, to: to, kind: kind, bytes: bytes), at: now)
+    network.send(Message(from: from, to: to, kind: kind, bytes: bytes, sentAt: now), at: now)
   }
 
   /// Delivers every message due by now; unless `answering` is false, a session that
@@ -75,6 +79,10 @@ extension SimulationRun {
   /// message that does not decode is a failure of the run.
   mutating func receive(_ message: Message) {
     let (receiver, sender) = (message.to, message.from)
+    if refusesRetired(sender, receiver) {
+      statistics.refusedRetired += 1
+      return
+    }
     let bytes = hooks.damage.map { $0(message.bytes) } ?? message.bytes
     let decoded = PhaseTimings.measure(&statistics.timings, \.transport) {
       try? sessions[receiver][sender].decode(bytes[...])
@@ -93,10 +101,12 @@ extension SimulationRun {
       statistics.filtered += 1
       decoded.delta = nil
     }
+    noteStated(decoded.context, in: message)
     let replica = devices[receiver].deviceReplica
+    let peer = peerName(sender)
     let received = PhaseTimings.measure(&statistics.timings, \.apply) {
       Result { () throws(StoreError) in
-        try replica.receive(decoded, through: &sessions[receiver][sender], from: "\(sender)")
+        try replica.receive(decoded, through: &sessions[receiver][sender], from: peer)
       }
     }
     if case .failure(let error) = received {
@@ -117,6 +127,7 @@ extension SimulationRun {
       clock.now = Swift.max(now, time)
       deliverDue(answering: false)
     }
+    completeRejoins()
     samplePending()
     statistics.virtualMilliseconds = now
     guard devices.count > 1 else { return }
@@ -158,6 +169,6 @@ extension SimulationRun {
 
   private mutating func deliverNow(_ bytes: [UInt8], from: Int, to: Int) {
     statistics.finalBytes += bytes.count
-    receive(Message(from: from, to: to, kind: .handshake, bytes: bytes))
+    receive(Message(from: from, to: to, kind: .handshake, bytes: bytes, sentAt: now))
   }
 }

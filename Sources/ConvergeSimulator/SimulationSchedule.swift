@@ -65,6 +65,9 @@ public struct ScheduleCuts: Sendable, Equatable {
 /// sync-interval 0
 /// undo 0.0
 /// file-loss 0.0
+/// forget 0.0
+/// horizon 0
+/// leave 0.0
 /// operations-kept 3,17-19,39
 /// messages-dropped none
 /// restarts-kept 0,4
@@ -96,6 +99,7 @@ public enum SimulationSchedule {
       "message-limit \(c.messageLimit.map(String.init) ?? "none")",
       "library \(c.library)", "restarts \(c.restarts)", "sync-interval \(c.syncInterval)",
       "undo \(c.undo)", "file-loss \(c.fileLoss)",
+      "forget \(c.forgetting)", "horizon \(c.horizon)", "leave \(c.leaves)",
       "operations-kept " + (kept.map(listText) ?? "all"),
       "messages-dropped " + listText(c.cuts.droppedMessages.sorted()),
       "restarts-kept " + (c.cuts.keptRestarts.map { listText($0.sorted()) } ?? "all"),
@@ -160,6 +164,10 @@ public enum SimulationSchedule {
     // Version 1 has no undo and cuts no restarts.
     if fields["undo"] != nil { configuration.undo = try field("undo", rate) }
     if fields["file-loss"] != nil { configuration.fileLoss = try field("file-loss", rate) }
+    // Schedules written before stability runs have none of these lines.
+    if fields["forget"] != nil { configuration.forgetting = try field("forget", rate) }
+    if fields["horizon"] != nil { configuration.horizon = try field("horizon") { UInt64($0) } }
+    if fields["leave"] != nil { configuration.leaves = try field("leave", rate) }
     if fields["restarts-kept"] != nil {
       configuration.cuts.keptRestarts = try field("restarts-kept") { text -> Set<Int>?? in
         text == "all" ? .some(nil) : list(text).map { .some(Set($0)) }

@@ -118,13 +118,17 @@ extension Workload {
   /// One edit of the subtask tree, over the nodes of the cards `cards`: a move of a card
   /// under another (two in three) or to the roots, at a random place among the new
   /// parent's subtasks (``DocumentTransaction/move(_:under:at:in:orderedBy:)``); one in
-  /// twenty deletes the node instead, so moves on other devices meet deleted parents. A
+  /// twenty deletes the node instead (unless ``reusesIDs`` is off), so moves on other
+  /// devices meet deleted parents. A
   /// parent card not in the tree joins it as a root first. A move under the card's own
   /// subtree is refused on the device and writes nothing.
   mutating func treeEdit(_ tx: inout DocumentTransaction, cards: [String]) {
     let card = cards.randomElement(using: &random) ?? cards[0]
     let node = Self.cardNode(card)
-    if random.chance(0.05) {
+    // Without reused ids (devices forget mid-run) a node is never deleted: the next move
+    // of its card would create its key again, which must not happen once the delete may
+    // be stable.
+    if random.chance(0.05), reusesIDs {
       tx.delete(node)
       return
     }

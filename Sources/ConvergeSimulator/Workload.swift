@@ -31,6 +31,11 @@ public struct Workload: Sendable {
   /// The cards the last operation created and deleted (boards workload), for the
   /// oracle's lost-card check (``Oracle/boardFailures(of:created:deleted:lostChecked:)``).
   public internal(set) var lastCardEvents = CardEvents()
+  /// Whether a create now and then takes a well-known id that others create too (a daily
+  /// journal), re-creating it after a delete. Off when devices forget during the run: an
+  /// app must not create a key again once its delete may be stable (a replica that forgot
+  /// it starts the new one with no fields; see the Merge Semantics article).
+  public var reusesIDs = true
 
   /// A workload of `kind` drawing from `random`.
   public init(kind: WorkloadKind, random: SimulationRandom) {
@@ -315,7 +320,7 @@ public struct Workload: Sendable {
     known: WritableKeyPath<Workload, [String]>, _ tx: inout DocumentTransaction
   ) {
     var id = newID(prefix)
-    if random.chance(0.2) { id = sharedIDs.randomElement(using: &random) ?? id }
+    if random.chance(0.2), reusesIDs { id = sharedIDs.randomElement(using: &random) ?? id }
     tx.create(model, id: id)
     insertSorted(id, into: &self[keyPath: known])
   }

@@ -128,8 +128,10 @@ extension DocumentTransaction {
       case .register(let register):
         if let value = register.value { setValue(value, for: name, of: key) }
       case .set(let elements):
-        for (element, presence) in elements where presence.isPresent {
-          insert(element, into: name, of: key)
+        // In the wire's order, not the hash order they are kept in: the same rebase
+        // must issue the same dots in every process.
+        for entry in elements.inWireOrder where entry.presence.isPresent {
+          insert(entry.element, into: name, of: key)
         }
       case .text(let storage):
         let string = storage.text.string
@@ -169,7 +171,8 @@ extension DocumentTransaction {
     case .set(let elements):
       var current = SetElements()
       if case .set(let existing)? = theirs { current = existing }
-      for (element, presence) in elements where Self.hasEvent(of: presence, unknownTo: known) {
+      for entry in elements.inWireOrder where Self.hasEvent(of: entry.presence, unknownTo: known) {
+        let (element, presence) = (entry.element, entry.presence)
         let theirPresence = current[element] ?? Presence()
         let merged = theirPresence.merging(presence).isPresent
         if merged, !theirPresence.isPresent {
