@@ -53,6 +53,13 @@ enum ListBench {
     let movedBytes = moved.document.encoded().count
     let list = moved.document.list(of: "cards", in: column)
     let intact = list.count == items && Set(list).count == items
+    // Tombstone collection's ceiling: with one device, its whole context is a doubly
+    // stable cut, so the slots inside blocks of dead slots are the collectable ones.
+    let movedList = moved.document.movableList(of: "cards", in: column) ?? MovableList()
+    let collectable = movedList.collectableSlots(stable: moved.document.context)
+    let slotBytes = movedList.slotBytes(excluding: Set(collectable))
+    let projectedBytes = movedBytes - (slotBytes.all - slotBytes.kept)
+    let neighbours = movedList.runsNamingNeighbours()
 
     // Two devices move 1,000 cards each, concurrently, then merge (drawn from their own
     // generator, so that the same merge follows any number of moves above).
@@ -106,6 +113,17 @@ enum ListBench {
         fixed(Double(movedBytes) / Double(freshBytes)) + " ×"
       ),
       ("moved_intact", "moved: every card, none twice", "\(intact)"),
+      ("moved_slot_bytes", "moved: the list's slots", "\(slotBytes.all) B"),
+      ("moved_slot_delete_bytes", "moved: the slots' deletes", "\(slotBytes.deletes) B"),
+      ("slot_runs", "moved: the slots' runs", "\(neighbours.runs)"),
+      ("runs_left_neighbour", "runs whose origin is the run before", "\(neighbours.left)"),
+      ("runs_right_neighbour", "runs whose right origin is the next", "\(neighbours.right)"),
+      ("collectable_slots", "collectable slots (dead blocks)", "\(collectable.count)"),
+      ("collected_slot_bytes", "the slots less the collectable", "\(slotBytes.kept) B"),
+      (
+        "collected_state_ratio", "collected (projected) / fresh",
+        fixed(Double(projectedBytes) / Double(freshBytes)) + " ×"
+      ),
       (
         "merge_concurrent_ms", "merge 1,000 concurrent moves, per side",
         fixed(median(mergeMilliseconds)) + " ms"
