@@ -25,10 +25,14 @@
 ///    is concurrent with it, so no integration scan compares its origins again.
 ///
 /// The *interior* slots of each maximal block of slots dead in C (every such slot but the
-/// block's first) are therefore never needed again to place a slot. What collecting them
-/// still needs, and what this file does not do yet: rewriting the origins of the slots
-/// that name them so that a decoded state keeps its order, dropping late copies of their
-/// inserts and deletes on arrival, and a doubly stable cut from the relay.
+/// block's first) are therefore never needed again to place a slot
+/// (``collectableSlots(stable:)``). ``collectTombstones(stable:)`` drops the part of them
+/// that no kept slot names (``removableSlots(stable:)``): the kept slots are then what a
+/// replica that never received the dropped ones would hold, in the same order. Dropping
+/// the rest would need the slots naming them to name others, which no rewriting of their
+/// origins is known to do while keeping FugueMax's order. The document layer does not
+/// collect yet: it needs a doubly stable cut (from the relay) and to apply list deltas
+/// through ``apply(_:known:)``.
 extension MovableList {
   /// The slots in sequence order, tombstones included, each with whether it is deleted.
   ///
@@ -106,16 +110,106 @@ extension MovableList {
     return collectable.sorted()
   }
 
-  /// The encoded bytes of the list's slots (runs, content and deletes, §8.3.2), of their
-  /// delete runs alone, and of the slots with the slots `excluded` and their deletes left
-  /// out: what collecting them would save, measured on the format. The last form is not
-  /// a decodable state (the slots that name an excluded slot still do).
+  /// The slots of ``collectableSlots(stable:)`` that no other slot still names: the
+  /// largest part of them such that every slot naming one of them (as its left or right
+  /// origin) is in it too. Removing such a set leaves the others in their order: they are
+  /// what a replica that never received the removed slots would hold, and a slot never
+  /// changes its order relative to another as more arrive.
   ///
-  /// - Complexity: O(s log s).
-  package func slotBytes(excluding excluded: Set<Dot>) -> (all: Int, deletes: Int, kept: Int) {
-    let all = slots.delta(since: CausalContext())
+  /// - Complexity: O(s + e) for s slots and e delete runs.
+  package func removableSlots(stable: CausalContext) -> [Dot] {
+    var removable = Set(collectableSlots(stable: stable))
+    // Who names each slot, and what each slot names.
+    var namers: [Dot: [Dot]] = [:]
+    var named: [Dot: [Dot]] = [:]
+    for leafID in slots.leafOrder.documentOrder {
+      for run in slots.leaves[leafID].runs {
+        for offset in 0..<run.length {
+          let id = Dot(replica: run.replica, counter: run.counter &+ UInt64(offset))
+          let origin =
+            offset == 0 ? run.origin : Dot(replica: run.replica, counter: id.counter &- 1)
+          for target in [origin, run.rightOrigin] {
+            guard let target else { continue }
+            namers[target, default: []].append(id)
+            named[id, default: []].append(target)
+          }
+        }
+      }
+    }
+    var work = removable.filter { slot in
+      (namers[slot] ?? []).contains { !removable.contains($0) }
+    }
+    while let slot = work.popFirst() {
+      guard removable.remove(slot) != nil else { continue }
+      for target in named[slot] ?? [] where removable.contains(target) { work.insert(target) }
+    }
+    return removable.sorted()
+  }
+
+  /// Drops the slots of ``removableSlots(stable:)`` and their deletes, and returns how
+  /// many it dropped; nothing while slots or deletes wait for missing events.
+  ///
+  /// `stable` must be doubly stable (see above) and this list must hold every slot of
+  /// the reports that made it stable. The other slots keep their order, every later
+  /// slot lands where it would have (it names none of the dropped slots, and lands next
+  /// to none), and the result is a pure function of the list and the cut, so replicas
+  /// that collect at one cut converge byte for byte. A dropped slot or delete that
+  /// arrives again must not be applied: ``apply(_:known:)`` leaves out what the
+  /// receiver's context already names.
+  ///
+  /// - Complexity: O(s log s) for s slots.
+  @discardableResult
+  package mutating func collectTombstones(stable: CausalContext) -> Int {
+    guard !slots.hasPending else { return 0 }
+    let removable = Set(removableSlots(stable: stable))
+    guard !removable.isEmpty else { return 0 }
+    var rebuilt = RGA()
+    rebuilt.apply(Self.runs(slots.delta(since: CausalContext()), excluding: removable))
+    slots = rebuilt
+    rebuildShown()
+    #if CONVERGE_INTERNAL_CHECKS
+      _checkInvariants()
+    #endif
+    return removable.count
+  }
+
+  /// Applies the slots and deletes of `delta` whose events `known` (the receiver's
+  /// context before the delta) does not name, and all its items: a list that collected
+  /// tombstones does not take them back from a sender whose view of it was stale.
+  ///
+  /// - Complexity: as ``apply(_:)``, plus O(d) for d runs in the delta.
+  @discardableResult
+  package mutating func apply(_ delta: MovableListDelta, known: CausalContext) -> Bool {
+    var fresh = delta
+    fresh.slots = RGADelta(
+      inserts: delta.slots.inserts.flatMap { insert in
+        let lower = insert.id.counter
+        let upper = lower &+ UInt64(insert.length &- 1)
+        guard insert.length > 0, upper >= lower else { return [insert] }
+        let lacking = CounterRanges(lower...upper).subtracting(
+          known.counters(of: insert.id.replica))
+        return lacking.ranges.map {
+          insert.slice(
+            from: Int($0.lowerBound - lower), length: Int($0.upperBound - $0.lowerBound + 1))
+        }
+      },
+      deletes: delta.slots.deletes.flatMap { delete in
+        let lower = delete.dot.counter
+        let upper = lower &+ (delete.count &- 1)
+        guard delete.count > 0, upper >= lower else { return [delete] }
+        let lacking = CounterRanges(lower...upper).subtracting(
+          known.counters(of: delete.dot.replica))
+        return lacking.ranges.map {
+          delete.slice(from: $0.lowerBound - lower, count: $0.upperBound - $0.lowerBound + 1)
+        }
+      })
+    return apply(fresh)
+  }
+
+  /// `runs` without the slots `excluded` and the deletes of them.
+  static func runs(_ runs: RGADelta, excluding excluded: Set<Dot>) -> RGADelta {
     var kept = RGADelta()
-    for insert in all.inserts {
+    for insert in runs.inserts {
       var start = 0
       for offset in 0...insert.length {
         let isEnd = offset == insert.length
@@ -124,11 +218,13 @@ extension MovableList {
           && excluded.contains(
             Dot(replica: insert.id.replica, counter: insert.id.counter &+ UInt64(offset)))
         guard isEnd || dropped else { continue }
-        if offset > start { kept.inserts.append(insert.slice(from: start, length: offset - start)) }
+        if offset > start {
+          kept.inserts.append(insert.slice(from: start, length: offset - start))
+        }
         start = offset + 1
       }
     }
-    for delete in all.deletes where delete.isWellFormed {
+    for delete in runs.deletes where delete.isWellFormed {
       for offset in 0..<delete.count {
         let target = Dot(replica: delete.target.replica, counter: delete.target(at: offset))
         guard !excluded.contains(target) else { continue }
@@ -136,6 +232,18 @@ extension MovableList {
       }
     }
     kept.normalize()
+    return kept
+  }
+
+  /// The encoded bytes of the list's slots (runs, content and deletes, §8.3.2), of their
+  /// delete runs alone, and of the slots with the slots `excluded` and their deletes left
+  /// out: what collecting them would save, measured on the format. The last form is not
+  /// a decodable state (the slots that name an excluded slot still do).
+  ///
+  /// - Complexity: O(s log s).
+  package func slotBytes(excluding excluded: Set<Dot>) -> (all: Int, deletes: Int, kept: Int) {
+    let all = slots.delta(since: CausalContext())
+    let kept = Self.runs(all, excluding: excluded)
     return (
       Self.encodedSize(of: all), Self.encodedSize(of: RGADelta(inserts: [], deletes: all.deletes)),
       Self.encodedSize(of: kept)
