@@ -53,6 +53,20 @@ enum ListBench {
     let movedBytes = moved.document.encoded().count
     let list = moved.document.list(of: "cards", in: column)
     let intact = list.count == items && Set(list).count == items
+    // Tombstone collection's ceiling: with one device, its whole context is a doubly
+    // stable cut, so the slots inside blocks of dead slots are the collectable ones.
+    let movedList = moved.document.movableList(of: "cards", in: column) ?? MovableList()
+    let collectable = movedList.collectableSlots(stable: moved.document.context)
+    let slotBytes = movedList.slotBytes(excluding: Set(collectable))
+    let projectedBytes = movedBytes - (slotBytes.all - slotBytes.kept)
+    let neighbours = movedList.runsNamingNeighbours()
+    // Collected for real: the slots that no kept slot names (the rest of the document
+    // unchanged, so its state is the moved state less the bytes the slots lost).
+    var collectedList = movedList
+    let dropped = collectedList.collectTombstones(stable: moved.document.context)
+    let collectedSlotBytes = collectedList.slotBytes(excluding: []).all
+    let collectedBytes = movedBytes - (slotBytes.all - collectedSlotBytes)
+    let collectedIntact = collectedList.values == movedList.values
 
     // Two devices move 1,000 cards each, concurrently, then merge (drawn from their own
     // generator, so that the same merge follows any number of moves above).
@@ -106,6 +120,25 @@ enum ListBench {
         fixed(Double(movedBytes) / Double(freshBytes)) + " ×"
       ),
       ("moved_intact", "moved: every card, none twice", "\(intact)"),
+      ("moved_slot_bytes", "moved: the list's slots", "\(slotBytes.all) B"),
+      ("moved_slot_delete_bytes", "moved: the slots' deletes", "\(slotBytes.deletes) B"),
+      ("slot_runs", "moved: the slots' runs", "\(neighbours.runs)"),
+      ("runs_left_neighbour", "runs whose origin is the run before", "\(neighbours.left)"),
+      ("runs_right_neighbour", "runs whose right origin is the next", "\(neighbours.right)"),
+      ("collectable_slots", "collectable slots (dead blocks)", "\(collectable.count)"),
+      ("ceiling_slot_bytes", "the slots less the collectable", "\(slotBytes.kept) B"),
+      (
+        "ceiling_state_ratio", "less the collectable / fresh",
+        fixed(Double(projectedBytes) / Double(freshBytes)) + " ×"
+      ),
+      ("collected_slots", "collected: slots no kept slot names", "\(dropped)"),
+      ("collected_slot_bytes", "collected: the list's slots", "\(collectedSlotBytes) B"),
+      ("collected_state_bytes", "collected: state", "\(collectedBytes) B"),
+      (
+        "collected_state_ratio", "collected: state / fresh",
+        fixed(Double(collectedBytes) / Double(freshBytes)) + " ×"
+      ),
+      ("collected_intact", "collected: the same items in order", "\(collectedIntact)"),
       (
         "merge_concurrent_ms", "merge 1,000 concurrent moves, per side",
         fixed(median(mergeMilliseconds)) + " ms"
@@ -113,7 +146,7 @@ enum ListBench {
       ("merge_converged", "merged: equal, every card, none twice", "\(converged)"),
     ]
     FileHandleOutput.printRows(rows, json: json)
-    return intact && converged ? 0 : 1
+    return intact && converged && collectedIntact ? 0 : 1
   }
 
   static func card(_ index: Int) -> String {

@@ -59,7 +59,8 @@
 /// indices are visible slot positions, found as text positions are, less the orphans
 /// before them); reading ``values`` O(s); applying a delta O((d + m) log s) for d slots
 /// and items in it. A move leaves one tombstone slot, about 10 bytes of encoded state
-/// (its run's origins and its delete), which nothing collects yet.
+/// (its run's origins and its delete), until a doubly stable cut lets
+/// `collectTombstones(stable:)` drop most of them (`MovableList+Stability.swift`).
 public struct MovableList: Sendable {
   /// The slots, one placeholder scalar each; an item's current slot is visible.
   var slots = RGA()

@@ -1,0 +1,260 @@
+/// Which slot tombstones a stable cut would let a list collect, and why not all of them.
+///
+/// A move leaves its old slot as a tombstone. Collecting a tombstone D is safe only if no
+/// replica can ever name D again as an origin of a new slot, and no slot that names D is
+/// still to be placed anywhere. A stable delete is not enough: a local insert's right
+/// origin is the item right after the visible item it follows, tombstones included, so a
+/// replica that has seen D deleted still names D when D follows a visible slot (see
+/// `MovableListStabilityTests`).
+///
+/// Let C be a *doubly stable* cut: every device that may still send an edit has seen C,
+/// and every event that does not causally follow all of C is held by every device (the
+/// stable cut of a later round of reports that covers the union of the reports which
+/// made C stable). Call a slot *dead in C* when its insert and one of its deletes are in
+/// C. Then, for slots a and b adjacent in a replica's order (tombstones included), with a
+/// dead in C:
+///
+/// 1. No slot made from then on lands between a and b. A new slot goes between its left
+///    origin and its right origin, which were adjacent at its author; its author holds C,
+///    so a, which is invisible to it, is neither its left origin nor between its origins.
+/// 2. So b's predecessor stays a, a tombstone, on every replica: no new slot names b as
+///    its right origin (the item right after a visible one), and if b is dead in C none
+///    names it as its left origin (a visible one).
+/// 3. A slot that named b was made before its author had seen both a's and b's deletes,
+///    so it does not causally follow C and every device holds it already: no later insert
+///    is concurrent with it, so no integration scan compares its origins again.
+///
+/// The *interior* slots of each maximal block of slots dead in C (every such slot but the
+/// block's first) are therefore never needed again to place a slot
+/// (``collectableSlots(stable:)``). ``collectTombstones(stable:)`` drops the part of them
+/// that no kept slot names (``removableSlots(stable:)``): the kept slots are then what a
+/// replica that never received the dropped ones would hold, in the same order. Dropping
+/// the rest would need the slots naming them to name others, which no rewriting of their
+/// origins is known to do while keeping FugueMax's order. The document layer does not
+/// collect yet: it needs a doubly stable cut (from the relay) and to apply list deltas
+/// through ``apply(_:known:)``.
+extension MovableList {
+  /// The slots in sequence order, tombstones included, each with whether it is deleted.
+  ///
+  /// - Complexity: O(s) for s slots.
+  func slotsInSequenceOrder() -> [(id: Dot, isDeleted: Bool)] {
+    var order: [(id: Dot, isDeleted: Bool)] = []
+    for leafID in slots.leafOrder.documentOrder {
+      for run in slots.leaves[leafID].runs {
+        for offset in 0..<run.length {
+          order.append(
+            (Dot(replica: run.replica, counter: run.counter &+ UInt64(offset)), run.deleted))
+        }
+      }
+    }
+    return order
+  }
+
+  /// How many of the slots' runs name their neighbours in sequence order (tombstones
+  /// included): the left origin is the slot right before the run (the head for the
+  /// first), the right origin the slot right after it (the end for the last). An
+  /// encoding could imply those origins with a bit; the others it must write.
+  ///
+  /// - Complexity: O(s).
+  package func runsNamingNeighbours() -> (runs: Int, left: Int, right: Int) {
+    var runs: [(first: Dot, last: Dot, origin: Dot?, rightOrigin: Dot?)] = []
+    for leafID in slots.leafOrder.documentOrder {
+      for run in slots.leaves[leafID].runs {
+        runs.append((run.firstID, run.lastID, run.origin, run.rightOrigin))
+      }
+    }
+    var (left, right) = (0, 0)
+    for (position, run) in runs.enumerated() {
+      if run.origin == (position > 0 ? runs[position - 1].last : nil) { left += 1 }
+      if run.rightOrigin == (position + 1 < runs.count ? runs[position + 1].first : nil) {
+        right += 1
+      }
+    }
+    return (runs.count, left, right)
+  }
+
+  /// The slots dead in `stable`: their insert and one of their deletes are in it.
+  ///
+  /// - Complexity: O(s + e) for s slots and e delete runs.
+  func slotsDead(in stable: CausalContext) -> Set<Dot> {
+    var dead = Set<Dot>()
+    for (_, log) in slots.deleteLog {
+      for delete in log where delete.isWellFormed {
+        for offset in 0..<delete.count {
+          let dot = Dot(replica: delete.dot.replica, counter: delete.dot.counter &+ offset)
+          let target = Dot(replica: delete.target.replica, counter: delete.target(at: offset))
+          if stable.contains(dot), stable.contains(target) { dead.insert(target) }
+        }
+      }
+    }
+    return dead
+  }
+
+  /// The slots that no slot made after a doubly stable cut `stable` can name or land
+  /// next to: every slot dead in `stable` whose predecessor (tombstones included) is dead
+  /// in it too. Ascending by id.
+  ///
+  /// `stable` must be doubly stable (see above); the result is a pure function of the
+  /// list and the cut, so replicas holding the same list agree on it.
+  ///
+  /// - Complexity: O(s + e + c log c) for s slots, e delete runs and c results.
+  package func collectableSlots(stable: CausalContext) -> [Dot] {
+    let dead = slotsDead(in: stable)
+    var previousIsDead = false
+    var collectable: [Dot] = []
+    for slot in slotsInSequenceOrder() {
+      let isDead = dead.contains(slot.id)
+      if isDead, previousIsDead { collectable.append(slot.id) }
+      previousIsDead = isDead
+    }
+    return collectable.sorted()
+  }
+
+  /// The slots of ``collectableSlots(stable:)`` that no other slot still names: the
+  /// largest part of them such that every slot naming one of them (as its left or right
+  /// origin) is in it too. Removing such a set leaves the others in their order: they are
+  /// what a replica that never received the removed slots would hold, and a slot never
+  /// changes its order relative to another as more arrive.
+  ///
+  /// - Complexity: O(s + e) for s slots and e delete runs.
+  package func removableSlots(stable: CausalContext) -> [Dot] {
+    var removable = Set(collectableSlots(stable: stable))
+    // Who names each slot, and what each slot names.
+    var namers: [Dot: [Dot]] = [:]
+    var named: [Dot: [Dot]] = [:]
+    for leafID in slots.leafOrder.documentOrder {
+      for run in slots.leaves[leafID].runs {
+        for offset in 0..<run.length {
+          let id = Dot(replica: run.replica, counter: run.counter &+ UInt64(offset))
+          let origin =
+            offset == 0 ? run.origin : Dot(replica: run.replica, counter: id.counter &- 1)
+          for target in [origin, run.rightOrigin] {
+            guard let target else { continue }
+            namers[target, default: []].append(id)
+            named[id, default: []].append(target)
+          }
+        }
+      }
+    }
+    var work = removable.filter { slot in
+      (namers[slot] ?? []).contains { !removable.contains($0) }
+    }
+    while let slot = work.popFirst() {
+      guard removable.remove(slot) != nil else { continue }
+      for target in named[slot] ?? [] where removable.contains(target) { work.insert(target) }
+    }
+    return removable.sorted()
+  }
+
+  /// Drops the slots of ``removableSlots(stable:)`` and their deletes, and returns how
+  /// many it dropped; nothing while slots or deletes wait for missing events.
+  ///
+  /// `stable` must be doubly stable (see above) and this list must hold every slot of
+  /// the reports that made it stable. The other slots keep their order, every later
+  /// slot lands where it would have (it names none of the dropped slots, and lands next
+  /// to none), and the result is a pure function of the list and the cut, so replicas
+  /// that collect at one cut converge byte for byte. A dropped slot or delete that
+  /// arrives again must not be applied: ``apply(_:known:)`` leaves out what the
+  /// receiver's context already names.
+  ///
+  /// - Complexity: O(s log s) for s slots.
+  @discardableResult
+  package mutating func collectTombstones(stable: CausalContext) -> Int {
+    guard !slots.hasPending else { return 0 }
+    let removable = Set(removableSlots(stable: stable))
+    guard !removable.isEmpty else { return 0 }
+    var rebuilt = RGA()
+    rebuilt.apply(Self.runs(slots.delta(since: CausalContext()), excluding: removable))
+    slots = rebuilt
+    rebuildShown()
+    #if CONVERGE_INTERNAL_CHECKS
+      _checkInvariants()
+    #endif
+    return removable.count
+  }
+
+  /// Applies the slots and deletes of `delta` whose events `known` (the receiver's
+  /// context before the delta) does not name, and all its items: a list that collected
+  /// tombstones does not take them back from a sender whose view of it was stale.
+  ///
+  /// - Complexity: as ``apply(_:)``, plus O(d) for d runs in the delta.
+  @discardableResult
+  package mutating func apply(_ delta: MovableListDelta, known: CausalContext) -> Bool {
+    var fresh = delta
+    fresh.slots = RGADelta(
+      inserts: delta.slots.inserts.flatMap { insert in
+        let lower = insert.id.counter
+        let upper = lower &+ UInt64(insert.length &- 1)
+        guard insert.length > 0, upper >= lower else { return [insert] }
+        let lacking = CounterRanges(lower...upper).subtracting(
+          known.counters(of: insert.id.replica))
+        return lacking.ranges.map {
+          insert.slice(
+            from: Int($0.lowerBound - lower), length: Int($0.upperBound - $0.lowerBound + 1))
+        }
+      },
+      deletes: delta.slots.deletes.flatMap { delete in
+        let lower = delete.dot.counter
+        let upper = lower &+ (delete.count &- 1)
+        guard delete.count > 0, upper >= lower else { return [delete] }
+        let lacking = CounterRanges(lower...upper).subtracting(
+          known.counters(of: delete.dot.replica))
+        return lacking.ranges.map {
+          delete.slice(from: $0.lowerBound - lower, count: $0.upperBound - $0.lowerBound + 1)
+        }
+      })
+    return apply(fresh)
+  }
+
+  /// `runs` without the slots `excluded` and the deletes of them.
+  static func runs(_ runs: RGADelta, excluding excluded: Set<Dot>) -> RGADelta {
+    var kept = RGADelta()
+    for insert in runs.inserts {
+      var start = 0
+      for offset in 0...insert.length {
+        let isEnd = offset == insert.length
+        let dropped =
+          !isEnd
+          && excluded.contains(
+            Dot(replica: insert.id.replica, counter: insert.id.counter &+ UInt64(offset)))
+        guard isEnd || dropped else { continue }
+        if offset > start {
+          kept.inserts.append(insert.slice(from: start, length: offset - start))
+        }
+        start = offset + 1
+      }
+    }
+    for delete in runs.deletes where delete.isWellFormed {
+      for offset in 0..<delete.count {
+        let target = Dot(replica: delete.target.replica, counter: delete.target(at: offset))
+        guard !excluded.contains(target) else { continue }
+        kept.deletes.append(delete.slice(from: offset, count: 1))
+      }
+    }
+    kept.normalize()
+    return kept
+  }
+
+  /// The encoded bytes of the list's slots (runs, content and deletes, §8.3.2), of their
+  /// delete runs alone, and of the slots with the slots `excluded` and their deletes left
+  /// out: what collecting them would save, measured on the format. The last form is not
+  /// a decodable state (the slots that name an excluded slot still do).
+  ///
+  /// - Complexity: O(s log s).
+  package func slotBytes(excluding excluded: Set<Dot>) -> (all: Int, deletes: Int, kept: Int) {
+    let all = slots.delta(since: CausalContext())
+    let kept = Self.runs(all, excluding: excluded)
+    return (
+      Self.encodedSize(of: all), Self.encodedSize(of: RGADelta(inserts: [], deletes: all.deletes)),
+      Self.encodedSize(of: kept)
+    )
+  }
+
+  private static func encodedSize(of runs: RGADelta) -> Int {
+    var builder = ReplicaTable.Builder()
+    runs.collectReplicas(into: &builder)
+    var writer = ByteWriter()
+    runs.write(to: &writer, replicas: builder.build())
+    return writer.count
+  }
+}
