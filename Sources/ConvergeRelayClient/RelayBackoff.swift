@@ -7,7 +7,10 @@
 /// ```swift
 /// var attempt = 0
 /// while !Task.isCancelled {
-///   if (try? await connect()) != nil { attempt = 0; continue }
+///   if (try? await connect()) != nil {
+///     attempt = 0
+///     continue
+///   }
 ///   try? await Task.sleep(for: backoff.delay(attempt: attempt))
 ///   attempt += 1
 /// }
