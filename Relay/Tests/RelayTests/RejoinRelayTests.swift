@@ -73,7 +73,7 @@ import Testing
     }
     #expect(await eventually { laptop.replica.document.contains(Self.shared) })
     #expect(
-      await Self.eventuallyRecords(
+      await StabilityRelayTests.eventuallyRecords(
         relay, space: space, replica: 0xB2, seeing: phone.replica.context))
 
     // The laptop goes offline and edits: the note the phone is about to delete, the
@@ -96,7 +96,7 @@ import Testing
       tx.delete(Self.gone)
     }
     #expect(
-      await Self.eventuallyRecords(
+      await StabilityRelayTests.eventuallyRecords(
         relay, space: space, replica: 0xA1, seeing: phone.replica.context))
     #expect(!phone.replica.document.fieldNames(of: Self.gone).isEmpty)
 
@@ -232,19 +232,6 @@ import Testing
       return rows.allSatisfy { row in keys.allSatisfy { row.fieldNames(of: $0).isEmpty } }
     }
   }
-
-  /// Whether the relay's record of `replica` in `space` comes to include `context`.
-  static func eventuallyRecords(
-    _ relay: LiveRelay, space: String, replica: UInt64,
-    seeing context: @autoclosure () -> CausalContext,
-    isolation: isolated (any Actor)? = #isolation
-  ) async -> Bool {
-    await eventually {
-      let records = (try? await relay.store.devices(space: space)) ?? []
-      let seen = context()
-      return records.contains { $0.replica.rawValue == replica && $0.seen.includes(seen) }
-    }
-  }
 }
 
 /// Devices that only use the HTTP pair are recorded and retired as socket devices are.
@@ -273,7 +260,7 @@ import Testing
     // It has not seen the delete: the cut stays short of it while the phone reports.
     phone.transact { tx in tx.delete(note) }
     #expect(
-      await RejoinRelayTests.eventuallyRecords(
+      await StabilityRelayTests.eventuallyRecords(
         relay, space: space, replica: 0xA1, seeing: phone.replica.context))
     let cut = try await relay.store.stableCut(space: space)
     #expect(!cut.includes(phone.replica.context))

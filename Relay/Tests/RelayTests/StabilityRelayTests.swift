@@ -342,7 +342,7 @@ import Testing
 
   /// Whether the relay's record of `replica` in `space` comes to include `context`, read
   /// again at each try.
-  private static func eventuallyRecords(
+  static func eventuallyRecords(
     _ relay: LiveRelay, space: String, replica: UInt64,
     seeing context: @autoclosure () -> CausalContext,
     isolation: isolated (any Actor)? = #isolation
