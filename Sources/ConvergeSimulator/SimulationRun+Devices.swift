@@ -110,6 +110,13 @@ extension SimulationRun {
       }
     }
     if devices[device].store.replica.id != before { statistics.identityChanges += 1 }
+    reconnect(device)
+  }
+
+  /// `device` comes back as a new process: its sessions start afresh, its peers'
+  /// sessions with it are reset (the connection dropped), and it opens a handshake with
+  /// every peer it can reach.
+  mutating func reconnect(_ device: Int) {
     for peer in devices.indices where peer != device {
       sessions[device][peer] = SyncSession(streamSeed: sessionSeeds.next())
       sessions[peer][device].reset()

@@ -310,13 +310,7 @@ extension SimulationRun {
       stability.reports[index][device] = CausalContext()
     }
     stability.rejoin = nil
-    for other in devices.indices where other != device {
-      sessions[device][other] = SyncSession(streamSeed: sessionSeeds.next())
-      sessions[other][device].reset()
-    }
-    for other in devices.indices where other != device {
-      startHandshake(from: device, to: other)
-    }
+    reconnect(device)
   }
 
   /// At the end (every device back): each retired device rejoins, after handshake
