@@ -169,6 +169,32 @@ import Testing
     )
   }
 
+  /// A copy edited apart from its original (the same replica id, so the same dots for
+  /// other moves) reads its own forest, and so does the original: the cache they shared
+  /// is not trusted once either changes. Before the fix, the second reader got the first
+  /// one's forest (their contexts are equal).
+  @Test func aCopyEditedApartReadsItsOwnForestAtAnEqualContext() throws {
+    var original = Replica(id: ReplicaID(rawValue: 1))
+    let (root, a, b) = (
+      EntityKey(type: "node", id: "root"), EntityKey(type: "node", id: "a"),
+      EntityKey(type: "node", id: "b")
+    )
+    original.transact { tx in
+      tx.setParent(nil, of: root, in: Self.field)
+      tx.setParent(root, of: a, in: Self.field)
+      tx.setParent(root, of: b, in: Self.field)
+    }
+    _ = original.document.forest(of: Self.field)
+    var preview = original
+    preview.transact { tx in tx.setParent(a, of: b, in: Self.field) }
+    original.transact { tx in tx.setParent(b, of: a, in: Self.field) }
+    #expect(preview.document.context == original.document.context)
+    for document in [preview.document, original.document, preview.document] {
+      #expect(document.forest(of: Self.field) == DocumentForest(field: Self.field, in: document))
+    }
+    #expect(preview.document.forest(of: Self.field) != original.document.forest(of: Self.field))
+  }
+
   @Test func documentsWithoutParentFieldsAllocateNoCache() throws {
     var replica = Replica(id: ReplicaID(rawValue: 1))
     let note = EntityKey(type: "note", id: "a")

@@ -35,6 +35,8 @@ extension Document {
     // Only what this document holds can be stable here.
     let prefix = stable.intersection(context).versionVector
     guard !prefix.isEmpty else { return 0 }
+    // Forgetting changes the state at an unchanged context: resolved again from scratch.
+    if forests != nil { forests = ForestCache() }
     var kept = EntityTable()
     var forgotten = 0
     for position in entities.values.indices {

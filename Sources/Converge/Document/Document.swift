@@ -65,6 +65,16 @@ public struct Document: Sendable {
     rebuildEventsIfStale()
   }
 
+  /// Takes a forest cache of this document's own before it changes, if it shares one
+  /// with a copy (see ``ForestCache``). Every change of a document's state starts here:
+  /// a transaction, an applied delta, forgetting.
+  ///
+  /// - Complexity: O(1), plus O(f) for f cached forests when the cache is shared.
+  mutating func ownForestCache() {
+    guard forests != nil, !isKnownUniquelyReferenced(&forests) else { return }
+    forests = forests?.copy()
+  }
+
   mutating func rebuildEventsIfStale() {
     if events.needsRebuild(entityCount: entities.count) { events = EventIndex(entities) }
   }
@@ -308,6 +318,7 @@ extension Document {
 
   /// Applies `delta`, noting what changed in `recorder`.
   mutating func apply(_ delta: DocumentDelta, recording recorder: inout ChangeRecorder) {
+    ownForestCache()
     if applyTextEdit(delta, recording: &recorder) { return }
     // This document's gap-free prefix, for entities it has no record of (see
     // ``wasForgotten(_:knownPrefix:)``), computed at the first.
@@ -383,6 +394,7 @@ extension Document {
     event dot: Dot, on key: EntityKey, field: FieldEdit?, recording recorder: inout ChangeRecorder
   ) {
     recorder.noteBefore(key, in: self)
+    ownForestCache()
     if forests == nil, case .parent? = field?.change { forests = ForestCache() }
     let entity = entities.insertIfAbsent(key)
     events.note(entity, replica: dot.replica, counter: dot.counter)

@@ -93,6 +93,7 @@ public struct Replica: Sendable {
       document: Self.placeholder, replica: id, clock: clock)
     transaction.undoLog = undoLog.take()
     swap(&transaction.document, &document)
+    transaction.document.ownForestCache()
     body(&transaction)
     swap(&transaction.document, &document)
     undoLog = transaction.undoLog.take()

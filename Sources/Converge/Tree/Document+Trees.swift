@@ -2,9 +2,9 @@ extension Document {
   /// The forest the parent fields named `field` form, resolved without cycles
   /// (``DocumentForest``): the same on every replica that holds the same events.
   ///
-  /// The forest is kept (shared by copies of the document) and brought up to date after
-  /// a change by judging again only the writes the change can affect
-  /// (``ForestResolution``): a local move is judged on top of the forest, a remote move
+  /// The forest is kept (shared by copies of the document until one changes) and brought
+  /// up to date after a change by judging again only the writes the change can affect
+  /// (`ForestResolution`): a local move is judged on top of the forest, a remote move
   /// older than others undoes and redoes the judgements after it.
   ///
   /// - Complexity: O(r) for r replicas in the causal context while the document is

@@ -11,8 +11,12 @@
 /// events it holds, so a forest resolved at an equal context is still its forest, and
 /// one resolved at a context the document's includes differs from it only in the
 /// entities the newer events touched, which the resolution folds in incrementally.
-/// Copies of a document share one cache; each finds its own context's forest, brings an
-/// older one up to date, or resolves again.
+/// Copies of a document share one cache while neither changes; each finds its own
+/// context's forest, brings an older one up to date, or resolves again. A document about
+/// to change takes a cache of its own first if it shares one
+/// (``Document/ownForestCache()``): two copies edited apart may hold other states at
+/// equal contexts (the same replica's dots issued to other edits), which one shared
+/// cache would confuse.
 ///
 /// A document allocates its cache when it first holds a parent field (a document
 /// without one resolves an empty forest uncached), so documents without trees pay
@@ -34,6 +38,17 @@ final class ForestCache: @unchecked Sendable {
   deinit {
     pthread_mutex_destroy(mutex)
     mutex.deallocate()
+  }
+
+  /// A cache of its own for a copy about to change, holding what this one holds: their
+  /// states may differ from then on at equal contexts (a copy edited apart from the
+  /// original issues the same dots to other edits), so they must not share one.
+  func copy() -> ForestCache {
+    let copy = ForestCache()
+    pthread_mutex_lock(mutex)
+    copy.entries = entries
+    pthread_mutex_unlock(mutex)
+    return copy
   }
 
   /// The forest of `field` in `document`: the kept one if it was resolved at the
