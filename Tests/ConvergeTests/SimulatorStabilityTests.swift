@@ -125,6 +125,61 @@ import Testing
     #expect(try digest() == first)
   }
 
+  /// The shrunk `--stability` failure of #48 item 4: a retired device's later edits
+  /// reached its peers while the pushes of the characters they insert after were lost;
+  /// its rebase re-issued those under its fresh id, so the later edits wait on every
+  /// replica. The oracle recognises that (the retired documents release them), but it
+  /// judged the copies forgotten by the final cut, and there a retired document's events
+  /// brought back in part an entity the copy forgot: "did not converge" on every replica.
+  /// Judged on the replicas as the run left them, only on what waited there.
+  @Test func editsStrandedByARejoinAreRecognisedWhenDevicesForgot() throws {
+    let arguments = [
+      "--seed", "1", "--replicas", "5", "--operations", "2012", "--workload", "mixed",
+      "--loss", "0.1", "--duplicate", "0.05", "--reorder", "0.2", "--partitions", "0.0005",
+      "--offline", "0.0", "--anti-entropy", "25", "--message-limit", "5612",
+      "--forget", "0.05", "--horizon", "5000", "--leave", "0.002",
+    ]
+    var configuration = SimulationConfiguration(
+      seed: 1, replicas: 5, operations: 2012, workload: .mixed, antiEntropyInterval: 25,
+      messageLimit: 5612)
+    configuration.faults.loss = 0.1
+    configuration.faults.duplicate = 0.05
+    configuration.faults.reorder = 0.2
+    configuration.faults.partitions = 0.0005
+    configuration.faults.offline = 0
+    configuration.forgetting = 0.05
+    configuration.horizon = 5000
+    configuration.leaves = 0.002
+    #expect(configuration.arguments == arguments)
+    let report = Simulation(configuration).run()
+    #expect(report.converged, "\(report.text)")
+    #expect(report.editsStrandedByRejoins, "\(report.text)")
+    #expect(report.rejoins == 2 && report.forgets > 0, "\(report.text)")
+  }
+
+  /// The check judges only what waited in the replica: a retired document that still
+  /// holds an entity the replica forgot (deleted there, and stable) brings it back in
+  /// part, waiting for characters forgotten; that is not a wait the rejoin caused.
+  @Test func aForgottenEntityBroughtBackByTheCheckIsNotJudged() throws {
+    let key = EntityKey(type: "note", id: "n")
+    var retired = Replica(id: ReplicaID(rawValue: 0xB))
+    _ = retired.transact { tx in
+      tx.create(key)
+      tx.insertText("hello", at: 0, in: "body", of: key)
+    }
+    var member = Replica(id: ReplicaID(rawValue: 0xA))
+    member.apply(retired.document.delta(since: CausalContext()))
+    _ = member.transact { tx in tx.delete(key) }
+    // The device, before it left, types into the note it has not yet seen deleted.
+    _ = retired.transact { tx in tx.insertText("!", at: 5, in: "body", of: key) }
+    #expect(member.forgetDeleted(stable: member.document.context) == 1)
+    var copy = member.document
+    copy.apply(retired.document.delta(since: copy.context))
+    #expect(copy.hasPendingChanges, "the copy took the entity back in part")
+    #expect(SimulationRun.waitingFields(of: member.document).isEmpty)
+    #expect(SimulationRun.waitingFields(of: copy).map(\.key) == [key])
+  }
+
   /// A schedule file carries the stability options, and files written before them
   /// still replay without.
   @Test func schedulesCarryTheStabilityOptions() throws {

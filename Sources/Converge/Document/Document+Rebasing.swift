@@ -52,7 +52,7 @@ extension Replica {
   /// replica (the others may have forgotten events of the old id, and a copy of the
   /// device may carry on its counter).
   ///
-  /// - Complexity: O(e + n + k²) for e entities, n text items and k items of a list
+  /// - Complexity: O(e log e + n + k²) for e entities, n text items and k items of a list
   ///   field L edited.
   public static func rebasing(
     _ local: Document, onto current: Document, stable: CausalContext,
@@ -73,7 +73,13 @@ extension DocumentTransaction {
   /// Re-applies every edit of `local` whose event is not in `known` (see
   /// ``Replica/rebasing(_:onto:stable:as:wallClock:)``).
   mutating func reapply(editsOf local: Document, unknownTo known: CausalContext) {
-    for position in local.entities.values.indices {
+    // In key order, not the table's: entities enter it in the order deltas carried them,
+    // which is their hash order, so the same rebase issued its dots in another order in
+    // another process.
+    let positions = local.entities.values.indices.sorted {
+      local.entities.key(at: $0) < local.entities.key(at: $1)
+    }
+    for position in positions {
       let key = local.entities.key(at: position)
       let mine = local.entities.values[position]
       guard Self.hasEvent(of: mine.presence, unknownTo: known) else { continue }
