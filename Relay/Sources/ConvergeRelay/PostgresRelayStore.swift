@@ -282,20 +282,21 @@ public final class PostgresRelayStore: RelayStore {
     }
   }
 
-  public func stableCut(space: String) async throws -> CausalContext {
+  public func recordedCut(space: String) async throws -> RelayStableCut? {
     let rows = try await client.query(
       "SELECT stable FROM converge_relay_stable_cuts WHERE space = \(space)")
-    for try await stable in rows.decode(ByteBuffer.self) {
-      return try CausalContext(decoding: [UInt8](buffer: stable))
+    for try await stored in rows.decode(ByteBuffer.self) {
+      return try Self.decodeStoredCut([UInt8](buffer: stored))
     }
-    return CausalContext()
+    return nil
   }
 
-  public func recordStableCut(space: String, stable: CausalContext) async throws {
+  public func recordStableCut(space: String, cut: RelayStableCut) async throws {
+    // The column keeps its name: it holds the whole cut (stable and covering contexts).
     try await client.query(
       """
       INSERT INTO converge_relay_stable_cuts(space, stable)
-      VALUES (\(space), \(ByteBuffer(bytes: stable.encoded())))
+      VALUES (\(space), \(ByteBuffer(bytes: cut.encoded())))
       ON CONFLICT (space) DO UPDATE SET stable = excluded.stable
       """)
   }

@@ -1,4 +1,5 @@
 import Converge
+import ConvergeRelayClient
 
 /// Where the relay keeps each space: an append-only log of validated deltas and, for its
 /// compacted prefix, a snapshot of the state.
@@ -41,14 +42,18 @@ public protocol RelayStore: Sendable {
   /// without a record are left out. Durable when it returns.
   func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws
 
-  /// The space's stable cut as last recorded (``recordStableCut(space:stable:)``), or an
-  /// empty context.
-  func stableCut(space: String) async throws -> CausalContext
+  /// The space's stable cut as last recorded (``recordStableCut(space:cut:)``), with the
+  /// covering context it was published with, or `nil`. A cut recorded before the covering
+  /// context was kept (a row holding the stable context alone) comes back with its stable
+  /// context as its covering one.
+  func recordedCut(space: String) async throws -> RelayStableCut?
 
-  /// Records the space's stable cut before anything is forgotten with it: a device that
-  /// comes back holding events but not all of it is refused. Durable when it returns; a
-  /// smaller cut than the stored one leaves it.
-  func recordStableCut(space: String, stable: CausalContext) async throws
+  /// Records the space's stable cut and its covering context before anything is forgotten
+  /// with it: a device that comes back holding events but not all of it is refused, and
+  /// another process sharing the store adopts it before it serves a rejoin or applies one
+  /// (`SpaceHub.adoptRecordedCut`). Durable when it returns; it replaces the stored cut
+  /// (the hub records only cuts that include the one it read).
+  func recordStableCut(space: String, cut: RelayStableCut) async throws
 
   /// Replaces the space's snapshot by `state` of the space after positions
   /// 1…`position` that has forgotten deleted content, unless the stored one covers more,
@@ -145,4 +150,21 @@ public enum RelayStoreError: Error, Equatable, Sendable {
   case closed
   /// The database did not answer when the store was opened.
   case unreachable(String)
+}
+
+extension RelayStore {
+  /// The space's stable context as last recorded, or an empty context.
+  public func stableCut(space: String) async throws -> CausalContext {
+    try await recordedCut(space: space)?.stable ?? CausalContext()
+  }
+
+  /// Decodes a stored cut: a whole ``RelayStableCut``, or the stable context alone as
+  /// stored before the covering context was kept.
+  static func decodeStoredCut(_ bytes: [UInt8]) throws -> RelayStableCut {
+    if RelayAcknowledgement.envelopeKind(bytes[...]) == RelayStableCut.kind {
+      return try RelayStableCut(decoding: bytes[...])
+    }
+    let stable = try CausalContext(decoding: bytes)
+    return RelayStableCut(stable: stable, covering: stable)
+  }
 }

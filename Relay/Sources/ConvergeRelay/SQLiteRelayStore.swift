@@ -191,24 +191,23 @@ public actor SQLiteRelayStore: RelayStore {
     }
   }
 
-  public func stableCut(space: String) async throws -> CausalContext {
+  public func recordedCut(space: String) async throws -> RelayStableCut? {
     let rows = try await connection.query(
       "SELECT stable FROM stable_cuts WHERE space = ?1", [.text(space)])
-    guard let row = rows.first else { return CausalContext() }
-    guard let stable = row.column("stable")?.blob else {
+    guard let row = rows.first else { return nil }
+    guard let stored = row.column("stable")?.blob else {
       throw RelayStoreError.unexpectedRow("stable_cuts")
     }
-    return try CausalContext(decoding: [UInt8](buffer: stable))
+    return try Self.decodeStoredCut([UInt8](buffer: stored))
   }
 
-  public func recordStableCut(space: String, stable: CausalContext) async throws {
-    // Cuts only grow; the hub never records a smaller one after a larger (it reads the
-    // devices' records, which only grow, before it computes one).
+  public func recordStableCut(space: String, cut: RelayStableCut) async throws {
+    // The column keeps its name: it holds the whole cut (stable and covering contexts).
     _ = try await write(
       """
       INSERT INTO stable_cuts(space, stable) VALUES (?1, ?2)
       ON CONFLICT(space) DO UPDATE SET stable = excluded.stable
-      """, [.text(space), .blob(ByteBuffer(bytes: stable.encoded()))])
+      """, [.text(space), .blob(ByteBuffer(bytes: cut.encoded()))])
   }
 
   public func replaceSnapshot(space: String, state: [UInt8], through position: UInt64)

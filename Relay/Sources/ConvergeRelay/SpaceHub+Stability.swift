@@ -61,7 +61,10 @@ extension SpaceHub {
     }
     let seconds = now().relaySeconds
     let regressed = granted.filter { !context.includes($0.seen) }
-    let stable = try await store.stableCut(space: space)
+    // The cut another process recorded is adopted first: a rejoin's bootstrap must be
+    // served a state forgotten by the cut it is told, and that cut must include every
+    // cut any replica of the space forgot by.
+    let stable = try await adoptRecordedCut(refreshing: true, answering: socket)
     // A context that holds part of the cut may hold an entity the others forgot; one that
     // holds none of it (a new device's offline edits) holds none.
     let holdsPart = !context.includes(stable) && !context.intersection(stable).isEmpty
@@ -174,13 +177,27 @@ extension SpaceHub {
     }
     awaitedCovering = nil
     if let published = publishedCut, published.stable.includes(meet) { return }
-    let cut = RelayStableCut(stable: meet, covering: covering)
+    var cut = RelayStableCut(stable: meet, covering: covering)
+    if let published = publishedCut {
+      // Never a smaller cut than one already published (adopted from another process,
+      // whose view of the active devices may differ): the union of two stable cuts is
+      // stable, and this replica holds both covering contexts.
+      cut.stable.formUnion(published.stable)
+      cut.covering.formUnion(published.covering)
+    }
     // Recorded before any replica forgets with it: a device that comes back without it
-    // is refused from then on.
-    try await store.recordStableCut(space: space, stable: meet)
+    // is refused from then on, and the other processes adopt it.
+    try await store.recordStableCut(space: space, cut: cut)
+    try await publish(cut)
+  }
+
+  /// Sends `cut` to every socket, forgets with it and replaces the snapshot if that
+  /// forgot anything. The replica holds the cut's covering context.
+  private func publish(_ cut: RelayStableCut, answering socket: UInt64? = nil) async throws {
     publishedCut = cut
-    broadcast(cut.encoded(), excluding: [])
-    guard replica.forgetDeleted(stable: meet) > 0 else { return }
+    // The socket being admitted gets it after the answer to its handshake.
+    broadcast(cut.encoded(), excluding: socket.map { [$0] } ?? [])
+    guard replica.forgetDeleted(stable: cut.stable) > 0 else { return }
     // The state and its position are taken together, before any await.
     let state = replica.encodedState()
     let through = appliedPosition
@@ -188,10 +205,57 @@ extension SpaceHub {
     snapshotPosition = max(snapshotPosition, through)
   }
 
+  /// Adopts the cut recorded in the store if it is not within the one this process
+  /// published, and returns the recorded stable context (empty if none).
+  ///
+  /// Two relay processes sharing a store each compute and publish their own cut, and a
+  /// rejoin rebases on the cut its relay tells it (``Replica/rebasing(_:onto:stable:as:wallClock:)``):
+  /// its re-applied delta converges only on replicas that forgot by that cut before they
+  /// apply it. So a process adopts the recorded cut (sends it to its sockets and forgets
+  /// with it) before it answers a handshake (`refreshing`: reading the store first if its
+  /// replica lacks the cut's covering context) and before it applies an entry of a replica
+  /// it has never seen (a rejoin's fresh id, or a new device), which the log holds after
+  /// every event of the cut the rejoin was told. Without it, a relay process that had not
+  /// computed the cut itself (restarted, or its meet held back by the bootstrap's own empty
+  /// record) served a rejoin a state and no cut, and the rejoined device kept, or brought
+  /// back, fields the others had forgotten (`converge-relay simulate`, two relays).
+  @discardableResult
+  func adoptRecordedCut(refreshing: Bool, answering socket: UInt64? = nil) async throws
+    -> CausalContext
+  {
+    guard let recorded = try await store.recordedCut(space: space) else {
+      return CausalContext()
+    }
+    if let published = publishedCut, published.stable.includes(recorded.stable) {
+      return recorded.stable
+    }
+    if refreshing, !replica.context.includes(recorded.covering) { try await refresh() }
+    if let published = publishedCut, published.stable.includes(recorded.stable) {
+      return recorded.stable
+    }
+    guard replica.context.includes(recorded.covering) else {
+      // Not read yet (a store that lets read less than it recorded): tried again when
+      // the replica holds it.
+      awaitedRecorded = recorded
+      return recorded.stable
+    }
+    var cut = recorded
+    if let published = publishedCut {
+      cut.stable.formUnion(published.stable)
+      cut.covering.formUnion(published.covering)
+    }
+    awaitedRecorded = nil
+    try await publish(cut, answering: socket)
+    return recorded.stable
+  }
+
   /// Tries the cut again if it waited for events the replica now holds: a report handled
   /// while the device's push was still being appended, or events another relay process
   /// appended that this one has read since.
   func advanceCutIfCovered() async {
+    if let recorded = awaitedRecorded, replica.context.includes(recorded.covering) {
+      _ = try? await adoptRecordedCut(refreshing: false)
+    }
     guard let covering = awaitedCovering, replica.context.includes(covering) else { return }
     awaitedCovering = nil
     // A failure is retried at the next report.

@@ -87,6 +87,9 @@ actor SpaceHub {
   /// The covering context of a cut ``advanceCut()`` could not publish because the replica
   /// lacked some of it; tried again when a read brings it (``advanceCutIfCovered()``).
   var awaitedCovering: CausalContext?
+  /// A cut another process recorded that this one could not adopt yet because the replica
+  /// lacked its covering context (see ``adoptRecordedCut(refreshing:answering:)``).
+  var awaitedRecorded: RelayStableCut?
   /// Seconds a device may stay silent before it is retired.
   let retireAfter: Int64
   /// Seconds after its latest grant ended before a device is retired.
@@ -174,9 +177,10 @@ actor SpaceHub {
   /// not decode is left to the read, which reports it.
   private func applyAnnounced(through limit: UInt64) {
     guard !announced.isEmpty else { return }
-    while appliedPosition < limit, let bytes = announced.removeValue(forKey: appliedPosition + 1),
-      let delta = try? DocumentDelta(decoding: bytes)
+    while appliedPosition < limit, let bytes = announced[appliedPosition + 1],
+      let delta = try? DocumentDelta(decoding: bytes), !introducesReplica(delta)
     {
+      announced[appliedPosition + 1] = nil
       replica.apply(delta)
       appliedPosition += 1
       broadcast(bytes, excluding: [])
@@ -184,6 +188,13 @@ actor SpaceHub {
     if announced.keys.contains(where: { $0 <= appliedPosition }) {
       announced = announced.filter { $0.key > appliedPosition }
     }
+  }
+
+  /// Whether `delta` holds events of a replica this space's replica has none of (a new
+  /// device, or a rejoin's fresh id): such an entry is applied by a read, which first
+  /// adopts the recorded cut (``adoptRecordedCut(refreshing:answering:)``).
+  private func introducesReplica(_ delta: DocumentDelta) -> Bool {
+    delta.context.replicas.contains { replica.context.counters(of: $0).isEmpty }
   }
 
   private func catchUp() async {
@@ -269,7 +280,14 @@ actor SpaceHub {
     }
     // Announcements applied while this read was in flight are skipped.
     for entry in log.entries where entry.position > appliedPosition {
-      replica.apply(try DocumentDelta(decoding: entry.delta))
+      let delta = try DocumentDelta(decoding: entry.delta)
+      if introducesReplica(delta) {
+        // Maybe a rejoin, rebased on a cut another process recorded: forget by it first.
+        try await adoptRecordedCut(refreshing: false)
+        // Announcements applied meanwhile stop before this entry.
+        guard entry.position > appliedPosition else { continue }
+      }
+      replica.apply(delta)
       appliedPosition = entry.position
       let excluded = entry.position == own?.position ? own?.senders ?? [] : []
       broadcast(entry.delta, excluding: excluded)

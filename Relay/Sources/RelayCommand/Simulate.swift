@@ -414,6 +414,15 @@ struct RelaySimulationReport {
       if upToDate && agree { break }
       guard ContinuousClock.now < deadline else {
         report.failures.append("devices did not settle within 60 s (up to date: \(upToDate))")
+        // Which device the relay never acknowledged, and what it lacks.
+        for (index, device) in devices.enumerated() {
+          let acknowledged = device.owner.acknowledgedContext(of: RelaySession.defaultPeer)
+          let unacknowledged = device.owner.replica.context.subtracting(acknowledged)
+          guard !unacknowledged.isEmpty else { continue }
+          report.failures.append(
+            "device \(index) (\(device.owner.id), relay \(clients[index].relay)): not acknowledged \(unacknowledged)"
+          )
+        }
         break
       }
       try? await Task.sleep(for: .milliseconds(50))

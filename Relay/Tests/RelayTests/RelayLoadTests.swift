@@ -49,12 +49,12 @@ struct CountingRelayStore: RelayStore {
     try await inner.touch(space: space, replicas: replicas, lastHeard: lastHeard)
   }
 
-  func stableCut(space: String) async throws -> CausalContext {
-    try await inner.stableCut(space: space)
+  func recordedCut(space: String) async throws -> RelayStableCut? {
+    try await inner.recordedCut(space: space)
   }
 
-  func recordStableCut(space: String, stable: CausalContext) async throws {
-    try await inner.recordStableCut(space: space, stable: stable)
+  func recordStableCut(space: String, cut: RelayStableCut) async throws {
+    try await inner.recordStableCut(space: space, cut: cut)
   }
 
   func replaceSnapshot(space: String, state: [UInt8], through position: UInt64) async throws {
