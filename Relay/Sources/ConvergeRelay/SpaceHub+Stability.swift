@@ -112,21 +112,19 @@ extension SpaceHub {
     heartbeat = Task { [weak self] in
       while !Task.isCancelled {
         try? await Task.sleep(for: interval)
-        guard !Task.isCancelled, let self, await self.touchConnectedDevices() else { return }
+        guard !Task.isCancelled, let self else { return }
+        await self.touchConnectedDevices()
       }
     }
   }
 
-  /// Marks this process's connected devices heard from now; `false` once none is
-  /// connected, which ends the heartbeat. A failed write is tried again at the next beat.
-  func touchConnectedDevices() async -> Bool {
+  /// Marks this process's connected devices heard from now (the heartbeat ends when the
+  /// last one's socket closes, ``unsubscribe(_:)``). A failed write is tried again at the
+  /// next beat.
+  func touchConnectedDevices() async {
     let connected = Array(Set(connectedDevices.values.joined()))
-    guard !connected.isEmpty else {
-      heartbeat = nil
-      return false
-    }
+    guard !connected.isEmpty else { return }
     try? await store.touch(space: space, replicas: connected, lastHeard: now().relaySeconds)
-    return true
   }
 
   /// Retires the records that are no longer active, and returns the others.

@@ -66,8 +66,8 @@ public struct Document: Sendable {
   }
 
   /// Takes a forest cache of this document's own before it changes, if it shares one
-  /// with a copy (see ``ForestCache``). Every change of a document's state starts here:
-  /// a transaction, an applied delta, forgetting.
+  /// with a copy (see ``ForestCache``). Every change of a document's state starts here
+  /// once: a transaction (in `Replica.transact`), an applied delta, forgetting.
   ///
   /// - Complexity: O(1), plus O(f) for f cached forests when the cache is shared.
   mutating func ownForestCache() {
@@ -394,7 +394,8 @@ extension Document {
     event dot: Dot, on key: EntityKey, field: FieldEdit?, recording recorder: inout ChangeRecorder
   ) {
     recorder.noteBefore(key, in: self)
-    ownForestCache()
+    // Only a transaction takes this path, and `Replica.transact` has already given the
+    // document a forest cache of its own (``ownForestCache()``).
     if forests == nil, case .parent? = field?.change { forests = ForestCache() }
     let entity = entities.insertIfAbsent(key)
     events.note(entity, replica: dot.replica, counter: dot.counter)
