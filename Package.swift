@@ -20,7 +20,11 @@ let package = Package(
   ],
   targets: [
     // The wire format's specification lives beside the codec's code.
-    .target(name: "Converge", exclude: ["Codec/FORMAT.md"]),
+    // The layers are modules, each depending only on those before it (ARCHITECTURE.md);
+    // `Converge` re-exports them, so an app writes `import Converge`.
+    // Support, causality, the byte reader and writer, CRC32C, the envelope.
+    .target(name: "ConvergeCore"),
+    .target(name: "Converge", dependencies: ["ConvergeCore"], exclude: ["Codec/FORMAT.md"]),
     .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
     // Editing traces (josephg/editing-traces format) and their replay, shared by the
     // command line tool and the tests.
@@ -57,8 +61,8 @@ let package = Package(
     .testTarget(
       name: "ConvergeTests",
       dependencies: [
-        "Converge", "ConvergeTestSupport", "ConvergeTraces", "ConvergeSimulator", "ConvergeStore",
-        "ConvergeRelayClient",
+        "Converge", "ConvergeCore", "ConvergeTestSupport", "ConvergeTraces", "ConvergeSimulator",
+        "ConvergeStore", "ConvergeRelayClient",
       ],
       // Inputs the fuzzers found failing, replayed as tests (not bundled resources).
       exclude: ["FailCases"],

@@ -25,9 +25,14 @@ swift build --package-path "$root" --scratch-path "$scratch" --target Converge
 modules="$(swift build --package-path "$root" --scratch-path "$scratch" --show-bin-path)/Modules"
 triple="$(swift -print-target-info | sed -n 's/.*"triple": *"\([^"]*\)".*/\1/p' | head -n 1)"
 
+# Converge is an umbrella that re-exports the layers' modules (ARCHITECTURE.md); their
+# public symbols are documented as Converge's, which is how an app sees them.
+layers="ConvergeCore"
+
 mkdir -p "$work/symbols"
 "$(tool swift-symbolgraph-extract)" -module-name Converge -I "$modules" -target "$triple" \
-  -minimum-access-level public -output-dir "$work/symbols"
+  -minimum-access-level public -experimental-allowed-reexported-modules="$layers" \
+  -output-dir "$work/symbols"
 "$(tool docc)" convert "$root/Sources/Converge/Converge.docc" \
   --additional-symbol-graph-dir "$work/symbols" --output-dir "$output" \
   --fallback-display-name Converge --fallback-bundle-identifier converge --warnings-as-errors

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCore
 
 /// A document state's shared content code (`FORMAT.md` §8.4.1): raw, one table or a table
 /// per previous byte, whichever costs least, and nothing else accepted.

@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCore
 
 /// The fast paths of live local editing (one transaction per keystroke) against the
 /// general code they shortcut, on seeded random typing by two replicas so that origins

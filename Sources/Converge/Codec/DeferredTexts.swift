@@ -14,7 +14,7 @@
 /// delete targets are all ids of its own runs. A snapshot's other texts (those holding
 /// edits whose causes never arrived) are decoded at once, so that a document knows which
 /// of its texts wait (``Document/hasPendingChanges``) without decoding any.
-final class DeferredTexts: Sendable {
+final class DeferredTexts: DeferredContent {
   private let storage: ArraySlice<UInt8>
   private let origin: Int
   /// The message's table, decoding content without counting it.
@@ -90,7 +90,9 @@ extension TextStorage {
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
   ) throws -> TextStorage {
     var state = try TextWire.readState(from: &reader, replicas: &table)
-    guard let deferral = table.contentReading.deferral else { return TextStorage(try RGA(state)) }
+    guard let deferral = table.contentReading.deferral as? DeferredTexts else {
+      return TextStorage(try RGA(state))
+    }
     if TextWire.waitsForNothing(state.headers, state.deletes) {
       return DeferredTextStorage(
         deferral, at: state.start..<reader.offset,

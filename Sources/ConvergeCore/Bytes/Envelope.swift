@@ -183,7 +183,7 @@ package enum Envelope {
   /// `checksummed: false` leaves the checksum unchecked, for bytes a stronger check
   /// already covered (a snapshot whose ``SnapshotKey`` tag matched, computed over every
   /// byte, the checksum's too).
-  static func decode<T>(
+  package static func decode<T>(
     _ bytes: ArraySlice<UInt8>, as kinds: [MessageKind],
     maximumDepth: Int = ByteReader.defaultMaximumDepth, checksummed: Bool = true,
     _ decodeBody: (MessageKind, inout ByteReader) throws -> T

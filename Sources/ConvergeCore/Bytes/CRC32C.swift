@@ -17,7 +17,9 @@ package enum CRC32C {
   /// The checksum of two 64-bit integers (little-endian) followed by `bytes`, as
   /// ``checksum(_:)`` of their concatenation, without building it: what a session
   /// frame's checksum covers (its stream id and sequence number, which do not travel).
-  static func checksum<C: Collection>(prefixedBy first: UInt64, _ second: UInt64, _ bytes: C)
+  package static func checksum<C: Collection>(
+    prefixedBy first: UInt64, _ second: UInt64, _ bytes: C
+  )
     -> UInt32 where C.Element == UInt8
   {
     let prefix = (first.littleEndian, second.littleEndian)

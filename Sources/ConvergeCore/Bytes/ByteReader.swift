@@ -60,7 +60,7 @@ package struct ByteReader: Sendable {
   }
 
   /// A reader over `range` of `storage`, reporting offsets from `origin`.
-  init(storage: ArraySlice<UInt8>, range: Range<Int>, origin: Int, maximumDepth: Int) {
+  package init(storage: ArraySlice<UInt8>, range: Range<Int>, origin: Int, maximumDepth: Int) {
     self.storage = storage
     position = range.lowerBound
     end = range.upperBound
@@ -74,7 +74,7 @@ package struct ByteReader: Sendable {
 
   /// The bytes read and the index offsets count from: what a reader of a part of them
   /// later needs (``DeferredTexts``).
-  var source: (storage: ArraySlice<UInt8>, origin: Int) { (storage, origin) }
+  package var source: (storage: ArraySlice<UInt8>, origin: Int) { (storage, origin) }
 
   /// How many bytes are left to read.
   public var remainingCount: Int { end - position }
@@ -101,7 +101,7 @@ package struct ByteReader: Sendable {
   /// - Throws: ``ConvergeDecodingError/invalidUTF8(offset:)``, or `truncated` when the
   ///   input ends first.
   /// - Complexity: O(b) for the b bytes of the scalars.
-  mutating func readScalars(count: Int) throws -> [Unicode.Scalar] {
+  package mutating func readScalars(count: Int) throws -> [Unicode.Scalar] {
     let start = offset
     let (byteCount, scalars) = storage[position..<end].withUnsafeBufferPointer { rest in
       let byteCount = UTF8Scalars.advance(rest, from: 0, scalars: count).end
@@ -326,7 +326,7 @@ package struct ByteReader: Sendable {
   /// nothing and returns false. A string met again (an entity's field names, which most
   /// entities of a message repeat) is matched without being checked or built again; only
   /// strings under 128 bytes (a one-byte length) are matched, longer ones return false.
-  mutating func readString(equalTo expected: String) -> Bool {
+  package mutating func readString(equalTo expected: String) -> Bool {
     let start = position
     guard position < end, storage[position] < 0x80, Int(storage[position]) == expected.utf8.count,
       Int(storage[position]) < remainingCount

@@ -26,8 +26,8 @@ struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
     storage = sorted
   }
 
-  var count: Int { storage.count }
-  var isEmpty: Bool { storage.isEmpty }
+  package var count: Int { storage.count }
+  package var isEmpty: Bool { storage.isEmpty }
 
   /// The position of `replica`, or where it would be inserted.
   func position(of replica: ReplicaID) -> (index: Int, found: Bool) {
@@ -52,7 +52,7 @@ struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
   }
 
   /// Changes the value of `replica` in place, adding `initial` first if it has none.
-  mutating func update<Result>(
+  package mutating func update<Result>(
     _ replica: ReplicaID, default initial: @autoclosure () -> Value,
     _ body: (inout Value) -> Result
   ) -> Result {

@@ -16,7 +16,7 @@
 /// choice.
 ///
 /// - Complexity: O(n) for n content bytes, plus O(c · 256 log 256) for c contexts.
-enum DocumentContentCode {
+package enum DocumentContentCode {
   /// The form byte: every text raw.
   static let raw: UInt8 = 0
   /// The form byte: every text coded with one table (an order-0 code).
@@ -37,13 +37,13 @@ enum DocumentContentCode {
     private(set) var total = 0
 
     /// Whether no byte was counted.
-    var isEmpty: Bool { total == 0 }
+    package var isEmpty: Bool { total == 0 }
 
     /// The contexts some byte follows, ascending.
     var usedContexts: [Int] { rowOf.indices.filter { rowOf[$0] >= 0 } }
 
     /// Counts the bytes of one text.
-    mutating func add(_ content: ArraySlice<UInt8>) {
+    package mutating func add(_ content: ArraySlice<UInt8>) {
       total += content.count
       content.withUnsafeBufferPointer { content in
         var position = 0
@@ -68,7 +68,7 @@ enum DocumentContentCode {
     }
 
     /// Adds `count` (at least 1) to the bytes `byte` that follow `context`.
-    mutating func add(_ count: Int, of byte: Int, after context: Int) {
+    package mutating func add(_ count: Int, of byte: Int, after context: Int) {
       addRow(for: context)
       rows[rowOf[context] << 8 | byte] += count
       total += count
@@ -173,7 +173,7 @@ enum DocumentContentCode {
 
     /// Writes the code (§8.4.1): the table of an order-0 code; the count of contexts,
     /// then each context and its table, of an order-1 code.
-    func write(to writer: inout ByteWriter) {
+    package func write(to writer: inout ByteWriter) {
       guard order == 1 else {
         withRow(atSlot: 0) { ContentCoding.writeTable($0, to: &writer) }
         return
@@ -198,7 +198,7 @@ enum DocumentContentCode {
     /// Reads a code of `order` written by ``write(to:)``: an order-1 code has at least one
     /// context, contexts strictly increasing; each table is written the one way (the
     /// caller checks the lengths).
-    static func read(order: Int, from reader: inout ByteReader) throws -> Code {
+    package static func read(order: Int, from reader: inout ByteReader) throws -> Code {
       var code = Code(order: order)
       guard order == 1 else {
         code.append(context: 0, try ContentCoding.readTable(from: &reader))
@@ -260,7 +260,7 @@ enum DocumentContentCode {
   // MARK: Writing
 
   /// The writer of a document's content, in one of the two forms.
-  struct Writer {
+  package struct Writer {
     /// The code, when the content is coded.
     let code: Code?
     /// Per context slot, the canonical code of each byte value
@@ -268,7 +268,7 @@ enum DocumentContentCode {
     private let codes: [UInt32]
 
     /// Chooses the form for the document whose texts write `contents`.
-    init(contents: [[UInt8]]) {
+    package init(contents: [[UInt8]]) {
       var counts = Counts()
       var countBytes = 0
       for content in contents {
@@ -293,7 +293,7 @@ enum DocumentContentCode {
     }
 
     /// Writes the form byte and the code.
-    func writeHeader(to writer: inout ByteWriter) {
+    package func writeHeader(to writer: inout ByteWriter) {
       guard let code else {
         writer.writeUInt8(raw)
         return
@@ -303,7 +303,7 @@ enum DocumentContentCode {
     }
 
     /// Writes one text's content field: its UTF-8, or its byte count and bits.
-    func write(_ content: [UInt8], to writer: inout ByteWriter) {
+    package func write(_ content: [UInt8], to writer: inout ByteWriter) {
       guard let code else {
         writer.writeLengthPrefixedBytes(content)
         return
@@ -325,7 +325,7 @@ enum DocumentContentCode {
 
   /// The reader of a document's content: decodes each text's field, counts what it
   /// decoded, and at the end checks that the form and the code are the canonical ones.
-  struct Reader: Sendable {
+  package struct Reader: Sendable {
     /// The declared code; nil for the raw form.
     let code: Code?
     /// Every table's decoding tables
@@ -368,7 +368,7 @@ enum DocumentContentCode {
 
     /// Reads the form byte and the code of a coded form. `extending` overrides the choice
     /// of ``extendsEntries`` (for tests: both choices decode alike).
-    init(from reader: inout ByteReader, extending: Bool? = nil) throws {
+    package init(from reader: inout ByteReader, extending: Bool? = nil) throws {
       let start = reader.offset
       let form = try reader.readUInt8()
       guard form != raw else {
@@ -455,7 +455,9 @@ enum DocumentContentCode {
     ///   for bits that do not decode (a code its context does not have) or that do not
     ///   end with the content, padded with zero bits; LEB128 errors and `truncated`.
     ///   Memory stays within eight bytes per input byte.
-    mutating func decode(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
+    package mutating func decode(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<
+      UInt8
+    > {
       // The order read without binding the code (a copy of its arrays per text).
       guard let order = code?.order else {
         counts.add(field)
@@ -538,7 +540,9 @@ enum DocumentContentCode {
     /// ``decode(_:offset:)`` without counting what it decodes, for a text deferred by a
     /// load that skipped the canonical check (``DeferredTexts``): the tables are only
     /// read, so texts decode concurrently from one shared reader.
-    func decodeUncounted(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
+    package func decodeUncounted(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<
+      UInt8
+    > {
       guard code != nil else { return field }
       let (bits, count, bitsStart) = try Self.readField(field, offset: offset)
       let first = successors[0]
@@ -569,7 +573,7 @@ enum DocumentContentCode {
 
     /// Throws `invalidValue` at `offset` unless the form and the code are the ones the
     /// encoder chooses for the content read (``cheapestCode(_:countBytes:known:)``).
-    func checkCanonical(offset: Int) throws {
+    package func checkCanonical(offset: Int) throws {
       var counts = self.counts
       // An order-1 code's counts by entry become (context, byte) counts.
       counts.reserveRows(tables.count)

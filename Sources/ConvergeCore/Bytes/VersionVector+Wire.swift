@@ -31,7 +31,7 @@ extension VersionVector {
 
   /// Reads a vector written by ``write(to:replicas:)`` without building it: `count` gets
   /// the number of entries, then `entry` each entry in replica order.
-  static func readEntries(
+  package static func readEntries(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
     count: (Int) -> Void, entry: (ReplicaID, UInt64) -> Void
   ) throws {

@@ -14,7 +14,7 @@
 /// choice. Raw UTF-8 never starts with `0xFF`, which marks the coded form.
 ///
 /// - Complexity: O(n) for n content bytes, plus O(256 log 256) to build a code.
-enum ContentCoding {
+package enum ContentCoding {
   /// The first byte of coded content (never the first byte of valid UTF-8).
   static let marker: UInt8 = 0xFF
   /// Shorter content is always raw: a code table would not pay for itself.
@@ -25,7 +25,7 @@ enum ContentCoding {
   // MARK: Writing
 
   /// Writes `content` (valid UTF-8) as a `bytes` field, coded when that is smaller.
-  static func write(_ content: [UInt8], to writer: inout ByteWriter) {
+  package static func write(_ content: [UInt8], to writer: inout ByteWriter) {
     guard let code = codeIfShorter(content[...]) else {
       writer.writeLengthPrefixedBytes(content)
       return
@@ -208,7 +208,7 @@ enum ContentCoding {
   ///   that is not zero, or a bit stream that does not end with the content;
   ///   `countTooLarge` for a length the bits cannot hold; LEB128 errors and `truncated`.
   ///   Memory stays within eight bytes per input byte.
-  static func decode(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
+  package static func decode(_ field: ArraySlice<UInt8>, offset: Int) throws -> ArraySlice<UInt8> {
     guard field.first == marker else {
       // Raw: refused if the coded form would have been chosen.
       guard codeLengthsIfShorter(field) == nil else {
@@ -433,7 +433,7 @@ enum ContentCoding {
     /// How many bytes the entry holds (1 ... 3; 0 for successor bits alone, the table of
     /// a content's first byte).
     @inline(__always)
-    static func count(_ entry: Int) -> Int { entry &>> 4 & 0x03 }
+    package static func count(_ entry: Int) -> Int { entry &>> 4 & 0x03 }
 
     /// The entry's last byte; 0 for successor bits alone (a content's first byte follows
     /// a 0).

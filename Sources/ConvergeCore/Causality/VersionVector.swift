@@ -18,17 +18,17 @@ public struct VersionVector: Hashable, Sendable {
   }
 
   /// The vector of `entries`: ascending by replica, each replica once, no zero counter.
-  init(sortedEntries entries: [(replica: ReplicaID, value: UInt64)]) {
+  package init(sortedEntries entries: [(replica: ReplicaID, value: UInt64)]) {
     counters = ReplicaEntries(sorted: entries)
   }
 
   /// The vector holding one entry, `replica: counter` (nothing if `counter` is 0).
-  init(replica: ReplicaID, counter: UInt64) {
+  package init(replica: ReplicaID, counter: UInt64) {
     if counter > 0 { counters[replica] = counter }
   }
 
   /// The number of entries.
-  var count: Int { counters.count }
+  package var count: Int { counters.count }
 
   /// The number of events of `replica` seen without a gap (0 if none).
   public subscript(replica: ReplicaID) -> UInt64 {
@@ -45,18 +45,18 @@ public struct VersionVector: Hashable, Sendable {
   }
 
   /// The only entry, if the vector has exactly one.
-  var onlyEntry: (replica: ReplicaID, counter: UInt64)? {
+  package var onlyEntry: (replica: ReplicaID, counter: UInt64)? {
     guard counters.count == 1, let entry = counters.storage.first else { return nil }
     return (entry.replica, entry.value)
   }
 
   /// Calls `body` with every entry, in replica order, without building a list.
-  func forEachEntry(_ body: (ReplicaID, UInt64) -> Void) {
+  package func forEachEntry(_ body: (ReplicaID, UInt64) -> Void) {
     for entry in counters.storage { body(entry.replica, entry.value) }
   }
 
   /// Whether some entry satisfies `predicate`, in no particular order.
-  func containsEntry(where predicate: (ReplicaID, UInt64) -> Bool) -> Bool {
+  package func containsEntry(where predicate: (ReplicaID, UInt64) -> Bool) -> Bool {
     counters.storage.contains { predicate($0.replica, $0.value) }
   }
 
@@ -70,7 +70,7 @@ public struct VersionVector: Hashable, Sendable {
 
   /// Raises the entry of `dot`'s replica to `dot.counter` if it is lower: the same as
   /// merging the vector of that one entry, without building it.
-  mutating func advance(to dot: Dot) {
+  package mutating func advance(to dot: Dot) {
     if dot.counter > self[dot.replica] { self[dot.replica] = dot.counter }
   }
 

@@ -117,7 +117,7 @@ package struct ByteWriter: Sendable {
   /// Appends scalars as a text's content field (`FORMAT.md` §8.3.1): their UTF-8 byte
   /// count (unsigned LEB128) and UTF-8 bytes, as ``writeString(_:)`` of a string made of
   /// them, unless the content is long enough to be coded.
-  mutating func writeTextContent(_ scalars: ArraySlice<Unicode.Scalar>) {
+  package mutating func writeTextContent(_ scalars: ArraySlice<Unicode.Scalar>) {
     var length = 0
     for scalar in scalars { length += UTF8.width(scalar) }
     guard length < ContentCoding.minimumCodedLength else {
@@ -149,7 +149,7 @@ package struct ByteWriter: Sendable {
 
   /// Replaces the one-byte placeholder at `offset` with the LEB128 count of the bytes
   /// written after it, widening it when the count needs more than one byte.
-  mutating func patchLength(at offset: Int) {
+  package mutating func patchLength(at offset: Int) {
     let length = bytes.count - offset - 1
     guard length >= 0x80 else {
       bytes[offset] = UInt8(length)

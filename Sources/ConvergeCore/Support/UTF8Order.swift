@@ -2,7 +2,7 @@
 /// their UTF-8 bytes, which UTF-8 keeps. Compared over the strings' contiguous storage
 /// where they have it (every native string), a byte at a time; the `utf8` views' generic
 /// comparison cost several times as much.
-func utf8Precedes(_ lhs: String, _ rhs: String) -> Bool {
+package func utf8Precedes(_ lhs: String, _ rhs: String) -> Bool {
   let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
     rhs.utf8.withContiguousStorageIfAvailable { right in
       for index in 0..<Swift.min(left.count, right.count) where left[index] != right[index] {
@@ -16,7 +16,7 @@ func utf8Precedes(_ lhs: String, _ rhs: String) -> Bool {
 
 /// Whether `lhs` and `rhs` have the same UTF-8 bytes (not the canonical equivalence of
 /// `==`), compared over their contiguous storage as ``utf8Precedes(_:_:)`` compares.
-func utf8Equal(_ lhs: String, _ rhs: String) -> Bool {
+package func utf8Equal(_ lhs: String, _ rhs: String) -> Bool {
   let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
     rhs.utf8.withContiguousStorageIfAvailable { right in
       left.count == right.count && !zip(left, right).contains { $0 != $1 }

@@ -23,6 +23,4 @@ extension Mergeable {
   }
 }
 
-extension RGA: Mergeable {}
-extension SharedText: Mergeable {}
 extension VersionVector: Mergeable {}

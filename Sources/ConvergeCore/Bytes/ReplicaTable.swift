@@ -114,17 +114,21 @@ package struct ReplicaTable: Sendable {
   }
 }
 
+/// The texts of a load that defers them: the codec's `DeferredTexts`, which the table
+/// carries for every text of the load without this module naming the codec.
+package protocol DeferredContent: AnyObject, Sendable {}
+
 /// How a document state's text content is read with its content code.
-enum ContentReading: Sendable {
+package enum ContentReading: Sendable {
   /// Decoded and counted for the canonical check of the code.
   case counted
   /// Left coded, in a load that defers its texts to `texts` (and skips that check).
-  case deferred(DeferredTexts)
+  case deferred(any DeferredContent)
   /// Decoded without counting: a deferred text's, decoded on its own after the load.
   case uncounted
 
   /// The texts of a load that defers them, if this is one.
-  var deferral: DeferredTexts? {
+  package var deferral: (any DeferredContent)? {
     if case .deferred(let texts) = self { texts } else { nil }
   }
 }
@@ -146,12 +150,12 @@ package struct DecodedReplicaTable: Sendable {
   /// A document state's content code (`FORMAT.md` §8.4.1), declared like the replicas
   /// before the entities that use it; nil in other messages, whose texts code their own
   /// content (§8.3.1).
-  var documentContent: DocumentContentCode.Reader?
+  package var documentContent: DocumentContentCode.Reader?
   /// How a document state's text content is read (``ContentReading``).
-  var contentReading = ContentReading.counted
+  package var contentReading = ContentReading.counted
   /// The field names of the entity read last (``FieldWire/readFields(from:replicas:readText:)``),
   /// which the next one most often repeats.
-  var fieldNames: [String] = []
+  package var fieldNames: [String] = []
 
   /// Reads a table written by ``ReplicaTable/write(to:)``.
   ///
@@ -220,7 +224,7 @@ package struct DecodedReplicaTable: Sendable {
 
   /// The UTF-8 of a text's content field: decoded with the document's content code, or
   /// on its own (``ContentCoding/decode(_:offset:)``) in a message without one.
-  mutating func decodeContent(
+  package mutating func decodeContent(
     _ field: ArraySlice<UInt8>, offset: Int
   ) throws -> ArraySlice<UInt8> {
     guard documentContent != nil else { return try ContentCoding.decode(field, offset: offset) }

@@ -3,9 +3,9 @@
 /// decodes bytes known valid (a String's storage, a text's own content, bytes `count`
 /// accepted), without checks (decoding a String's storage here instead of iterating
 /// `unicodeScalars`, 29 instructions a scalar, saved an eighth of creating a note).
-enum UTF8Scalars {
+package enum UTF8Scalars {
   /// Bytes that are not strictly valid UTF-8.
-  struct Invalid: Error {}
+  package struct Invalid: Error {}
 
   /// The number of scalars of strictly valid UTF-8 (no overlong forms, surrogates, values
   /// above U+10FFFF, stray continuation bytes or cut sequences), and how many of them lie
@@ -20,7 +20,7 @@ enum UTF8Scalars {
   ///
   /// - Complexity: O(n) for n bytes.
   @inline(__always)
-  static func count(_ input: UnsafeBufferPointer<UInt8>) throws(Invalid) -> (
+  package static func count(_ input: UnsafeBufferPointer<UInt8>) throws(Invalid) -> (
     scalars: Int, supplementary: Int
   ) {
     let high: UInt64 = 0x8080_8080_8080_8080
@@ -122,7 +122,7 @@ enum UTF8Scalars {
   /// many lie outside the Basic Multilingual Plane.
   ///
   /// - Complexity: O(n) for n bytes.
-  static func decode(_ input: UnsafeBufferPointer<UInt8>) throws(Invalid) -> (
+  package static func decode(_ input: UnsafeBufferPointer<UInt8>) throws(Invalid) -> (
     scalars: [Unicode.Scalar], supplementary: Int
   ) {
     _ = try count(input)
@@ -134,7 +134,7 @@ enum UTF8Scalars {
   ///
   /// - Complexity: O(n) for n bytes.
   @inline(__always)
-  static func decode(valid input: UnsafeBufferPointer<UInt8>) -> (
+  package static func decode(valid input: UnsafeBufferPointer<UInt8>) -> (
     scalars: [Unicode.Scalar], supplementary: Int
   ) {
     var supplementary = 0
@@ -154,7 +154,7 @@ enum UTF8Scalars {
   /// String's storage, a text's own content, or bytes ``count(_:)`` accepted.
   @inline(__always)
   @discardableResult
-  static func forEachScalar(
+  package static func forEachScalar(
     of input: UnsafeBufferPointer<UInt8>, _ body: (Unicode.Scalar) -> Void
   ) -> Int {
     var supplementary = 0
@@ -190,7 +190,7 @@ enum UTF8Scalars {
   /// its end), and how many of them lie outside the Basic Multilingual Plane, read from
   /// their lead bytes alone.
   @inline(__always)
-  static func advance(
+  package static func advance(
     _ input: UnsafeBufferPointer<UInt8>, from start: Int, scalars: Int
   ) -> (end: Int, supplementary: Int) {
     var position = start
@@ -211,7 +211,7 @@ extension UTF8Scalars {
   /// decoded in one pass.
   ///
   /// - Complexity: O(n) for n UTF-8 bytes.
-  static func scalarsAndUTF16Count(ofValid utf8: UnsafeBufferPointer<UInt8>) -> (
+  package static func scalarsAndUTF16Count(ofValid utf8: UnsafeBufferPointer<UInt8>) -> (
     scalars: [Unicode.Scalar], utf16Count: Int
   ) {
     let decoded = decode(valid: utf8)

@@ -61,7 +61,7 @@ public struct CounterRanges: Hashable, Sendable {
   }
 
   /// Whether the set holds exactly the counters of `range`.
-  func isExactly(_ range: ClosedRange<UInt64>) -> Bool {
+  package func isExactly(_ range: ClosedRange<UInt64>) -> Bool {
     ranges.count == 1 && ranges[0] == range
   }
 

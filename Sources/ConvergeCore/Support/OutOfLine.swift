@@ -9,32 +9,32 @@
 ///
 /// `@unchecked Sendable`: the value is changed only through a reference known to be
 /// unique, so no two threads ever see one box change (as ``TextStorage``).
-struct OutOfLine<Value: Sendable>: @unchecked Sendable {
+package struct OutOfLine<Value: Sendable>: @unchecked Sendable {
   private final class Box: ManagedBuffer<Value, UInt8> {}
 
   private var box: Box?
 
   /// Empty.
-  init() {}
+  package init() {}
 
   /// Holding `value`.
-  init(_ value: Value) { box = Self.makeBox(value) }
+  package init(_ value: Value) { box = Self.makeBox(value) }
 
   private static func makeBox(_ value: Value) -> Box {
     unsafeDowncast(Box.create(minimumCapacity: 0) { _ in value }, to: Box.self)
   }
 
   /// Whether there is no value.
-  var isEmpty: Bool { box == nil }
+  package var isEmpty: Bool { box == nil }
 
   /// A copy of the value, or `nil` while empty.
-  var value: Value? { read { $0.pointee } }
+  package var value: Value? { read { $0.pointee } }
 
   /// What `body` returns for the value, which it reads in place through the pointer
   /// (passed as an argument, the value would be copied, arrays retained and all);
   /// `nil` while empty.
   @inline(__always)
-  func read<Result>(_ body: (UnsafePointer<Value>) throws -> Result) rethrows -> Result? {
+  package func read<Result>(_ body: (UnsafePointer<Value>) throws -> Result) rethrows -> Result? {
     // Chained, not bound: a bound reference is retained and released at every read.
     try box?.withUnsafeMutablePointerToHeader { try body($0) }
   }
@@ -43,7 +43,7 @@ struct OutOfLine<Value: Sendable>: @unchecked Sendable {
   /// caller holds it alone and edits it in place; `empty` while there is no value (and
   /// no value is made). The caller puts the part back.
   @inline(__always)
-  mutating func take<Part>(_ path: WritableKeyPath<Value, Part>, empty: Part) -> Part {
+  package mutating func take<Part>(_ path: WritableKeyPath<Value, Part>, empty: Part) -> Part {
     // Not bound: a bound reference would defeat the uniqueness check.
     guard box != nil else { return empty }
     if !isKnownUniquelyReferenced(&box) { box = Self.makeBox(box.unsafelyUnwrapped.header) }
@@ -58,7 +58,7 @@ struct OutOfLine<Value: Sendable>: @unchecked Sendable {
   /// Runs `body` on the value in place, made by `initial` first while empty, and copied
   /// first while another instance shares it.
   @inline(__always)
-  mutating func update<Result>(
+  package mutating func update<Result>(
     creating initial: () -> Value, _ body: (inout Value) throws -> Result
   ) rethrows -> Result {
     if !isKnownUniquelyReferenced(&box) { box = Self.makeBox(box?.header ?? initial()) }
@@ -68,5 +68,5 @@ struct OutOfLine<Value: Sendable>: @unchecked Sendable {
   }
 
   /// Drops the value.
-  mutating func empty() { box = nil }
+  package mutating func empty() { box = nil }
 }

@@ -4,9 +4,14 @@
 extension ByteReader {
   /// What a map's keys are called in its errors: "`plural` not strictly increasing" and
   /// "duplicate `singular`".
-  struct KeyNames {
+  package struct KeyNames {
     let plural: String
     let singular: String
+
+    package init(plural: String, singular: String) {
+      self.plural = plural
+      self.singular = singular
+    }
   }
 
   /// Reads `count` entries: a key with `readKey`, refused unless `precedes` puts the
@@ -17,7 +22,7 @@ extension ByteReader {
   ///
   /// Inlined so that the closures of each map are too: these loops decode every delta.
   @inline(__always)
-  mutating func readSortedEntries<Key>(
+  package mutating func readSortedEntries<Key>(
     count: Int, keys names: KeyNames, readKey: (inout ByteReader) throws -> Key,
     precedes: (Key, Key) -> Bool, readValue: (inout ByteReader, Key, _ start: Int) throws -> Bool
   ) throws {
@@ -41,7 +46,7 @@ extension ByteReader {
   /// entries as ``readSortedEntries(count:keys:readKey:precedes:readValue:)`` does, into
   /// a dictionary.
   @inline(__always)
-  mutating func readSortedMap<Key: Hashable, Value>(
+  package mutating func readSortedMap<Key: Hashable, Value>(
     minimumBytesPerEntry: Int, keys names: KeyNames, readKey: (inout ByteReader) throws -> Key,
     precedes: (Key, Key) -> Bool, readValue: (inout ByteReader, _ start: Int) throws -> Value
   ) throws -> [Key: Value] {

@@ -30,7 +30,7 @@ public struct CausalContext: Hashable, Sendable {
   }
 
   /// The context holding exactly the events `counters` of `replica`.
-  init(replica: ReplicaID, counters range: ClosedRange<UInt64>) {
+  package init(replica: ReplicaID, counters range: ClosedRange<UInt64>) {
     counters[replica] = CounterRanges(range)
   }
 
@@ -51,7 +51,7 @@ public struct CausalContext: Hashable, Sendable {
   public var replicas: [ReplicaID] { counters.storage.map(\.replica) }
 
   /// The only replica with known events and its counters, if exactly one has any.
-  var onlyEntry: (replica: ReplicaID, counters: CounterRanges)? {
+  package var onlyEntry: (replica: ReplicaID, counters: CounterRanges)? {
     guard counters.count == 1, let entry = counters.storage.first else { return nil }
     return (entry.replica, entry.value)
   }

@@ -1,0 +1,3 @@
+// `Converge` is the umbrella over the layers' modules (ARCHITECTURE.md): an app writes
+// `import Converge` and sees every layer's public API.
+@_exported import ConvergeCore

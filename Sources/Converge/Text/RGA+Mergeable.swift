@@ -1,0 +1,3 @@
+// The sequence's conformances to the core's join protocol.
+extension RGA: Mergeable {}
+extension SharedText: Mergeable {}
