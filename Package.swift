@@ -24,7 +24,11 @@ let package = Package(
     // `Converge` re-exports them, so an app writes `import Converge`.
     // Support, causality, the byte reader and writer, CRC32C, the envelope.
     .target(name: "ConvergeCore"),
-    .target(name: "Converge", dependencies: ["ConvergeCore"], exclude: ["Codec/FORMAT.md"]),
+    // The LWW register, the add-wins set, the FugueMax sequence and anchors.
+    .target(name: "ConvergeCRDTs", dependencies: ["ConvergeCore"]),
+    .target(
+      name: "Converge", dependencies: ["ConvergeCore", "ConvergeCRDTs"],
+      exclude: ["Codec/FORMAT.md"]),
     .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
     // Editing traces (josephg/editing-traces format) and their replay, shared by the
     // command line tool and the tests.
@@ -61,7 +65,8 @@ let package = Package(
     .testTarget(
       name: "ConvergeTests",
       dependencies: [
-        "Converge", "ConvergeCore", "ConvergeTestSupport", "ConvergeTraces", "ConvergeSimulator",
+        "Converge", "ConvergeCore", "ConvergeCRDTs", "ConvergeTestSupport", "ConvergeTraces",
+        "ConvergeSimulator",
         "ConvergeStore", "ConvergeRelayClient",
       ],
       // Inputs the fuzzers found failing, replayed as tests (not bundled resources).

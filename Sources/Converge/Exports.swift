@@ -1,3 +1,4 @@
 // `Converge` is the umbrella over the layers' modules (ARCHITECTURE.md): an app writes
 // `import Converge` and sees every layer's public API.
+@_exported import ConvergeCRDTs
 @_exported import ConvergeCore

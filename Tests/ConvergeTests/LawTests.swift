@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCRDTs
 
 /// The algebraic laws, on states drawn from random multi-replica histories. Every test
 /// runs `cases` seeds (times `CONVERGE_FUZZ_ITERATIONS`); a failure prints its seed.

@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCRDTs
 
 /// The two-level leaf order against a plain array of (leaf, visible, UTF-16) in document
 /// order, on seeded random leaf insertions and count changes: enough insertions that

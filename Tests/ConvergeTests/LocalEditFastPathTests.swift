@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCRDTs
 @testable import ConvergeCore
 
 /// The fast paths of live local editing (one transaction per keystroke) against the

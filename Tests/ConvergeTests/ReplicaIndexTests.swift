@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCRDTs
 
 /// The chunked id index against a plain map from counter to leaf, on seeded random
 /// assignments: new ranges appended or placed in gaps, and ranges moved to other leaves

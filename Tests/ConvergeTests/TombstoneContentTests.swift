@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCRDTs
 
 /// Deleted scalars keep their ids but not their content: states and deltas do not carry
 /// it, and a run that arrives without content integrates as a tombstone.

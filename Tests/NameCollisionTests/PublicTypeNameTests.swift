@@ -13,8 +13,8 @@ import Testing
 @Suite struct PublicTypeNameTests {
   /// The libraries an app imports: this package's products and the relay's client.
   static let libraries = [
-    "Sources/Converge", "Sources/ConvergeCore", "Sources/ConvergeStore",
-    "Sources/ConvergeSimulator",
+    "Sources/Converge", "Sources/ConvergeCore", "Sources/ConvergeCRDTs",
+    "Sources/ConvergeStore", "Sources/ConvergeSimulator",
     "Sources/ConvergeTestSupport", "Sources/ConvergeRelayClient",
     "Relay/Sources/ConvergeRelayNIO",
   ]

@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// Inserts waiting for their origin or right origin, indexed by their ids and by the one
 /// origin each waits for, so that an arriving run wakes exactly the inserts that waited
 /// for it (a woken insert that still lacks its other origin waits again, for that one).
@@ -10,17 +12,17 @@
 ///
 /// Almost every text has nothing waiting: the indexes are held out of line
 /// (``OutOfLine``) and only while an insert waits, so such a text pays one word for them.
-struct PendingBuffer: Sendable, Sequence {
+package struct PendingBuffer: Sendable, Sequence {
   private var storage = OutOfLine<Contents>()
 
   init() {}
 
-  var isEmpty: Bool { storage.isEmpty }
+  package var isEmpty: Bool { storage.isEmpty }
 
   /// The number of buffered inserts.
-  var count: Int { storage.read { $0.pointee.count } ?? 0 }
+  package var count: Int { storage.read { $0.pointee.count } ?? 0 }
 
-  func makeIterator() -> AnyIterator<RGADelta.Insert> {
+  package func makeIterator() -> AnyIterator<RGADelta.Insert> {
     storage.read { $0.pointee.makeIterator() } ?? AnyIterator { nil }
   }
 
@@ -30,14 +32,14 @@ struct PendingBuffer: Sendable, Sequence {
   }
 
   /// Whether any id of `range` of `replica` is buffered.
-  func overlaps(replica: ReplicaID, _ range: Range<UInt64>) -> Bool {
+  package func overlaps(replica: ReplicaID, _ range: Range<UInt64>) -> Bool {
     storage.read { $0.pointee.overlaps(replica: replica, range) } ?? false
   }
 
   /// Buffers `insert`, whose ids are disjoint from every buffered one, until `origin`
   /// (its origin or right origin) arrives. It keeps its own copy of its scalars, not the
   /// buffer of the message it came in.
-  mutating func add(_ received: RGADelta.Insert, waitingFor origin: Dot) {
+  package mutating func add(_ received: RGADelta.Insert, waitingFor origin: Dot) {
     storage.update(creating: Contents.init) { $0.add(received, waitingFor: origin) }
   }
 
@@ -70,7 +72,7 @@ extension PendingBuffer {
     struct Entry: Sendable, Equatable {
       var lower: UInt64
       var upper: UInt64
-      var slot: Int
+      package var slot: Int
     }
 
     /// Buffered inserts by slot; `nil` marks a free slot.
@@ -79,7 +81,7 @@ extension PendingBuffer {
     private var waitedFor: [Dot] = []
     private var freeSlots: [Int] = []
     /// The number of buffered inserts.
-    private(set) var count = 0
+    package private(set) var count = 0
     /// Per replica: the buffered id ranges, sorted and disjoint.
     private(set) var ids = ReplicaMap<[Entry]>()
     /// Per origin replica: origin counter → slots of the inserts waiting for it.
@@ -122,14 +124,14 @@ extension PendingBuffer {
     }
 
     /// See ``PendingBuffer/overlaps(replica:_:)``.
-    func overlaps(replica: ReplicaID, _ range: Range<UInt64>) -> Bool {
+    package func overlaps(replica: ReplicaID, _ range: Range<UInt64>) -> Bool {
       guard let entries = ids[replica] else { return false }
       let position = Self.firstEntry(entries, endingAfter: range.lowerBound)
       return position < entries.count && entries[position].lower < range.upperBound
     }
 
     /// See ``PendingBuffer/add(_:waitingFor:)``.
-    mutating func add(_ received: RGADelta.Insert, waitingFor origin: Dot) {
+    package mutating func add(_ received: RGADelta.Insert, waitingFor origin: Dot) {
       let insert = received.compacted
       let slot: Int
       if let reused = freeSlots.popLast() {
@@ -250,13 +252,13 @@ extension PendingBuffer {
 
 /// Delete targets not integrated yet: per target replica, sorted disjoint counter ranges.
 /// Held out of line (``OutOfLine``) and only while a target is waited for.
-struct UnresolvedDeletes: Sendable {
+package struct UnresolvedDeletes: Sendable {
   private var storage = OutOfLine<ReplicaMap<[Range<UInt64>]>>()
 
   /// The ranges per target replica.
-  var ranges: ReplicaMap<[Range<UInt64>]> { storage.value ?? ReplicaMap() }
+  package var ranges: ReplicaMap<[Range<UInt64>]> { storage.value ?? ReplicaMap() }
 
-  var isEmpty: Bool { storage.isEmpty }
+  package var isEmpty: Bool { storage.isEmpty }
 
   /// The number of counters waited for.
   var total: Int {
@@ -275,7 +277,7 @@ struct UnresolvedDeletes: Sendable {
   }
 
   /// Adds `range` of `replica`, joining it with the ranges it touches.
-  mutating func add(replica: ReplicaID, _ range: Range<UInt64>) {
+  package mutating func add(replica: ReplicaID, _ range: Range<UInt64>) {
     guard !range.isEmpty else { return }
     storage.update(creating: ReplicaMap.init) { Self.add(replica: replica, range, to: &$0) }
   }

@@ -1,9 +1,11 @@
+import ConvergeCore
+
 extension RGA {
   /// Calls `body` with the id and visible position of each visible item, in order: a
   /// movable list's slots (``MovableList``) are the items of an RGA.
   ///
   /// - Complexity: O(n) for n items, visible or not.
-  func forEachVisibleItem(_ body: (_ id: Dot, _ position: Int) -> Void) {
+  package func forEachVisibleItem(_ body: (_ id: Dot, _ position: Int) -> Void) {
     var position = 0
     for leafID in leafOrder.documentOrder {
       for run in leaves[leafID].runs where !run.deleted {
@@ -18,7 +20,7 @@ extension RGA {
   /// The visible position of the item `id`, or `nil` if it is deleted or not here.
   ///
   /// - Complexity: O(log n + r) for r runs in a leaf.
-  func visiblePosition(of id: Dot) -> Int? {
+  package func visiblePosition(of id: Dot) -> Int? {
     guard let found = locate(id), !leaves[found.leaf].runs[found.run].deleted else { return nil }
     return leafOrder.prefix(of: found.leaf).visible &+ found.scalarsBefore &+ found.offset
   }
@@ -26,7 +28,7 @@ extension RGA {
   /// The id of the visible item at `position`, which must be below ``count``.
   ///
   /// - Complexity: O(log n + r) for r runs in a leaf.
-  func visibleItem(at position: Int) -> Dot {
+  package func visibleItem(at position: Int) -> Dot {
     let found = locateVisible(position)
     let run = leaves[found.leaf].runs[found.run]
     return Dot(replica: run.replica, counter: run.counter &+ UInt64(found.offset))
@@ -37,7 +39,7 @@ extension RGA {
   /// Whether the item `id` is here and visible.
   ///
   /// - Complexity: O(log n + r) for r runs in a leaf.
-  func isVisibleItem(_ id: Dot) -> Bool {
+  package func isVisibleItem(_ id: Dot) -> Bool {
     guard let found = locate(id) else { return false }
     return !leaves[found.leaf].runs[found.run].deleted
   }
@@ -50,7 +52,7 @@ extension RGA {
   ///
   /// - Returns: an empty delta if the id is not fresh or the Lamport numbers ran out.
   /// - Complexity: O(log n + r) for r runs in a leaf.
-  func insertDelta(of scalar: Unicode.Scalar, at position: Int, firstDot: Dot) -> RGADelta {
+  package func insertDelta(of scalar: Unicode.Scalar, at position: Int, firstDot: Dot) -> RGADelta {
     guard let lamport = nextLamport(for: 1), isFresh(firstDot, length: 1) else {
       return RGADelta()
     }

@@ -1,3 +1,5 @@
+import ConvergeCore
+
 extension LWWRegister {
   /// Verifies the register's invariants: a value exists exactly when a stamp does (an
   /// unwritten register keeps the zero stamp, so that equal registers compare equal).

@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// An add-wins observed-remove set: a remove takes away only the adds it has seen, so an
 /// add made concurrently with a remove survives it.
 ///

@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// How a UTF-16 offset that falls inside a surrogate pair is resolved.
 public enum SurrogateRounding: Sendable {
   /// To the start of the scalar.

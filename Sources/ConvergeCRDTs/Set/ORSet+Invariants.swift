@@ -1,3 +1,5 @@
+import ConvergeCore
+
 extension ORSet {
   /// Verifies the set's invariants: every live dot is in the context, and no element is
   /// present with an empty dot set (the canonical form, so equal knowledge gives `==`).

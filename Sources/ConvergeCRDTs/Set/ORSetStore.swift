@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// The dot store of an add-wins set: for every present element, the dots of the adds
 /// that put it there and were not removed since.
 ///
@@ -10,7 +12,7 @@
 /// stores.
 struct ORSetStore<Element: Hashable & Sendable>: Sendable, Equatable {
   /// The live add events of every present element.
-  var entries: [Element: Set<Dot>]
+  package var entries: [Element: Set<Dot>]
 
   init() {
     entries = [:]
@@ -20,7 +22,7 @@ struct ORSetStore<Element: Hashable & Sendable>: Sendable, Equatable {
     self.entries = entries
   }
 
-  var isEmpty: Bool { entries.isEmpty }
+  package var isEmpty: Bool { entries.isEmpty }
 
   /// Every live dot, unordered.
   var dots: some Sequence<Dot> { entries.values.joined() }
@@ -28,7 +30,7 @@ struct ORSetStore<Element: Hashable & Sendable>: Sendable, Equatable {
   /// Records an add of `element` with `dot`, which supersedes the element's earlier
   /// adds, and returns those earlier dots: the delta's context must hold them so that a
   /// peer drops them too.
-  mutating func insert(_ element: Element, dot: Dot) -> Set<Dot> {
+  package mutating func insert(_ element: Element, dot: Dot) -> Set<Dot> {
     let superseded = entries.updateValue([dot], forKey: element) ?? []
     return superseded
   }

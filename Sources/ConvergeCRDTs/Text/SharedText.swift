@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// One replicated note body: an ``RGA`` together with the replica that edits it and the
 /// dot counter it allocates from.
 ///

@@ -1,12 +1,14 @@
+import ConvergeCore
+
 /// One maximal run of the logical content, independent of how storage split it.
 struct CanonicalRun: Equatable {
-  var replica: ReplicaID
-  var counter: UInt64
-  var lamport: UInt64
-  var origin: Dot?
-  var rightOrigin: Dot?
-  var length: Int
-  var deleted: Bool
+  package var replica: ReplicaID
+  package var counter: UInt64
+  package var lamport: UInt64
+  package var origin: Dot?
+  package var rightOrigin: Dot?
+  package var length: Int
+  package var deleted: Bool
 }
 
 extension RGA: Equatable {

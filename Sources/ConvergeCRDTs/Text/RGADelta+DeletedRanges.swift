@@ -1,17 +1,19 @@
+import ConvergeCore
+
 extension RGADelta {
   /// The scalars a delta's own delete runs remove: per target replica, sorted and joined
   /// counter ranges. (A message does not write their content, and two deltas that differ
   /// only in it are equal.)
-  struct DeletedRanges {
+  package struct DeletedRanges {
     private var ranges: [ReplicaID: [Range<UInt64>]] = [:]
 
     /// Whether the delta deletes nothing.
-    var isEmpty: Bool { ranges.isEmpty }
+    package var isEmpty: Bool { ranges.isEmpty }
 
     /// The removed counters of `replica`, sorted and joined.
-    func ranges(of replica: ReplicaID) -> [Range<UInt64>] { ranges[replica] ?? [] }
+    package func ranges(of replica: ReplicaID) -> [Range<UInt64>] { ranges[replica] ?? [] }
 
-    init(_ deletes: [RGADelta.Delete]) {
+    package init(_ deletes: [RGADelta.Delete]) {
       var unsorted: [ReplicaID: [Range<UInt64>]] = [:]
       for delete in deletes where delete.isWellFormed {
         let target = delete.targetRange
@@ -33,7 +35,7 @@ extension RGADelta {
 
     /// `lower..<upper` of `replica` cut into pieces, each wholly removed or not, in
     /// order.
-    func pieces(replica: ReplicaID, _ lower: UInt64, _ upper: UInt64)
+    package func pieces(replica: ReplicaID, _ lower: UInt64, _ upper: UInt64)
       -> [(range: Range<UInt64>, deleted: Bool)]
     {
       guard let list = ranges[replica], !list.isEmpty else { return [(lower..<upper, false)] }

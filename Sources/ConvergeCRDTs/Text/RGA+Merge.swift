@@ -1,3 +1,5 @@
+import ConvergeCore
+
 extension RGA {
   /// Integrates a delta from another replica (or this one): inserts whose origin is
   /// present and deletes whose target is present take effect now, the rest is buffered
@@ -287,9 +289,9 @@ extension RGA {
   /// while the storage does not change.
   struct OrderKey: Comparable {
     var block: Int
-    var slot: Int
-    var run: Int
-    var offset: Int
+    package var slot: Int
+    package var run: Int
+    package var offset: Int
 
     /// Before every item: the head of the text.
     static let head = OrderKey(block: -1, slot: 0, run: 0, offset: 0)

@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// The inserts and deletes one text sends another: what a local edit produced, or what a
 /// peer lacks (``RGA/delta(since:)``).
 ///
@@ -20,7 +22,7 @@ public struct RGADelta: Sendable, Equatable {
     public var rightOrigin: Dot?
     /// The run's scalars. Decoded runs share one buffer per message (``slice(from:length:)``
     /// shares it too), so a message of many runs makes one allocation, not one per run.
-    var content: ArraySlice<Unicode.Scalar>
+    package var content: ArraySlice<Unicode.Scalar>
     /// The length of a run without content (`content` empty), otherwise 0.
     var droppedLength = 0
 
@@ -32,7 +34,7 @@ public struct RGADelta: Sendable, Equatable {
     }
 
     /// A run whose scalars are `content` (possibly a slice of a shared buffer).
-    init(
+    package init(
       id: Dot, lamport: UInt64, origin: Dot?, rightOrigin: Dot?,
       content: ArraySlice<Unicode.Scalar>
     ) {
@@ -44,7 +46,9 @@ public struct RGADelta: Sendable, Equatable {
     }
 
     /// A run of `length` deleted scalars whose content was dropped.
-    init(id: Dot, lamport: UInt64, origin: Dot?, rightOrigin: Dot?, droppedLength length: Int) {
+    package init(
+      id: Dot, lamport: UInt64, origin: Dot?, rightOrigin: Dot?, droppedLength length: Int
+    ) {
       self.id = id
       self.lamport = lamport
       self.origin = origin
@@ -74,7 +78,7 @@ public struct RGADelta: Sendable, Equatable {
     }
 
     /// The part of the run from `offset`, `length` scalars long.
-    func slice(from offset: Int, length: Int) -> Insert {
+    package func slice(from offset: Int, length: Int) -> Insert {
       if offset == 0 && length == self.length { return self }
       let step = UInt64(offset)
       let id = Dot(replica: self.id.replica, counter: self.id.counter + step)
@@ -98,7 +102,7 @@ public struct RGADelta: Sendable, Equatable {
     }
 
     /// Appends `next`, which continues this run and has content exactly when it has.
-    mutating func append(_ next: Insert) {
+    package mutating func append(_ next: Insert) {
       if isContentDropped {
         droppedLength += next.length
       } else {
@@ -140,17 +144,17 @@ public struct RGADelta: Sendable, Equatable {
     }
 
     /// The target of the `offset`-th delete dot.
-    func target(at offset: UInt64) -> UInt64 {
+    package func target(at offset: UInt64) -> UInt64 {
       isDescending ? target.counter - offset : target.counter + offset
     }
 
     /// The deleted counters as an ascending half-open range.
-    var targetRange: TargetRange {
+    package var targetRange: TargetRange {
       let lower = isDescending ? target.counter - (count - 1) : target.counter
       return TargetRange(replica: target.replica, lower: lower, upper: lower + count)
     }
 
-    func slice(from offset: UInt64, count length: UInt64) -> Delete {
+    package func slice(from offset: UInt64, count length: UInt64) -> Delete {
       Delete(
         dot: Dot(replica: dot.replica, counter: dot.counter + offset),
         target: Dot(replica: target.replica, counter: target(at: offset)),
@@ -158,7 +162,7 @@ public struct RGADelta: Sendable, Equatable {
     }
 
     /// Checked validity: counters at least 1, no range running past `UInt64.max`.
-    var isWellFormed: Bool {
+    package var isWellFormed: Bool {
       guard count > 0, dot.counter > 0, target.counter > 0 else { return false }
       let (dotEnd, dotOverflow) = dot.counter.addingReportingOverflow(count)
       guard !dotOverflow, dotEnd > dot.counter else { return false }
@@ -194,9 +198,9 @@ public struct RGADelta: Sendable, Equatable {
   }
 
   /// Insert runs, sorted by Lamport number so that origins come before their children.
-  public internal(set) var inserts: [Insert]
+  public package(set) var inserts: [Insert]
   /// Delete runs, sorted by delete dot.
-  public internal(set) var deletes: [Delete]
+  public package(set) var deletes: [Delete]
 
   /// The empty delta.
   public init() {
@@ -266,7 +270,7 @@ public struct RGADelta: Sendable, Equatable {
   ///
   /// - Complexity: O(d log d) for d runs, O(d) when the insert runs ascend by id (one
   ///   replica's typing does); O(1) for a keystroke's one run.
-  var hasRunsSharingCounters: Bool {
+  package var hasRunsSharingCounters: Bool {
     guard inserts.count + deletes.count > 1 else { return false }
     var insertRanges: [TargetRange] = []
     insertRanges.reserveCapacity(inserts.count)
@@ -316,7 +320,7 @@ public struct RGADelta: Sendable, Equatable {
   }
 
   /// Sorts the runs, drops exact duplicates and joins runs that continue each other.
-  mutating func normalize() {
+  package mutating func normalize() {
     // At most one non-empty run of each kind (a keystroke) is in normal form already;
     // returning early skips building the two arrays below.
     if inserts.count <= 1, deletes.count <= 1, (inserts.first?.length ?? 1) > 0,

@@ -1,3 +1,5 @@
+import ConvergeCore
+
 extension ORSet: Mergeable {
   /// Adds `element` with the fresh event `dot` and returns the delta to send.
   ///

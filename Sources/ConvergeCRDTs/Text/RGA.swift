@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// A replicated growable array of Unicode scalars: the text sequence CRDT behind note
 /// bodies.
 ///
@@ -88,34 +90,34 @@ public struct RGA: Sendable {
   /// and finding an id scans the runs before it, so smaller leaves cost less there and
   /// more in splits: 32 made merging the offline halves of automerge-paper 5% cheaper
   /// than 64 or 24, and its local replay 7% cheaper than 64 (instructions, callgrind).
-  static let maxRunsPerLeaf = 32
+  package static let maxRunsPerLeaf = 32
 
   /// Lamport numbers at or above this bound are rejected as malformed, so that local
   /// inserts can always add to the largest one seen without overflowing.
-  static let lamportLimit: UInt64 = 1 << 62
+  package static let lamportLimit: UInt64 = 1 << 62
 
   /// Consecutive items of one replica: ids `counter..<counter+length`, Lamport numbers
   /// `lamport..<lamport+length`; item `i > 0` has item `i - 1` as its origin, and every
   /// item has the run's right origin.
-  struct Run: Sendable, Equatable {
+  package struct Run: Sendable, Equatable {
     // Stored in this order, the origins without Optional's tag (counter 0 is never an
     // id) and the two flags in the Lamport number's top bits (Lamport numbers stay below
     // `lamportLimit`, 2^62), so that a run takes 88 bytes: leaves move their runs on
     // every insert, and a one-run text's array of runs fits a 128-byte allocation.
-    var replica: ReplicaID
-    var counter: UInt64
+    package var replica: ReplicaID
+    package var counter: UInt64
     private var lamportAndFlags: UInt64
     private var originStorage: Dot
     private var rightOriginStorage: Dot
     /// Where the run's UTF-8 starts in `content`, if it has content (it runs for ``utf8``
     /// bytes).
-    var contentStart: Int
-    var length: Int
+    package var contentStart: Int
+    package var length: Int
     /// UTF-16 code units of the run's scalars.
-    var utf16: Int
+    package var utf16: Int
     /// UTF-8 bytes of the run's scalars; `length` for a run without content, which reads
     /// as ASCII wherever offsets are counted.
-    var utf8: Int
+    package var utf8: Int
 
     /// Stands for `nil` in the origins' storage.
     private static let none = Dot(replica: ReplicaID(rawValue: 0), counter: 0)
@@ -124,7 +126,7 @@ public struct RGA: Sendable {
     private static let hasContentBit: UInt64 = 1 << 62
     private static let lamportMask: UInt64 = lamportLimit - 1
 
-    init(
+    package init(
       replica: ReplicaID, counter: UInt64, lamport: UInt64, origin: Dot?, rightOrigin: Dot?,
       hasContent: Bool = true, deleted: Bool, contentStart: Int, length: Int, utf16: Int,
       utf8: Int
@@ -144,14 +146,14 @@ public struct RGA: Sendable {
     }
 
     /// The Lamport number of the first item (below ``RGA/lamportLimit``).
-    var lamport: UInt64 {
+    package var lamport: UInt64 {
       get { lamportAndFlags & Self.lamportMask }
       set { lamportAndFlags = lamportAndFlags & ~Self.lamportMask | newValue & Self.lamportMask }
     }
 
     /// Whether the run has content (a tombstone that arrived without its content,
     /// dropped by the sender, has none).
-    var hasContent: Bool {
+    package var hasContent: Bool {
       get { lamportAndFlags & Self.hasContentBit != 0 }
       set {
         lamportAndFlags =
@@ -159,7 +161,7 @@ public struct RGA: Sendable {
       }
     }
 
-    var deleted: Bool {
+    package var deleted: Bool {
       get { lamportAndFlags & Self.deletedBit != 0 }
       set {
         lamportAndFlags = lamportAndFlags & ~Self.deletedBit | (newValue ? Self.deletedBit : 0)
@@ -167,32 +169,34 @@ public struct RGA: Sendable {
     }
 
     /// The origin of the first item; `nil` is the head of the text.
-    var origin: Dot? {
+    package var origin: Dot? {
       get { originStorage.counter == 0 ? nil : originStorage }
       set { originStorage = newValue ?? Self.none }
     }
 
     /// The item that followed the insertion point when the run was typed, tombstones
     /// included; `nil` is the end of the text.
-    var rightOrigin: Dot? {
+    package var rightOrigin: Dot? {
       get { rightOriginStorage.counter == 0 ? nil : rightOriginStorage }
       set { rightOriginStorage = newValue ?? Self.none }
     }
 
-    var visibleLength: Int { deleted ? 0 : length }
-    var visibleUTF16: Int { deleted ? 0 : utf16 }
-    var firstID: Dot { Dot(replica: replica, counter: counter) }
-    var lastID: Dot { Dot(replica: replica, counter: counter + UInt64(length - 1)) }
+    package var visibleLength: Int { deleted ? 0 : length }
+    package var visibleUTF16: Int { deleted ? 0 : utf16 }
+    package var firstID: Dot { Dot(replica: replica, counter: counter) }
+    package var lastID: Dot { Dot(replica: replica, counter: counter + UInt64(length - 1)) }
 
-    func contains(_ dot: Dot) -> Bool {
+    package func contains(_ dot: Dot) -> Bool {
       dot.replica == replica && dot.counter >= counter && dot.counter - counter < UInt64(length)
     }
   }
 
   /// A node of the document: up to ``maxRunsPerLeaf`` runs in order. Its counts are
   /// the leaf order's (`LeafOrder`), kept there only.
-  struct Leaf: Sendable {
-    var runs: [Run] = []
+  package struct Leaf: Sendable {
+    package var runs: [Run] = []
+
+    package init(runs: [Run] = []) { self.runs = runs }
 
     /// The visible scalars and UTF-16 code units of the runs, counted.
     var counts: (visible: Int, utf16: Int) {
@@ -204,40 +208,42 @@ public struct RGA: Sendable {
   }
 
   /// Leaves by stable id (ids never change; a split appends a new leaf).
-  var leaves: [Leaf] = [Leaf()]
+  package var leaves: [Leaf] = [Leaf()]
   /// Leaf ids in document order, with their visible scalar and UTF-16 counts.
-  var leafOrder = LeafOrder()
+  package var leafOrder = LeafOrder()
   /// Every scalar inserted with content, as UTF-8, append-only (tombstones that arrived
   /// without content take no room). A byte a scalar for ASCII, where scalars took four
   /// (and UTF-16 two): at 50,000 notes, a body's 405 scalars were 1,620 of a note's 3,533
   /// bytes. A run finds a scalar's bytes directly when it is ASCII, by counting otherwise
   /// (see `RGA+Storage.swift`); the visible text copies out as a string's own UTF-8.
-  var content: [UInt8] = []
+  package var content: [UInt8] = []
   /// The id index, the delete log and what waits for missing events, held out of line
   /// together: a short text has none of them, and pays one word for all.
-  var lookups = OutOfLine<Lookups>()
+  package var lookups = OutOfLine<Lookups>()
   /// The largest Lamport number seen.
-  var maxLamport: UInt64 = 0
+  package var maxLamport: UInt64 = 0
   #if CONVERGE_INTERNAL_CHECKS
     /// Mutations since the last sampled invariant check (not part of the state).
     var mutationsSinceCheck = 0
   #endif
 
   /// What a text keeps beside its runs to find ids and deletes.
-  struct Lookups: Sendable {
+  package struct Lookups: Sendable {
     /// Per replica: which leaf holds each integrated id range; empty while the text is
     /// one leaf (see `RGA+Storage.swift`).
-    var index = ReplicaMap<ReplicaIndex>()
+    package var index = ReplicaMap<ReplicaIndex>()
     /// Per deleting replica: every delete known, sorted by delete dot.
-    var deleteLog = ReplicaMap<[RGADelta.Delete]>()
+    package var deleteLog = ReplicaMap<[RGADelta.Delete]>()
     /// Delete targets not integrated yet, per target replica.
-    var unresolvedDeletes = UnresolvedDeletes()
+    package var unresolvedDeletes = UnresolvedDeletes()
     /// Inserts waiting for their origin, without overlaps, indexed by id and by origin.
-    var pendingInserts = PendingBuffer()
+    package var pendingInserts = PendingBuffer()
+
+    package init() {}
   }
 
   /// Delete targets not integrated yet, per target replica (in ``lookups``).
-  var unresolvedDeletes: UnresolvedDeletes {
+  package var unresolvedDeletes: UnresolvedDeletes {
     get { lookups.read { $0.pointee.unresolvedDeletes } ?? UnresolvedDeletes() }
     _modify {
       var deletes = lookups.take(\.unresolvedDeletes, empty: UnresolvedDeletes())
@@ -248,7 +254,7 @@ public struct RGA: Sendable {
 
   /// Inserts waiting for their origin, without overlaps, indexed by id and by origin (in
   /// ``lookups``).
-  var pendingInserts: PendingBuffer {
+  package var pendingInserts: PendingBuffer {
     get { lookups.read { $0.pointee.pendingInserts } ?? PendingBuffer() }
     _modify {
       var inserts = lookups.take(\.pendingInserts, empty: PendingBuffer())
@@ -267,10 +273,10 @@ public struct RGA: Sendable {
 
   /// A copy of the id index (empty while there is none), for walks; lookups read it in
   /// place.
-  var index: ReplicaMap<ReplicaIndex> { lookups.read { $0.pointee.index } ?? ReplicaMap() }
+  package var index: ReplicaMap<ReplicaIndex> { lookups.read { $0.pointee.index } ?? ReplicaMap() }
 
   /// A copy of the delete log (empty while there is none).
-  var deleteLog: ReplicaMap<[RGADelta.Delete]> {
+  package var deleteLog: ReplicaMap<[RGADelta.Delete]> {
     lookups.read { $0.pointee.deleteLog } ?? ReplicaMap()
   }
 
@@ -352,7 +358,7 @@ public struct RGA: Sendable {
   }
 
   /// Whether inserts or deletes wait for missing events (``pendingCount`` is not zero).
-  var hasPending: Bool { !pendingInserts.isEmpty || !unresolvedDeletes.isEmpty }
+  package var hasPending: Bool { !pendingInserts.isEmpty || !unresolvedDeletes.isEmpty }
 
   /// The number of buffered inserts and deletes (in scalars) not integrated yet.
   ///
@@ -371,12 +377,12 @@ public struct RGA: Sendable {
 
 /// A (replica, counters) range of items, `lower..<upper`; ordered by replica, then
 /// lower bound.
-struct TargetRange: Sendable, Comparable {
-  var replica: ReplicaID
-  var lower: UInt64
-  var upper: UInt64
+package struct TargetRange: Sendable, Comparable {
+  package var replica: ReplicaID
+  package var lower: UInt64
+  package var upper: UInt64
 
-  static func < (lhs: TargetRange, rhs: TargetRange) -> Bool {
+  package static func < (lhs: TargetRange, rhs: TargetRange) -> Bool {
     (lhs.replica, lhs.lower) < (rhs.replica, rhs.lower)
   }
 }

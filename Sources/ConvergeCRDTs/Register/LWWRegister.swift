@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// A register holding the value of the last write, or `nil` while nothing was written.
 ///
 /// Every write carries a ``Stamp``: the writer's hybrid-logical-clock ``Timestamp`` and
@@ -84,7 +86,7 @@ public struct LWWRegister<Value: Sendable & Equatable>: Sendable, Equatable {
   }
 
   /// A register holding one write.
-  init(value: Value, stamp: Stamp) {
+  package init(value: Value, stamp: Stamp) {
     writtenStamp = stamp
     self.value = value
   }

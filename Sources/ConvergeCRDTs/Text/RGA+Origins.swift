@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// One item of a text with the origins it was typed between, for the non-interleaving
 /// checker of the package's tests, simulator and fuzz targets.
 package struct TextItemOrigins: Sendable, Hashable {

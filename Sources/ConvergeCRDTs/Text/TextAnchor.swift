@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// A position in a text that stays where the user left it while the text changes on any
 /// replica: a cursor, one end of a selection, a comment's place.
 ///

@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// One replica's integrated ids: sorted, disjoint counter ranges, each naming the leaf
 /// that holds it. Adjacent ranges in the same leaf are joined.
 ///
@@ -5,11 +7,17 @@
 /// (a leaf split moves runs to a new leaf, which splits or joins their entries) moves at
 /// most a chunk's entries and, when a chunk fills up or empties, the chunk list, instead
 /// of every entry after it. Lookups are two binary searches.
-struct ReplicaIndex: Sendable {
-  struct Entry: Sendable, Equatable {
-    var lower: UInt64
-    var upper: UInt64
-    var leaf: Int
+package struct ReplicaIndex: Sendable {
+  package struct Entry: Sendable, Equatable {
+    package var lower: UInt64
+    package var upper: UInt64
+    package var leaf: Int
+
+    package init(lower: UInt64, upper: UInt64, leaf: Int) {
+      self.lower = lower
+      self.upper = upper
+      self.leaf = leaf
+    }
   }
 
   /// Entries per chunk before the chunk splits in two.
@@ -20,10 +28,10 @@ struct ReplicaIndex: Sendable {
   /// The upper bound of each chunk's last entry, for the search over chunks.
   private var uppers: [UInt64] = []
 
-  init() {}
+  package init() {}
 
   /// An index holding `entries`, which must be sorted, disjoint and joined.
-  init(entries: [Entry]) {
+  package init(entries: [Entry]) {
     let perChunk = Self.maxEntriesPerChunk * 3 / 4
     var start = 0
     while start < entries.count {
@@ -35,7 +43,7 @@ struct ReplicaIndex: Sendable {
   }
 
   /// Every entry in order.
-  var entries: FlattenSequence<[[Entry]]> { chunks.joined() }
+  package var entries: FlattenSequence<[[Entry]]> { chunks.joined() }
 
   /// The entry with the largest counters.
   var last: Entry? { chunks.last?.last }
@@ -43,7 +51,7 @@ struct ReplicaIndex: Sendable {
   /// Where an entry sits: chunk, then slot in the chunk.
   private struct Position {
     var chunk: Int
-    var slot: Int
+    package var slot: Int
   }
 
   /// The first entry whose upper bound is above `counter`; `chunk == chunks.count` when
@@ -84,7 +92,7 @@ struct ReplicaIndex: Sendable {
     return entry
   }
 
-  func leaf(containing counter: UInt64) -> Int? {
+  package func leaf(containing counter: UInt64) -> Int? {
     entry(containing: counter)?.leaf
   }
 
@@ -176,9 +184,9 @@ struct ReplicaIndex: Sendable {
     var middle: Entry
     var tail: Entry?
 
-    var count: Int { (head == nil ? 0 : 1) + 1 + (tail == nil ? 0 : 1) }
+    package var count: Int { (head == nil ? 0 : 1) + 1 + (tail == nil ? 0 : 1) }
 
-    subscript(index: Int) -> Entry {
+    package subscript(index: Int) -> Entry {
       let shifted = head == nil ? index + 1 : index
       switch shifted {
       case 0: return head ?? middle
@@ -259,7 +267,7 @@ struct ReplicaIndex: Sendable {
 }
 
 extension ReplicaIndex: Equatable {
-  static func == (lhs: ReplicaIndex, rhs: ReplicaIndex) -> Bool {
+  package static func == (lhs: ReplicaIndex, rhs: ReplicaIndex) -> Bool {
     lhs.entries.elementsEqual(rhs.entries)
   }
 }

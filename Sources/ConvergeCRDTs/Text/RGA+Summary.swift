@@ -1,3 +1,5 @@
+import ConvergeCore
+
 extension RGA {
   /// Whether the text may hold an event (an inserted id, a delete dot, a buffered item)
   /// that a replica knowing every event up to `prefix` lacks. `false` means that
@@ -7,7 +9,7 @@ extension RGA {
   /// - Complexity: O(r) for r replicas: the id index and the delete log are sorted, so
   ///   each replica's latest event is its last entry (a text of one leaf, which keeps no
   ///   index, checks its at most ``maxRunsPerLeaf`` runs).
-  func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
+  package func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
     guard pendingInserts.isEmpty, unresolvedDeletes.isEmpty else { return true }
     if leaves.count == 1 {
       for run in leaves[0].runs where run.counter + UInt64(run.length - 1) > prefix[run.replica] {

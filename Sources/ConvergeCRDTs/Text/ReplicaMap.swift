@@ -1,19 +1,21 @@
+import ConvergeCore
+
 /// A small map keyed by replica: texts have a handful of replicas and edit through one of
 /// them at a time, so keys and values sit in parallel arrays and a lookup is a short
 /// linear scan, without hashing. Past eight replicas a dictionary of slots takes over.
-struct ReplicaMap<Value: Sendable>: Sendable, Sequence {
+package struct ReplicaMap<Value: Sendable>: Sendable, Sequence {
   private(set) var keys: [ReplicaID] = []
   /// Values by slot; mutated in place through ``slotCreating(_:default:)``.
-  var values: [Value] = []
+  package var values: [Value] = []
   private var slots: [ReplicaID: Int] = [:]
 
   private static var linearLimit: Int { 8 }
 
-  var isEmpty: Bool { keys.isEmpty }
+  package var isEmpty: Bool { keys.isEmpty }
 
-  init() {}
+  package init() {}
 
-  func slot(of replica: ReplicaID) -> Int? {
+  package func slot(of replica: ReplicaID) -> Int? {
     if keys.count <= Self.linearLimit {
       for position in keys.indices where keys[position] == replica { return position }
       return nil
@@ -22,7 +24,9 @@ struct ReplicaMap<Value: Sendable>: Sendable, Sequence {
   }
 
   /// The slot of `replica`, adding it with `initial` when absent.
-  mutating func slotCreating(_ replica: ReplicaID, default initial: @autoclosure () -> Value)
+  package mutating func slotCreating(
+    _ replica: ReplicaID, default initial: @autoclosure () -> Value
+  )
     -> Int
   {
     if let existing = slot(of: replica) { return existing }
@@ -38,11 +42,11 @@ struct ReplicaMap<Value: Sendable>: Sendable, Sequence {
     return keys.count - 1
   }
 
-  subscript(replica: ReplicaID) -> Value? {
+  package subscript(replica: ReplicaID) -> Value? {
     slot(of: replica).map { values[$0] }
   }
 
-  func makeIterator() -> Zip2Sequence<[ReplicaID], [Value]>.Iterator {
+  package func makeIterator() -> Zip2Sequence<[ReplicaID], [Value]>.Iterator {
     zip(keys, values).makeIterator()
   }
 }

@@ -1,3 +1,5 @@
+import ConvergeCore
+
 extension RGA {
   /// Inserts `scalars` so that the first one lands at visible position `position`
   /// (clamped to `0...count`), with ids `firstDot.counter..<firstDot.counter + n`.
@@ -18,7 +20,7 @@ extension RGA {
   /// ``insert(_:at:firstDot:)``, given the scalars' UTF-8 and UTF-16 length when the
   /// caller has them (a string's own storage): the bytes are copied into the content
   /// instead of encoded again. `content` must be exactly the UTF-8 of `scalars`.
-  mutating func insert<S: Collection>(
+  package mutating func insert<S: Collection>(
     _ scalars: S, content: (utf8: UnsafeBufferPointer<UInt8>, utf16: Int)?, at position: Int,
     firstDot: Dot
   ) -> RGADelta where S.Element == Unicode.Scalar {
@@ -198,7 +200,7 @@ extension RGA {
   /// The check is O(n log n) in the scalars held, so past 2,048 scalars it runs once
   /// every n / 32 mutations, which keeps its amortized cost per mutation constant and a
   /// 260,000-edit trace replay testable.
-  mutating func checkInvariantsIfEnabled() {
+  package mutating func checkInvariantsIfEnabled() {
     #if CONVERGE_INTERNAL_CHECKS
       mutationsSinceCheck += 1
       if content.count <= 2048 || mutationsSinceCheck * 32 >= content.count {

@@ -1,3 +1,5 @@
+import ConvergeCore
+
 /// The leaves of an ``RGA`` in document order, with each leaf's visible scalar and UTF-16
 /// counts, so that a position is found in O(log n) and a split leaf is placed after its
 /// left half in O(b + B / b) instead of renumbering every leaf.
@@ -23,7 +25,7 @@
 /// cursor instead of walking the tree at every keystroke; they reach the blocks and the
 /// tree when another leaf changes, and every query counts them meanwhile. Replaying
 /// automerge-paper locally, this saved a sixth of the instructions (466 M to 385 M).
-struct LeafOrder: Sendable {
+package struct LeafOrder: Sendable {
   /// Leaves per block before the block splits in two.
   static let maxLeavesPerBlock = 32
 
@@ -35,11 +37,11 @@ struct LeafOrder: Sendable {
   private var tree = OutOfLine<Tree>()
 
   /// One empty leaf, id 0.
-  init() {}
+  package init() {}
 
   /// Leaves `0..<visible.count` in that order, with the given counts; blocks start
   /// three-quarters full so that the first splits come late.
-  init(visible: [Int], utf16: [Int]) {
+  package init(visible: [Int], utf16: [Int]) {
     totalVisible = visible.reduce(0, +)
     totalUTF16 = utf16.reduce(0, +)
     if visible.count > 1 {
@@ -51,10 +53,10 @@ struct LeafOrder: Sendable {
   var leafCount: Int { tree.read { $0.pointee.leafCount } ?? 1 }
 
   /// The first leaf in document order.
-  var first: Int { tree.read { $0.pointee.first } ?? 0 }
+  package var first: Int { tree.read { $0.pointee.first } ?? 0 }
 
   /// The leaf after `leaf` in document order, if any.
-  func leaf(after leaf: Int) -> Int? {
+  package func leaf(after leaf: Int) -> Int? {
     tree.read { $0.pointee.leaf(after: leaf) } ?? nil
   }
 
@@ -64,19 +66,19 @@ struct LeafOrder: Sendable {
   }
 
   /// The visible scalars and UTF-16 code units of every leaf before `leaf`.
-  func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
+  package func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
     tree.read { $0.pointee.prefix(of: leaf) } ?? (0, 0)
   }
 
   /// The leaf whose visible scalars hold offset `offset` (leaves without visible scalars
   /// are skipped) and the offset inside it. `offset` must be below the total.
-  func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
+  package func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
     tree.read { $0.pointee.leaf(containingVisible: offset) } ?? (0, offset)
   }
 
   /// The leaf whose UTF-16 code units hold offset `offset`, and the offset inside it.
   /// `offset` must be below the total.
-  func leaf(containingUTF16 offset: Int) -> (leaf: Int, remainder: Int) {
+  package func leaf(containingUTF16 offset: Int) -> (leaf: Int, remainder: Int) {
     tree.read { $0.pointee.search(offset, utf16: true) } ?? (0, offset)
   }
 
@@ -89,7 +91,7 @@ struct LeafOrder: Sendable {
   }
 
   /// Adds to the counts of `leaf`.
-  mutating func add(visible: Int, utf16: Int, to leaf: Int) {
+  package mutating func add(visible: Int, utf16: Int, to leaf: Int) {
     totalVisible += visible
     totalUTF16 += utf16
     guard !tree.isEmpty else { return }
@@ -119,18 +121,18 @@ struct LeafOrder: Sendable {
   }
 
   /// Every leaf id in document order.
-  var documentOrder: DocumentOrder { DocumentOrder(order: self) }
+  package var documentOrder: DocumentOrder { DocumentOrder(order: self) }
 
   /// The leaf ids in document order, without building an array.
-  struct DocumentOrder: Sequence {
+  package struct DocumentOrder: Sequence {
     fileprivate let order: LeafOrder
 
-    struct Iterator: IteratorProtocol {
+    package struct Iterator: IteratorProtocol {
       fileprivate let order: LeafOrder
       fileprivate var rank = 0
       fileprivate var slot = 0
 
-      mutating func next() -> Int? {
+      package mutating func next() -> Int? {
         let tree = order.tree
         guard let found = tree.read({ $0.pointee.leaf(atRank: &rank, slot: &slot) }) else {
           // One leaf, no blocks: leaf 0, once.
@@ -141,7 +143,7 @@ struct LeafOrder: Sendable {
       }
     }
 
-    func makeIterator() -> Iterator { Iterator(order: order) }
+    package func makeIterator() -> Iterator { Iterator(order: order) }
   }
 
   /// Checks that every leaf `0..<leafCount` appears once, that the positions agree with
@@ -167,9 +169,9 @@ extension LeafOrder {
   fileprivate struct Tree: Sendable {
     /// Consecutive leaves in document order and their counts.
     struct Block: Sendable {
-      var leaves: [Int] = []
+      package var leaves: [Int] = []
       var visible: [Int] = []
-      var utf16: [Int] = []
+      package var utf16: [Int] = []
       var totalVisible = 0
       var totalUTF16 = 0
     }
@@ -192,7 +194,7 @@ extension LeafOrder {
     /// tree do not hold yet.
     private struct Cursor: Sendable {
       /// The leaf, or -1 for none.
-      var leaf = -1
+      package var leaf = -1
       /// Visible scalars of the leaves before `leaf`.
       var start = 0
       /// Visible scalars of `leaf`, pending counts included.
@@ -245,10 +247,10 @@ extension LeafOrder {
     var leafCount: Int { blockOfLeaf.count }
 
     /// The first leaf in document order.
-    var first: Int { blocks[blockOrder[0]].leaves[0] }
+    package var first: Int { blocks[blockOrder[0]].leaves[0] }
 
     /// The leaf after `leaf` in document order, if any.
-    func leaf(after leaf: Int) -> Int? {
+    package func leaf(after leaf: Int) -> Int? {
       let block = blockOfLeaf[leaf]
       let slot = slotOfLeaf[leaf] + 1
       if slot < blocks[block].leaves.count { return blocks[block].leaves[slot] }
@@ -262,7 +264,7 @@ extension LeafOrder {
     }
 
     /// The visible scalars and UTF-16 code units of every leaf before `leaf`.
-    func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
+    package func prefix(of leaf: Int) -> (visible: Int, utf16: Int) {
       let block = blockOfLeaf[leaf]
       let rank = blockRank[block]
       var (visible, utf16) = blockCounts.prefix(rank)
@@ -284,7 +286,7 @@ extension LeafOrder {
 
     /// The leaf whose visible scalars hold offset `offset` (leaves without visible scalars
     /// are skipped) and the offset inside it. `offset` must be below the total.
-    func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
+    package func leaf(containingVisible offset: Int) -> (leaf: Int, remainder: Int) {
       if cursor.leaf >= 0, offset >= cursor.start, offset - cursor.start < cursor.visible {
         return (cursor.leaf, offset - cursor.start)
       }
@@ -334,7 +336,7 @@ extension LeafOrder {
     }
 
     /// Adds to the counts of `leaf`.
-    mutating func add(visible: Int, utf16: Int, to leaf: Int) {
+    package mutating func add(visible: Int, utf16: Int, to leaf: Int) {
       if leaf == cursor.leaf {
         cursor.visible += visible
         cursor.pendingVisible += visible
@@ -429,7 +431,7 @@ extension LeafOrder {
     /// The leaf at `slot` of the block at `rank` or, past that block's end, the first
     /// leaf of the next non-empty block, with `rank` and `slot` moved past it; `nil` after
     /// the last leaf.
-    func leaf(atRank rank: inout Int, slot: inout Int) -> Int? {
+    package func leaf(atRank rank: inout Int, slot: inout Int) -> Int? {
       while rank < blockOrder.count {
         let leaves = blocks[blockOrder[rank]].leaves
         if slot < leaves.count {
@@ -518,9 +520,9 @@ struct CountTree: Sendable {
     }
   }
 
-  var count: Int { Swift.max(0, nodes.count / 2 - 1) }
+  package var count: Int { Swift.max(0, nodes.count / 2 - 1) }
 
-  mutating func add(visible: Int, utf16: Int, at rank: Int) {
+  package mutating func add(visible: Int, utf16: Int, at rank: Int) {
     let size = count
     nodes.withUnsafeMutableBufferPointer { nodes in
       var index = rank + 1
@@ -533,7 +535,7 @@ struct CountTree: Sendable {
   }
 
   /// The sums of the pairs at ranks `0..<rank`.
-  func prefix(_ rank: Int) -> (visible: Int, utf16: Int) {
+  package func prefix(_ rank: Int) -> (visible: Int, utf16: Int) {
     nodes.withUnsafeBufferPointer { nodes in
       var visible = 0
       var utf16 = 0

@@ -1,15 +1,22 @@
+import ConvergeCore
+
 extension RGA {
   /// Consecutive item ids: `count` items of one replica from `first`.
-  struct ItemSpan: Sendable, Equatable {
-    var first: Dot
-    var count: Int
+  package struct ItemSpan: Sendable, Equatable {
+    package var first: Dot
+    package var count: Int
+
+    package init(first: Dot, count: Int) {
+      self.first = first
+      self.count = count
+    }
   }
 
   /// The scalars of the items `span`, all deleted and all holding their content; `nil`
   /// if one of them is visible, not here, or arrived without its content.
   ///
   /// - Complexity: O(p (log n + r) + k) for p pieces, r runs in a leaf and k scalars.
-  func deletedScalars(of span: ItemSpan) -> [Unicode.Scalar]? {
+  package func deletedScalars(of span: ItemSpan) -> [Unicode.Scalar]? {
     var scalars: [Unicode.Scalar] = []
     scalars.reserveCapacity(Swift.max(0, span.count))
     var counter = span.first.counter
@@ -34,7 +41,7 @@ extension RGA {
   ///
   /// - Complexity: O(p (log n + r)) for p pieces the span is split into and r runs in a
   ///   leaf.
-  func visibleRanges(of span: ItemSpan) -> [Range<Int>] {
+  package func visibleRanges(of span: ItemSpan) -> [Range<Int>] {
     var ranges: [Range<Int>] = []
     var counter = span.first.counter
     let (end, overflow) = counter.addingReportingOverflow(UInt64(Swift.max(0, span.count)))
@@ -65,7 +72,7 @@ extension RGA {
   ///
   /// - Complexity: O(p (log n + r)) for p pieces the items are split into and r runs in
   ///   a leaf.
-  func holdsItems(from first: Dot, count: UInt64, deleted mustBeDeleted: Bool) -> Bool {
+  package func holdsItems(from first: Dot, count: UInt64, deleted mustBeDeleted: Bool) -> Bool {
     var counter = first.counter
     let (end, overflow) = counter.addingReportingOverflow(count)
     guard !overflow, count > 0 else { return false }
@@ -82,7 +89,7 @@ extension RGA {
   }
 
   /// Whether the item `item` is integrated here, visible or deleted.
-  func contains(_ item: Dot) -> Bool { locate(item) != nil }
+  package func contains(_ item: Dot) -> Bool { locate(item) != nil }
 
   /// Inserts `scalars` right after the item `item`, visible or deleted (at the start for
   /// `nil`), with ids from `firstDot`: where deleted text stood, so that text deleted in
@@ -91,7 +98,7 @@ extension RGA {
   /// refused as ``insert(_:at:firstDot:)`` refuses one.
   ///
   /// - Complexity: O(log n + k) for k scalars.
-  mutating func insert<S: Collection>(
+  package mutating func insert<S: Collection>(
     _ scalars: S, after item: Dot?, firstDot: Dot
   ) -> (delta: RGADelta, position: Int)? where S.Element == Unicode.Scalar {
     let length = scalars.count

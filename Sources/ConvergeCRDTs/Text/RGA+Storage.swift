@@ -1,12 +1,14 @@
+import ConvergeCore
+
 extension RGA {
   /// Where an item sits: leaf id, run position in the leaf, offset in the run.
-  struct ItemLocation {
-    var leaf: Int
-    var run: Int
-    var offset: Int
+  package struct ItemLocation {
+    package var leaf: Int
+    package var run: Int
+    package var offset: Int
     /// The visible scalars and UTF-16 code units of the runs before `run` in its leaf,
     /// counted by ``locate(_:)`` on its way (0 from ``locateVisible(_:)``).
-    var scalarsBefore = 0
+    package var scalarsBefore = 0
     var utf16Before = 0
   }
 
@@ -40,7 +42,7 @@ extension RGA {
   /// The integrated item `dot`, if any, with the visible counts before its run in its
   /// leaf (so that placing or deleting there needs no second scan of the leaf).
   @inline(__always)
-  func locate(_ dot: Dot) -> ItemLocation? {
+  package func locate(_ dot: Dot) -> ItemLocation? {
     // A text of one leaf keeps no index: the scan below is its lookup.
     guard
       let leafID = leaves.count == 1
@@ -63,7 +65,7 @@ extension RGA {
   }
 
   @inline(__always)
-  func isIntegrated(_ dot: Dot) -> Bool {
+  package func isIntegrated(_ dot: Dot) -> Bool {
     guard leaves.count > 1 else { return leaves[0].runs.contains { $0.contains(dot) } }
     return lookups.read { $0.pointee.index[dot.replica]?.entry(containing: dot.counter) != nil }
       ?? false
@@ -108,7 +110,7 @@ extension RGA {
 
   /// The entries the index would hold for `replica` in a text of one leaf: its runs of
   /// that replica, sorted by counter.
-  func oneLeafEntries(of replica: ReplicaID) -> [ReplicaIndex.Entry] {
+  package func oneLeafEntries(of replica: ReplicaID) -> [ReplicaIndex.Entry] {
     leaves[0].runs.lazy.filter { $0.replica == replica }
       .map { ReplicaIndex.Entry(lower: $0.counter, upper: $0.counter + UInt64($0.length), leaf: 0) }
       .sorted { $0.lower < $1.lower }
@@ -169,7 +171,7 @@ extension RGA {
   /// Appends the UTF-8 of `scalars` to `buffer`; returns how many UTF-16 code units they
   /// take.
   @inline(__always)
-  static func appendUTF8<C: Collection<Unicode.Scalar>>(
+  package static func appendUTF8<C: Collection<Unicode.Scalar>>(
     of scalars: C, to buffer: inout [UInt8]
   ) -> Int {
     var utf16 = 0
