@@ -10,30 +10,30 @@
 /// `@unchecked Sendable`: the value is changed only through a reference known to be
 /// unique, so no two threads ever see one box change (as ``TextStorage``).
 package struct OutOfLine<Value: Sendable>: @unchecked Sendable {
-  private final class Box: ManagedBuffer<Value, UInt8> {}
+  @usableFromInline final class Box: ManagedBuffer<Value, UInt8> {}
 
-  private var box: Box?
+  @usableFromInline var box: Box?
 
   /// Empty.
-  package init() {}
+  @inlinable package init() {}
 
   /// Holding `value`.
-  package init(_ value: Value) { box = Self.makeBox(value) }
+  @inlinable package init(_ value: Value) { box = Self.makeBox(value) }
 
-  private static func makeBox(_ value: Value) -> Box {
+  @inlinable static func makeBox(_ value: Value) -> Box {
     unsafeDowncast(Box.create(minimumCapacity: 0) { _ in value }, to: Box.self)
   }
 
   /// Whether there is no value.
-  package var isEmpty: Bool { box == nil }
+  @inlinable package var isEmpty: Bool { box == nil }
 
   /// A copy of the value, or `nil` while empty.
-  package var value: Value? { read { $0.pointee } }
+  @inlinable package var value: Value? { read { $0.pointee } }
 
   /// What `body` returns for the value, which it reads in place through the pointer
   /// (passed as an argument, the value would be copied, arrays retained and all);
   /// `nil` while empty.
-  @inline(__always)
+  @inlinable @inline(__always)
   package func read<Result>(_ body: (UnsafePointer<Value>) throws -> Result) rethrows -> Result? {
     // Chained, not bound: a bound reference is retained and released at every read.
     try box?.withUnsafeMutablePointerToHeader { try body($0) }
@@ -42,7 +42,7 @@ package struct OutOfLine<Value: Sendable>: @unchecked Sendable {
   /// Moves the part at `path` out of the value, leaving `empty` there, so that the
   /// caller holds it alone and edits it in place; `empty` while there is no value (and
   /// no value is made). The caller puts the part back.
-  @inline(__always)
+  @inlinable @inline(__always)
   package mutating func take<Part>(_ path: WritableKeyPath<Value, Part>, empty: Part) -> Part {
     // Not bound: a bound reference would defeat the uniqueness check.
     guard box != nil else { return empty }
@@ -57,7 +57,7 @@ package struct OutOfLine<Value: Sendable>: @unchecked Sendable {
 
   /// Runs `body` on the value in place, made by `initial` first while empty, and copied
   /// first while another instance shares it.
-  @inline(__always)
+  @inlinable @inline(__always)
   package mutating func update<Result>(
     creating initial: () -> Value, _ body: (inout Value) throws -> Result
   ) rethrows -> Result {
@@ -68,5 +68,5 @@ package struct OutOfLine<Value: Sendable>: @unchecked Sendable {
   }
 
   /// Drops the value.
-  package mutating func empty() { box = nil }
+  @inlinable package mutating func empty() { box = nil }
 }

@@ -4,7 +4,7 @@ extension RandomAccessCollection {
   /// `endIndex`): a binary search.
   ///
   /// - Complexity: O(log n) calls of the predicate.
-  package func partitioningIndex(where belongsInSecondPartition: (Element) throws -> Bool) rethrows
+  @inlinable package func partitioningIndex(where belongsInSecondPartition: (Element) throws -> Bool) rethrows
     -> Index
   {
     var low = startIndex
