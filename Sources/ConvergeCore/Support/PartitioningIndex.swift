@@ -4,7 +4,9 @@ extension RandomAccessCollection {
   /// `endIndex`): a binary search.
   ///
   /// - Complexity: O(log n) calls of the predicate.
-  @inlinable package func partitioningIndex(where belongsInSecondPartition: (Element) throws -> Bool) rethrows
+  @inlinable package func partitioningIndex(
+    where belongsInSecondPartition: (Element) throws -> Bool
+  ) rethrows
     -> Index
   {
     var low = startIndex
