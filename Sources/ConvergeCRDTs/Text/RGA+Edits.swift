@@ -17,10 +17,28 @@ extension RGA {
     insert(scalars, content: nil, at: position, firstDot: firstDot)
   }
 
+  /// ``insert(_:content:at:firstDot:)`` for an array of scalars, the form a document's
+  /// transaction holds: the generic body specialized here, in the module that declares
+  /// it, so that a caller in another module does not run it unspecialized (its arrays'
+  /// metadata then comes from the runtime at every edit).
+  package mutating func insert(
+    _ scalars: [Unicode.Scalar], content: (utf8: UnsafeBufferPointer<UInt8>, utf16: Int)?,
+    at position: Int, firstDot: Dot
+  ) -> RGADelta {
+    insertScalars(scalars, content: content, at: position, firstDot: firstDot)
+  }
+
   /// ``insert(_:at:firstDot:)``, given the scalars' UTF-8 and UTF-16 length when the
   /// caller has them (a string's own storage): the bytes are copied into the content
   /// instead of encoded again. `content` must be exactly the UTF-8 of `scalars`.
   package mutating func insert<S: Collection>(
+    _ scalars: S, content: (utf8: UnsafeBufferPointer<UInt8>, utf16: Int)?, at position: Int,
+    firstDot: Dot
+  ) -> RGADelta where S.Element == Unicode.Scalar {
+    insertScalars(scalars, content: content, at: position, firstDot: firstDot)
+  }
+
+  private mutating func insertScalars<S: Collection>(
     _ scalars: S, content: (utf8: UnsafeBufferPointer<UInt8>, utf16: Int)?, at position: Int,
     firstDot: Dot
   ) -> RGADelta where S.Element == Unicode.Scalar {
