@@ -158,13 +158,8 @@ extension RelayStore {
     try await recordedCut(space: space)?.stable ?? CausalContext()
   }
 
-  /// Decodes a stored cut: a whole ``RelayStableCut``, or the stable context alone as
-  /// stored before the covering context was kept.
+  /// Decodes a stored cut (see ``RelayStableCut/init(decodingStored:)``).
   static func decodeStoredCut(_ bytes: [UInt8]) throws -> RelayStableCut {
-    if RelayAcknowledgement.envelopeKind(bytes[...]) == RelayStableCut.kind {
-      return try RelayStableCut(decoding: bytes[...])
-    }
-    let stable = try CausalContext(decoding: bytes)
-    return RelayStableCut(stable: stable, covering: stable)
+    try RelayStableCut(decodingStored: bytes[...])
   }
 }
