@@ -78,9 +78,6 @@ actor SpaceHub {
   var publishedCut: RelayStableCut?
   /// The replica ids each admitted socket's token grants: connected devices are active.
   var connectedDevices: [UInt64: Set<ReplicaID>] = [:]
-  /// The admitted sockets whose handshake stated an empty context: when one closes, the
-  /// cut may move on (see ``advanceCut()``).
-  var statedNothing: Set<UInt64> = []
   /// While devices are connected to this process, the task that marks them heard from
   /// (``keepConnectedDevicesHeard()``).
   var heartbeat: Task<Void, Never>?
@@ -215,16 +212,13 @@ actor SpaceHub {
     wakeSettlers()
   }
 
-  func unsubscribe(_ id: UInt64) async {
+  func unsubscribe(_ id: UInt64) {
     subscribers[id] = nil
     connectedDevices[id] = nil
     if connectedDevices.isEmpty {
       heartbeat?.cancel()
       heartbeat = nil
     }
-    // A device known to have seen nothing held the cut back while connected only; a
-    // failure is retried at the next report.
-    if statedNothing.remove(id) != nil { try? await advanceCut() }
   }
 
   /// Brings the cache up to the store's latest state and fans what was new out to the
