@@ -125,12 +125,29 @@ extension SpaceHub {
   }
 
   /// Marks this process's connected devices heard from now (the heartbeat ends when the
-  /// last one's socket closes, ``unsubscribe(_:)``). A failed write is tried again at the
-  /// next beat.
+  /// last one's socket closes, ``unsubscribe(_:)``), and closes the sockets of those
+  /// another process retired meanwhile. A failed write or read is tried again at the next
+  /// beat.
   func touchConnectedDevices() async {
     let connected = Array(Set(connectedDevices.values.joined()))
     guard !connected.isEmpty else { return }
     try? await store.touch(space: space, replicas: connected, lastHeard: now().relaySeconds)
+    if let records = try? await store.devices(space: space) { closeRetiredSockets(records) }
+  }
+
+  /// Closes with `retired` (4011) every socket of this process whose device `records`
+  /// say is retired. Another process sharing the store retires a device by its record
+  /// alone (a heartbeat that came late under load, a clock ahead); the device's socket
+  /// here would otherwise go on pushing edits made after the cut stopped waiting for it,
+  /// concurrent with deletes the others may have forgotten. Closed, the device rejoins
+  /// under a fresh id and its edits are rebased.
+  func closeRetiredSockets(_ records: [RelayDeviceRecord]) {
+    let retired = Set(records.lazy.filter(\.isRetired).map(\.replica))
+    guard !retired.isEmpty else { return }
+    for (socket, replicas) in connectedDevices where !replicas.isDisjoint(with: retired) {
+      connectedDevices[socket] = nil
+      subscribers[socket]?.close(.retired)
+    }
   }
 
   /// Retires the records that are no longer active, and returns the others.
@@ -153,6 +170,7 @@ extension SpaceHub {
       }
     }
     if !retiring.isEmpty { try await store.record(space: space, devices: retiring) }
+    closeRetiredSockets(records)
     return active
   }
 

@@ -35,7 +35,7 @@ actor SpaceHub {
   var replica: Replica
   private(set) var appliedPosition: UInt64 = 0
   var snapshotPosition: UInt64 = 0
-  private var subscribers: [UInt64: Subscriber] = [:]
+  private(set) var subscribers: [UInt64: Subscriber] = [:]
   private var waiting: [PendingCommit] = []
   private var isFlushing = false
   /// The last position the store announced, and whether some appends may have gone
@@ -63,9 +63,10 @@ actor SpaceHub {
   /// the rest are read from the store instead.
   static let announcedLimit = 4_096
 
-  /// A socket's queue of outgoing messages.
+  /// A socket's queue of outgoing messages, and how to close it.
   struct Subscriber {
     var send: @Sendable ([UInt8]) -> Bool
+    var close: @Sendable (RelayCloseReason) -> Void
   }
 
   private struct PendingCommit {
@@ -108,9 +109,13 @@ actor SpaceHub {
     self.now = now
   }
 
-  /// Registers a socket; `send` returns `false` when its queue is full.
-  func subscribe(_ id: UInt64, send: @escaping @Sendable ([UInt8]) -> Bool) {
-    subscribers[id] = Subscriber(send: send)
+  /// Registers a socket; `send` returns `false` when its queue is full, and `close` closes
+  /// it with a reason (its queued messages first).
+  func subscribe(
+    _ id: UInt64, close: @escaping @Sendable (RelayCloseReason) -> Void = { _ in },
+    send: @escaping @Sendable ([UInt8]) -> Bool
+  ) {
+    subscribers[id] = Subscriber(send: send, close: close)
   }
 
   /// Whether a read or a commit is in flight or owed.

@@ -225,3 +225,46 @@ import Testing
     #expect(await other.replica.document == device.document)
   }
 }
+
+/// A device connected to one relay process and retired by another (which judges it by its
+/// record alone: a heartbeat that came late, a clock ahead) is closed with `retired` by the
+/// process holding its socket, at its next heartbeat or cut computation, so it rejoins
+/// instead of pushing edits the cut no longer waits for.
+@Suite struct RetiredElsewhereTests {
+  @Test func aSocketWhoseDeviceAnotherProcessRetiredIsClosedWithRetired() async throws {
+    let store = try await SQLiteRelayStore.open(path: temporaryDirectory() + "/relay.sqlite")
+    defer { Task { try? await store.close() } }
+    let space = "retired-elsewhere"
+    let (phone, laptop) = (ReplicaID(rawValue: 0xA1), ReplicaID(rawValue: 0xB2))
+    var writer = Replica(document: Document(), id: phone)
+    let made = writer.transact { tx in
+      tx.setValue(.string("t"), for: "title", of: SharedCutTests.kept)
+    }
+    _ = try await store.append(space: space, delta: made.delta.encoded())
+    // The phone's socket is on `holding`; `other` runs with a clock past the horizon.
+    let holding = SpaceHub(
+      space: space, store: store, compactionInterval: 1_000, waitingLimit: 100,
+      retireAfter: .seconds(60))
+    let other = SpaceHub(
+      space: space, store: store, compactionInterval: 1_000, waitingLimit: 100,
+      retireAfter: .seconds(60), now: { Date(timeIntervalSinceNow: 600) })
+    let closed = Mutex<[RelayCloseReason]>([])
+    await holding.subscribe(
+      1, close: { reason in closed.withLock { $0.append(reason) } }, send: { _ in true })
+    let phoneGrant = RejoinInFlightCutTests.grant(phone, space: space)
+    let admission = try await holding.admit(1, grant: phoneGrant, context: writer.context)
+    #expect(admission != .retired)
+    await holding.touchConnectedDevices()
+    #expect(closed.withLock { $0 }.isEmpty)
+    // The laptop reports to the other process, which retires the phone as silent.
+    try await other.noteSeen(
+      grant: RejoinInFlightCutTests.grant(laptop, space: space), seen: writer.context)
+    let records = try await store.devices(space: space)
+    #expect(records.first { $0.replica == phone }?.isRetired == true)
+    // The holding process learns it at its next heartbeat and closes the socket once.
+    await holding.touchConnectedDevices()
+    await holding.touchConnectedDevices()
+    #expect(closed.withLock { $0 } == [.retired])
+    #expect(await holding.connectedDevices[1] == nil)
+  }
+}
