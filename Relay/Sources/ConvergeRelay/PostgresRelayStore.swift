@@ -291,7 +291,10 @@ public final class PostgresRelayStore: RelayStore {
     return nil
   }
 
-  public func recordStableCut(space: String, cut: RelayStableCut) async throws {
+  @discardableResult
+  public func recordStableCut(space: String, cut: RelayStableCut) async throws
+    -> RelayStableCut
+  {
     // Read, merge, then write only if the row is still what was read (one statement,
     // hence one transaction); another node's write in between makes the write change
     // nothing, and the cut is merged again with what it wrote. The column keeps its name:
@@ -303,7 +306,7 @@ public final class PostgresRelayStore: RelayStore {
       for try await bytes in rows.decode(ByteBuffer.self) { stored = [UInt8](buffer: bytes) }
       let current = try stored.map(Self.decodeStoredCut)
       let merged = cut.merged(with: current)
-      if let current, merged == current { return }
+      if let current, merged == current { return current }
       let encoded = ByteBuffer(bytes: merged.encoded())
       let written: PostgresRowSequence
       if let stored {
@@ -321,7 +324,7 @@ public final class PostgresRelayStore: RelayStore {
       }
       var wrote = false
       for try await _ in written.decode(String.self) { wrote = true }
-      if wrote { return }
+      if wrote { return merged }
     }
     throw RelayStoreError.contended("converge_relay_stable_cuts")
   }

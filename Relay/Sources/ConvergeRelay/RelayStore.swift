@@ -56,8 +56,11 @@ public protocol RelayStore: Sendable {
   /// The stored cut never shrinks: it becomes the union of the stored one and `cut` (both
   /// contexts), read, merged and written as one compare-and-swap, again if another process
   /// wrote the row in between, so two processes recording at once both find their cut
-  /// within the stored one (``RelayStableCut/merged(with:)``).
-  func recordStableCut(space: String, cut: RelayStableCut) async throws
+  /// within the stored one (``RelayStableCut/merged(with:)``). Returns the cut stored
+  /// now, which the caller forgets by once its replica holds its covering context: no
+  /// process may have forgotten by that union yet.
+  @discardableResult
+  func recordStableCut(space: String, cut: RelayStableCut) async throws -> RelayStableCut
 
   /// Replaces the space's snapshot by `state` of the space after positions
   /// 1…`position` that has forgotten deleted content, unless the stored one covers more,

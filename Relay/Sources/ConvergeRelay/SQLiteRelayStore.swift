@@ -201,7 +201,10 @@ public actor SQLiteRelayStore: RelayStore {
     return try Self.decodeStoredCut([UInt8](buffer: stored))
   }
 
-  public func recordStableCut(space: String, cut: RelayStableCut) async throws {
+  @discardableResult
+  public func recordStableCut(space: String, cut: RelayStableCut) async throws
+    -> RelayStableCut
+  {
     // Read, merge, then write only if the row is still what was read (one statement,
     // hence atomic); another process's write in between makes the write change nothing,
     // and the cut is merged again with what it wrote. The column keeps its name: it holds
@@ -217,7 +220,7 @@ public actor SQLiteRelayStore: RelayStore {
       }
       let current = try stored.map(Self.decodeStoredCut)
       let merged = cut.merged(with: current)
-      if let current, merged == current { return }
+      if let current, merged == current { return current }
       let written: [SQLiteRow]
       if let stored {
         written = try await write(
@@ -235,7 +238,7 @@ public actor SQLiteRelayStore: RelayStore {
           ON CONFLICT(space) DO NOTHING RETURNING space
           """, [.text(space), .blob(ByteBuffer(bytes: merged.encoded()))])
       }
-      if !written.isEmpty { return }
+      if !written.isEmpty { return merged }
     }
     throw RelayStoreError.contended("stable_cuts")
   }

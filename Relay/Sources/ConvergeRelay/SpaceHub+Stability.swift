@@ -203,9 +203,16 @@ extension SpaceHub {
       cut.covering.formUnion(published.covering)
     }
     // Recorded before any replica forgets with it: a device that comes back without it
-    // is refused from then on, and the other processes adopt it.
-    try await store.recordStableCut(space: space, cut: cut)
-    try await publish(cut)
+    // is refused from then on, and the other processes adopt it. The store keeps the
+    // union with what another process recorded meanwhile: forgotten by here too once this
+    // replica holds its covering context (else adopted when a read brings it).
+    let stored = try await store.recordStableCut(space: space, cut: cut)
+    if stored != cut, replica.context.includes(stored.covering) {
+      try await publish(stored)
+    } else {
+      if stored != cut { awaitedRecorded = stored }
+      try await publish(cut)
+    }
   }
 
   /// Sends `cut` to every socket, forgets with it and replaces the snapshot if that
