@@ -447,6 +447,14 @@ struct RelaySimulationReport {
     }
     let verdict = Oracle.check(replicas + [stored])
     report.failures += verdict.failures
+    if !verdict.failures.isEmpty {
+      let all = replicas + [stored]
+      for index in all.indices.dropFirst() where all[index].document != all[0].document {
+        report.failures.append(
+          "replica \(index) against replica 0: "
+            + Self.differences(all[index], all[0]).joined(separator: "; "))
+      }
+    }
     report.entities = verdict.entityCount
     for (index, device) in devices.enumerated() {
       let acknowledged = device.owner.acknowledgedContext(of: RelaySession.defaultPeer)
@@ -455,6 +463,37 @@ struct RelaySimulationReport {
           "device \(index) saw events acknowledged that the store does not have")
       }
     }
+  }
+
+  /// Where two replicas' documents differ, for a failure's report: the events one holds
+  /// and the other lacks, then up to three entities that differ (shown or not, fields).
+  static func differences(_ one: Replica, _ other: Replica) -> [String] {
+    var found: [String] = []
+    let onlyOne = one.context.subtracting(other.context)
+    let onlyOther = other.context.subtracting(one.context)
+    if !onlyOne.isEmpty || !onlyOther.isEmpty {
+      found.append("events only here \(onlyOne), only there \(onlyOther)")
+    }
+    let keys = Set(one.delta(since: CausalContext()).keys)
+      .union(other.delta(since: CausalContext()).keys).sorted()
+    for key in keys {
+      let (a, b) = (one.document, other.document)
+      let fields = Set(a.fieldNames(of: key)).union(b.fieldNames(of: key)).sorted()
+      let differing = fields.filter {
+        a.value(of: $0, in: key) != b.value(of: $0, in: key)
+          || a.elements(of: $0, in: key) != b.elements(of: $0, in: key)
+          || a.text(of: $0, in: key) != b.text(of: $0, in: key)
+      }
+      guard
+        a.contains(key) != b.contains(key) || a.fieldNames(of: key) != b.fieldNames(of: key)
+          || !differing.isEmpty
+      else { continue }
+      found.append(
+        "\(key.type)/\(key.id): shown \(a.contains(key))/\(b.contains(key)), fields "
+          + "\(a.fieldNames(of: key))/\(b.fieldNames(of: key)), values differ in \(differing)")
+      if found.count >= 4 { break }
+    }
+    return found
   }
 
   /// The space as the store holds it (the latest snapshot, then the log after it), the
