@@ -125,14 +125,17 @@ extension SpaceHub {
   }
 
   /// Marks this process's connected devices heard from now (the heartbeat ends when the
-  /// last one's socket closes, ``unsubscribe(_:)``), and closes the sockets of those
-  /// another process retired meanwhile. A failed write or read is tried again at the next
+  /// last one's socket closes, ``unsubscribe(_:)``), closes the sockets of those another
+  /// process retired meanwhile, and adopts the cut another process recorded: a process
+  /// whose own meet does not grow (its devices quiet) would otherwise never tell its
+  /// sockets a cut the others forgot by. A failed write or read is tried again at the next
   /// beat.
   func touchConnectedDevices() async {
     let connected = Array(Set(connectedDevices.values.joined()))
     guard !connected.isEmpty else { return }
     try? await store.touch(space: space, replicas: connected, lastHeard: now().relaySeconds)
     if let records = try? await store.devices(space: space) { closeRetiredSockets(records) }
+    _ = try? await adoptRecordedCut(refreshing: false)
   }
 
   /// Closes with `retired` (4011) every socket of this process whose device `records`

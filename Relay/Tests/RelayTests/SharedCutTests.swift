@@ -267,4 +267,40 @@ import Testing
     #expect(closed.withLock { $0 } == [.retired])
     #expect(await holding.connectedDevices[1] == nil)
   }
+
+  /// A process whose devices are quiet computes no cut of its own; its heartbeat adopts the
+  /// one another process recorded and tells its sockets, so they forget what the store
+  /// forgot.
+  @Test func theHeartbeatTellsTheSocketsACutAnotherProcessRecorded() async throws {
+    let store = try await SQLiteRelayStore.open(path: temporaryDirectory() + "/relay.sqlite")
+    defer { Task { try? await store.close() } }
+    let space = "heartbeat-cut"
+    let (recorded, _, current) = try await SharedCutTests.recordedSpace(store, space: space)
+    let hub = SpaceHub(space: space, store: store, compactionInterval: 1_000, waitingLimit: 100)
+    let sent = Mutex<[[UInt8]]>([])
+    await hub.subscribe(1) { bytes in
+      sent.withLock { $0.append(bytes) }
+      return true
+    }
+    let reader = ReplicaID(rawValue: 0xE5)
+    // Admitted by a live push (no handshake): the hub adopts nothing at admission.
+    let admission = try await hub.admit(
+      1, grant: RejoinInFlightCutTests.grant(reader, space: space), context: nil)
+    #expect(admission == .admitted(nil))
+    try await hub.refresh()
+    #expect(await hub.replica.document.entities[SharedCutTests.secret] != nil)
+    await hub.touchConnectedDevices()
+    #expect(await hub.publishedCut?.stable.includes(recorded.stable) == true)
+    #expect(
+      await hub.replica.document
+        == {
+          var forgotten = current
+          _ = forgotten.forgetDeleted(stable: recorded.stable)
+          return forgotten
+        }())
+    let cuts = sent.withLock { messages in
+      messages.filter { RelayAcknowledgement.envelopeKind($0[...]) == RelayStableCut.kind }
+    }
+    #expect(cuts.count == 1)
+  }
 }
