@@ -411,9 +411,16 @@ struct RelaySimulationReport {
         if !acknowledged.includes(device.owner.replica.context) { upToDate = false }
       }
       let agree = replicas.allSatisfy { $0.document == replicas[0].document }
-      if upToDate && agree { break }
+      // And the store: a cut the relays forgot by reaches every device within a
+      // heartbeat (a second with the 4 s horizon), and the devices forget by it too.
+      var storeAgrees = false
+      if upToDate && agree, let state = try? await storedState() {
+        storeAgrees = state.replica.document == replicas[0].document
+      }
+      if storeAgrees { break }
       guard ContinuousClock.now < deadline else {
-        report.failures.append("devices did not settle within 60 s (up to date: \(upToDate))")
+        report.failures.append(
+          "devices did not settle within 60 s (up to date: \(upToDate), agree: \(agree))")
         // Which device the relay never acknowledged, and what it lacks.
         for (index, device) in devices.enumerated() {
           let acknowledged = device.owner.acknowledgedContext(of: RelaySession.defaultPeer)
