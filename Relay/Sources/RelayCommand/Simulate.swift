@@ -402,8 +402,11 @@ struct RelaySimulationReport {
   private mutating func settleAndCheck() async {
     let deadline = ContinuousClock.now + .seconds(60)
     var replicas: [Replica] = []
+    // The store as the loop last read it: the state the oracle judges.
+    var settled: (replica: Replica, stable: CausalContext, knows: Bool)?
     while true {
       replicas = []
+      settled = nil
       var upToDate = true
       for device in devices {
         replicas.append(device.owner.replica)
@@ -411,13 +414,18 @@ struct RelaySimulationReport {
         if !acknowledged.includes(device.owner.replica.context) { upToDate = false }
       }
       let agree = replicas.allSatisfy { $0.document == replicas[0].document }
-      // And the store: a cut the relays forgot by reaches every device within a
-      // heartbeat (a second with the 4 s horizon), and the devices forget by it too.
-      var storeAgrees = false
+      // And the store, once done forgetting: the relays go on recording cuts as the last
+      // reports come in, a cut is recorded before the snapshot forgets by it, and it
+      // reaches every device within a heartbeat (a second with the 4 s horizon).
       if upToDate && agree, let state = try? await storedState() {
-        storeAgrees = state.replica.document == replicas[0].document
+        settled = state
+        var forgetting = state.replica
+        if forgetting.forgetDeleted(stable: state.stable) == 0,
+          state.replica.document == replicas[0].document
+        {
+          break
+        }
       }
-      if storeAgrees { break }
       guard ContinuousClock.now < deadline else {
         report.failures.append(
           "devices did not settle within 60 s (up to date: \(upToDate), agree: \(agree))")
@@ -436,7 +444,8 @@ struct RelaySimulationReport {
     }
     let stored: Replica
     do {
-      let state = try await storedState()
+      let state: (replica: Replica, stable: CausalContext, knows: Bool)
+      if let settled { state = settled } else { state = try await storedState() }
       stored = state.replica
       report.hasStableCut = !state.stable.isEmpty
       var forgetting = stored
