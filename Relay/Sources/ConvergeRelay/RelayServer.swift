@@ -183,7 +183,7 @@ public struct RelayServer: Sendable {
       }
     }
     let peerID = peer.id
-    await hub.subscribe(peerID) { bytes in
+    await hub.subscribe(peerID, close: shut) { bytes in
       guard let refusal = outbox.send(bytes) else { return true }
       shut(refusal)
       return false
