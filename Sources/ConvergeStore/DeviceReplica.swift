@@ -311,7 +311,7 @@ public final class DeviceReplica {
   /// Drops what waits for events of `retiredIDs`, if anything waits.
   @discardableResult
   func dropStranded() -> Int {
-    guard !retiredIDs.isEmpty, store.replica.document.hasPendingChanges else { return 0 }
+    guard store.replica.document.hasPendingChanges(of: retiredIDs) else { return 0 }
     let dropped = withMutation(keyPath: \.replica) { store.dropPending(of: retiredIDs) }
     refreshStatus()
     return dropped

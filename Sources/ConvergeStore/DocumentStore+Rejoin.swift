@@ -83,7 +83,7 @@ extension DocumentStore {
   /// - Complexity: O(w + p log p) for w waiting fields and p waiting items.
   @discardableResult
   public func dropPending(of replicas: Set<ReplicaID>) -> Int {
-    guard storedReplica.document.hasPendingChanges, !replicas.isEmpty else { return 0 }
+    guard storedReplica.document.hasPendingChanges(of: replicas) else { return 0 }
     checkOutsideTransaction()
     // As for forgetting: a compaction still writing the document as it was would settle
     // after this call and clear the need for a fresh snapshot.

@@ -31,18 +31,23 @@ extension Document {
   /// - Complexity: O(w + p log p) for w waiting fields and p waiting items.
   @discardableResult
   public mutating func dropPending(of replicas: Set<ReplicaID>) -> Int {
-    guard !waitingTexts.isEmpty, !replicas.isEmpty else { return 0 }
+    guard hasPendingChanges(of: replicas) else { return 0 }
     var dropped = 0
     for waiting in waitingTexts {
       guard let entity = entities.index(forKey: waiting.entity),
         let slot = entities.values[entity].fields.index(forKey: waiting.field)
       else { continue }
       switch entities.values[entity].fields.values[slot] {
+      case .text(let storage) where !storage.text.hasPending(of: replicas):
+        // Read first: taking the text out would copy one a copy of the document shares.
+        continue
       case .text:
         guard let storage = entities.values[entity].takeText(at: slot) else { continue }
         dropped &+= storage.text.dropPending(of: replicas)
         waitingTexts.note(storage.text, field: waiting.field, of: waiting.entity)
         entities.values[entity].fields.values[slot] = .text(storage)
+      case .list(let list) where !list.slots.hasPending(of: replicas):
+        continue
       case .list(var list):
         // Taken out first, so that the list's slots are edited in place.
         entities.values[entity].fields.values[slot] = .register(LWWRegister())
@@ -57,5 +62,21 @@ extension Document {
       _checkInvariants()
     #endif
     return dropped
+  }
+
+  /// Whether a text or list item waits that ``dropPending(of:)`` would drop: an event of
+  /// `replicas`, or one waiting for an event of theirs, or a delete of one of theirs.
+  ///
+  /// - Complexity: O(w + p) for w waiting fields and p waiting items.
+  public func hasPendingChanges(of replicas: Set<ReplicaID>) -> Bool {
+    guard !waitingTexts.isEmpty, !replicas.isEmpty else { return false }
+    for waiting in waitingTexts {
+      switch entities[waiting.entity]?.fields[waiting.field] {
+      case .text(let storage)?: if storage.text.hasPending(of: replicas) { return true }
+      case .list(let list)?: if list.slots.hasPending(of: replicas) { return true }
+      default: continue
+      }
+    }
+    return false
   }
 }

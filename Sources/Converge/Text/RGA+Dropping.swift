@@ -11,7 +11,7 @@ extension RGA {
   /// - Complexity: O(p log p) for p buffered inserts, plus O(u) for u waited-for delete
   ///   target ranges.
   package mutating func dropPending(of replicas: Set<ReplicaID>) -> Int {
-    guard hasPending, !replicas.isEmpty else { return 0 }
+    guard hasPending(of: replicas) else { return 0 }
     var dropped = 0
     var work = pendingInserts.removeAll { insert, waitedFor in
       replicas.contains(insert.id.replica) || replicas.contains(waitedFor.replica)
@@ -40,5 +40,22 @@ extension RGA {
       _checkInvariants()
     #endif
     return dropped
+  }
+
+  /// Whether a buffered insert is an event of `replicas` or waits for one of theirs, or a
+  /// delete target of theirs is waited for: what ``dropPending(of:)`` would drop first.
+  ///
+  /// - Complexity: O(p + u) for p buffered inserts and u waited-for target ranges.
+  package func hasPending(of replicas: Set<ReplicaID>) -> Bool {
+    guard hasPending, !replicas.isEmpty else { return false }
+    for insert in pendingInserts {
+      if replicas.contains(insert.id.replica) { return true }
+      if let origin = insert.origin, replicas.contains(origin.replica) { return true }
+      if let right = insert.rightOrigin, replicas.contains(right.replica) { return true }
+    }
+    for (replica, ranges) in unresolvedDeletes.ranges where !ranges.isEmpty {
+      if replicas.contains(replica) { return true }
+    }
+    return false
   }
 }
