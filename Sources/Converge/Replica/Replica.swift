@@ -150,6 +150,15 @@ public struct Replica: Sendable {
     document.forgetDeleted(stable: stable)
   }
 
+  /// Drops what waits for events of the retired replicas `replicas` (see
+  /// ``Document/dropPending(of:)``) and returns how many items were dropped.
+  ///
+  /// - Complexity: O(w + p log p) for w waiting fields and p waiting items.
+  @discardableResult
+  public mutating func dropPending(of replicas: Set<ReplicaID>) -> Int {
+    document.dropPending(of: replicas)
+  }
+
   /// Exactly what a replica whose context is `known` lacks: its size grows with the
   /// changes since `known`, not with the document's history.
   ///
