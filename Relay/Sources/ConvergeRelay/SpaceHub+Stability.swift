@@ -236,7 +236,7 @@ extension SpaceHub {
   /// published, and returns the recorded stable context (empty if none).
   ///
   /// Two relay processes sharing a store each compute and publish their own cut, and a
-  /// rejoin rebases on the cut its relay tells it (``Replica/rebasing(_:onto:stable:as:wallClock:)``):
+  /// rejoin rebases on the cut its relay tells it (``Replica/rebasing(_:onto:stable:retired:as:wallClock:)``):
   /// its re-applied delta converges only on replicas that forgot by that cut before they
   /// apply it. So a process adopts the recorded cut (sends it to its sockets and forgets
   /// with it) before it answers a handshake (`refreshing`: reading the store first if its
