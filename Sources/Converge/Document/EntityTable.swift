@@ -27,6 +27,12 @@ struct EntityTable: Sendable, Sequence {
   /// The records, by position; edited in place at a position from ``index(forKey:)``
   /// or ``insertIfAbsent(_:)``.
   var values: [EntityRecord] = []
+  /// By type code: the position of the type's latest entity, and whether every entity of
+  /// the type arrived after the ones its id follows (a replica's own ids, named after
+  /// their creation, do), so that their positions are their id order and a read sorts
+  /// nothing (see ``keyOrder(of:)``).
+  private var latestOfType: [Int] = []
+  private var typeInIDOrder: [Bool] = []
   /// Position + 1 of the entity hashed there, or 0 for an empty slot; linear probing.
   /// The count is a power of two at least 4/3 of the entities', or zero.
   private var slots: [UInt32] = []
@@ -68,6 +74,7 @@ struct EntityTable: Sendable, Sequence {
   /// bytes are those after the prefix every id shares (ids named after their creation
   /// share their replica's eleven characters), where ids start to differ.
   func keyOrder(of positions: [Int]) -> [Int] {
+    if isInKeyOrder(positions) { return Array(positions.indices) }
     let skipped = commonPrefixLength(of: positions)
     var order = positions.indices.map {
       (prefix: Self.orderPrefix(of: ids[positions[$0]], skipping: skipped), index: $0)
@@ -90,6 +97,20 @@ struct EntityTable: Sendable, Sequence {
     }
     if !sorted { order.sort(by: precedes) }
     return order.map(\.index)
+  }
+
+  /// Whether `positions`, ascending and of one type whose entities arrived in id order,
+  /// are in key order already: known from the table, without reading an id.
+  private func isInKeyOrder(_ positions: [Int]) -> Bool {
+    guard let first = positions.first else { return true }
+    let code = typeCodeAt[first]
+    guard typeInIDOrder[Int(code)] else { return false }
+    var previous = -1
+    for position in positions {
+      guard position > previous, typeCodeAt[position] == code else { return false }
+      previous = position
+    }
+    return true
   }
 
   /// The number of leading UTF-8 bytes the ids at `positions` all share.
@@ -174,7 +195,15 @@ struct EntityTable: Sendable, Sequence {
     precondition(ids.count < UInt32.max, "a document holds fewer than 2^32 entities")
     let needed = Self.slotCount(for: ids.count + 1)
     if needed > slots.count { rehash(slotCount: needed) }
-    typeCodeAt.append(code(of: key.type))
+    let code = code(of: key.type)
+    let type = Int(code)
+    if typeInIDOrder[type], latestOfType[type] >= 0,
+      !utf8Precedes(ids[latestOfType[type]], key.id)
+    {
+      typeInIDOrder[type] = false
+    }
+    latestOfType[type] = ids.count
+    typeCodeAt.append(code)
     ids.append(key.id)
     hashes.append(key.hashCode)
     values.append(record)
@@ -191,6 +220,8 @@ struct EntityTable: Sendable, Sequence {
     let code = UInt32(truncatingIfNeeded: types.count)
     types.append(type)
     typeCodes[exact] = code
+    latestOfType.append(-1)
+    typeInIDOrder.append(true)
     return code
   }
 
@@ -221,6 +252,16 @@ struct EntityTable: Sendable, Sequence {
     let counts = [typeCodeAt.count, ids.count, hashes.count, values.count]
     precondition(Set(counts).count == 1, "per-position arrays of counts \(counts)")
     precondition(types.count == typeCodes.count, "\(types.count) types, \(typeCodes.count) codes")
+    precondition(latestOfType.count == types.count && typeInIDOrder.count == types.count)
+    for code in types.indices {
+      let positions = ids.indices.filter { typeCodeAt[$0] == UInt32(code) }
+      precondition(latestOfType[code] == positions.last ?? -1, "type \(code)'s latest entity")
+      if typeInIDOrder[code] {
+        precondition(
+          zip(positions, positions.dropFirst()).allSatisfy { utf8Precedes(ids[$0], ids[$1]) },
+          "type \(code)'s entities are out of id order")
+      }
+    }
     for (code, type) in types.enumerated() {
       precondition(typeCodes[ExactString(type)] == UInt32(code), "\(type) without its code")
     }
