@@ -36,6 +36,9 @@ struct EntityTable: Sendable, Sequence {
   /// Position + 1 of the entity hashed there, or 0 for an empty slot; linear probing.
   /// The count is a power of two at least 4/3 of the entities', or zero.
   private var slots: [UInt32] = []
+  /// The set fields' visible elements as typed walks built them (memory only, not
+  /// state; shared by copies, which is safe: see ``SetReadCache``), from the first entity.
+  private(set) var setReads: SetReadCache?
 
   init() {}
 
@@ -208,6 +211,7 @@ struct EntityTable: Sendable, Sequence {
     hashes.append(key.hashCode)
     values.append(record)
     place(ids.count - 1)
+    if setReads == nil { setReads = SetReadCache() }
   }
 
   /// The code of `type`, given it now if it is new.

@@ -155,6 +155,9 @@ extension Document {
     var slotNames: [String]?
     // One copy of the document for the walk (a copy a row retained its storage a row).
     var stored = StoredFields(tree: (self, 0))
+    // A walk keeps the sets' visible elements it builds (a list view reads its rows
+    // again); a read of one model, as an update makes, builds them and keeps nothing.
+    stored.setReads = entities.setReads
     entities.values.withUnsafeBufferPointer { records in
       for index in entities.keyOrder(of: visible) {
         let position = visible[index]
@@ -192,6 +195,8 @@ struct StoredFields {
   /// The document and the entity's position in it, for a parent field's resolved parent
   /// (``DocumentForest``), which depends on other entities.
   private var tree: (document: Document, position: Int)
+  /// Where a walk keeps the set fields' visible elements, `nil` for reads by name.
+  fileprivate var setReads: SetReadCache?
 
   init(tree: (document: Document, position: Int)) { self.tree = tree }
 
@@ -222,7 +227,10 @@ struct StoredFields {
     guard let slot, slot < values.count, let base = values.baseAddress else {
       return StoredField(nil)
     }
-    guard case .parent = base[slot], slot < names.count else { return StoredField(base + slot) }
+    guard case .parent = base[slot], slot < names.count else {
+      let kept = setReads.map { SetReadPlace(cache: $0, position: tree.position, field: slot) }
+      return StoredField(base + slot, keptIn: kept)
+    }
     let key = tree.document.entities.key(at: tree.position)
     return StoredField(base + slot, parent: tree.document.forest(of: names[slot]).parent(of: key))
   }

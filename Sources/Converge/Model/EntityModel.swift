@@ -144,11 +144,20 @@ public struct EntityField<Model: EntityModel>: Sendable {
     return EntityField(
       name: name, kind: .set, keyPath: keyPath,
       read: { model, stored in
-        var value = Set<Element>(minimumCapacity: stored.elementCount)
-        stored.forEachElement { element in
-          if let element = Element(fieldValue: element) { value.insert(element) }
+        func visible() -> Set<Element> {
+          var value = Set<Element>(minimumCapacity: stored.elementCount)
+          stored.forEachElement { element in
+            if let element = Element(fieldValue: element) { value.insert(element) }
+          }
+          return value
         }
-        property.set(value, in: &model)
+        // In a walk, kept with the set's entries until they change: reading the same
+        // tags again is a lookup and a retain, not an allocation and a hash of each tag.
+        guard stored.keepsVisibleElements else { return property.set(visible(), in: &model) }
+        let kept = stored.keptVisibleElements(as: VisibleElements<Element>.self) {
+          VisibleElements(visible())
+        }
+        property.set(kept.elements, in: &model)
       },
       write: { old, new, creating, transaction, key in
         let before = creating ? [] : old[keyPath: keyPath]
@@ -241,10 +250,16 @@ struct StoredField {
   private let field: UnsafePointer<FieldState>?
   /// A parent field's resolved parent (``DocumentForest``), not its write.
   private let resolvedParent: EntityKey?
+  /// Where a walk keeps a set field's visible elements (``SetReadCache``), `nil` outside
+  /// walks.
+  private let keptIn: SetReadPlace?
 
-  init(_ field: UnsafePointer<FieldState>?, parent: EntityKey? = nil) {
+  init(
+    _ field: UnsafePointer<FieldState>?, parent: EntityKey? = nil, keptIn: SetReadPlace? = nil
+  ) {
     self.field = field
     self.resolvedParent = parent
+    self.keptIn = keptIn
   }
 
   /// The field's state (a copy, for the rare reads that need it whole).
@@ -265,6 +280,25 @@ struct StoredField {
     return elements.count
   }
 
+  /// Whether the field is a set with elements read in a walk, whose visible elements
+  /// ``keptVisibleElements(as:build:)`` keeps.
+  @usableFromInline var keepsVisibleElements: Bool {
+    guard keptIn != nil, let field, case .set(let elements) = field.pointee else { return false }
+    return !elements.isEmpty
+  }
+
+  /// The object `build` makes of the set field's visible elements, kept by the walk
+  /// while the set's entries stay unchanged and returned again to a reader asking for
+  /// the same `type` (``SetReadCache``); built and not kept if the field is not a set
+  /// in a walk (see ``keepsVisibleElements``).
+  @usableFromInline func keptVisibleElements<Kept: AnyObject & Sendable>(
+    as type: Kept.Type, build: () -> Kept
+  ) -> Kept {
+    guard let keptIn, let field, case .set(let elements) = field.pointee else { return build() }
+    return keptIn.cache.object(
+      of: elements, at: keptIn.position, field: keptIn.field, as: type, build: build)
+  }
+
   /// Calls `body` with each present element of the set field, in no particular order.
   @usableFromInline func forEachElement(_ body: (FieldValue) -> Void) {
     guard let field, case .set(let elements) = field.pointee else { return }
@@ -276,4 +310,13 @@ struct StoredField {
     guard let field, case .text(let storage) = field.pointee else { return "" }
     return storage.text.string
   }
+}
+
+/// A set field's place in a walk: the cache that keeps its visible elements, the
+/// entity's position and the field's slot in the entity's table.
+@usableFromInline
+struct SetReadPlace {
+  let cache: SetReadCache
+  let position: Int
+  let field: Int
 }
