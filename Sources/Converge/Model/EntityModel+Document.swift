@@ -157,7 +157,7 @@ extension Document {
     var stored = StoredFields(tree: (self, 0))
     // A walk keeps the sets' visible elements it builds (a list view reads its rows
     // again); a read of one model, as an update makes, builds them and keeps nothing.
-    stored.setReads = entities.setReads
+    stored.keepsSets = true
     entities.values.withUnsafeBufferPointer { records in
       for index in entities.keyOrder(of: visible) {
         let position = visible[index]
@@ -195,8 +195,8 @@ struct StoredFields {
   /// The document and the entity's position in it, for a parent field's resolved parent
   /// (``DocumentForest``), which depends on other entities.
   private var tree: (document: Document, position: Int)
-  /// Where a walk keeps the set fields' visible elements, `nil` for reads by name.
-  fileprivate var setReads: SetReadCache?
+  /// Whether the set fields' visible elements are kept (in a walk, not in reads by name).
+  fileprivate var keepsSets = false
 
   init(tree: (document: Document, position: Int)) { self.tree = tree }
 
@@ -228,8 +228,10 @@ struct StoredFields {
       return StoredField(nil)
     }
     guard case .parent = base[slot], slot < names.count else {
-      let kept = setReads.map { SetReadPlace(cache: $0, position: tree.position, field: slot) }
-      return StoredField(base + slot, keptIn: kept)
+      guard keepsSets, case .set = base[slot] else { return StoredField(base + slot) }
+      let cache = tree.document.entities.setReads(at: tree.position)
+      return StoredField(
+        base + slot, keptIn: SetReadPlace(cache: cache, position: tree.position, field: slot))
     }
     let key = tree.document.entities.key(at: tree.position)
     return StoredField(base + slot, parent: tree.document.forest(of: names[slot]).parent(of: key))

@@ -11,8 +11,8 @@
 /// again is a lookup and a retain, not an allocation and a hash of every element.
 ///
 /// Nothing is added to a set: a set's entries stay the plain array they are, and a
-/// document that no model walk reads keeps nothing here (the raw path pays one pointer
-/// a document). A kept value is valid by the identity of the entries it was built
+/// document that no model walk reads keeps nothing here (the raw path pays one cache
+/// an entity type, allocated with the type, inside the entity table's list of types). A kept value is valid by the identity of the entries it was built
 /// from, which it retains: while the cache holds that array, no one can change it in
 /// place (copy-on-write copies it first) nor free it and reuse its address, so a set
 /// whose entries are that very array (same buffer, same count) holds exactly those
@@ -21,7 +21,7 @@
 /// walk read it copies its few entries once, and an entry keeps an old array alive
 /// until its field is read again (one entry a field, so bounded by the fields read).
 ///
-/// Copies of a document share one cache (it is a reference in ``EntityTable``). That
+/// Copies of a document share its caches (references in ``EntityTable``'s types). That
 /// is safe because validity is identity, not a key: two copies edited apart have other
 /// arrays for the fields they changed, and each reads its own; they only rebuild in
 /// turn when both are walked alternately. (The forest cache is keyed by causal context,
