@@ -181,8 +181,18 @@ extension MovableList {
   @discardableResult
   package mutating func apply(_ delta: MovableListDelta, known: CausalContext) -> Bool {
     var fresh = delta
-    fresh.slots = RGADelta(
-      inserts: delta.slots.inserts.flatMap { insert in
+    fresh.slots = Self.runs(delta.slots, unknownTo: known)
+    return apply(fresh)
+  }
+
+  /// The slot inserts and deletes of `runs` whose events `known` does not name: what a
+  /// list whose replica's context is `known` may still lack of them (it holds the others
+  /// already, or collected them).
+  ///
+  /// - Complexity: O(d) for d runs, times the ranges `known` holds of their replicas.
+  package static func runs(_ runs: RGADelta, unknownTo known: CausalContext) -> RGADelta {
+    RGADelta(
+      inserts: runs.inserts.flatMap { insert in
         let lower = insert.id.counter
         let upper = lower &+ UInt64(insert.length &- 1)
         guard insert.length > 0, upper >= lower else { return [insert] }
@@ -193,7 +203,7 @@ extension MovableList {
             from: Int($0.lowerBound - lower), length: Int($0.upperBound - $0.lowerBound + 1))
         }
       },
-      deletes: delta.slots.deletes.flatMap { delete in
+      deletes: runs.deletes.flatMap { delete in
         let lower = delete.dot.counter
         let upper = lower &+ (delete.count &- 1)
         guard delete.count > 0, upper >= lower else { return [delete] }
@@ -203,7 +213,6 @@ extension MovableList {
           delete.slice(from: $0.lowerBound - lower, count: $0.upperBound - $0.lowerBound + 1)
         }
       })
-    return apply(fresh)
   }
 
   /// `runs` without the slots `excluded` and the deletes of them.
