@@ -178,8 +178,8 @@ import Testing
     #expect(collectedInAll > 500, "slots collected over all seeds: \(collectedInAll)")
   }
 
-  /// A cut becomes doubly stable only once a later cut includes its covering context,
-  /// and the oldest waiting cut is the one returned.
+  /// A cut becomes doubly stable only once a later cut includes its covering context;
+  /// the latest such cut is returned, and it and the older ones stop waiting.
   @Test func aCutIsDoublyStableOnceALaterCutCoversItsReports() {
     let phone = ReplicaID(rawValue: 1)
     func context(_ upTo: UInt64) -> CausalContext {
@@ -189,14 +189,45 @@ import Testing
     }
     var history = StableCutHistory()
     #expect(history.note(stable: context(2), covering: context(5)) == nil)
-    // Not covered yet: the first cut keeps waiting, the second is not kept.
+    // Not covered yet: both cuts wait.
     #expect(history.note(stable: context(4), covering: context(6)) == nil)
-    #expect(history.waiting?.stable == context(2))
-    let cut = history.note(stable: context(5), covering: context(9))
-    #expect(cut?.stable == context(2))
-    #expect(cut?.covering == context(5))
-    #expect(history.waiting?.stable == context(5))
+    #expect(history.waiting.map(\.stable) == [context(2), context(4)])
+    // Covers the first cut's reports only.
+    let first = history.note(stable: context(5), covering: context(9))
+    #expect(first?.stable == context(2))
+    #expect(first?.covering == context(5))
+    #expect(history.waiting.map(\.stable) == [context(4), context(5)])
+    // Covers both waiting cuts: the latest is returned, and neither waits any more.
+    let latest = history.note(stable: context(9), covering: context(9))
+    #expect(latest?.stable == context(5))
+    #expect(history.waiting.map(\.stable) == [context(9)])
     #expect(DoublyStableCut(stable: context(2), covering: context(5), coveredBy: context(4)) == nil)
+  }
+
+  /// A covering context that never becomes stable holds back no collection: later cuts
+  /// are collected at, and the cut that waited for it stops waiting.
+  @Test func aCutNeverCoveredStopsWaiting() {
+    let phone = ReplicaID(rawValue: 1)
+    let gone = ReplicaID(rawValue: 9)
+    func context(_ upTo: UInt64) -> CausalContext {
+      var context = CausalContext()
+      context.insert(replica: phone, counters: 1...upTo)
+      return context
+    }
+    var history = StableCutHistory()
+    var unreachable = context(1)
+    unreachable.insert(Dot(replica: gone, counter: 1))
+    #expect(history.note(stable: context(1), covering: unreachable) == nil)
+    var found: [DoublyStableCut] = []
+    for round in 2...UInt64(StableCutHistory.capacity + 3) {
+      if let cut = history.note(stable: context(round), covering: context(round)) {
+        found.append(cut)
+      }
+    }
+    #expect(!found.isEmpty)
+    #expect(found.allSatisfy { $0.stable != context(1) })
+    #expect(history.waiting.allSatisfy { $0.stable != context(1) })
+    #expect(history.waiting.count <= StableCutHistory.capacity)
   }
 
   /// A document that does not hold the cut's covering context collects nothing.

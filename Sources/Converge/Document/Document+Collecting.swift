@@ -97,33 +97,34 @@ public struct DoublyStableCut: Sendable, Equatable {
 ///
 /// A device notes each stable cut it receives with its covering context (the relay's
 /// `RelayStableCut` carries both; without a relay, the meet of the peers' reports and
-/// their union). The oldest cut not yet collected at waits until a later cut includes its
-/// covering context; ``note(stable:covering:)`` then returns it as a ``DoublyStableCut``
-/// and the cut just noted waits in its place. Memory only: a device that restarts starts
-/// afresh, which only delays a collection by one cut.
-public struct StableCutHistory: Sendable, Equatable {
-  /// The oldest cut noted and not yet returned, with its covering context.
-  public private(set) var waiting: (stable: CausalContext, covering: CausalContext)?
+/// their union). Noted cuts wait until a later cut includes the covering context of one
+/// of them; ``note(stable:covering:)`` then returns the latest such cut as a
+/// ``DoublyStableCut`` and forgets it and the older ones. At most ``capacity`` cuts wait,
+/// the oldest dropped first, so a covering context that never becomes stable (events
+/// only a retired device held) holds back no collection for ever. Memory only: a device
+/// that restarts starts afresh, which only delays a collection by one cut.
+public struct StableCutHistory: Sendable {
+  /// The cuts noted and not yet returned, oldest first, each with its covering context.
+  public private(set) var waiting: [(stable: CausalContext, covering: CausalContext)] = []
+  /// How many cuts wait at most.
+  public static let capacity = 8
 
   /// No cut noted yet.
   public init() {}
 
   /// Notes the stable cut `stable` whose reports' union is `covering`, and returns the
-  /// waiting cut if `stable` includes its covering context.
+  /// latest waiting cut whose covering context `stable` includes, if any.
   ///
-  /// - Complexity: O(r + g) for r replicas and g gaps in the contexts.
+  /// - Complexity: O(w (r + g)) for w waiting cuts, r replicas and g gaps in the contexts.
   public mutating func note(stable: CausalContext, covering: CausalContext) -> DoublyStableCut? {
-    guard let (earlier, earlierCovering) = waiting else {
-      waiting = (stable, covering)
-      return nil
+    var result: DoublyStableCut?
+    if let latest = waiting.lastIndex(where: { stable.includes($0.covering) }) {
+      result = DoublyStableCut(
+        stable: waiting[latest].stable, covering: waiting[latest].covering, coveredBy: stable)
+      waiting.removeFirst(latest + 1)
     }
-    guard let cut = DoublyStableCut(stable: earlier, covering: earlierCovering, coveredBy: stable)
-    else { return nil }
-    waiting = (stable, covering)
-    return cut
-  }
-
-  public static func == (lhs: StableCutHistory, rhs: StableCutHistory) -> Bool {
-    lhs.waiting?.stable == rhs.waiting?.stable && lhs.waiting?.covering == rhs.waiting?.covering
+    waiting.append((stable, covering))
+    if waiting.count > Self.capacity { waiting.removeFirst(waiting.count - Self.capacity) }
+    return result
   }
 }
