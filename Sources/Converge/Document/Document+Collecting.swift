@@ -55,9 +55,11 @@ extension Document {
   ///
   /// - Complexity: O(f) for f fields, plus O(d) for the d slot runs of its lists.
   static func withoutKnownSlots(_ entityDelta: EntityDelta, known: CausalContext) -> EntityDelta {
-    guard entityDelta.fields.values.contains(where: { $0.kind == .list }) else {
-      return entityDelta
+    let namesKnownSlots = entityDelta.fields.values.contains {
+      guard case .list(let list) = $0 else { return false }
+      return MovableList.namesAny(of: list.slots, in: known)
     }
+    guard namesKnownSlots else { return entityDelta }
     var result = entityDelta
     for position in result.fields.values.indices {
       guard case .list(var list) = result.fields.values[position] else { continue }

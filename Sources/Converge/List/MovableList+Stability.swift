@@ -191,7 +191,8 @@ extension MovableList {
   ///
   /// - Complexity: O(d) for d runs, times the ranges `known` holds of their replicas.
   package static func runs(_ runs: RGADelta, unknownTo known: CausalContext) -> RGADelta {
-    RGADelta(
+    guard namesAny(of: runs, in: known) else { return runs }
+    return RGADelta(
       inserts: runs.inserts.flatMap { insert in
         let lower = insert.id.counter
         let upper = lower &+ UInt64(insert.length &- 1)
@@ -213,6 +214,23 @@ extension MovableList {
           delete.slice(from: $0.lowerBound - lower, count: $0.upperBound - $0.lowerBound + 1)
         }
       })
+  }
+
+  /// Whether `known` names an event of an insert or delete of `runs`: most deltas name
+  /// none (a local edit's events are fresh), and are then passed on as they are.
+  ///
+  /// - Complexity: O(d) for d runs, times the ranges `known` holds of their replicas.
+  static func namesAny(of runs: RGADelta, in known: CausalContext) -> Bool {
+    func names(_ replica: ReplicaID, _ lower: UInt64, _ count: UInt64) -> Bool {
+      guard count > 0 else { return false }
+      let (upper, overflow) = lower.addingReportingOverflow(count - 1)
+      let span = lower...(overflow ? UInt64.max : upper)
+      return known.counters(of: replica).ranges.contains { $0.overlaps(span) }
+    }
+    return runs.inserts.contains {
+      names($0.id.replica, $0.id.counter, UInt64(clamping: $0.length))
+    }
+      || runs.deletes.contains { names($0.dot.replica, $0.dot.counter, $0.count) }
   }
 
   /// `runs` without the slots `excluded` and the deletes of them.
