@@ -30,9 +30,10 @@
 /// that no kept slot names (``removableSlots(stable:)``): the kept slots are then what a
 /// replica that never received the dropped ones would hold, in the same order. Dropping
 /// the rest would need the slots naming them to name others, which no rewriting of their
-/// origins is known to do while keeping FugueMax's order. The document layer does not
-/// collect yet: it needs a doubly stable cut (from the relay) and to apply list deltas
-/// through ``apply(_:known:)``.
+/// origins is known to do while keeping FugueMax's order. A document collects every list
+/// field at a doubly stable cut (`Document.collectListTombstones(at:)`, with the cuts a
+/// `StableCutHistory` returns) and gives each list only the slots its context lacked
+/// (``runs(_:unknownTo:)``).
 extension MovableList {
   /// The slots in sequence order, tombstones included, each with whether it is deleted.
   ///
