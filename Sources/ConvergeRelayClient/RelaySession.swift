@@ -69,8 +69,6 @@ public struct RelaySession {
   /// The relay's latest stable cut this device does not hold the covering context of
   /// yet: forgotten with once it does (see ``RelayStableCut``).
   private var pendingCut: RelayStableCut?
-  /// The cuts taken up so far, for collecting list tombstones at a doubly stable one.
-  private var stableCuts = StableCutHistory()
   /// Whether the device's context may have grown (it received or pushed events) since
   /// its last report to the relay.
   private var owesSeenReport = false
@@ -134,9 +132,6 @@ public struct RelaySession {
   /// A ``RelayStableCut`` makes the owner forget the deleted entities stable in it
   /// (``DeviceReplica/forgetDeleted(stable:)``) once it holds the cut's covering context;
   /// until then the cut waits, and is taken up after a later message brings what lacked.
-  /// A cut taken up whose context includes the covering context of the cut taken up
-  /// before it makes that earlier cut doubly stable: the owner's lists collect their slot
-  /// tombstones at it (``DeviceReplica/collectListTombstones(at:)``).
   ///
   /// - Throws: a ``ConvergeDecodingError`` for bytes that are not a relay message (the
   ///   owner is unchanged; close the connection), or a ``StoreError`` from the owner (its
@@ -177,9 +172,6 @@ public struct RelaySession {
     guard let cut = pendingCut, owner.replica.context.includes(cut.covering) else { return }
     pendingCut = nil
     _ = owner.forgetDeleted(stable: cut.stable)
-    if let doublyStable = stableCuts.note(stable: cut.stable, covering: cut.covering) {
-      _ = owner.collectListTombstones(at: doublyStable)
-    }
   }
 
   /// A report of the owner's context for the relay (``RelaySeenReport``) when it is due:

@@ -13,6 +13,11 @@
 /// A dropped slot that arrives again in an old delta is left out, not taken back:
 /// ``apply(_:)`` gives each list only the slots and slot deletes whose events the
 /// document's context did not hold before the delta.
+///
+/// Not yet called by the relay client: in the simulator's stability runs (devices
+/// computing their own cuts, retired and rejoining), collecting left some runs diverged or
+/// with slots waiting for collected ones (`BENCHMARKS.md`, fourteenth session), a case
+/// the laws here do not cover.
 extension Document {
   /// Drops the slot tombstones that `cut` lets every list field collect, and returns how
   /// many; nothing unless this document holds the cut's covering context.
