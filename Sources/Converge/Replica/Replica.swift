@@ -159,6 +159,15 @@ public struct Replica: Sendable {
     document.dropPending(of: replicas)
   }
 
+  /// Drops the slot tombstones `cut` lets every list field collect (see
+  /// ``Document/collectListTombstones(at:)``), and returns how many.
+  ///
+  /// - Complexity: O(Σ s log s) over the list fields' s slots each.
+  @discardableResult
+  public mutating func collectListTombstones(at cut: DoublyStableCut) -> Int {
+    document.collectListTombstones(at: cut)
+  }
+
   /// Exactly what a replica whose context is `known` lacks: its size grows with the
   /// changes since `known`, not with the document's history.
   ///
