@@ -1,11 +1,3 @@
-#if canImport(Darwin)
-  import Darwin
-#elseif canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#endif
-
 /// The visible elements of set fields as typed walks (``Document/models(_:)``, `all`)
 /// last built them, kept beside a document's entities so that reading the same tags
 /// again is a lookup and a retain, not an allocation and a hash of every element.
@@ -28,7 +20,7 @@
 /// which copies edited apart can share with other states; this one is not.)
 ///
 /// `@unchecked Sendable`: `primary` and `others` are read and written only under
-/// `mutex`; what they hold is immutable (`Sendable` objects and arrays never changed
+/// `lock`; what they hold is immutable (`Sendable` objects and arrays never changed
 /// in place while held here).
 final class SetReadCache: @unchecked Sendable {
   /// A set field's visible elements as one reader type built them, and the entries
@@ -49,18 +41,7 @@ final class SetReadCache: @unchecked Sendable {
   private var primary: [Kept?] = []
   /// The other set fields of entities that have several.
   private var others: [FieldAt: Kept] = [:]
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-  init() {
-    mutex = .allocate(capacity: 1)
-    mutex.initialize(to: pthread_mutex_t())
-    pthread_mutex_init(mutex, nil)
-  }
-
-  deinit {
-    pthread_mutex_destroy(mutex)
-    mutex.deallocate()
-  }
+  private let lock = CacheLock()
 
   /// The object `build` makes of `elements`, the set field in slot `field` of the
   /// entity at `position`: the kept one if it was built from these very entries by a
@@ -73,27 +54,26 @@ final class SetReadCache: @unchecked Sendable {
     build: () -> Object
   ) -> Object {
     let entries = elements.entries
-    pthread_mutex_lock(mutex)
-    let kept =
+    let kept = lock.withLock {
       position < primary.count && primary[position]?.field == field
-      ? primary[position] : others[FieldAt(position: position, field: field)]
-    pthread_mutex_unlock(mutex)
+        ? primary[position] : others[FieldAt(position: position, field: field)]
+    }
     if let kept, Self.same(kept.entries, entries), let object = kept.object as? Object {
       return object
     }
     // Built outside the lock: readers on other threads are not held up by it.
     let object = build()
     let entry = Kept(field: field, entries: entries, object: object)
-    pthread_mutex_lock(mutex)
-    if position >= primary.count {
-      primary.append(contentsOf: repeatElement(nil, count: position + 1 - primary.count))
+    lock.withLock {
+      if position >= primary.count {
+        primary.append(contentsOf: repeatElement(nil, count: position + 1 - primary.count))
+      }
+      if let owner = primary[position]?.field, owner != field {
+        others[FieldAt(position: position, field: field)] = entry
+      } else {
+        primary[position] = entry
+      }
     }
-    if let owner = primary[position]?.field, owner != field {
-      others[FieldAt(position: position, field: field)] = entry
-    } else {
-      primary[position] = entry
-    }
-    pthread_mutex_unlock(mutex)
     return object
   }
 
