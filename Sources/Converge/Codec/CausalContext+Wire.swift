@@ -113,9 +113,7 @@ extension CausalContext {
   /// context's replicas, then the context) into another message's body: the relay's
   /// messages carry contexts this way.
   package func writeMessageBody(to writer: inout ByteWriter) {
-    let table = ReplicaTable(replicas)
-    table.write(to: &writer)
-    write(to: &writer, replicas: table)
+    writeStandaloneBody(to: &writer)
   }
 
   /// Reads a context written by ``writeMessageBody(to:)``.
