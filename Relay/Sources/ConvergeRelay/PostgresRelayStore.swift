@@ -286,7 +286,7 @@ public final class PostgresRelayStore: RelayStore {
     let rows = try await client.query(
       "SELECT stable FROM converge_relay_stable_cuts WHERE space = \(space)")
     for try await stored in rows.decode(ByteBuffer.self) {
-      return try Self.decodeStoredCut([UInt8](buffer: stored))
+      return try RelayStableCut(decodingStored: [UInt8](buffer: stored)[...])
     }
     return nil
   }
@@ -304,7 +304,7 @@ public final class PostgresRelayStore: RelayStore {
       let rows = try await client.query(
         "SELECT stable FROM converge_relay_stable_cuts WHERE space = \(space)")
       for try await bytes in rows.decode(ByteBuffer.self) { stored = [UInt8](buffer: bytes) }
-      let current = try stored.map(Self.decodeStoredCut)
+      let current = try stored.map { try RelayStableCut(decodingStored: $0[...]) }
       let merged = cut.merged(with: current)
       if let current, merged == current { return current }
       let encoded = ByteBuffer(bytes: merged.encoded())

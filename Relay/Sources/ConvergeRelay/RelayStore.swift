@@ -184,9 +184,4 @@ extension RelayStore {
   public func stableCut(space: String) async throws -> CausalContext {
     try await recordedCut(space: space)?.stable ?? CausalContext()
   }
-
-  /// Decodes a stored cut (see ``RelayStableCut/init(decodingStored:)``).
-  static func decodeStoredCut(_ bytes: [UInt8]) throws -> RelayStableCut {
-    try RelayStableCut(decodingStored: bytes[...])
-  }
 }

@@ -198,7 +198,7 @@ public actor SQLiteRelayStore: RelayStore {
     guard let stored = row.column("stable")?.blob else {
       throw RelayStoreError.unexpectedRow("stable_cuts")
     }
-    return try Self.decodeStoredCut([UInt8](buffer: stored))
+    return try RelayStableCut(decodingStored: [UInt8](buffer: stored)[...])
   }
 
   @discardableResult
@@ -218,7 +218,7 @@ public actor SQLiteRelayStore: RelayStore {
         }
         return [UInt8](buffer: blob)
       }
-      let current = try stored.map(Self.decodeStoredCut)
+      let current = try stored.map { try RelayStableCut(decodingStored: $0[...]) }
       let merged = cut.merged(with: current)
       if let current, merged == current { return current }
       let written: [SQLiteRow]

@@ -49,7 +49,7 @@ import Testing
     #expect(try await store.stableCut(space: "s") == stable)
     // A row written before the covering context was kept: the stable context alone.
     #expect(
-      try SQLiteRelayStore.decodeStoredCut(stable.encoded())
+      try RelayStableCut(decodingStored: stable.encoded()[...])
         == RelayStableCut(stable: stable, covering: stable))
   }
 
