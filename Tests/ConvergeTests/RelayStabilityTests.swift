@@ -98,12 +98,19 @@ import Testing
     for _ in 0..<(3 * RelaySession.seenReportPatience) { #expect(session.outgoing(owner).isEmpty) }
   }
 
-  @Test func relayEnvelopesRoundTripAndRefuseBadBytes() throws {
-    var context = CausalContext()
-    context.insert(replica: ReplicaID(rawValue: 7), counters: 1...40)
-    var covering = context
+  /// A cut whose stable context is one replica's single range and whose covering one
+  /// adds a second replica.
+  static let sampleCut: RelayStableCut = {
+    var stable = CausalContext()
+    stable.insert(replica: ReplicaID(rawValue: 7), counters: 1...40)
+    var covering = stable
     covering.insert(replica: ReplicaID(rawValue: 9), counters: 1...3)
-    let cut = RelayStableCut(stable: context, covering: covering)
+    return RelayStableCut(stable: stable, covering: covering)
+  }()
+
+  @Test func relayEnvelopesRoundTripAndRefuseBadBytes() throws {
+    let cut = Self.sampleCut
+    let context = cut.stable
     let bytes = cut.encoded()
     #expect(try RelayStableCut(decoding: bytes[...]) == cut)
     let report = RelaySeenReport(seen: context)
@@ -167,11 +174,8 @@ import Testing
   }
 
   @Test func storedCutsOfEveryEarlierFormDecode() throws {
-    var stable = CausalContext()
-    stable.insert(replica: ReplicaID(rawValue: 7), counters: 1...40)
-    var covering = stable
-    covering.insert(replica: ReplicaID(rawValue: 9), counters: 1...3)
-    let cut = RelayStableCut(stable: stable, covering: covering)
+    let cut = Self.sampleCut
+    let (stable, covering) = (cut.stable, cut.covering)
     #expect(try RelayStableCut(decodingStored: cut.encoded()[...]) == cut)
     // The relay's first header: `R`, 1, 2, the stable context behind its length, then the
     // covering one.
