@@ -31,7 +31,9 @@ extension Document {
   /// - Complexity: O(w + p log p) for w waiting fields and p waiting items.
   @discardableResult
   public mutating func dropPending(of replicas: Set<ReplicaID>) -> Int {
-    guard hasPendingChanges(of: replicas) else { return 0 }
+    // Each waiting field is read before it is touched (below), so no whole pass of
+    // `hasPendingChanges(of:)` first.
+    guard !replicas.isEmpty, !waitingTexts.isEmpty else { return 0 }
     var dropped = 0
     for waiting in waitingTexts {
       guard let entity = entities.index(forKey: waiting.entity),
