@@ -19,6 +19,10 @@ extension LibraryBench {
   struct TypedReport: Encodable, Equatable {
     var createUsPerNote: Pair
     var residentBytesPerNote: Pair
+    /// Resident memory a note once every row was read through ``NoteRow``: a typed walk
+    /// keeps the `Set` of tags it built (the document's set read cache). Raw reads keep
+    /// nothing: the raw figure is the raw build's.
+    var residentAfterRowsReadBytesPerNote: Pair
     /// `delta(since:)` for a peer 400 title edits behind (through `update` or `setValue`).
     var deltaSinceTitleEditsMs: Pair
     /// Making a small delta on another device (a tag added) and applying it here.
@@ -65,6 +69,10 @@ extension LibraryBench {
     MemoryProbe.releaseFreeHeap()
     let resident = MemoryProbe.residentSet() - residentBefore
     let count = Double(max(notes.count, 1))
+    // The rows read once (untimed): what the tags' kept sets add.
+    let firstRows = replica.all(NoteRow.self).count
+    MemoryProbe.releaseFreeHeap()
+    let residentAfterRows = MemoryProbe.residentSet() - residentBefore
 
     // A peer 400 title edits behind, on both libraries.
     let edited = (0..<peerLag).map { _ in Int.random(in: 0..<notes.count, using: &random) }
@@ -146,13 +154,16 @@ extension LibraryBench {
         return sum + (title != nil && tags.count + (pinned == nil ? 0 : 1) >= 0 ? 1 : 0)
       }
     }
-    guard found.all == notes.count, found.rows == notes.count, found.rawAll == notes.count,
+    guard firstRows == notes.count, found.all == notes.count, found.rows == notes.count,
+      found.rawAll == notes.count,
       found.rawRows == notes.count
     else { return nil }
     return TypedReport(
       createUsPerNote: Pair(typed: milliseconds(build) * 1000 / count, raw: rawCreateUs),
       residentBytesPerNote: Pair(
         typed: Double(resident / max(notes.count, 1)), raw: Double(rawResident)),
+      residentAfterRowsReadBytesPerNote: Pair(
+        typed: Double(residentAfterRows / max(notes.count, 1)), raw: Double(rawResident)),
       deltaSinceTitleEditsMs: Pair(typed: milliseconds(typedDelta), raw: milliseconds(rawDelta)),
       smallDeltaRoundTripUs: Pair(
         typed: milliseconds(typedTimes[typedTimes.count / 2]) * 1000,
@@ -188,6 +199,7 @@ extension LibraryBench {
     }
     row("create a note", typed.createUsPerNote, "µs")
     row("resident memory a note", typed.residentBytesPerNote, "bytes")
+    row("  once every row was read", typed.residentAfterRowsReadBytesPerNote, "bytes")
     row("delta(since:) \(peerLag) title edits back", typed.deltaSinceTitleEditsMs, "ms")
     row("small delta, made and applied", typed.smallDeltaRoundTripUs, "µs")
     row("  through a projection model", typed.smallDeltaRoundTripProjectionUs, "µs")

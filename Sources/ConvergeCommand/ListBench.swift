@@ -11,6 +11,8 @@ enum ListBench {
   static let items = 1_000
   static let moves = 10_000
   static let concurrentMoves = 1_000
+  /// Moves between two stable cuts on the collecting device.
+  static let cutEvery = 1_000
   static let column = EntityKey(type: "column", id: "todo")
 
   static func run(items: Int, moves: Int, json: Bool) -> Int32 {
@@ -53,6 +55,36 @@ enum ListBench {
     let movedBytes = moved.document.encoded().count
     let list = moved.document.list(of: "cards", in: column)
     let intact = list.count == items && Set(list).count == items
+    // The same moves on a device that collects as an app does: a stable cut every
+    // `cutEvery` moves (what a relay's rounds of reports give; with one device, its
+    // context is the cut and covers its report), noted in a `StableCutHistory`, the
+    // document collecting at each cut that becomes doubly stable, and two more cuts
+    // after the last move.
+    var device = fresh
+    var history = StableCutHistory()
+    var collectMilliseconds = 0.0
+    var collectedByDevice = 0
+    func takeCut(_ device: inout Replica) {
+      let context = device.context
+      guard let cut = history.note(stable: context, covering: context) else { return }
+      let collectStart = clock.now
+      collectedByDevice += device.collectListTombstones(at: cut)
+      collectMilliseconds += seconds(clock.now - collectStart) * 1e3
+    }
+    for (index, (from, to)) in plan.enumerated() {
+      device.transact { $0.move(from: from, to: to, inList: "cards", of: column) }
+      if (index + 1) % cutEvery == 0 { takeCut(&device) }
+    }
+    takeCut(&device)
+    takeCut(&device)
+    let deviceBytes = device.document.encoded().count
+    let deviceIntact = device.document.list(of: "cards", in: column) == list
+    // Collected once, at the end (the same cut twice), through the document.
+    var once = moved
+    let onceCut = DoublyStableCut(
+      stable: moved.context, covering: moved.context, coveredBy: moved.context)
+    let collectedOnce = onceCut.map { once.collectListTombstones(at: $0) } ?? 0
+    let onceBytes = once.document.encoded().count
     // Tombstone collection's ceiling: with one device, its whole context is a doubly
     // stable cut, so the slots inside blocks of dead slots are the collectable ones.
     let movedList = moved.document.movableList(of: "cards", in: column) ?? MovableList()
@@ -114,12 +146,27 @@ enum ListBench {
       ("move_us", "a move (transaction), encoded", fixed(moveMicroseconds) + " µs"),
       ("move_raw_us", "a move (transaction)", fixed(rawMoveMicroseconds) + " µs"),
       ("fresh_state_bytes", "state, the cards inserted", "\(freshBytes) B"),
-      ("moved_state_bytes", "state after the moves", "\(movedBytes) B"),
+      ("uncollected_state_bytes", "state after the moves, uncollected", "\(movedBytes) B"),
       (
-        "moved_state_ratio", "after moves / fresh",
+        "uncollected_state_ratio", "uncollected after moves / fresh",
         fixed(Double(movedBytes) / Double(freshBytes)) + " ×"
       ),
       ("moved_intact", "moved: every card, none twice", "\(intact)"),
+      ("cut_every", "device: a stable cut every", "\(cutEvery) moves"),
+      ("device_collected_slots", "device: slots collected", "\(collectedByDevice)"),
+      ("device_collect_ms", "device: time collecting, in all", fixed(collectMilliseconds) + " ms"),
+      ("moved_state_bytes", "device: state after the moves", "\(deviceBytes) B"),
+      (
+        "moved_state_ratio", "device: after moves / fresh",
+        fixed(Double(deviceBytes) / Double(freshBytes)) + " ×"
+      ),
+      ("device_intact", "device: the same cards in order", "\(deviceIntact)"),
+      ("once_collected_slots", "collected once at the end: slots", "\(collectedOnce)"),
+      ("once_state_bytes", "collected once at the end: state", "\(onceBytes) B"),
+      (
+        "once_state_ratio", "collected once / fresh",
+        fixed(Double(onceBytes) / Double(freshBytes)) + " ×"
+      ),
       ("moved_slot_bytes", "moved: the list's slots", "\(slotBytes.all) B"),
       ("moved_slot_delete_bytes", "moved: the slots' deletes", "\(slotBytes.deletes) B"),
       ("slot_runs", "moved: the slots' runs", "\(neighbours.runs)"),
@@ -146,7 +193,7 @@ enum ListBench {
       ("merge_converged", "merged: equal, every card, none twice", "\(converged)"),
     ]
     FileHandleOutput.printRows(rows, json: json)
-    return intact && converged && collectedIntact ? 0 : 1
+    return intact && converged && collectedIntact && deviceIntact ? 0 : 1
   }
 
   static func card(_ index: Int) -> String {

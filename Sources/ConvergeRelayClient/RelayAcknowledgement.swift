@@ -3,17 +3,15 @@ import Converge
 /// The relay's acknowledgement: the space's context after the relay committed a delta,
 /// so every event it includes is durable on the relay.
 ///
-/// On the socket it travels as a binary message beside the `SyncSession` messages and
-/// frames, told apart by its first byte: `R` (0x52), where a Converge message starts with
-/// `C` (0x43) and a session frame with 0xCF. Layout: `R`, the envelope version (1), the
-/// kind (1, acknowledgement), then the context as a `causalContext` message. The HTTP
-/// push answers with the same bytes. Kind 2 is the relay's ``RelayStableCut``, kind 3 a
-/// device's ``RelaySeenReport``.
+/// On the socket it travels beside the `SyncSession` messages and frames as a Converge
+/// message of an application kind (128 to 255, which Converge's own decoders refuse):
+/// the same frame (magic `CNVG`, format version, kind, length, body, CRC-32C), kind 128,
+/// its body the context in the `causalContext` body form. The HTTP push answers with the
+/// same bytes. Kind 129 is the relay's ``RelayStableCut``, kind 130 a device's
+/// ``RelaySeenReport``.
 public struct RelayAcknowledgement: Sendable, Equatable {
-  /// The first byte of every relay envelope.
-  public static let magic: UInt8 = 0x52
-  static let version: UInt8 = 1
-  static let acknowledgementKind: UInt8 = 1
+  /// The application kind of an acknowledgement.
+  public static let kind: UInt8 = 128
 
   /// Every event the relay has made durable in the space (at least).
   public var durable: CausalContext
@@ -25,40 +23,36 @@ public struct RelayAcknowledgement: Sendable, Equatable {
 
   /// The acknowledgement as bytes.
   public func encoded() -> [UInt8] {
-    [Self.magic, Self.version, Self.acknowledgementKind] + durable.encoded()
+    Envelope.seal(applicationKind: Self.kind) { durable.writeMessageBody(to: &$0) }
   }
 
-  /// Whether `bytes` are a relay envelope rather than a Converge message or frame.
+  /// Whether `bytes` start like one of the relay's messages (a message of an
+  /// application kind) rather than a Converge message or a session frame. Only the
+  /// header is read; the decoders check the rest.
   public static func isRelayEnvelope(_ bytes: ArraySlice<UInt8>) -> Bool {
-    bytes.first == magic
+    Envelope.applicationKind(of: bytes) != nil
   }
 
-  /// The kind of a relay envelope (its third byte), or `nil` for bytes too short to be one.
+  /// The kind of one of the relay's messages, read from its header, or `nil` for bytes
+  /// that do not start like one.
   public static func envelopeKind(_ bytes: ArraySlice<UInt8>) -> UInt8? {
-    guard bytes.count >= 3, bytes.first == magic else { return nil }
-    return bytes[bytes.startIndex + 2]
+    Envelope.applicationKind(of: bytes)
   }
 
-  /// Checks the header of a relay envelope of `kind` and returns a reader at its body.
+  /// Checks a whole message of the application kind `kind` and returns a reader at its
+  /// body.
   ///
-  /// - Throws: a `ConvergeDecodingError` for bytes that are not such an envelope.
+  /// - Throws: a `ConvergeDecodingError` for bytes that are not such a message.
   package static func openEnvelope(_ bytes: ArraySlice<UInt8>, kind: UInt8) throws -> ByteReader {
-    guard bytes.count >= 3 else { throw ConvergeDecodingError.truncated(offset: bytes.count) }
-    let start = bytes.startIndex
-    guard bytes[start] == magic else {
-      throw ConvergeDecodingError.invalidValue(offset: 0, reason: "not a relay envelope")
-    }
-    guard bytes[start + 1] == version, bytes[start + 2] == kind else {
-      throw ConvergeDecodingError.invalidValue(offset: 1, reason: "unknown relay envelope")
-    }
-    return ByteReader(bytes.dropFirst(3))
+    try Envelope.openApplication(bytes, kind: kind)
   }
 
   /// Decodes bytes made by ``encoded()``.
   ///
   /// - Throws: a `ConvergeDecodingError` for anything ``encoded()`` could not produce.
   public init(decoding bytes: ArraySlice<UInt8>) throws {
-    var reader = try Self.openEnvelope(bytes, kind: Self.acknowledgementKind)
-    durable = try CausalContext(decoding: try reader.readBytes(count: reader.remainingCount))
+    var reader = try Self.openEnvelope(bytes, kind: Self.kind)
+    durable = try CausalContext(readingMessageBody: &reader)
+    try reader.expectEnd()
   }
 }

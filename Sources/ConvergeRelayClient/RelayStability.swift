@@ -10,14 +10,13 @@ import Converge
 /// it revived (see `CausalContext.stableCut(of:seenBy:)`). A replica that does not hold
 /// it yet keeps the cut and forgets once it does.
 ///
-/// On the socket it is a relay envelope (``RelayAcknowledgement``'s `R` header) of kind 2:
-/// `R`, the envelope version (1), the kind (2), the stable context as a `causalContext`
-/// message behind its byte length (unsigned LEB128), then the covering context as a
-/// `causalContext` message: 66 bytes for a stable context of one replica's single range
-/// and a covering one of two (`RelayStabilityTests`), about 12 more per further replica
-/// in each.
+/// On the socket it is a message of application kind 129 (see ``RelayAcknowledgement``),
+/// its body the stable context then the covering context, each in the `causalContext`
+/// body form: 51 bytes for a stable context of one replica's single range and a
+/// covering one of two (`RelayStabilityTests`; 66 in the relay's first header).
 public struct RelayStableCut: Sendable, Equatable {
-  public static let kind: UInt8 = 2
+  /// The application kind of a stable cut.
+  public static let kind: UInt8 = 129
 
   /// Events every device that may still send an edit has seen.
   public var stable: CausalContext
@@ -33,13 +32,10 @@ public struct RelayStableCut: Sendable, Equatable {
 
   /// The cut as bytes.
   public func encoded() -> [UInt8] {
-    var writer = ByteWriter()
-    writer.writeUInt8(RelayAcknowledgement.magic)
-    writer.writeUInt8(RelayAcknowledgement.version)
-    writer.writeUInt8(Self.kind)
-    writer.writeLengthPrefixedBytes(stable.encoded())
-    writer.writeBytes(covering.encoded())
-    return writer.bytes
+    Envelope.seal(applicationKind: Self.kind) { writer in
+      stable.writeMessageBody(to: &writer)
+      covering.writeMessageBody(to: &writer)
+    }
   }
 
   /// Decodes bytes made by ``encoded()``.
@@ -47,8 +43,30 @@ public struct RelayStableCut: Sendable, Equatable {
   /// - Throws: a `ConvergeDecodingError` for anything ``encoded()`` could not produce.
   public init(decoding bytes: ArraySlice<UInt8>) throws {
     var reader = try RelayAcknowledgement.openEnvelope(bytes, kind: Self.kind)
-    stable = try CausalContext(decoding: try reader.readLengthPrefixedBytes())
-    covering = try CausalContext(decoding: try reader.readBytes(count: reader.remainingCount))
+    stable = try CausalContext(readingMessageBody: &reader)
+    covering = try CausalContext(readingMessageBody: &reader)
+    try reader.expectEnd()
+  }
+
+  /// Decodes a cut as a relay's store kept it: a whole cut (``encoded()``); one in the
+  /// relay's first header (`R` (0x52), 1, 2, the stable context as a length-prefixed
+  /// `causalContext` message, then the covering one), stored before the relay's messages
+  /// took an application kind; or a `causalContext` message alone, the stable context
+  /// stored before the covering one was kept (covering nothing more).
+  ///
+  /// - Throws: a `ConvergeDecodingError` for anything none of them could produce.
+  public init(decodingStored bytes: ArraySlice<UInt8>) throws {
+    if RelayAcknowledgement.envelopeKind(bytes) == Self.kind {
+      try self.init(decoding: bytes)
+    } else if bytes.starts(with: [0x52, 1, 2]) {
+      var reader = ByteReader(bytes.dropFirst(3))
+      let stable = try CausalContext(decoding: try reader.readLengthPrefixedBytes())
+      let covering = try CausalContext(decoding: try reader.readBytes(count: reader.remainingCount))
+      self.init(stable: stable, covering: covering)
+    } else {
+      let stable = try CausalContext(decoding: bytes)
+      self.init(stable: stable, covering: stable)
+    }
   }
 }
 
@@ -62,11 +80,12 @@ public struct RelayStableCut: Sendable, Equatable {
 /// of `outgoing`), only when the device's context grew, and only once what it reports
 /// is durable on the device: a crash cannot take back an event the relay was told of.
 ///
-/// On the socket it is a relay envelope of kind 3: `R`, 1, 3, then the context as a
-/// `causalContext` message: 28 bytes for one replica's single range, 40 for two
-/// (`RelayStabilityTests`).
+/// On the socket it is a message of application kind 130 (see ``RelayAcknowledgement``),
+/// its body the context in the `causalContext` body form: 25 bytes for one replica's
+/// single range (`RelayStabilityTests`; 28 in the relay's first header).
 public struct RelaySeenReport: Sendable, Equatable {
-  public static let kind: UInt8 = 3
+  /// The application kind of a report.
+  public static let kind: UInt8 = 130
 
   /// Events the device holds durably.
   public var seen: CausalContext
@@ -78,7 +97,7 @@ public struct RelaySeenReport: Sendable, Equatable {
 
   /// The report as bytes.
   public func encoded() -> [UInt8] {
-    [RelayAcknowledgement.magic, RelayAcknowledgement.version, Self.kind] + seen.encoded()
+    Envelope.seal(applicationKind: Self.kind) { seen.writeMessageBody(to: &$0) }
   }
 
   /// Decodes bytes made by ``encoded()``.
@@ -86,6 +105,7 @@ public struct RelaySeenReport: Sendable, Equatable {
   /// - Throws: a `ConvergeDecodingError` for anything ``encoded()`` could not produce.
   public init(decoding bytes: ArraySlice<UInt8>) throws {
     var reader = try RelayAcknowledgement.openEnvelope(bytes, kind: Self.kind)
-    seen = try CausalContext(decoding: try reader.readBytes(count: reader.remainingCount))
+    seen = try CausalContext(readingMessageBody: &reader)
+    try reader.expectEnd()
   }
 }

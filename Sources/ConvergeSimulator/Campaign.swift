@@ -111,7 +111,7 @@ public struct Campaign: Sendable {
       report.rejoins += result.rejoins
       report.forgets += result.forgets
       report.forgottenEntities += result.forgottenEntities
-      if result.editsStrandedByRejoins { report.strandedRuns += 1 }
+      if result.strandedItemsDropped > 0 { report.strandedRuns += 1 }
       progress?(report)
       guard result.converged else {
         report.failure = result
@@ -148,7 +148,8 @@ public struct CampaignReport: Sendable {
   public var rejoins = 0
   public var forgets = 0
   public var forgottenEntities = 0
-  /// Runs whose end held edits waiting for events only retired devices had.
+  /// Runs whose rejoins re-applied edits stranded on a retired device's lost events
+  /// (``SimulationReport/strandedItemsDropped``).
   public var strandedRuns = 0
   /// The failing run, if one failed (the campaign stops there).
   public var failure: SimulationReport?
@@ -172,8 +173,8 @@ public struct CampaignReport: Sendable {
         + "\(identityChanges) fresh replica ids",
       "  stability: \(stabilityRuns) runs forgetting mid-run, \(forgets) forgets dropped "
         + "\(forgottenEntities) deleted entities, \(retirements) devices retired, "
-        + "\(rejoins) rejoined, \(strandedRuns) runs with edits stranded on events only "
-        + "retired devices had",
+        + "\(rejoins) rejoined, \(strandedRuns) runs re-applying edits stranded on a "
+        + "retired device's lost events",
     ]
     if let failure {
       lines.append("first failure: " + failure.configuration.command)

@@ -89,11 +89,11 @@ public struct SimulationReport: Sendable {
   public var forgets: Int { statistics.forgets }
   public var forgottenEntities: Int { statistics.forgottenEntities }
   public var forgetsWithoutBounds: Int { statistics.forgetsWithoutBounds }
-  /// Whether edits waited forever at the end for events that only retired devices had
-  /// (pushes the network lost before they left, re-applied under their fresh ids when
-  /// they rejoined): the oracle then allows pending edits, as it does after stale
-  /// restores, once it has checked that those events are all they wait for.
-  public var editsStrandedByRejoins: Bool { statistics.strandedByRejoins }
+  /// The waiting text and list items of retired ids that members dropped as a device
+  /// rejoined: edits that reached them ahead of an earlier event of that device no member
+  /// held (a push the network lost before it left), re-applied under its fresh id by its
+  /// rebase (``Document/dropPending(of:)``). Nothing may wait at the end.
+  public var strandedItemsDropped: Int { statistics.strandedDropped }
   /// Messages from or to a retired device, refused.
   public var refusedAsRetired: Int { statistics.refusedRetired }
   /// Where the wall-clock time went.
@@ -137,8 +137,9 @@ public struct SimulationReport: Sendable {
             + "messages refused as retired; \(forgets) forgets mid-run dropped "
             + "\(forgottenEntities) deleted entities, \(forgetsWithoutBounds) waited for a "
             + "member's bound or a cut"
-            + (editsStrandedByRejoins
-              ? "; edits stranded on events only retired devices had" : "")
+            + (strandedItemsDropped > 0
+              ? "; \(strandedItemsDropped) waiting items of retired ids dropped "
+                + "(re-applied by the rejoins)" : "")
           : "off (forgetting only in the oracle's check after the run)"),
       "  state: \(verdict.entityCount) entities, \(verdict.textLength) characters of text, sha256 \(stateSHA256)",
       "  time: " + formatted(seconds) + " s (" + formatted(virtualSeconds) + " s simulated); "
@@ -149,10 +150,9 @@ public struct SimulationReport: Sendable {
     if converged {
       lines.append(
         "verdict: converged (\(c.replicas) identical states, invariants hold, "
-          + (dotsTakenBack == 0 && !editsStrandedByRejoins
+          + (dotsTakenBack == 0
             ? "nothing pending)"
-            : "nothing pending but edits on dots stale restores took back or only retired "
-              + "devices had)"))
+            : "nothing pending but edits on dots stale restores took back)"))
     } else {
       lines.append("verdict: DID NOT CONVERGE")
       lines += verdict.failures.prefix(10).map { "  - " + $0 }
@@ -198,7 +198,7 @@ public struct SimulationReport: Sendable {
       ("forgotten_entities", "\(forgottenEntities)"),
       ("forgets_without_bounds", "\(forgetsWithoutBounds)"),
       ("refused_as_retired", "\(refusedAsRetired)"),
-      ("edits_stranded_by_rejoins", editsStrandedByRejoins ? "true" : "false"),
+      ("stranded_items_dropped", "\(strandedItemsDropped)"),
       ("entities", "\(verdict.entityCount)"),
       ("text_length", "\(verdict.textLength)"),
       ("seconds", formatted(seconds)),

@@ -79,7 +79,10 @@ extension SimulationRun {
   /// message that does not decode is a failure of the run.
   mutating func receive(_ message: Message) {
     let (receiver, sender) = (message.to, message.from)
-    if refusesRetired(sender, receiver) {
+    // A message the sender sent under its old id, before it rejoined, is refused as
+    // those it sends while retired are: its events of the old id that no member held
+    // were re-applied under the fresh id, and would show twice.
+    if refusesRetired(sender, receiver) || message.sentAt < stability.rejoinedAt[sender] {
       statistics.refusedRetired += 1
       return
     }

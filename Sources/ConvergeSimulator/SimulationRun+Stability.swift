@@ -34,6 +34,17 @@ import ConvergeStore
 /// ``DeviceReplica/rejoin(onto:stable:heldBy:as:)``, under a fresh id; its peers name it
 /// anew (what they recorded of the old id says nothing of the new state), and forgetting
 /// resumes.
+///
+/// **Stranded edits.** A retired device's later edits may have reached the members while
+/// an earlier push of its own was lost everywhere: they wait on every member, and would
+/// for ever. Each member drops what waits for a retired id
+/// (``DeviceReplica/dropPending(of:)``) when it forgets by the rejoin's cut, that is
+/// once it holds every member's bound, so every event of a retired id that any member
+/// holds (an item that waits then waits for an event no member holds, and none will
+/// receive one: the retired device's messages are refused). The rebase re-applies the
+/// old id's items the peer's state does not hold integrated, so each stranded edit ends
+/// applied once, under the fresh id; a late copy of one, still in flight between
+/// members, is dropped again on arrival. The oracle allows no pending item at the end.
 extension SimulationRun {
   /// A rejoin waiting for every member to forget by its cut.
   struct PendingRejoin {
@@ -242,6 +253,10 @@ extension SimulationRun {
       else { continue }
       statistics.forgottenEntities += devices[member].deviceReplica.forgetDeleted(
         stable: rejoin.stable)
+      // It holds every event of a retired id that any member holds: what still waits
+      // for one waits for ever (re-applied by the rebase under the fresh id).
+      statistics.strandedDropped += devices[member].deviceReplica.dropPending(
+        of: stability.deadIDs)
       stability.cuts[member].formUnion(rejoin.stable)
       stability.coverings[member].formUnion(rejoin.covering)
       rejoin.applied.insert(member)
@@ -277,7 +292,7 @@ extension SimulationRun {
     var merged = current
     merged.apply(lacking)
     let offlineEdited = lacking.keys.filter { local.contains($0) && merged.contains($0) }
-    retiredDocuments.append(local)
+    let old = devices[device].store.replica.id
     let rebase: Replica.Rebase
     do {
       rebase = try devices[device].deviceReplica.rejoin(
@@ -296,6 +311,10 @@ extension SimulationRun {
         "device \(device) rejoined on device \(peer)'s state without \(key), which its "
           + "offline edits keep alive")
     }
+    statistics.stabilityFailures += Self.textsMissing(
+      from: fresh, offlineIn: local, of: old, heldBy: current, device: device)
+    // Late copies of retired ids' events are dropped on arrival here too.
+    devices[device].deviceReplica.dropPending(of: stability.deadIDs)
     statistics.rejoins += 1
     if !rebase.delta.isEmpty { statistics.rejoinsReapplying += 1 }
     stability.retired[device] = false
@@ -353,47 +372,43 @@ extension SimulationRun {
 }
 
 extension SimulationRun {
-  /// Whether the first replica's pending edits are all stranded by rejoins: they wait
-  /// for events of a retired id that no member held when its device rejoined (a push
-  /// the network lost before the device left), which the rebase re-applied under the
-  /// fresh id, so no replica will ever integrate them. Checked by handing a copy every
-  /// rejoined device's document as it was just before its rejoin: nothing may still
-  /// wait for what they waited for then. Only the texts and lists that waited in the
-  /// replica are judged: the replica may have forgotten a deleted entity that a retired
-  /// document still holds, and that document's events it lacks (the retired device's
-  /// later edits, which its rebase re-applied) bring the entity back in the copy in part,
-  /// its text waiting for characters the copy forgot; judging the whole copy called
-  /// those runs not converged (#48 item 4: `converge simulate --stability --replicas 5
-  /// --operations 20000 --seed 1`).
-  func pendingStrandedByRejoins(_ replicas: [Replica]) -> Bool {
-    guard let first = replicas.first?.document, first.hasPendingChanges,
-      !retiredDocuments.isEmpty
-    else { return false }
-    let waiting = Self.waitingFields(of: first)
-    // A wait these reads do not see (none is known): judged on the whole copy.
-    let judged = waiting.isEmpty ? nil : waiting
-    var copy = first
-    for document in retiredDocuments { copy.apply(document.delta(since: copy.context)) }
-    guard let judged else { return !copy.hasPendingChanges }
-    return !judged.contains { Self.waits(copy, $0.key, $0.field) }
-  }
-
-  /// The texts and movable lists of `document` that wait for events, as entity and
-  /// field (read through the public API: the fields of its whole state as a delta).
-  static func waitingFields(of document: Document) -> [(key: EntityKey, field: String)] {
-    let whole = document.delta(since: CausalContext())
-    var result: [(key: EntityKey, field: String)] = []
-    for key in whole.keys {
-      for field in whole.fields(of: key) where waits(document, key, field) {
-        result.append((key, field))
+  /// The characters of the old id `old` that `local` shows and `current` does not hold
+  /// integrated (it lacked them, held them waiting or dropped them) that the rebased
+  /// replica `fresh` does not show as characters of its fresh id, described: a rejoin
+  /// loses none of its device's offline typing. Judged per text field, as multisets of
+  /// scalars, on the entities both `local` and `fresh` show.
+  static func textsMissing(
+    from fresh: Replica, offlineIn local: Document, of old: ReplicaID,
+    heldBy current: Document, device: Int
+  ) -> [String] {
+    var failures: [String] = []
+    for key in local.keys where fresh.document.contains(key) {
+      for field in local.fieldNames(of: key) {
+        guard let mine = local.sequence(of: field, in: key) else { continue }
+        let held = Set(current.sequence(of: field, in: key)?.itemOrigins.map(\.id) ?? [])
+        var expected: [Unicode.Scalar: Int] = [:]
+        var scalars = mine.string.unicodeScalars.makeIterator()
+        for item in mine.itemOrigins where !item.isDeleted {
+          guard let scalar = scalars.next() else { break }
+          if item.id.replica == old, !held.contains(item.id) { expected[scalar, default: 0] += 1 }
+        }
+        guard !expected.isEmpty else { continue }
+        var shown: [Unicode.Scalar: Int] = [:]
+        if let text = fresh.document.sequence(of: field, in: key) {
+          var scalars = text.string.unicodeScalars.makeIterator()
+          for item in text.itemOrigins where !item.isDeleted {
+            guard let scalar = scalars.next() else { break }
+            if item.id.replica == fresh.id { shown[scalar, default: 0] += 1 }
+          }
+        }
+        let missing = expected.reduce(0) { $0 + Swift.max(0, $1.value - shown[$1.key, default: 0]) }
+        if missing > 0 {
+          failures.append(
+            "device \(device) rejoined without \(missing) characters of \(key).\(field) it "
+              + "typed offline that the state it rejoined onto did not hold")
+        }
       }
     }
-    return result
-  }
-
-  /// Whether the text or movable list `field` of `key` waits for events.
-  static func waits(_ document: Document, _ key: EntityKey, _ field: String) -> Bool {
-    (document.sequence(of: field, in: key)?.pendingCount ?? 0) > 0
-      || (document.movableList(of: field, in: key)?.pendingCount ?? 0) > 0
+    return failures
   }
 }

@@ -133,6 +133,7 @@ extension DeviceReplica {
         return changes
       }
     }.get()
+    dropStranded()
     publish(changes)
     return changes
   }

@@ -66,6 +66,9 @@ public final class DeviceReplica {
 
   /// The persistence engine: every edit this replica takes goes through it.
   @ObservationIgnored package let store: DocumentStore
+  /// The retired replica ids whose waiting items this replica drops (see
+  /// ``dropPending(of:)``).
+  @ObservationIgnored private var retiredIDs: Set<ReplicaID> = []
   /// What the latest transaction, undo, redo or received delta changed. Observers hear
   /// of it with ``replica``, which changes with it.
   public var lastChanges: DocumentChanges {
@@ -268,6 +271,7 @@ public final class DeviceReplica {
       remember(changes)
       return changes
     }
+    dropStranded()
     publish(changes)
     refreshStatus()
     return changes
@@ -285,6 +289,34 @@ public final class DeviceReplica {
     return forgotten
   }
 
+  /// Drops the text and list items that wait for events of the retired replicas
+  /// `replicas` (see ``DocumentStore/dropPending(of:)``) and returns how many, and keeps
+  /// dropping the ones that arrive again: after each ``apply(_:)`` and
+  /// ``receive(_:through:from:)``, until the device replica is closed (the ids are kept in
+  /// memory only).
+  ///
+  /// Call it once this replica holds every event of `replicas` that any replica still
+  /// holds (see ``Document/dropPending(of:)``): peer to peer, once it heard every other
+  /// member since the retirement and holds what each stated. Then a retired id's item
+  /// still waiting here waits for an event no replica holds; its device's rejoin
+  /// (``rejoin(onto:stable:heldBy:as:)``) re-applies it under a fresh id.
+  ///
+  /// - Complexity: O(w + p log p) for w waiting fields and p waiting items.
+  @discardableResult
+  public func dropPending(of replicas: Set<ReplicaID>) -> Int {
+    retiredIDs.formUnion(replicas)
+    return dropStranded()
+  }
+
+  /// Drops what waits for events of `retiredIDs`, if anything waits.
+  @discardableResult
+  func dropStranded() -> Int {
+    guard store.replica.document.hasPendingChanges(of: retiredIDs) else { return 0 }
+    let dropped = withMutation(keyPath: \.replica) { store.dropPending(of: retiredIDs) }
+    refreshStatus()
+    return dropped
+  }
+
   /// Rejoins after the relay retired this device (see
   /// ``DocumentStore/rejoin(onto:stable:heldBy:as:)``): the edits `current` lacks are
   /// re-applied on it under a fresh id, written durably as one snapshot. Sends
@@ -300,6 +332,7 @@ public final class DeviceReplica {
     as id: ReplicaID? = nil
   ) throws(StoreError) -> Replica.Rebase {
     defer { refreshStatus() }
+    let old = store.replica.id
     let outcome = withMutation(keyPath: \.replica) {
       () -> Result<Replica.Rebase, StoreError> in
       do throws(StoreError) {
@@ -311,6 +344,8 @@ public final class DeviceReplica {
     // The store holds the fresh id's state even when its snapshot failed (it is written
     // by the next sync), so the history goes either way.
     history = UndoHistory()
+    // Events of the old id that arrive late wait for ever, as those the rebase dropped.
+    if case .success = outcome { retiredIDs.insert(old) }
     return try outcome.get()
   }
 

@@ -2,8 +2,9 @@ import Converge
 
 extension DocumentStore {
   /// Rejoins after the relay retired this device: replaces the replica by
-  /// ``Replica/rebasing(_:onto:stable:as:wallClock:)`` of its document onto `current`
-  /// (the state the relay holds now, fetched with an empty context) under a fresh id, and
+  /// ``Replica/rebasing(_:onto:stable:retired:as:wallClock:)`` of its document onto
+  /// `current` (the state the relay holds now, fetched with an empty context) under a
+  /// fresh id, the retired id's items `current` holds only waiting re-applied too, and
   /// writes it as one snapshot of a new generation. Returns the rebase.
   ///
   /// The fresh id is `id` (one from ``takeFreshID()``, for a caller that needed it before,
@@ -48,8 +49,8 @@ extension DocumentStore {
     let retiredCounter = max(
       storedReplica.context.counters(of: retired).maximum, identityOnDisk?.provenCounter ?? 0)
     let rebase = Replica.rebasing(
-      storedReplica.document, onto: current, stable: stable, as: id ?? configuration.freshID(),
-      wallClock: configuration.wallClock)
+      storedReplica.document, onto: current, stable: stable, retired: [retired],
+      as: id ?? configuration.freshID(), wallClock: configuration.wallClock)
     let fresh = rebase.replica
     let rejoin = StoreIdentity.Rejoin(
       retired: retired, retiredCounter: retiredCounter, generation: generation + 1)
@@ -72,6 +73,24 @@ extension DocumentStore {
     try writeIdentity(cleanShutdown: false)
     try saveAcknowledgements()
     return rebase
+  }
+
+  /// Drops the text and list items that wait for events of the retired replicas
+  /// `replicas` and returns how many (see ``Document/dropPending(of:)``, and when it may
+  /// be called): the next sync writes a snapshot without them, so that an open does not
+  /// bring them back from the log.
+  ///
+  /// - Complexity: O(w + p log p) for w waiting fields and p waiting items.
+  @discardableResult
+  public func dropPending(of replicas: Set<ReplicaID>) -> Int {
+    guard storedReplica.document.hasPendingChanges(of: replicas) else { return 0 }
+    checkOutsideTransaction()
+    // As for forgetting: a compaction still writing the document as it was would settle
+    // after this call and clear the need for a fresh snapshot.
+    finishBackgroundSync()
+    let dropped = storedReplica.dropPending(of: replicas)
+    if dropped > 0 { needsFreshGeneration = true }
+    return dropped
   }
 
   /// A fresh replica id from ``Configuration/freshID``, for a ``rejoin(onto:stable:heldBy:as:)``

@@ -29,5 +29,7 @@ import Testing
     ] where !tasks {
       #expect((typed?[key]?["typed"] ?? 0) > 0 && (typed?[key]?["raw"] ?? 0) > 0, "\(key)")
     }
+    // Resident memory differences may be zero or less at a small size: present only.
+    #expect(tasks || typed?["resident_after_rows_read_bytes_per_note"]?["typed"] != nil)
   }
 }

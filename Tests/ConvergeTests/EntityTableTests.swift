@@ -71,6 +71,43 @@ import Testing
     }
   }
 
+  /// `keyOrder(of:)` orders positions as sorting their keys does, whether the entities
+  /// of a type arrived in id order (then the table knows it and sorts nothing) or not,
+  /// and for positions of several types; the table's invariants hold throughout.
+  @Test func keyOrderIsTheOrderOfSortedKeys() throws {
+    try forEachSeed(count: 30, base: 0x0_4DE4) { random in
+      var table = EntityTable()
+      let inOrder = random.next() % 2 == 0
+      for step in 0..<Int.random(in: 1...120, using: &random) {
+        // Ascending ids (as a replica names its own), or now and then one out of order.
+        let id =
+          inOrder || random.next() % 4 != 0
+          ? String(repeating: "0", count: 5 - "\(step)".count) + "\(step)"
+          : Self.randomKey(using: &random).id
+        let type = random.next() % 5 == 0 ? "task" : "note"
+        _ = table.insertIfAbsent(EntityKey(type: type, id: id))
+        table._checkInvariants()
+      }
+      func expectSorted(_ positions: [Int], _ label: String) throws {
+        let ordered = table.keyOrder(of: positions).map { table.key(at: positions[$0]) }
+        let sorted = positions.map { table.key(at: $0) }.sorted {
+          $0.type != $1.type ? utf8Precedes($0.type, $1.type) : utf8Precedes($0.id, $1.id)
+        }
+        try ensure(
+          ordered.map { Array($0.type.utf8) + [0] + Array($0.id.utf8) }
+            == sorted.map { Array($0.type.utf8) + [0] + Array($0.id.utf8) },
+          "\(label): \(ordered) is not \(sorted)")
+      }
+      for type in ["note", "task"] {
+        let positions = Array(table.positions(ofType: type))
+        try expectSorted(positions, type)
+        try expectSorted(positions.filter { _ in random.next() % 3 != 0 }, "some of \(type)")
+      }
+      try expectSorted(Array(table.keys.indices), "every type")
+      try expectSorted(Array(table.keys.indices.reversed()), "every type, reversed")
+    }
+  }
+
   /// A state naming one entity in two spellings (as long as each other in UTF-8, and
   /// ascending in bytes as the wire orders keys) is refused; two distinct ids in the
   /// same shape are read.

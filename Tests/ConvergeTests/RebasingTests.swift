@@ -48,38 +48,6 @@ import Testing
     }
   }
 
-  /// What a user sees of a document, entity by entity (an empty field shows as none),
-  /// with the order of texts and lists left out unless `ordered`: the ordinary merge and
-  /// the rebase may order concurrent inserts at one place differently.
-  private static func content(_ document: Document, ordered: Bool = false) -> [EntityKey: String] {
-    var content: [EntityKey: String] = [:]
-    for key in document.keys {
-      var line = ""
-      for field in document.fieldNames(of: key) {
-        switch document.fieldKind(field, of: key) {
-        case .register:
-          if let value = document.value(of: field, in: key) { line += " \(field)=\(value)" }
-        case .set:
-          let elements = document.elements(of: field, in: key)
-          if !elements.isEmpty { line += " \(field)=\(elements)" }
-        case .text:
-          let scalars = document.text(of: field, in: key).unicodeScalars
-          let shown = ordered ? Array(scalars) : scalars.sorted { $0.value < $1.value }
-          if !shown.isEmpty { line += " \(field)=\(String(String.UnicodeScalarView(shown)))" }
-        case .list:
-          let items = document.list(of: field, in: key)
-          if !items.isEmpty { line += " \(field)=\(ordered ? items : items.sorted())" }
-        case .parent:
-          let parent = document.forest(of: field).parent(of: key)
-          line += " \(field)=\(parent.map { "\($0.type)/\($0.id)" } ?? "root")"
-        case nil: break
-        }
-      }
-      content[key] = line
-    }
-    return content
-  }
-
   /// Without a stable cut (nothing forgotten), the rebase shows what the ordinary merge
   /// of the device's document into the peers' shows, up to the order of concurrent
   /// inserts at one place: no edit of the device is lost, none of the peers' is, and
@@ -92,7 +60,7 @@ import Testing
       let rebase = Replica.rebasing(
         scenario.device.document, onto: scenario.peers, stable: CausalContext(),
         as: scenario.fresh, wallClock: .fixed(1))
-      #expect(Self.content(rebase.replica.document) == Self.content(merged))
+      #expect(VisibleContent.lines(of: rebase.replica.document) == VisibleContent.lines(of: merged))
       #expect(rebase.replica.id == scenario.fresh)
       #expect(rebase.replica.document.context.includes(scenario.peers.context))
       // The delta is the rebase: the peers applying it hold the same document.
@@ -122,10 +90,10 @@ import Testing
         wallClock: .fixed(1))
       let rebased = rebase.replica.document
       #expect(rebased.keys == merged.keys)
-      let expected = Self.content(merged)
-      let device = Self.content(scenario.device.document, ordered: true)
-      let ordered = Self.content(rebased, ordered: true)
-      for (key, line) in Self.content(rebased) {
+      let expected = VisibleContent.lines(of: merged)
+      let device = VisibleContent.lines(of: scenario.device.document, ordered: true)
+      let ordered = VisibleContent.lines(of: rebased, ordered: true)
+      for (key, line) in VisibleContent.lines(of: rebased) {
         if forgotten.delta(since: CausalContext()).entities[key] == nil,
           scenario.peers.delta(since: CausalContext()).entities[key] != nil
         {

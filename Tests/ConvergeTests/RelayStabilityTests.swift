@@ -98,12 +98,19 @@ import Testing
     for _ in 0..<(3 * RelaySession.seenReportPatience) { #expect(session.outgoing(owner).isEmpty) }
   }
 
-  @Test func relayEnvelopesRoundTripAndRefuseBadBytes() throws {
-    var context = CausalContext()
-    context.insert(replica: ReplicaID(rawValue: 7), counters: 1...40)
-    var covering = context
+  /// A cut whose stable context is one replica's single range and whose covering one
+  /// adds a second replica.
+  static let sampleCut: RelayStableCut = {
+    var stable = CausalContext()
+    stable.insert(replica: ReplicaID(rawValue: 7), counters: 1...40)
+    var covering = stable
     covering.insert(replica: ReplicaID(rawValue: 9), counters: 1...3)
-    let cut = RelayStableCut(stable: context, covering: covering)
+    return RelayStableCut(stable: stable, covering: covering)
+  }()
+
+  @Test func relayEnvelopesRoundTripAndRefuseBadBytes() throws {
+    let cut = Self.sampleCut
+    let context = cut.stable
     let bytes = cut.encoded()
     #expect(try RelayStableCut(decoding: bytes[...]) == cut)
     let report = RelaySeenReport(seen: context)
@@ -130,5 +137,59 @@ import Testing
       _ = try session.receive(Array(bytes.dropLast()), into: owner)
     }
     #expect(!owner.replica.document.fieldNames(of: Self.secret).isEmpty)
+  }
+
+  @Test func relayMessagesAreConvergeMessagesOfApplicationKinds() throws {
+    var context = CausalContext()
+    context.insert(replica: ReplicaID(rawValue: 7), counters: 1...40)
+    let messages = [
+      RelayAcknowledgement(durable: context).encoded(),
+      RelayStableCut(stable: context, covering: context).encoded(),
+      RelaySeenReport(seen: context).encoded(),
+    ]
+    #expect(messages.map { $0[5] } == [128, 129, 130])
+    for message in messages {
+      #expect(Array(message.prefix(5)) == Envelope.magic + [Envelope.formatVersion])
+      #expect(RelayAcknowledgement.isRelayEnvelope(message[...]))
+      // Converge's own decoders refuse them by kind, as a message of a later version.
+      #expect(throws: ConvergeDecodingError.unknownMessageKind(message[5])) {
+        try DocumentDelta(decoding: message)
+      }
+      // The frame's checksum covers every byte: any one flipped is refused.
+      for index in message.indices {
+        var flipped = message
+        flipped[index] ^= 0x01
+        #expect(throws: ConvergeDecodingError.self) {
+          switch message[5] {
+          case 128: _ = try RelayAcknowledgement(decoding: flipped[...])
+          case 129: _ = try RelayStableCut(decoding: flipped[...])
+          default: _ = try RelaySeenReport(decoding: flipped[...])
+          }
+        }
+      }
+    }
+    // A Converge message and a session frame are not relay messages.
+    #expect(!RelayAcknowledgement.isRelayEnvelope(context.encoded()[...]))
+    #expect(!RelayAcknowledgement.isRelayEnvelope([0xCF, 1, 2, 3, 4, 5, 6][...]))
+  }
+
+  @Test func storedCutsOfEveryEarlierFormDecode() throws {
+    let cut = Self.sampleCut
+    let (stable, covering) = (cut.stable, cut.covering)
+    #expect(try RelayStableCut(decodingStored: cut.encoded()[...]) == cut)
+    // The relay's first header: `R`, 1, 2, the stable context behind its length, then the
+    // covering one.
+    var first = ByteWriter()
+    first.writeBytes([0x52, 1, 2])
+    first.writeLengthPrefixedBytes(stable.encoded())
+    first.writeBytes(covering.encoded())
+    #expect(try RelayStableCut(decodingStored: first.bytes[...]) == cut)
+    // The stable context alone.
+    #expect(
+      try RelayStableCut(decodingStored: stable.encoded()[...])
+        == RelayStableCut(stable: stable, covering: stable))
+    #expect(throws: ConvergeDecodingError.self) {
+      try RelayStableCut(decodingStored: first.bytes.dropLast())
+    }
   }
 }

@@ -286,19 +286,47 @@ public final class PostgresRelayStore: RelayStore {
     let rows = try await client.query(
       "SELECT stable FROM converge_relay_stable_cuts WHERE space = \(space)")
     for try await stored in rows.decode(ByteBuffer.self) {
-      return try Self.decodeStoredCut([UInt8](buffer: stored))
+      return try RelayStableCut(decodingStored: [UInt8](buffer: stored)[...])
     }
     return nil
   }
 
-  public func recordStableCut(space: String, cut: RelayStableCut) async throws {
-    // The column keeps its name: it holds the whole cut (stable and covering contexts).
-    try await client.query(
-      """
-      INSERT INTO converge_relay_stable_cuts(space, stable)
-      VALUES (\(space), \(ByteBuffer(bytes: cut.encoded())))
-      ON CONFLICT (space) DO UPDATE SET stable = excluded.stable
-      """)
+  @discardableResult
+  public func recordStableCut(space: String, cut: RelayStableCut) async throws
+    -> RelayStableCut
+  {
+    // Read, merge, then write only if the row is still what was read (one statement,
+    // hence one transaction); another node's write in between makes the write change
+    // nothing, and the cut is merged again with what it wrote. The column keeps its name:
+    // it holds the whole cut (stable and covering contexts).
+    for _ in 0..<RelayStableCut.recordAttempts {
+      var stored: [UInt8]?
+      let rows = try await client.query(
+        "SELECT stable FROM converge_relay_stable_cuts WHERE space = \(space)")
+      for try await bytes in rows.decode(ByteBuffer.self) { stored = [UInt8](buffer: bytes) }
+      let current = try stored.map { try RelayStableCut(decodingStored: $0[...]) }
+      let merged = cut.merged(with: current)
+      if let current, merged == current { return current }
+      let encoded = ByteBuffer(bytes: merged.encoded())
+      let written: PostgresRowSequence
+      if let stored {
+        written = try await client.query(
+          """
+          UPDATE converge_relay_stable_cuts SET stable = \(encoded)
+          WHERE space = \(space) AND stable = \(ByteBuffer(bytes: stored)) RETURNING space
+          """)
+      } else {
+        written = try await client.query(
+          """
+          INSERT INTO converge_relay_stable_cuts(space, stable) VALUES (\(space), \(encoded))
+          ON CONFLICT (space) DO NOTHING RETURNING space
+          """)
+      }
+      var wrote = false
+      for try await _ in written.decode(String.self) { wrote = true }
+      if wrote { return merged }
+    }
+    throw RelayStoreError.contended("converge_relay_stable_cuts")
   }
 
   public func replaceSnapshot(space: String, state: [UInt8], through position: UInt64)

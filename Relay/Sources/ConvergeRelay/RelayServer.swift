@@ -72,28 +72,8 @@ public struct RelayServer: Sendable {
     onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
   ) -> some ApplicationProtocol {
     let router = Router(context: BasicWebSocketRequestContext.self)
-    let relay = self
-    router.get("healthz") { _, _ -> String in
-      _ = try await relay.store.read(space: "", after: .max)
-      return "ok"
-    }
-    router.ws(
-      "v1/spaces/:space/sync",
-      onUpgrade: { inbound, outbound, context in
-        let space = context.requestContext.parameters.get("space") ?? ""
-        try await relay.serve(
-          space: space, token: Self.token(of: context.request), inbound: inbound,
-          outbound: outbound)
-      })
-    router.post("v1/spaces/:space/push") { request, context -> Response in
-      try await relay.push(request, space: context.parameters.get("space") ?? "")
-    }
-    router.post("v1/spaces/:space/pull") { request, context -> Response in
-      try await relay.pull(request, space: context.parameters.get("space") ?? "")
-    }
-    router.get("v1/spaces/:space/pull") { request, context -> Response in
-      try await relay.pull(request, space: context.parameters.get("space") ?? "")
-    }
+      .addRoutes(HealthController(store: store).endpoints, atPath: "healthz")
+      .addRoutes(SpaceController(relay: self).endpoints, atPath: "v1/spaces/:space")
     let webSocket = WebSocketServerConfiguration(
       maxFrameSize: configuration.maxMessageSize,
       autoPing: configuration.pingInterval > .zero
@@ -203,7 +183,7 @@ public struct RelayServer: Sendable {
       }
     }
     let peerID = peer.id
-    await hub.subscribe(peerID) { bytes in
+    await hub.subscribe(peerID, close: shut) { bytes in
       guard let refusal = outbox.send(bytes) else { return true }
       shut(refusal)
       return false

@@ -51,9 +51,16 @@ public protocol RelayStore: Sendable {
   /// Records the space's stable cut and its covering context before anything is forgotten
   /// with it: a device that comes back holding events but not all of it is refused, and
   /// another process sharing the store adopts it before it serves a rejoin or applies one
-  /// (`SpaceHub.adoptRecordedCut`). Durable when it returns; it replaces the stored cut
-  /// (the hub records only cuts that include the one it read).
-  func recordStableCut(space: String, cut: RelayStableCut) async throws
+  /// (`SpaceHub.adoptRecordedCut`). Durable when it returns.
+  ///
+  /// The stored cut never shrinks: it becomes the union of the stored one and `cut` (both
+  /// contexts), read, merged and written as one compare-and-swap, again if another process
+  /// wrote the row in between, so two processes recording at once both find their cut
+  /// within the stored one (``RelayStableCut/merged(with:)``). Returns the cut stored
+  /// now, which the caller forgets by once its replica holds its covering context: no
+  /// process may have forgotten by that union yet.
+  @discardableResult
+  func recordStableCut(space: String, cut: RelayStableCut) async throws -> RelayStableCut
 
   /// Replaces the space's snapshot by `state` of the space after positions
   /// 1…`position` that has forgotten deleted content, unless the stored one covers more,
@@ -150,21 +157,31 @@ public enum RelayStoreError: Error, Equatable, Sendable {
   case closed
   /// The database did not answer when the store was opened.
   case unreachable(String)
+  /// Other processes kept writing the row between this one's read and its write, every
+  /// time it tried (``RelayStore/recordStableCut(space:cut:)``).
+  case contended(String)
+}
+
+extension RelayStableCut {
+  /// The cut that includes both `self` and `stored` (the union of their stable contexts
+  /// and of their covering ones): the union of two stable cuts is stable, and a replica
+  /// forgets with it once it holds both covering contexts.
+  func merged(with stored: RelayStableCut?) -> RelayStableCut {
+    guard let stored else { return self }
+    var merged = self
+    merged.stable.formUnion(stored.stable)
+    merged.covering.formUnion(stored.covering)
+    return merged
+  }
+
+  /// How many times a store tries its compare-and-swap of the cut against other writers
+  /// before it gives up (``RelayStoreError/contended``).
+  static let recordAttempts = 64
 }
 
 extension RelayStore {
   /// The space's stable context as last recorded, or an empty context.
   public func stableCut(space: String) async throws -> CausalContext {
     try await recordedCut(space: space)?.stable ?? CausalContext()
-  }
-
-  /// Decodes a stored cut: a whole ``RelayStableCut``, or the stable context alone as
-  /// stored before the covering context was kept.
-  static func decodeStoredCut(_ bytes: [UInt8]) throws -> RelayStableCut {
-    if RelayAcknowledgement.envelopeKind(bytes[...]) == RelayStableCut.kind {
-      return try RelayStableCut(decoding: bytes[...])
-    }
-    let stable = try CausalContext(decoding: bytes)
-    return RelayStableCut(stable: stable, covering: stable)
   }
 }

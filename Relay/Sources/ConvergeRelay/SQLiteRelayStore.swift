@@ -198,16 +198,49 @@ public actor SQLiteRelayStore: RelayStore {
     guard let stored = row.column("stable")?.blob else {
       throw RelayStoreError.unexpectedRow("stable_cuts")
     }
-    return try Self.decodeStoredCut([UInt8](buffer: stored))
+    return try RelayStableCut(decodingStored: [UInt8](buffer: stored)[...])
   }
 
-  public func recordStableCut(space: String, cut: RelayStableCut) async throws {
-    // The column keeps its name: it holds the whole cut (stable and covering contexts).
-    _ = try await write(
-      """
-      INSERT INTO stable_cuts(space, stable) VALUES (?1, ?2)
-      ON CONFLICT(space) DO UPDATE SET stable = excluded.stable
-      """, [.text(space), .blob(ByteBuffer(bytes: cut.encoded()))])
+  @discardableResult
+  public func recordStableCut(space: String, cut: RelayStableCut) async throws
+    -> RelayStableCut
+  {
+    // Read, merge, then write only if the row is still what was read (one statement,
+    // hence atomic); another process's write in between makes the write change nothing,
+    // and the cut is merged again with what it wrote. The column keeps its name: it holds
+    // the whole cut (stable and covering contexts).
+    for _ in 0..<RelayStableCut.recordAttempts {
+      let rows = try await connection.query(
+        "SELECT stable FROM stable_cuts WHERE space = ?1", [.text(space)])
+      let stored = try rows.first.map { row in
+        guard let blob = row.column("stable")?.blob else {
+          throw RelayStoreError.unexpectedRow("stable_cuts")
+        }
+        return [UInt8](buffer: blob)
+      }
+      let current = try stored.map { try RelayStableCut(decodingStored: $0[...]) }
+      let merged = cut.merged(with: current)
+      if let current, merged == current { return current }
+      let written: [SQLiteRow]
+      if let stored {
+        written = try await write(
+          """
+          UPDATE stable_cuts SET stable = ?2 WHERE space = ?1 AND stable = ?3 RETURNING space
+          """,
+          [
+            .text(space), .blob(ByteBuffer(bytes: merged.encoded())),
+            .blob(ByteBuffer(bytes: stored)),
+          ])
+      } else {
+        written = try await write(
+          """
+          INSERT INTO stable_cuts(space, stable) VALUES (?1, ?2)
+          ON CONFLICT(space) DO NOTHING RETURNING space
+          """, [.text(space), .blob(ByteBuffer(bytes: merged.encoded()))])
+      }
+      if !written.isEmpty { return merged }
+    }
+    throw RelayStoreError.contended("stable_cuts")
   }
 
   public func replaceSnapshot(space: String, state: [UInt8], through position: UInt64)

@@ -14,9 +14,14 @@ import ConvergeRelayClient
 /// the deleted content.
 ///
 /// A device recorded as having seen nothing (its handshake stated an empty context, and
-/// it has not reported or pushed since) counts only while one of its sockets is open on
-/// this process (its close tries the cut again): a rejoin's bootstrap, closed once
-/// answered, leaves such a record.
+/// it has not reported or pushed since) holds the cut back like any other, connected or
+/// not, until it reports or the horizon retires it. A rejoin's bootstrap leaves such a
+/// record: its device rebases its offline edits on the state it was served, forgotten by
+/// the cut it was told, and the delta that brings back an entity that state holds deleted
+/// re-applies only the edits the state lacks; a replica that forgot the entity by a larger
+/// cut before that delta arrives would show the re-applied fields alone (and the
+/// authorship check refuses a later push naming the entity's forgotten events). So the
+/// cut must not pass what a rejoin was told until its rebased edits are in.
 ///
 /// Devices silent longer than the horizon (``RelayConfiguration/retireAfter``, connected
 /// devices never are) or whose grant ended are retired: they no longer hold the cut
@@ -56,9 +61,6 @@ extension SpaceHub {
       keepConnectedDevicesHeard()
     }
     guard let context = stated else { return .admitted(publishedCut) }
-    if let socket, context.isEmpty, connectedDevices[socket] != nil {
-      statedNothing.insert(socket)
-    }
     let seconds = now().relaySeconds
     let regressed = granted.filter { !context.includes($0.seen) }
     // The cut another process recorded is adopted first: a rejoin's bootstrap must be
@@ -80,6 +82,10 @@ extension SpaceHub {
       return .retired
     }
     try await noteSeen(grant: grant, seen: context)
+    // Another process may have recorded a cut from records read before this device's
+    // record was written: the device is told (and served a state forgotten by) whatever is
+    // recorded now, which every later cut includes.
+    try await adoptRecordedCut(refreshing: true, answering: socket)
     return .admitted(publishedCut)
   }
 
@@ -119,12 +125,32 @@ extension SpaceHub {
   }
 
   /// Marks this process's connected devices heard from now (the heartbeat ends when the
-  /// last one's socket closes, ``unsubscribe(_:)``). A failed write is tried again at the
-  /// next beat.
+  /// last one's socket closes, ``unsubscribe(_:)``), closes the sockets of those another
+  /// process retired meanwhile, and adopts the cut another process recorded: a process
+  /// whose own meet does not grow (its devices quiet) would otherwise never tell its
+  /// sockets a cut the others forgot by. A failed write or read is tried again at the next
+  /// beat.
   func touchConnectedDevices() async {
     let connected = Array(Set(connectedDevices.values.joined()))
     guard !connected.isEmpty else { return }
     try? await store.touch(space: space, replicas: connected, lastHeard: now().relaySeconds)
+    if let records = try? await store.devices(space: space) { closeRetiredSockets(records) }
+    _ = try? await adoptRecordedCut(refreshing: false)
+  }
+
+  /// Closes with `retired` (4011) every socket of this process whose device `records`
+  /// say is retired. Another process sharing the store retires a device by its record
+  /// alone (a heartbeat that came late under load, a clock ahead); the device's socket
+  /// here would otherwise go on pushing edits made after the cut stopped waiting for it,
+  /// concurrent with deletes the others may have forgotten. Closed, the device rejoins
+  /// under a fresh id and its edits are rebased.
+  func closeRetiredSockets(_ records: [RelayDeviceRecord]) {
+    let retired = Set(records.lazy.filter(\.isRetired).map(\.replica))
+    guard !retired.isEmpty else { return }
+    for (socket, replicas) in connectedDevices where !replicas.isDisjoint(with: retired) {
+      connectedDevices[socket] = nil
+      subscribers[socket]?.close(.retired)
+    }
   }
 
   /// Retires the records that are no longer active, and returns the others.
@@ -147,22 +173,18 @@ extension SpaceHub {
       }
     }
     if !retiring.isEmpty { try await store.record(space: space, devices: retiring) }
+    closeRetiredSockets(records)
     return active
   }
 
   /// Computes the cut from the active devices' records and, when it has grown and the
   /// space holds their union, sends it to every socket and forgets with it.
   func advanceCut() async throws {
-    // A device known to have seen nothing (its one handshake stated an empty context: a
-    // new device, or a rejoin's bootstrap) holds the cut back only while it is connected
-    // to this process. Gone, it is no different from a device the space never saw: if it
-    // comes back holding part of the cut it is retired at its handshake, and otherwise
-    // served as new. Without this, a bootstrap whose device died before it reconnected
-    // would hold the cut at nothing until the horizon retired it.
-    let connected = Set(connectedDevices.values.joined())
-    let active = try await retireSilentDevices()
-      .filter { !$0.seen.isEmpty || connected.contains($0.replica) }
-      .map(\.seen)
+    // Every active record counts, one that states nothing too (a new device, or a
+    // rejoin's bootstrap, connected or not): a rejoin rebases on the cut it was told, so
+    // the cut waits for its report (see the type's documentation). A bootstrap whose
+    // device died holds the cut back until the horizon retires it, as any device offline.
+    let active = try await retireSilentDevices().map(\.seen)
     guard !active.isEmpty else { return }
     let meet = Self.meet(of: active)
     guard !meet.isEmpty else { return }
@@ -184,9 +206,16 @@ extension SpaceHub {
       cut.covering.formUnion(published.covering)
     }
     // Recorded before any replica forgets with it: a device that comes back without it
-    // is refused from then on, and the other processes adopt it.
-    try await store.recordStableCut(space: space, cut: cut)
-    try await publish(cut)
+    // is refused from then on, and the other processes adopt it. The store keeps the
+    // union with what another process recorded meanwhile: forgotten by here too once this
+    // replica holds its covering context (else adopted when a read brings it).
+    let stored = try await store.recordStableCut(space: space, cut: cut)
+    if stored != cut, replica.context.includes(stored.covering) {
+      try await publish(stored)
+    } else {
+      if stored != cut { awaitedRecorded = stored }
+      try await publish(cut)
+    }
   }
 
   /// Sends `cut` to every socket, forgets with it and replaces the snapshot if that
@@ -207,7 +236,7 @@ extension SpaceHub {
   /// published, and returns the recorded stable context (empty if none).
   ///
   /// Two relay processes sharing a store each compute and publish their own cut, and a
-  /// rejoin rebases on the cut its relay tells it (``Replica/rebasing(_:onto:stable:as:wallClock:)``):
+  /// rejoin rebases on the cut its relay tells it (``Replica/rebasing(_:onto:stable:retired:as:wallClock:)``):
   /// its re-applied delta converges only on replicas that forgot by that cut before they
   /// apply it. So a process adopts the recorded cut (sends it to its sockets and forgets
   /// with it) before it answers a handshake (`refreshing`: reading the store first if its

@@ -35,7 +35,7 @@ actor SpaceHub {
   var replica: Replica
   private(set) var appliedPosition: UInt64 = 0
   var snapshotPosition: UInt64 = 0
-  private var subscribers: [UInt64: Subscriber] = [:]
+  private(set) var subscribers: [UInt64: Subscriber] = [:]
   private var waiting: [PendingCommit] = []
   private var isFlushing = false
   /// The last position the store announced, and whether some appends may have gone
@@ -63,9 +63,10 @@ actor SpaceHub {
   /// the rest are read from the store instead.
   static let announcedLimit = 4_096
 
-  /// A socket's queue of outgoing messages.
+  /// A socket's queue of outgoing messages, and how to close it.
   struct Subscriber {
     var send: @Sendable ([UInt8]) -> Bool
+    var close: @Sendable (RelayCloseReason) -> Void
   }
 
   private struct PendingCommit {
@@ -78,9 +79,6 @@ actor SpaceHub {
   var publishedCut: RelayStableCut?
   /// The replica ids each admitted socket's token grants: connected devices are active.
   var connectedDevices: [UInt64: Set<ReplicaID>] = [:]
-  /// The admitted sockets whose handshake stated an empty context: when one closes, the
-  /// cut may move on (see ``advanceCut()``).
-  var statedNothing: Set<UInt64> = []
   /// While devices are connected to this process, the task that marks them heard from
   /// (``keepConnectedDevicesHeard()``).
   var heartbeat: Task<Void, Never>?
@@ -111,9 +109,13 @@ actor SpaceHub {
     self.now = now
   }
 
-  /// Registers a socket; `send` returns `false` when its queue is full.
-  func subscribe(_ id: UInt64, send: @escaping @Sendable ([UInt8]) -> Bool) {
-    subscribers[id] = Subscriber(send: send)
+  /// Registers a socket; `send` returns `false` when its queue is full, and `close` closes
+  /// it with a reason (its queued messages first).
+  func subscribe(
+    _ id: UInt64, close: @escaping @Sendable (RelayCloseReason) -> Void = { _ in },
+    send: @escaping @Sendable ([UInt8]) -> Bool
+  ) {
+    subscribers[id] = Subscriber(send: send, close: close)
   }
 
   /// Whether a read or a commit is in flight or owed.
@@ -215,16 +217,13 @@ actor SpaceHub {
     wakeSettlers()
   }
 
-  func unsubscribe(_ id: UInt64) async {
+  func unsubscribe(_ id: UInt64) {
     subscribers[id] = nil
     connectedDevices[id] = nil
     if connectedDevices.isEmpty {
       heartbeat?.cancel()
       heartbeat = nil
     }
-    // A device known to have seen nothing held the cut back while connected only; a
-    // failure is retried at the next report.
-    if statedNothing.remove(id) != nil { try? await advanceCut() }
   }
 
   /// Brings the cache up to the store's latest state and fans what was new out to the

@@ -330,8 +330,9 @@ final class BenchDevice: Sendable {
     return reply
   }
 
-  /// Types until `end` through `bases[home]`, then returns whether the device connected
-  /// at all. When its connection drops first (its node was killed), it connects to the
+  /// Types until `end` through `bases[home]`, then returns whether the device was
+  /// connected at the end: its last connection ended cleanly, or was answered and dropped
+  /// only after the device had typed to the end. When its connection drops first (its node was killed), it connects to the
   /// next node, as a load balancer would send it, handshakes from its replica and types
   /// on; keystrokes are paced by the clock, so none is made while it is away. When the
   /// relay closes it with a retryable reason (a refusal under load, a slow consumer), it
@@ -379,9 +380,17 @@ final class BenchDevice: Sendable {
         }
         connected = true
       } catch {
+        // Dropped: still connected only if the relay had answered and the device had typed
+        // to the end (its close handshake failed); dropped mid-run (its node was killed),
+        // it is connected again once another connection is.
+        connected = answered.withLock { $0 } && typing.finished.withLock { $0 }
         logger.debug("device \(id) lost its connection: \(error)")
       }
-      if typing.finished.withLock({ $0 }) || ContinuousClock.now >= end + .seconds(2) { break }
+      // A device not connected again yet keeps trying a little past the others (bounded:
+      // the run waits for the devices until 10 s after typing ends), so a reconnection
+      // slowed by load is waited for rather than counted as missing.
+      let stopAt = end + .seconds(connected ? 2 : 5)
+      if typing.finished.withLock({ $0 }) || ContinuousClock.now >= stopAt { break }
       if Task.isCancelled { break }
       metrics.reconnected(closedWith: closedWith)
       if let closedWith, !closedWith.isRetryable { break }

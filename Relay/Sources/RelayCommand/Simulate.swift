@@ -22,17 +22,15 @@ import Synchronization
 /// acknowledged is missing from the store.
 ///
 /// Retirement (issue #48): the relays run with a horizon of seconds (`--retire-after`,
-/// default 4), and with `--retirements` per operation (default 0: see below) a connected device
+/// default 4), and with `--retirements` per operation (default 0.002) a connected device
 /// goes away for longer than it, editing meanwhile. When it comes back the relay refuses
 /// it as retired, its client rejoins under a fresh id, and the run checks, before anyone
 /// edits again, that every entity it edited away and holds is alive after the rejoin
 /// (the rebase re-applies it whole, even one another device deleted and the relay
 /// forgot). An ordinary disconnect that outlasts the horizon ends in a rejoin too. At the
-/// end the store must hold no content the relay's recorded stable cut forgets. Open
-/// problem: with two relays and rejoins, some seeds still end with a rejoined device and
-/// the store on one document and the rest on another (3 of 16 seeds at `--operations 5000
-/// --retirements 0.004`; none with one relay, none without rejoins), so retirements are
-/// off unless asked for.
+/// end the store must hold no content the relay's recorded stable cut forgets. With two
+/// relays, rejoins converged on seeds 11–40 at `--operations 5000 --retirements 0.004`
+/// once a rejoin in flight held the cut back (BENCHMARKS, fourteenth session).
 ///
 /// Everything random draws from `--seed`; the timing of the sockets does not, so a run
 /// is reproducible in its edits and faults but not in the order of every message.
@@ -56,7 +54,7 @@ struct Simulate: AsyncParsableCommand {
   var restarts = 0.001
   @Option(
     help: "Per operation, the chance that a connected device goes away past the horizon.")
-  var retirements = 0.0
+  var retirements = 0.002
   @Option(help: "The relays' horizon: seconds a device may stay silent before it is retired.")
   var retireAfter = 4
   @Flag(help: "Print the report as JSON.")
@@ -402,8 +400,11 @@ struct RelaySimulationReport {
   private mutating func settleAndCheck() async {
     let deadline = ContinuousClock.now + .seconds(60)
     var replicas: [Replica] = []
+    // The store as the loop last read it: the state the oracle judges.
+    var settled: (replica: Replica, stable: CausalContext, knows: Bool)?
     while true {
       replicas = []
+      settled = nil
       var upToDate = true
       for device in devices {
         replicas.append(device.owner.replica)
@@ -411,9 +412,21 @@ struct RelaySimulationReport {
         if !acknowledged.includes(device.owner.replica.context) { upToDate = false }
       }
       let agree = replicas.allSatisfy { $0.document == replicas[0].document }
-      if upToDate && agree { break }
+      // And the store, once done forgetting: the relays go on recording cuts as the last
+      // reports come in, a cut is recorded before the snapshot forgets by it, and it
+      // reaches every device within a heartbeat (a second with the 4 s horizon).
+      if upToDate && agree, let state = try? await storedState() {
+        settled = state
+        var forgetting = state.replica
+        if forgetting.forgetDeleted(stable: state.stable) == 0,
+          state.replica.document == replicas[0].document
+        {
+          break
+        }
+      }
       guard ContinuousClock.now < deadline else {
-        report.failures.append("devices did not settle within 60 s (up to date: \(upToDate))")
+        report.failures.append(
+          "devices did not settle within 60 s (up to date: \(upToDate), agree: \(agree))")
         // Which device the relay never acknowledged, and what it lacks.
         for (index, device) in devices.enumerated() {
           let acknowledged = device.owner.acknowledgedContext(of: RelaySession.defaultPeer)
@@ -429,7 +442,8 @@ struct RelaySimulationReport {
     }
     let stored: Replica
     do {
-      let state = try await storedState()
+      let state: (replica: Replica, stable: CausalContext, knows: Bool)
+      if let settled { state = settled } else { state = try await storedState() }
       stored = state.replica
       report.hasStableCut = !state.stable.isEmpty
       var forgetting = stored
@@ -447,6 +461,14 @@ struct RelaySimulationReport {
     }
     let verdict = Oracle.check(replicas + [stored])
     report.failures += verdict.failures
+    if !verdict.failures.isEmpty {
+      let all = replicas + [stored]
+      for index in all.indices.dropFirst() where all[index].document != all[0].document {
+        report.failures.append(
+          "replica \(index) against replica 0: "
+            + Self.differences(all[index], all[0]).joined(separator: "; "))
+      }
+    }
     report.entities = verdict.entityCount
     for (index, device) in devices.enumerated() {
       let acknowledged = device.owner.acknowledgedContext(of: RelaySession.defaultPeer)
@@ -455,6 +477,37 @@ struct RelaySimulationReport {
           "device \(index) saw events acknowledged that the store does not have")
       }
     }
+  }
+
+  /// Where two replicas' documents differ, for a failure's report: the events one holds
+  /// and the other lacks, then up to three entities that differ (shown or not, fields).
+  static func differences(_ one: Replica, _ other: Replica) -> [String] {
+    var found: [String] = []
+    let onlyOne = one.context.subtracting(other.context)
+    let onlyOther = other.context.subtracting(one.context)
+    if !onlyOne.isEmpty || !onlyOther.isEmpty {
+      found.append("events only here \(onlyOne), only there \(onlyOther)")
+    }
+    let keys = Set(one.delta(since: CausalContext()).keys)
+      .union(other.delta(since: CausalContext()).keys).sorted()
+    for key in keys {
+      let (a, b) = (one.document, other.document)
+      let fields = Set(a.fieldNames(of: key)).union(b.fieldNames(of: key)).sorted()
+      let differing = fields.filter {
+        a.value(of: $0, in: key) != b.value(of: $0, in: key)
+          || a.elements(of: $0, in: key) != b.elements(of: $0, in: key)
+          || a.text(of: $0, in: key) != b.text(of: $0, in: key)
+      }
+      guard
+        a.contains(key) != b.contains(key) || a.fieldNames(of: key) != b.fieldNames(of: key)
+          || !differing.isEmpty
+      else { continue }
+      found.append(
+        "\(key.type)/\(key.id): shown \(a.contains(key))/\(b.contains(key)), fields "
+          + "\(a.fieldNames(of: key))/\(b.fieldNames(of: key)), values differ in \(differing)")
+      if found.count >= 4 { break }
+    }
+    return found
   }
 
   /// The space as the store holds it (the latest snapshot, then the log after it), the

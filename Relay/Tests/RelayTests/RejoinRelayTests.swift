@@ -177,12 +177,14 @@ import Testing
   }
 
   /// A rejoin's bootstrap (a fresh id's handshake stating nothing, closed once answered)
-  /// whose device never connects again (it died before its rejoin was durable) does not
-  /// hold the cut back: a device the relay knows to have seen nothing holds it back only
-  /// while it is connected.
+  /// whose device never connects again (it died before its rejoin was durable) holds the
+  /// cut back as any device offline does, until the horizon retires it: its device may
+  /// still push edits rebased on the cut it was told (`RejoinInFlightCutTests`). Before
+  /// #48's fourteenth session it held the cut back only while its socket was open.
   @Test(arguments: StoreKind.available)
-  func aBootstrapThatNeverComesBackDoesNotHoldTheCutBack(kind: StoreKind) async throws {
-    let relay = try await StabilityRelayTests.start(kind)
+  func aBootstrapThatNeverComesBackHoldsTheCutBackUntilTheHorizon(kind: StoreKind) async throws {
+    let clock = StabilityRelayTests.TestWallClock()
+    let relay = try await StabilityRelayTests.start(kind, now: { clock.now })
     let space = "bootstrap-\(UInt64.random(in: 0 ... .max))"
     let phone = try relay.device(0xA1, in: space)
     let phoneTask = Task { await phone.run() }
@@ -200,11 +202,23 @@ import Testing
       })
     #expect(bootstrap.closeReason == nil)
     phone.transact { tx in tx.delete(Self.gone) }
+    // The phone's report of the delete is recorded; the cut stays short of it.
+    #expect(
+      await StabilityRelayTests.eventuallyRecords(
+        relay, space: space, replica: 0xA1, seeing: phone.replica.context))
+    #expect(!(try await relay.store.stableCut(space: space)).includes(phone.replica.context))
+    #expect(phone.replica.document.fieldNames(of: Self.gone).isEmpty == false)
+    // Past the horizon the bootstrap's record is retired and the cut moves on.
+    clock.advance(200)
+    phone.transact { tx in
+      tx.setValue(.string("kept"), for: "title", of: EntityKey(type: "note", id: "k"))
+    }
     let forgotten = await eventually {
       phone.replica.document.fieldNames(of: Self.gone).isEmpty
     }
     let records = try await relay.store.devices(space: space)
     #expect(forgotten, "records: \(records)")
+    #expect(records.first { $0.replica.rawValue == 0xC3 }?.isRetired == true)
     #expect(await Self.eventuallyRowsLack(Self.gone, relay: relay, space: space))
     phoneTask.cancel()
     await phoneTask.value

@@ -53,7 +53,7 @@ struct CountingRelayStore: RelayStore {
     try await inner.recordedCut(space: space)
   }
 
-  func recordStableCut(space: String, cut: RelayStableCut) async throws {
+  func recordStableCut(space: String, cut: RelayStableCut) async throws -> RelayStableCut {
     try await inner.recordStableCut(space: space, cut: cut)
   }
 

@@ -1,5 +1,6 @@
 import Converge
 import ConvergeRelay
+import ConvergeRelayClient
 import Foundation
 import Testing
 
@@ -187,6 +188,61 @@ final class StoreFixture: Sendable {
     #expect(records.map(\.isRetired) == [false, true])
     #expect(records.allSatisfy { $0.seen == seen && $0.expiry == 99 })
     await closeStore(store)
+  }
+
+  /// Processes recording cuts at once (each cut one no other includes) lose none of them:
+  /// the stored cut is the union, read, merged and written as one compare-and-swap. Before
+  /// #48's fourteenth session the last write replaced the row, and a cut one process had
+  /// forgotten by could vanish from the store. A smaller cut recorded later changes
+  /// nothing.
+  @Test(arguments: StoreKind.available) func cutsRecordedAtOnceAreMergedNeverReplaced(
+    kind: StoreKind
+  ) async throws {
+    let fixture = StoreFixture(kind)
+    defer { fixture.remove() }
+    let stores = try await fixture.open(4)
+    let space = fixture.space("cuts")
+    let perStore = 12
+    do {
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        for (index, store) in stores.enumerated() {
+          group.addTask {
+            for step in 0..<perStore {
+              // Each cut grows its own replica's counter: no two are comparable.
+              var stable = CausalContext()
+              stable.insert(
+                replica: ReplicaID(rawValue: UInt64(index + 1)), counters: 1...UInt64(step + 1))
+              var covering = stable
+              covering.insert(
+                Dot(replica: ReplicaID(rawValue: UInt64(100 + index)), counter: UInt64(step + 1)))
+              try await store.recordStableCut(
+                space: space, cut: RelayStableCut(stable: stable, covering: covering))
+            }
+          }
+        }
+        try await group.waitForAll()
+      }
+      let recorded = try #require(try await stores[0].recordedCut(space: space))
+      for index in stores.indices {
+        let replica = ReplicaID(rawValue: UInt64(index + 1))
+        #expect(recorded.stable.counters(of: replica).contains(1...UInt64(perStore)))
+        #expect(
+          recorded.covering.counters(of: ReplicaID(rawValue: UInt64(100 + index)))
+            .contains(UInt64(perStore)...UInt64(perStore)))
+      }
+      // A smaller cut (another process's older view) leaves the stored one as it is.
+      let kept = try await stores[1].recordStableCut(
+        space: space,
+        cut: RelayStableCut(
+          stable: CausalContext(dots: [Dot(replica: ReplicaID(rawValue: 1), counter: 1)]),
+          covering: CausalContext(dots: [Dot(replica: ReplicaID(rawValue: 1), counter: 1)])))
+      #expect(kept == recorded)
+      #expect(try await stores[2].recordedCut(space: space) == recorded)
+    } catch {
+      for store in stores { await closeStore(store) }
+      throw error
+    }
+    for store in stores { await closeStore(store) }
   }
 
   /// Several processes compacting while others append and read: the largest snapshot

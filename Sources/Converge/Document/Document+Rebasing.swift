@@ -23,9 +23,13 @@
 ///
 /// "Not known to S" is judged against S's context, not against what a relay acknowledged:
 /// an edit that reached S another way (through a peer that synced it) is in S already, and
-/// re-applying it under a new id would type its text twice.
+/// re-applying it under a new id would type its text twice. One exception: the events of
+/// the `retired` ids (the device's old id) that S holds only waiting, or dropped
+/// (``Document/dropPending(of:)``), are re-applied too: S received them ahead of an
+/// earlier event of the old id that no replica holds, so no replica will ever integrate
+/// them, and every replica drops them.
 extension Replica {
-  /// What ``rebasing(_:onto:stable:as:wallClock:)`` made.
+  /// What ``rebasing(_:onto:stable:retired:as:wallClock:)`` made.
   public struct Rebase: Sendable {
     /// The replica under the fresh id, holding the current state with the re-applied
     /// edits.
@@ -47,6 +51,13 @@ extension Replica {
   /// applied the delta while still holding the deleted record would show its old fields
   /// too, for ever.
   ///
+  /// The text and list items of `retired` (the device's old id) that `current` holds only
+  /// waiting or dropped are re-applied as well, and `current`'s waiting items of those
+  /// ids are dropped: `current` must hold every event of `retired` that any replica still
+  /// holds (a relay's state does; peer to peer, a peer that heard every other member
+  /// since the retirement and holds what each stated), or an item another replica holds
+  /// integrated would show twice.
+  ///
   /// The result's clock has seen every timestamp of both documents, so the re-applied
   /// writes follow everything either side had seen. `id` must be fresh: never used by any
   /// replica (the others may have forgotten events of the old id, and a copy of the
@@ -56,23 +67,27 @@ extension Replica {
   ///   field L edited.
   public static func rebasing(
     _ local: Document, onto current: Document, stable: CausalContext,
-    as id: ReplicaID = .random(), wallClock: WallClock = .system
+    retired: Set<ReplicaID> = [], as id: ReplicaID = .random(), wallClock: WallClock = .system
   ) -> Rebase {
     var base = current
     base.forgetDeleted(stable: stable)
+    base.dropPending(of: retired)
     var replica = Replica(document: base, id: id, wallClock: wallClock)
     let commit = replica.transact { transaction in
       if let latest = local.latestTimestamp { transaction.clock.observe(latest) }
-      transaction.reapply(editsOf: local, unknownTo: base.context)
+      transaction.reapply(editsOf: local, unknownTo: base.context, retired: retired)
     }
     return Rebase(replica: replica, delta: commit.delta)
   }
 }
 
 extension DocumentTransaction {
-  /// Re-applies every edit of `local` whose event is not in `known` (see
-  /// ``Replica/rebasing(_:onto:stable:as:wallClock:)``).
-  mutating func reapply(editsOf local: Document, unknownTo known: CausalContext) {
+  /// Re-applies every edit of `local` whose event is not in `known`, and the text and
+  /// list items of `retired` the document does not hold integrated (see
+  /// ``Replica/rebasing(_:onto:stable:retired:as:wallClock:)``).
+  mutating func reapply(
+    editsOf local: Document, unknownTo known: CausalContext, retired: Set<ReplicaID> = []
+  ) {
     // In key order, not the table's: entities enter it in the order deltas carried them,
     // which is their hash order, so the same rebase issued its dots in another order in
     // another process.
@@ -82,7 +97,10 @@ extension DocumentTransaction {
     for position in positions {
       let key = local.entities.key(at: position)
       let mine = local.entities.values[position]
-      guard Self.hasEvent(of: mine.presence, unknownTo: known) else { continue }
+      guard
+        Self.hasEvent(of: mine.presence, unknownTo: known)
+          || Self.hasEvent(of: mine.presence, of: retired)
+      else { continue }
       guard let theirs = document.entities[key] else {
         // Forgotten (or never sent): alive only through events the document lacks, its
         // delete having observed every event it knew.
@@ -93,7 +111,9 @@ extension DocumentTransaction {
       let merged = theirs.presence.merging(mine.presence).isPresent
       if merged, !theirs.isVisible { create(key) }
       for slot in mine.fields.values.indices {
-        reapply(mine.fields.values[slot], field: mine.fields.keys[slot], of: key, known: known)
+        reapply(
+          mine.fields.values[slot], field: mine.fields.keys[slot], of: key, known: known,
+          retired: retired)
       }
       if !merged, document.contains(key) { delete(key) }
     }
@@ -106,6 +126,16 @@ extension DocumentTransaction {
     var found = false
     presence.forEachLatest { replica, counter in
       if !found, !known.contains(Dot(replica: replica, counter: counter)) { found = true }
+    }
+    return found
+  }
+
+  /// Whether `presence` names an event of one of `retired`.
+  private static func hasEvent(of presence: Presence, of retired: Set<ReplicaID>) -> Bool {
+    guard !retired.isEmpty else { return false }
+    var found = false
+    presence.forEachLatest { replica, _ in
+      if !found, retired.contains(replica) { found = true }
     }
     return found
   }
@@ -164,7 +194,8 @@ extension DocumentTransaction {
 
   /// Re-applies the edits of one field of `local` that `known` lacks.
   private mutating func reapply(
-    _ field: FieldState, field name: String, of key: EntityKey, known: CausalContext
+    _ field: FieldState, field name: String, of key: EntityKey, known: CausalContext,
+    retired: Set<ReplicaID>
   ) {
     let theirs = document.entities[key]?.fields[name]
     switch field {
@@ -188,9 +219,9 @@ extension DocumentTransaction {
         }
       }
     case .text(let storage):
-      reapplyText(storage.text, field: name, of: key, known: known)
+      reapplyText(storage.text, field: name, of: key, known: known, retired: retired)
     case .list(let list):
-      reapplyList(list, field: name, of: key, known: known)
+      reapplyList(list, field: name, of: key, known: known, retired: retired)
     case .parent(let register):
       // A last-writer-wins move, judged as a register write is.
       var current: LWWRegister<FieldValue>?
@@ -216,10 +247,12 @@ extension DocumentTransaction {
 
   /// Deletes the characters `mine` deleted that the document still shows, then inserts
   /// the characters `mine` shows that the document lacks (and `known` lacks: a character
-  /// it knows but lacks was deleted and forgotten), each run after the nearest character
-  /// before it that the document holds.
+  /// it knows but lacks was deleted and forgotten, unless it is one of `retired`'s, held
+  /// only waiting or dropped), each run after the nearest character before it that the
+  /// document holds.
   private mutating func reapplyText(
-    _ mine: RGA, field name: String, of key: EntityKey, known: CausalContext
+    _ mine: RGA, field name: String, of key: EntityKey, known: CausalContext,
+    retired: Set<ReplicaID>
   ) {
     let items = mine.itemOrigins
     if case .text(let storage)? = document.entities[key]?.fields[name] {
@@ -243,7 +276,7 @@ extension DocumentTransaction {
       if theirs.contains(item.id) {
         anchor = item.id
         extending = false
-      } else if let scalar, !known.contains(item.id) {
+      } else if let scalar, !known.contains(item.id) || retired.contains(item.id.replica) {
         if extending {
           runs[runs.count - 1].text.append(scalar)
         } else {
@@ -272,7 +305,8 @@ extension DocumentTransaction {
   /// that it does not are inserted, and items whose position `mine` wins are moved, each
   /// after the nearest item before it that the document shows.
   private mutating func reapplyList(
-    _ mine: MovableList, field name: String, of key: EntityKey, known: CausalContext
+    _ mine: MovableList, field name: String, of key: EntityKey, known: CausalContext,
+    retired: Set<ReplicaID>
   ) {
     func theirs() -> MovableList {
       guard case .list(let list)? = document.entities[key]?.fields[name] else {
@@ -287,6 +321,17 @@ extension DocumentTransaction {
       edited: Bool, shown: Bool, minePosition: Bool
     ) {
       let theirItem = base.items[value] ?? MovableListItem()
+      // Shown here at a slot of `retired` that the document does not hold (it held it
+      // waiting, or dropped it), by a position the document holds too or loses to: put
+      // back, as a new insert.
+      if let slot = item.position.value, let stamp = item.position.stamp,
+        retired.contains(slot.replica), !base.slots.contains(slot),
+        mine.slots.visiblePosition(of: slot) != nil,
+        theirItem.presence.merging(item.presence).isPresent,
+        theirItem.position.stamp.map({ $0 <= stamp }) ?? true
+      {
+        return (true, true, true)
+      }
       let mineStamp = item.position.stamp.flatMap { known.contains($0.dot) ? nil : $0 }
       let edited = mineStamp != nil || Self.hasEvent(of: item.presence, unknownTo: known)
       let minePosition =

@@ -341,7 +341,8 @@ extension Document {
       }
       events.note(entity, presence: entityDelta.presence)
       Self.merge(
-        entityDelta, of: key, into: &entities.values[entity],
+        Self.withoutKnownSlots(entityDelta, known: context), of: key,
+        into: &entities.values[entity],
         names: &fieldNames, waiting: &waitingTexts, recording: &recorder)
     }
     rebuildEventsIfStale()

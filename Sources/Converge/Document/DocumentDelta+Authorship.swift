@@ -290,7 +290,10 @@ private struct AuthorshipCheck {
   private func checkList(
     _ list: MovableListDelta, local: FieldState?, key: EntityKey, field: String
   ) throws(Failure) {
-    try checkText(list.slots, local: local, key: key, field: field)
+    // Slots and deletes the receiver's context names are left out by its apply (it may
+    // have collected them: `Document+Collecting.swift`), so only the others are checked.
+    let fresh = known.map { MovableList.runs(list.slots, unknownTo: $0.context) } ?? list.slots
+    try checkText(fresh, local: local, key: key, field: field)
     var localItems: [FieldValue: MovableListItem] = [:]
     if case .list(let held)? = local { localItems = held.items }
     for (value, item) in list.items {

@@ -15,7 +15,7 @@
 struct EntityTable: Sendable, Sequence {
   /// The entity types, each once, by code: a document has a few, and an entity keeps
   /// its type's four-byte code.
-  private var types: [String] = []
+  private var types: [TypeEntry] = []
   /// The code of each type, by its exact UTF-8: two spellings of one type (canonically
   /// equivalent strings) keep their own bytes, as their keys did.
   private var typeCodes: [ExactString: UInt32] = [:]
@@ -31,6 +31,25 @@ struct EntityTable: Sendable, Sequence {
   /// The count is a power of two at least 4/3 of the entities', or zero.
   private var slots: [UInt32] = []
 
+  /// A type, and what the table notes of its entities. Kept in `types`, not in arrays of
+  /// their own beside it: each reference the table holds is retained and released at
+  /// every copy of a document (one a transaction), and three more made the per-edit text
+  /// path 2.5% slower (BENCHMARKS.md, typed reads, third pass).
+  private struct TypeEntry {
+    var name: String
+    /// The position of the type's latest entity, or -1.
+    var latest = -1
+    /// Whether every entity of the type arrived after the ones its id follows (a
+    /// replica's own ids, named after their creation, do), so that their positions are
+    /// their id order and a read sorts nothing (see ``keyOrder(of:)``).
+    var inIDOrder = true
+    /// The type's set fields' visible elements as typed walks built them (memory only,
+    /// not state; shared by copies, which is safe: see ``SetReadCache``).
+    let setReads = SetReadCache()
+
+    init(_ name: String) { self.name = name }
+  }
+
   init() {}
 
   var count: Int { ids.count }
@@ -38,11 +57,18 @@ struct EntityTable: Sendable, Sequence {
   /// The key of the entity at `position`.
   func key(at position: Int) -> EntityKey {
     EntityKey(
-      type: types[Int(typeCodeAt[position])], id: ids[position], hashCode: hashes[position])
+      type: types[Int(typeCodeAt[position])].name, id: ids[position],
+      hashCode: hashes[position])
   }
 
   /// The id of the entity at `position`.
   func id(at position: Int) -> String { ids[position] }
+
+  /// Where typed walks keep the set fields' visible elements of the entity at
+  /// `position`: its type's ``SetReadCache``.
+  func setReads(at position: Int) -> SetReadCache {
+    types[Int(typeCodeAt[position])].setReads
+  }
 
   /// The keys, by position.
   var keys: LazyMapCollection<Range<Int>, EntityKey> {
@@ -53,7 +79,7 @@ struct EntityTable: Sendable, Sequence {
   /// without building their keys.
   func positions(ofType type: String) -> LazyFilterSequence<Range<Int>> {
     // Codes, not one: canonically equivalent spellings of the type have a code each.
-    let codes = types.indices.filter { types[$0] == type }.map { UInt32($0) }
+    let codes = types.indices.filter { types[$0].name == type }.map { UInt32($0) }
     if codes.count == 1, let code = codes.first {
       return ids.indices.lazy.filter { [typeCodeAt] in typeCodeAt[$0] == code }
     }
@@ -68,6 +94,7 @@ struct EntityTable: Sendable, Sequence {
   /// bytes are those after the prefix every id shares (ids named after their creation
   /// share their replica's eleven characters), where ids start to differ.
   func keyOrder(of positions: [Int]) -> [Int] {
+    if isInKeyOrder(positions) { return Array(positions.indices) }
     let skipped = commonPrefixLength(of: positions)
     var order = positions.indices.map {
       (prefix: Self.orderPrefix(of: ids[positions[$0]], skipping: skipped), index: $0)
@@ -76,7 +103,8 @@ struct EntityTable: Sendable, Sequence {
     {
       let (left, right) = (positions[lhs.index], positions[rhs.index])
       if typeCodeAt[left] != typeCodeAt[right] {
-        return utf8Precedes(types[Int(typeCodeAt[left])], types[Int(typeCodeAt[right])])
+        return utf8Precedes(
+          types[Int(typeCodeAt[left])].name, types[Int(typeCodeAt[right])].name)
       }
       if lhs.prefix != rhs.prefix { return lhs.prefix < rhs.prefix }
       return utf8Precedes(ids[left], ids[right])
@@ -90,6 +118,20 @@ struct EntityTable: Sendable, Sequence {
     }
     if !sorted { order.sort(by: precedes) }
     return order.map(\.index)
+  }
+
+  /// Whether `positions`, ascending and of one type whose entities arrived in id order,
+  /// are in key order already: known from the table, without reading an id.
+  private func isInKeyOrder(_ positions: [Int]) -> Bool {
+    guard let first = positions.first else { return true }
+    let code = typeCodeAt[first]
+    guard types[Int(code)].inIDOrder else { return false }
+    var previous = -1
+    for position in positions {
+      guard position > previous, typeCodeAt[position] == code else { return false }
+      previous = position
+    }
+    return true
   }
 
   /// The number of leading UTF-8 bytes the ids at `positions` all share.
@@ -147,7 +189,7 @@ struct EntityTable: Sendable, Sequence {
       let position = Int(slots[slot]) - 1
       if position < 0 { return nil }
       if hashes[position] == key.hashCode, ids[position] == key.id,
-        types[Int(typeCodeAt[position])] == key.type
+        types[Int(typeCodeAt[position])].name == key.type
       {
         return position
       }
@@ -174,7 +216,15 @@ struct EntityTable: Sendable, Sequence {
     precondition(ids.count < UInt32.max, "a document holds fewer than 2^32 entities")
     let needed = Self.slotCount(for: ids.count + 1)
     if needed > slots.count { rehash(slotCount: needed) }
-    typeCodeAt.append(code(of: key.type))
+    let code = code(of: key.type)
+    let type = Int(code)
+    if types[type].inIDOrder, types[type].latest >= 0,
+      !utf8Precedes(ids[types[type].latest], key.id)
+    {
+      types[type].inIDOrder = false
+    }
+    types[type].latest = ids.count
+    typeCodeAt.append(code)
     ids.append(key.id)
     hashes.append(key.hashCode)
     values.append(record)
@@ -184,12 +234,12 @@ struct EntityTable: Sendable, Sequence {
   /// The code of `type`, given it now if it is new.
   private mutating func code(of type: String) -> UInt32 {
     // Nearly every entity is of the type before it.
-    if let last = typeCodeAt.last, utf8Equal(types[Int(last)], type) { return last }
+    if let last = typeCodeAt.last, utf8Equal(types[Int(last)].name, type) { return last }
     let exact = ExactString(type)
     if let code = typeCodes[exact] { return code }
     // At most one type an entity, so fewer than 2^32 (see `append`).
     let code = UInt32(truncatingIfNeeded: types.count)
-    types.append(type)
+    types.append(TypeEntry(type))
     typeCodes[exact] = code
     return code
   }
@@ -221,8 +271,17 @@ struct EntityTable: Sendable, Sequence {
     let counts = [typeCodeAt.count, ids.count, hashes.count, values.count]
     precondition(Set(counts).count == 1, "per-position arrays of counts \(counts)")
     precondition(types.count == typeCodes.count, "\(types.count) types, \(typeCodes.count) codes")
+    for code in types.indices {
+      let positions = ids.indices.filter { typeCodeAt[$0] == UInt32(code) }
+      precondition(types[code].latest == positions.last ?? -1, "type \(code)'s latest entity")
+      if types[code].inIDOrder {
+        precondition(
+          zip(positions, positions.dropFirst()).allSatisfy { utf8Precedes(ids[$0], ids[$1]) },
+          "type \(code)'s entities are out of id order")
+      }
+    }
     for (code, type) in types.enumerated() {
-      precondition(typeCodes[ExactString(type)] == UInt32(code), "\(type) without its code")
+      precondition(typeCodes[ExactString(type.name)] == UInt32(code), "\(type) without its code")
     }
     precondition(slots.count >= Self.slotCount(for: count), "the slots are too few")
     precondition(slots.count(where: { $0 != 0 }) == count, "slots and positions differ")

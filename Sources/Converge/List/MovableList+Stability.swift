@@ -30,9 +30,10 @@
 /// that no kept slot names (``removableSlots(stable:)``): the kept slots are then what a
 /// replica that never received the dropped ones would hold, in the same order. Dropping
 /// the rest would need the slots naming them to name others, which no rewriting of their
-/// origins is known to do while keeping FugueMax's order. The document layer does not
-/// collect yet: it needs a doubly stable cut (from the relay) and to apply list deltas
-/// through ``apply(_:known:)``.
+/// origins is known to do while keeping FugueMax's order. A document collects every list
+/// field at a doubly stable cut (`Document.collectListTombstones(at:)`, with the cuts a
+/// `StableCutHistory` returns) and gives each list only the slots its context lacked
+/// (``runs(_:unknownTo:)``).
 extension MovableList {
   /// The slots in sequence order, tombstones included, each with whether it is deleted.
   ///
@@ -181,8 +182,19 @@ extension MovableList {
   @discardableResult
   package mutating func apply(_ delta: MovableListDelta, known: CausalContext) -> Bool {
     var fresh = delta
-    fresh.slots = RGADelta(
-      inserts: delta.slots.inserts.flatMap { insert in
+    fresh.slots = Self.runs(delta.slots, unknownTo: known)
+    return apply(fresh)
+  }
+
+  /// The slot inserts and deletes of `runs` whose events `known` does not name: what a
+  /// list whose replica's context is `known` may still lack of them (it holds the others
+  /// already, or collected them).
+  ///
+  /// - Complexity: O(d) for d runs, times the ranges `known` holds of their replicas.
+  package static func runs(_ runs: RGADelta, unknownTo known: CausalContext) -> RGADelta {
+    guard namesAny(of: runs, in: known) else { return runs }
+    return RGADelta(
+      inserts: runs.inserts.flatMap { insert in
         let lower = insert.id.counter
         let upper = lower &+ UInt64(insert.length &- 1)
         guard insert.length > 0, upper >= lower else { return [insert] }
@@ -193,7 +205,7 @@ extension MovableList {
             from: Int($0.lowerBound - lower), length: Int($0.upperBound - $0.lowerBound + 1))
         }
       },
-      deletes: delta.slots.deletes.flatMap { delete in
+      deletes: runs.deletes.flatMap { delete in
         let lower = delete.dot.counter
         let upper = lower &+ (delete.count &- 1)
         guard delete.count > 0, upper >= lower else { return [delete] }
@@ -203,7 +215,23 @@ extension MovableList {
           delete.slice(from: $0.lowerBound - lower, count: $0.upperBound - $0.lowerBound + 1)
         }
       })
-    return apply(fresh)
+  }
+
+  /// Whether `known` names an event of an insert or delete of `runs`: most deltas name
+  /// none (a local edit's events are fresh), and are then passed on as they are.
+  ///
+  /// - Complexity: O(d) for d runs, times the ranges `known` holds of their replicas.
+  static func namesAny(of runs: RGADelta, in known: CausalContext) -> Bool {
+    func names(_ replica: ReplicaID, _ lower: UInt64, _ count: UInt64) -> Bool {
+      guard count > 0 else { return false }
+      let (upper, overflow) = lower.addingReportingOverflow(count - 1)
+      let span = lower...(overflow ? UInt64.max : upper)
+      return known.counters(of: replica).ranges.contains { $0.overlaps(span) }
+    }
+    return runs.inserts.contains {
+      names($0.id.replica, $0.id.counter, UInt64(clamping: $0.length))
+    }
+      || runs.deletes.contains { names($0.dot.replica, $0.dot.counter, $0.count) }
   }
 
   /// `runs` without the slots `excluded` and the deletes of them.

@@ -80,14 +80,15 @@ extension Document {
   public func model<Model: EntityModel>(_ type: Model.Type, id: String) -> Model? {
     // Inlinable so that the model's code is specialized in the app's module, for its
     // type: unspecialized, building a model looked up generic metadata at every step.
-    // The document side is ``visibleFields(of:)``, not inlined.
-    guard let stored = visibleFields(of: EntityKey(type: Model.entityType, id: id)) else {
-      return nil
-    }
+    // The document side is ``withVisibleFields(of:_:)``, not inlined.
     let schema = Model.schema.fields
-    var model = Model()
-    for index in schema.indices {
-      schema[index].read(&model, stored.field(named: schema[index].name))
+    var model: Model?
+    withVisibleFields(of: EntityKey(type: Model.entityType, id: id)) { stored in
+      var read = Model()
+      for index in schema.indices {
+        schema[index].read(&read, stored.field(named: schema[index].name))
+      }
+      model = read
     }
     return model
   }
@@ -117,14 +118,21 @@ extension Document {
     return models
   }
 
-  /// The fields of the visible entity `key`, or `nil` if there is none.
+  /// Calls `body` with the fields of the visible entity `key`, in place, if there is one.
   @usableFromInline
-  func visibleFields(of key: EntityKey) -> StoredFields? {
+  func withVisibleFields(of key: EntityKey, _ body: (StoredFields) -> Void) {
     guard let position = entities.index(forKey: key), entities.values[position].isVisible
-    else { return nil }
-    var stored = StoredFields(entities.values[position].fields)
-    stored.tree = (self, position)
-    return stored
+    else { return }
+    let fields = entities.values[position].fields
+    fields.keys.withUnsafeBufferPointer { names in
+      fields.values.withUnsafeBufferPointer { values in
+        var stored = StoredFields(tree: (self, position))
+        stored.point(
+          at: position, names: names, values: values,
+          slots: UnsafeBufferPointer(start: nil, count: 0))
+        body(stored)
+      }
+    }
   }
 
   /// Calls `reserving` with the number of visible entities of `type`, then `body` with the
@@ -143,56 +151,90 @@ extension Document {
       visible.append(position)
     }
     reserving(visible.count)
-    var stored = StoredFields(FieldTable(), slots: [Int?](repeating: nil, count: names.count))
-    stored.tree = (self, 0)
-    for index in entities.keyOrder(of: visible) {
-      let position = visible[index]
-      let fields = entities.values[position].fields
-      if fields.keys != stored.fields.keys {
-        stored.slots = names.map { fields.index(forKey: $0) }
+    var slots = [Int?](repeating: nil, count: names.count)
+    var slotNames: [String]?
+    // One copy of the document for the walk (a copy a row retained its storage a row).
+    var stored = StoredFields(tree: (self, 0))
+    // A walk keeps the sets' visible elements it builds (a list view reads its rows
+    // again); a read of one model, as an update makes, builds them and keeps nothing.
+    stored.keepsSets = true
+    entities.values.withUnsafeBufferPointer { records in
+      for index in entities.keyOrder(of: visible) {
+        let position = visible[index]
+        // Read in place: a copy of the record's table retained and released its arrays.
+        let fields = records.baseAddress.map { $0 + position }
+        guard let fields else { continue }
+        if slotNames.map({ $0 != fields.pointee.fields.keys }) ?? true {
+          slotNames = fields.pointee.fields.keys
+          slots = names.map { fields.pointee.fields.index(forKey: $0) }
+        }
+        fields.pointee.fields.keys.withUnsafeBufferPointer { keys in
+          fields.pointee.fields.values.withUnsafeBufferPointer { values in
+            slots.withUnsafeBufferPointer { slots in
+              stored.point(at: position, names: keys, values: values, slots: slots)
+              body(entities.id(at: position), stored)
+            }
+          }
+        }
       }
-      stored.fields = fields
-      stored.tree?.position = position
-      body(entities.id(at: position), stored)
     }
   }
 }
 
-/// The fields of one entity, as a model's reads find them: by name, or by the position of
-/// the name in the list a walk over many entities was given (its slot found once for all
-/// entities sharing their field names).
+/// The fields of one entity, in place, as a model's reads find them: by name, or by the
+/// position of the name in the list a walk over many entities was given (its slot found
+/// once for all entities sharing their field names). Valid only during the call that
+/// hands them over.
 @usableFromInline
 struct StoredFields {
-  var fields: FieldTable<FieldState>
-  /// For each name of the walk's list, its slot in `fields`.
-  var slots: [Int?]
+  /// The entity's field names, `names[i]` naming `values[i]`.
+  private var names = UnsafeBufferPointer<String>(start: nil, count: 0)
+  private var values = UnsafeBufferPointer<FieldState>(start: nil, count: 0)
+  /// For each name of the walk's list, its slot in `values` (empty for reads by name).
+  private var slots = UnsafeBufferPointer<Int?>(start: nil, count: 0)
   /// The document and the entity's position in it, for a parent field's resolved parent
   /// (``DocumentForest``), which depends on other entities.
-  var tree: (document: Document, position: Int)?
+  private var tree: (document: Document, position: Int)
+  /// Whether the set fields' visible elements are kept (in a walk, not in reads by name).
+  fileprivate var keepsSets = false
 
-  init(_ fields: FieldTable<FieldState>, slots: [Int?] = []) {
-    self.fields = fields
+  init(tree: (document: Document, position: Int)) { self.tree = tree }
+
+  /// Points at the fields of the entity at `position`, in place.
+  mutating func point(
+    at position: Int, names: UnsafeBufferPointer<String>, values: UnsafeBufferPointer<FieldState>,
+    slots: UnsafeBufferPointer<Int?>
+  ) {
+    self.names = names
+    self.values = values
     self.slots = slots
+    tree.position = position
   }
 
   /// The field `name`.
   @usableFromInline
   func field(named name: String) -> StoredField {
-    stored(fields[name], named: name)
+    field(inSlot: names.firstIndex(of: name))
   }
 
   /// The field at `index` of the walk's list of names.
   @usableFromInline
   func field(at index: Int) -> StoredField {
-    guard let slot = slots[index] else { return StoredField(nil) }
-    return stored(fields.values[slot], named: fields.keys[slot])
+    field(inSlot: slots[index])
   }
 
-  /// The field's state, with the entity's resolved parent if it is a parent field.
-  private func stored(_ state: FieldState?, named name: String) -> StoredField {
-    guard case .parent? = state, let tree else { return StoredField(state) }
+  private func field(inSlot slot: Int?) -> StoredField {
+    guard let slot, slot < values.count, let base = values.baseAddress else {
+      return StoredField(nil)
+    }
+    guard case .parent = base[slot], slot < names.count else {
+      guard keepsSets, case .set = base[slot] else { return StoredField(base + slot) }
+      let cache = tree.document.entities.setReads(at: tree.position)
+      return StoredField(
+        base + slot, keptIn: SetReadPlace(cache: cache, position: tree.position, field: slot))
+    }
     let key = tree.document.entities.key(at: tree.position)
-    return StoredField(state, parent: tree.document.forest(of: name).parent(of: key))
+    return StoredField(base + slot, parent: tree.document.forest(of: names[slot]).parent(of: key))
   }
 }
 

@@ -118,11 +118,12 @@ public struct EntityField<Model: EntityModel>: Sendable {
   public static func register<Value: FieldValueConvertible & Equatable>(
     _ name: String, _ keyPath: WritableKeyPath<Model, Value> & Sendable
   ) -> EntityField {
-    EntityField(
+    let property = ModelProperty(keyPath)
+    return EntityField(
       name: name, kind: .register, keyPath: keyPath,
       read: { model, stored in
         if let stored = stored.registerValue, let value = Value(fieldValue: stored) {
-          model[keyPath: keyPath] = value
+          property.set(value, in: &model)
         }
       },
       write: { old, new, _, transaction, key in
@@ -139,14 +140,24 @@ public struct EntityField<Model: EntityModel>: Sendable {
   public static func set<Element: FieldValueConvertible & Hashable>(
     _ name: String, _ keyPath: WritableKeyPath<Model, Set<Element>> & Sendable
   ) -> EntityField {
-    EntityField(
+    let property = ModelProperty(keyPath)
+    return EntityField(
       name: name, kind: .set, keyPath: keyPath,
       read: { model, stored in
-        var value = Set<Element>(minimumCapacity: stored.elementCount)
-        stored.forEachElement { element in
-          if let element = Element(fieldValue: element) { value.insert(element) }
+        func visible() -> Set<Element> {
+          var value = Set<Element>(minimumCapacity: stored.elementCount)
+          stored.forEachElement { element in
+            if let element = Element(fieldValue: element) { value.insert(element) }
+          }
+          return value
         }
-        model[keyPath: keyPath] = value
+        // In a walk, kept with the set's entries until they change: reading the same
+        // tags again is a lookup and a retain, not an allocation and a hash of each tag.
+        guard stored.keepsVisibleElements else { return property.set(visible(), in: &model) }
+        let kept = stored.keptVisibleElements(as: VisibleElements<Element>.self) {
+          VisibleElements(visible())
+        }
+        property.set(kept.elements, in: &model)
       },
       write: { old, new, creating, transaction, key in
         let before = creating ? [] : old[keyPath: keyPath]
@@ -183,9 +194,10 @@ public struct EntityField<Model: EntityModel>: Sendable {
   public static func text(
     _ name: String, _ keyPath: WritableKeyPath<Model, String> & Sendable
   ) -> EntityField {
-    EntityField(
+    let property = ModelProperty(keyPath)
+    return EntityField(
       name: name, kind: .text, keyPath: keyPath,
-      read: { model, stored in model[keyPath: keyPath] = stored.string },
+      read: { model, stored in property.set(stored.string, in: &model) },
       write: { old, new, creating, transaction, key in
         let before = creating ? "" : old[keyPath: keyPath]
         let after = new[keyPath: keyPath]
@@ -196,43 +208,115 @@ public struct EntityField<Model: EntityModel>: Sendable {
   }
 }
 
-/// What an entity stores in one field, as a schema's field reads it; `nil` state when
-/// the entity lacks the field. The reads' document side, kept out of the inlined code.
+/// One stored property of a model, as a field's read sets it: through its offset in the
+/// model when the key path names the model's own inline storage (a stored property of a
+/// struct, which `MemoryLayout.offset(of:)` reports), else through the key path. Writes
+/// through the runtime's key path took about 230 instructions of a three-field list row's
+/// read (BENCHMARKS.md, typed reads at list speed).
+@usableFromInline
+struct ModelProperty<Model, Value>: Sendable {
+  @usableFromInline let keyPath: WritableKeyPath<Model, Value> & Sendable
+  /// The property's offset in `Model`, `nil` if it is not directly addressable (a
+  /// computed property, a class's property).
+  @usableFromInline let offset: Int?
+
+  @inlinable init(_ keyPath: WritableKeyPath<Model, Value> & Sendable) {
+    self.keyPath = keyPath
+    offset = MemoryLayout<Model>.offset(of: keyPath)
+  }
+
+  /// Sets the property of `model` to `value`.
+  @inlinable func set(_ value: Value, in model: inout Model) {
+    guard let offset else {
+      model[keyPath: keyPath] = value
+      return
+    }
+    // `offset(of:)` guarantees that the property's storage is at `offset`, of type
+    // `Value`: the assignment releases the old value and retains the new one.
+    withUnsafeMutablePointer(to: &model) { model in
+      UnsafeMutableRawPointer(model).advanced(by: offset)
+        .assumingMemoryBound(to: Value.self).pointee = value
+    }
+  }
+}
+
+/// What an entity stores in one field, as a schema's field reads it: the field's state
+/// in place, read without a copy of it (a copy retained and released what the field
+/// holds, twice a field, for a read that takes one value out); `nil` when the entity
+/// lacks the field. Valid only during the read it is handed to. The reads' document side,
+/// kept out of the inlined code.
 @usableFromInline
 struct StoredField {
-  let state: FieldState?
+  private let field: UnsafePointer<FieldState>?
   /// A parent field's resolved parent (``DocumentForest``), not its write.
-  let resolvedParent: EntityKey?
+  private let resolvedParent: EntityKey?
+  /// Where a walk keeps a set field's visible elements (``SetReadCache``), `nil` outside
+  /// walks.
+  private let keptIn: SetReadPlace?
 
-  init(_ state: FieldState?, parent: EntityKey? = nil) {
-    self.state = state
+  init(
+    _ field: UnsafePointer<FieldState>?, parent: EntityKey? = nil, keptIn: SetReadPlace? = nil
+  ) {
+    self.field = field
     self.resolvedParent = parent
+    self.keptIn = keptIn
   }
+
+  /// The field's state (a copy, for the rare reads that need it whole).
+  var state: FieldState? { field?.pointee }
 
   /// The node's parent as the forest resolves it, `nil` for a root or another kind.
   @usableFromInline var parentKey: EntityKey? { resolvedParent }
 
   /// The register's value, or `nil` if the field is not a written register.
   @usableFromInline var registerValue: FieldValue? {
-    guard case .register(let register)? = state else { return nil }
+    guard let field, case .register(let register) = field.pointee else { return nil }
     return register.value
   }
 
   /// How many elements the set field has ever held (an upper bound of its present ones).
   @usableFromInline var elementCount: Int {
-    guard case .set(let elements)? = state else { return 0 }
+    guard let field, case .set(let elements) = field.pointee else { return 0 }
     return elements.count
+  }
+
+  /// Whether the field is a set with elements read in a walk, whose visible elements
+  /// ``keptVisibleElements(as:build:)`` keeps.
+  @usableFromInline var keepsVisibleElements: Bool {
+    guard keptIn != nil, let field, case .set(let elements) = field.pointee else { return false }
+    return !elements.isEmpty
+  }
+
+  /// The object `build` makes of the set field's visible elements, kept by the walk
+  /// while the set's entries stay unchanged and returned again to a reader asking for
+  /// the same `type` (``SetReadCache``); built and not kept if the field is not a set
+  /// in a walk (see ``keepsVisibleElements``).
+  @usableFromInline func keptVisibleElements<Kept: AnyObject & Sendable>(
+    as type: Kept.Type, build: () -> Kept
+  ) -> Kept {
+    guard let keptIn, let field, case .set(let elements) = field.pointee else { return build() }
+    return keptIn.cache.object(
+      of: elements, at: keptIn.position, field: keptIn.field, as: type, build: build)
   }
 
   /// Calls `body` with each present element of the set field, in no particular order.
   @usableFromInline func forEachElement(_ body: (FieldValue) -> Void) {
-    guard case .set(let elements)? = state else { return }
+    guard let field, case .set(let elements) = field.pointee else { return }
     for (element, presence) in elements where presence.isPresent { body(element) }
   }
 
   /// The text field's content, empty if the field is not text.
   @usableFromInline var string: String {
-    guard case .text(let storage)? = state else { return "" }
+    guard let field, case .text(let storage) = field.pointee else { return "" }
     return storage.text.string
   }
+}
+
+/// A set field's place in a walk: the cache that keeps its visible elements, the
+/// entity's position and the field's slot in the entity's table.
+@usableFromInline
+struct SetReadPlace {
+  let cache: SetReadCache
+  let position: Int
+  let field: Int
 }

@@ -150,6 +150,24 @@ public struct Replica: Sendable {
     document.forgetDeleted(stable: stable)
   }
 
+  /// Drops what waits for events of the retired replicas `replicas` (see
+  /// ``Document/dropPending(of:)``) and returns how many items were dropped.
+  ///
+  /// - Complexity: O(w + p log p) for w waiting fields and p waiting items.
+  @discardableResult
+  public mutating func dropPending(of replicas: Set<ReplicaID>) -> Int {
+    document.dropPending(of: replicas)
+  }
+
+  /// Drops the slot tombstones `cut` lets every list field collect (see
+  /// ``Document/collectListTombstones(at:)``), and returns how many.
+  ///
+  /// - Complexity: O(Σ s log s) over the list fields' s slots each.
+  @discardableResult
+  public mutating func collectListTombstones(at cut: DoublyStableCut) -> Int {
+    document.collectListTombstones(at: cut)
+  }
+
   /// Exactly what a replica whose context is `known` lacks: its size grows with the
   /// changes since `known`, not with the document's history.
   ///

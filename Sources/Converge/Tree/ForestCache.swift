@@ -1,11 +1,3 @@
-#if canImport(Darwin)
-  import Darwin
-#elseif canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#endif
-
 /// The latest resolution of each parent field of a document (``ForestResolution``),
 /// with the causal context it was resolved at: a document's state is a function of the
 /// events it holds, so a forest resolved at an equal context is still its forest, and
@@ -22,32 +14,19 @@
 /// without one resolves an empty forest uncached), so documents without trees pay
 /// nothing for it.
 ///
-/// `@unchecked Sendable`: `entries` is read and written only under `mutex`; a
+/// `@unchecked Sendable`: `entries` is read and written only under `lock`; a
 /// resolution being brought up to date is taken out of `entries` first, so no other
 /// thread sees it.
 final class ForestCache: @unchecked Sendable {
   private var entries: [String: (context: CausalContext, resolution: ForestResolution)] = [:]
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-  init() {
-    mutex = .allocate(capacity: 1)
-    mutex.initialize(to: pthread_mutex_t())
-    pthread_mutex_init(mutex, nil)
-  }
-
-  deinit {
-    pthread_mutex_destroy(mutex)
-    mutex.deallocate()
-  }
+  private let lock = CacheLock()
 
   /// A cache of its own for a copy about to change, holding what this one holds: their
   /// states may differ from then on at equal contexts (a copy edited apart from the
   /// original issues the same dots to other edits), so they must not share one.
   func copy() -> ForestCache {
     let copy = ForestCache()
-    pthread_mutex_lock(mutex)
-    copy.entries = entries
-    pthread_mutex_unlock(mutex)
+    copy.entries = lock.withLock { entries }
     return copy
   }
 
@@ -55,15 +34,13 @@ final class ForestCache: @unchecked Sendable {
   /// document's context, else the kept one brought up to date if the document's context
   /// includes its context, else resolved again; kept either way.
   func forest(of field: String, in document: Document) -> DocumentForest {
-    pthread_mutex_lock(mutex)
     // Taken out, so that an update below holds the only reference to its tables.
-    var kept = entries.removeValue(forKey: field)
-    if let entry = kept, entry.context == document.context {
-      entries[field] = entry
-      pthread_mutex_unlock(mutex)
-      return entry.resolution.forest
+    var kept = lock.withLock { () -> (context: CausalContext, resolution: ForestResolution)? in
+      let entry = entries.removeValue(forKey: field)
+      if let entry, entry.context == document.context { entries[field] = entry }
+      return entry
     }
-    pthread_mutex_unlock(mutex)
+    if let entry = kept, entry.context == document.context { return entry.resolution.forest }
     var resolution = ForestResolution(field: field)
     if let context = kept?.context, document.context.includes(context),
       let touched = document.keysTouched(since: context)
@@ -76,9 +53,7 @@ final class ForestCache: @unchecked Sendable {
       resolution = ForestResolution(field: field, in: document)
     }
     let forest = resolution.forest
-    pthread_mutex_lock(mutex)
-    entries[field] = (document.context, resolution)
-    pthread_mutex_unlock(mutex)
+    lock.withLock { entries[field] = (document.context, resolution) }
     return forest
   }
 }

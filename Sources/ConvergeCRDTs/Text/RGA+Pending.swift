@@ -56,6 +56,27 @@ package struct PendingBuffer: Sendable, Sequence {
     return woken
   }
 
+  /// Removes the buffered inserts `shouldRemove` picks (given each insert and the origin
+  /// it waits for) and returns them; the others stay, waiting for what they waited for.
+  ///
+  /// - Complexity: O(p log p) for p buffered inserts.
+  mutating func removeAll(where shouldRemove: (RGADelta.Insert, Dot) -> Bool)
+    -> [RGADelta.Insert]
+  {
+    guard let contents = storage.value else { return [] }
+    var kept = PendingBuffer()
+    var removed: [RGADelta.Insert] = []
+    for (insert, origin) in contents.waitingEntries() {
+      if shouldRemove(insert, origin) {
+        removed.append(insert)
+      } else {
+        kept.add(insert, waitingFor: origin)
+      }
+    }
+    if !removed.isEmpty { self = kept }
+    return removed
+  }
+
   /// Checks that the indexes describe exactly the buffered inserts, and that they are
   /// held only while an insert is; traps otherwise.
   func checkInvariants() {
@@ -102,6 +123,11 @@ extension PendingBuffer {
     /// The first entry of `entries` whose upper bound is above `counter`.
     private static func firstEntry(_ entries: [Entry], endingAfter counter: UInt64) -> Int {
       entries.partitioningIndex { $0.upper > counter }
+    }
+
+    /// The buffered inserts in slot order, each with the origin it waits for.
+    func waitingEntries() -> [(RGADelta.Insert, Dot)] {
+      items.indices.compactMap { slot in items[slot].map { ($0, waitedFor[slot]) } }
     }
 
     /// See ``PendingBuffer/missing(replica:_:)``.

@@ -108,4 +108,18 @@ extension CausalContext {
   public init(decoding bytes: some Collection<UInt8>) throws {
     try self.init(decodingStandalone: bytes)
   }
+
+  /// Writes the body of ``encoded()``'s message (a replica table holding exactly the
+  /// context's replicas, then the context) into another message's body: the relay's
+  /// messages carry contexts this way.
+  package func writeMessageBody(to writer: inout ByteWriter) {
+    writeStandaloneBody(to: &writer)
+  }
+
+  /// Reads a context written by ``writeMessageBody(to:)``.
+  ///
+  /// - Throws: a ``ConvergeDecodingError`` for anything it could not have written.
+  package init(readingMessageBody reader: inout ByteReader) throws {
+    self = try Self.readStandaloneBody(&reader)
+  }
 }

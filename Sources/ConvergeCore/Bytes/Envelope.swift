@@ -8,7 +8,9 @@
 ///
 /// Values are fixed forever once released: a new kind takes a new value, and a decoder
 /// that meets a value it does not know answers ``ConvergeDecodingError/unknownMessageKind(_:)``.
-/// 0 is never a kind; 8 to 127 are free for future kinds; 128 to 255 are reserved.
+/// 0 is never a kind; 8 to 127 are free for future kinds; 128 to 255 are application
+/// kinds: messages of the programs built on Converge (the relay's acknowledgements, say),
+/// in the same frame, which Converge's own decoders refuse as unknown kinds.
 public enum MessageKind: UInt8, Sendable, CaseIterable {
   /// A ``VersionVector`` alone: a compact summary of what a replica has (for display or
   /// a quick comparison; the sync handshake exchanges the exact ``CausalContext``).
@@ -98,10 +100,16 @@ package enum Envelope {
   package static func seal(
     kind: MessageKind, appendingTo writer: inout ByteWriter, _ write: (inout ByteWriter) -> Void
   ) {
+    seal(rawKind: kind.rawValue, appendingTo: &writer, write)
+  }
+
+  private static func seal(
+    rawKind: UInt8, appendingTo writer: inout ByteWriter, _ write: (inout ByteWriter) -> Void
+  ) {
     let start = writer.count
     writer.writeBytes(magic)
     writer.writeUInt8(formatVersion)
-    writer.writeUInt8(kind.rawValue)
+    writer.writeUInt8(rawKind)
     let lengthOffset = writer.count
     writer.writeUInt8(0)  // the length, patched below (one byte for a body under 128)
     write(&writer)
@@ -203,6 +211,17 @@ package enum Envelope {
   private static func checkFrame(
     _ bytes: ArraySlice<UInt8>, checksummed: Bool = true
   ) throws -> (kind: MessageKind, body: Range<Int>) {
+    let frame = try checkRawFrame(bytes, checksummed: checksummed)
+    guard let kind = MessageKind(rawValue: frame.kind) else {
+      throw ConvergeDecodingError.unknownMessageKind(frame.kind)
+    }
+    return (kind, frame.body)
+  }
+
+  /// Checks everything of the frame but whether its kind is one this build knows.
+  private static func checkRawFrame(
+    _ bytes: ArraySlice<UInt8>, checksummed: Bool
+  ) throws -> (kind: UInt8, body: Range<Int>) {
     var reader = ByteReader(bytes)
     for expected in magic {
       // A short input that starts like a message is truncated; anything else is not ours.
@@ -225,9 +244,55 @@ package enum Envelope {
     guard !checksummed || stored == CRC32C.checksum(bytes.prefix(checksumStart)) else {
       throw ConvergeDecodingError.checksumMismatch
     }
-    guard let kind = MessageKind(rawValue: rawKind) else {
-      throw ConvergeDecodingError.unknownMessageKind(rawKind)
+    return (rawKind, bodyStart..<(bodyStart + body.count))
+  }
+}
+
+// MARK: - Application kinds
+
+extension Envelope {
+  /// The kinds of messages that programs built on Converge define for themselves (the
+  /// relay's acknowledgements, stable cuts and reports): framed and checked like every
+  /// message, and refused by Converge's own decoders as unknown kinds.
+  package static let applicationKinds: ClosedRange<UInt8> = 128...255
+
+  /// Frames the body that `write` produces as a message of the application kind `kind`
+  /// (one of ``applicationKinds``).
+  package static func seal(applicationKind kind: UInt8, _ write: (inout ByteWriter) -> Void)
+    -> [UInt8]
+  {
+    precondition(applicationKinds.contains(kind), "not an application kind")
+    var writer = ByteWriter(capacity: 64)
+    seal(rawKind: kind, appendingTo: &writer, write)
+    return writer.bytes
+  }
+
+  /// The application kind of `bytes` read from their header alone (magic, version and
+  /// kind; nothing else is checked), or `nil` when they do not start like a message of an
+  /// application kind: a cheap test of which decoder a message is for.
+  package static func applicationKind(of bytes: ArraySlice<UInt8>) -> UInt8? {
+    let header = magic.count + 2
+    guard bytes.count >= header, bytes.prefix(magic.count).elementsEqual(magic),
+      bytes[bytes.startIndex + magic.count] == formatVersion
+    else { return nil }
+    let kind = bytes[bytes.startIndex + magic.count + 1]
+    return applicationKinds.contains(kind) ? kind : nil
+  }
+
+  /// Checks the whole frame of `bytes` (as ``open(_:)`` does) and that it is a message of
+  /// the application kind `kind`, and returns a reader at its body.
+  ///
+  /// - Throws: what ``open(_:)`` throws for a damaged frame; `unexpectedMessageKind` for
+  ///   a message of another kind.
+  package static func openApplication(_ bytes: ArraySlice<UInt8>, kind: UInt8) throws
+    -> ByteReader
+  {
+    let frame = try checkRawFrame(bytes, checksummed: true)
+    guard frame.kind == kind else {
+      throw ConvergeDecodingError.unexpectedMessageKind(expected: kind, actual: frame.kind)
     }
-    return (kind, bodyStart..<(bodyStart + body.count))
+    return ByteReader(
+      storage: bytes, range: frame.body, origin: bytes.startIndex,
+      maximumDepth: ByteReader.defaultMaximumDepth)
   }
 }

@@ -14,11 +14,15 @@ protocol StandaloneMessage {
 extension StandaloneMessage {
   /// The value as a message of ``messageKind``; equal values give equal bytes.
   func encodedStandalone() -> [UInt8] {
+    Envelope.seal(kind: Self.messageKind) { writeStandaloneBody(to: &$0) }
+  }
+
+  /// Writes the body of ``encodedStandalone()``'s message: the replica table, then the
+  /// value.
+  func writeStandaloneBody(to writer: inout ByteWriter) {
     let table = ReplicaTable(replicas)
-    return Envelope.seal(kind: Self.messageKind) { writer in
-      table.write(to: &writer)
-      write(to: &writer, replicas: table)
-    }
+    table.write(to: &writer)
+    write(to: &writer, replicas: table)
   }
 
   /// Decodes a message made by ``encodedStandalone()``.
