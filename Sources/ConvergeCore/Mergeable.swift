@@ -1,14 +1,19 @@
 /// A state-based CRDT: a value whose `merge` is a join.
 ///
-/// Every replicated state in Converge conforms: ``LWWRegister``, ``ORSet``, ``RGA`` and
-/// ``SharedText`` (text), ``VersionVector`` and ``Document``. `merge` must be
-/// commutative, associative and idempotent, so replicas may exchange states and deltas in
-/// any order, any number of times, and still agree. The law checkers in
-/// `ConvergeTestSupport` (`checkJoinLaws`, `checkDeltaLaws`) verify that on random states
-/// of each.
+/// What it is for: the join is what lets replicas exchange whole states or deltas in any
+/// order, any number of times, and still agree, and it is what the law checkers in
+/// `ConvergeTestSupport` (`checkJoinLaws`, `checkDeltaLaws`) and its simulated network
+/// (`ReplicaNetwork`) are generic over. `merge` must be commutative, associative and
+/// idempotent; the checkers verify that on random states.
 ///
-/// ``Replica`` does not conform: it is a document with an identity (the replica id that
-/// stamps its edits), and its `merge` also reports what changed.
+/// Every replicated state conforms: ``LWWRegister``, ``ORSet``, ``RGA`` and ``SharedText``
+/// (text), ``MovableList``, ``VersionVector`` and ``Document``.
+///
+/// Two kinds of value have a `merge` and do not conform. Deltas (``DocumentDelta``,
+/// ``RGADelta``, ``MovableListDelta``) are messages, not states: their `merge` combines
+/// two into one whose application equals applying both. ``Replica`` is a document with an
+/// identity (the replica id that stamps its edits), and its `merge` also reports what
+/// changed.
 public protocol Mergeable: Sendable {
   /// Joins `other` into this value: afterwards it holds everything either one knew.
   mutating func merge(_ other: Self)
