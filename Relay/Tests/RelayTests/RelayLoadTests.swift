@@ -37,8 +37,8 @@ struct CountingRelayStore: RelayStore {
     try await inner.compact(space: space, state: state, through: position)
   }
 
-  func devices(space: String) async throws -> [RelayDeviceRecord] {
-    try await inner.devices(space: space)
+  func deviceRecords(space: String) async throws -> RelayDeviceRecords {
+    try await inner.deviceRecords(space: space)
   }
 
   func record(space: String, devices: [RelayDeviceRecord]) async throws {
@@ -53,8 +53,10 @@ struct CountingRelayStore: RelayStore {
     try await inner.recordedCut(space: space)
   }
 
-  func recordStableCut(space: String, cut: RelayStableCut) async throws -> RelayStableCut {
-    try await inner.recordStableCut(space: space, cut: cut)
+  func recordStableCut(
+    space: String, cut: RelayStableCut, ifDevicesAt version: RelayDeviceRecords.Version?
+  ) async throws -> RelayStableCut? {
+    try await inner.recordStableCut(space: space, cut: cut, ifDevicesAt: version)
   }
 
   func replaceSnapshot(space: String, state: [UInt8], through position: UInt64) async throws {
