@@ -298,6 +298,24 @@ public final class PostgresRelayStore: RelayStore {
       """
   }
 
+  public func retire(space: String, devices: [RelayDeviceRecord]) async throws -> [ReplicaID] {
+    var retired: [ReplicaID] = []
+    for device in devices {
+      let replica = Int64(bitPattern: device.replica.rawValue)
+      // Under READ COMMITTED an UPDATE re-checks its condition on the latest version of a
+      // row another statement updated meanwhile.
+      let rows = try await client.query(
+        """
+        UPDATE converge_relay_devices SET retired = true
+        WHERE space = \(space) AND replica = \(replica) AND last_heard <= \(device.lastHeard)
+          AND expiry <= \(device.expiry)
+        RETURNING replica
+        """)
+      for try await _ in rows.decode(Int64.self) { retired.append(device.replica) }
+    }
+    return retired
+  }
+
   public func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
     for replica in replicas {
       let replica = Int64(bitPattern: replica.rawValue)

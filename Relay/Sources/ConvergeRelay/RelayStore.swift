@@ -39,6 +39,15 @@ public protocol RelayStore: Sendable {
   /// either is (a retired replica never comes back). Durable when it returns.
   func record(space: String, devices: [RelayDeviceRecord]) async throws
 
+  /// Retires the space's records of `devices` (as ``deviceRecords(space:)`` read them),
+  /// each only if no process heard from the device or extended its grant since: its
+  /// stored `lastHeard` and `expiry` are not later than the ones read. Returns the
+  /// replicas retired now. A process judging a record it read a moment ago must not
+  /// retire a device another process has just admitted or marked heard, which then serves
+  /// it while the cut stops waiting for it. Nothing else of a record changes. Durable when
+  /// it returns.
+  func retire(space: String, devices: [RelayDeviceRecord]) async throws -> [ReplicaID]
+
   /// Marks the space's records of `replicas` heard from at `lastHeard` (seconds since
   /// 1970), keeping a later time already recorded and changing nothing else; replicas
   /// without a record are left out. Durable when it returns.

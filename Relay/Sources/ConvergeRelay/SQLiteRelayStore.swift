@@ -190,6 +190,24 @@ public actor SQLiteRelayStore: RelayStore {
     }
   }
 
+  public func retire(space: String, devices: [RelayDeviceRecord]) async throws -> [ReplicaID] {
+    var retired: [ReplicaID] = []
+    for device in devices {
+      let rows = try await write(
+        """
+        UPDATE devices SET retired = 1
+        WHERE space = ?1 AND replica = ?2 AND last_heard <= ?3 AND expiry <= ?4
+        RETURNING replica
+        """,
+        [
+          .text(space), .integer(Int(Int64(bitPattern: device.replica.rawValue))),
+          .integer(Int(device.lastHeard)), .integer(Int(device.expiry)),
+        ])
+      if !rows.isEmpty { retired.append(device.replica) }
+    }
+    return retired
+  }
+
   public func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
     for replica in replicas {
       _ = try await write(

@@ -82,6 +82,15 @@ extension SpaceHub {
       return .retired
     }
     try await noteSeen(grant: grant, seen: context)
+    // Another process may have retired the device from a record it read before this one
+    // was written (at the horizon's edge): refused now, rather than served while the cut
+    // no longer waits for it. (A retirement judged later finds the record heard from and
+    // leaves it, ``RelayStore/retire(space:devices:)``.)
+    let written = try await store.devices(space: space)
+    if written.contains(where: { grant.replicas.contains($0.replica) && $0.isRetired }) {
+      if let socket { connectedDevices[socket] = nil }
+      return .retired
+    }
     // Another process may have recorded a cut from records read before this device's
     // record was written: the device is told (and served a state forgotten by) whatever is
     // recorded now, which every later cut includes.
@@ -176,7 +185,15 @@ extension SpaceHub {
         retiring.append(record)
       }
     }
-    if !retiring.isEmpty { try await store.record(space: space, devices: retiring) }
+    if !retiring.isEmpty {
+      // Retired only if no process heard from the device since the read: one that another
+      // process has just admitted stays active, with the context it was read to have seen.
+      let retired = Set(try await store.retire(space: space, devices: retiring))
+      for var record in retiring where !retired.contains(record.replica) {
+        record.isRetired = false
+        active.append(record)
+      }
+    }
     closeRetiredSockets(records)
     return (active, read.version)
   }

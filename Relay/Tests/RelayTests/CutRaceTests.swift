@@ -13,10 +13,19 @@ import Testing
 final class InterleavingRelayStore: RelayStore {
   let inner: any RelayStore
   let beforeCut: Mutex<(@Sendable () async throws -> Void)?>
+  let beforeRecord: Mutex<(@Sendable () async throws -> Void)?>
+  let beforeRetire: Mutex<(@Sendable () async throws -> Void)?>
 
-  init(inner: any RelayStore, beforeCut: @escaping @Sendable () async throws -> Void) {
+  /// `inner`, running each hook given once, before the first call of its kind.
+  init(
+    inner: any RelayStore, beforeCut: (@Sendable () async throws -> Void)? = nil,
+    beforeRecord: (@Sendable () async throws -> Void)? = nil,
+    beforeRetire: (@Sendable () async throws -> Void)? = nil
+  ) {
     self.inner = inner
     self.beforeCut = Mutex(beforeCut)
+    self.beforeRecord = Mutex(beforeRecord)
+    self.beforeRetire = Mutex(beforeRetire)
   }
 
   func append(space: String, delta: [UInt8]) async throws -> UInt64 {
@@ -36,7 +45,13 @@ final class InterleavingRelayStore: RelayStore {
   }
 
   func record(space: String, devices: [RelayDeviceRecord]) async throws {
+    if let interleaved = beforeRecord.withLock({ $0.take() }) { try await interleaved() }
     try await inner.record(space: space, devices: devices)
+  }
+
+  func retire(space: String, devices: [RelayDeviceRecord]) async throws -> [ReplicaID] {
+    if let interleaved = beforeRetire.withLock({ $0.take() }) { try await interleaved() }
+    return try await inner.retire(space: space, devices: devices)
   }
 
   func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
@@ -293,5 +308,124 @@ final class InterleavingRelayStore: RelayStore {
     try await adding.value
     #expect(try await recording.value == nil)
     #expect(try await other.recordedCut(space: space) == told)
+  }
+}
+
+/// A process retiring a device from a record it read a moment before another process
+/// admitted it (at the horizon's edge; the two clocks a little apart): the device must not
+/// end up served by the one while retired by the other, where the cut no longer waits for
+/// it until the next heartbeat closes its socket (issue #48, fifteenth session).
+@Suite struct RetireRaceTests {
+  static let phone = ReplicaID(rawValue: 0xA1)
+  static let laptop = ReplicaID(rawValue: 0xB2)
+
+  /// The store alone: a retirement judged from a record that was heard from (or its grant
+  /// extended) since it was read changes nothing.
+  @Test(arguments: StoreKind.available) func aRetirementFromAStaleRecordLeavesItAsItIs(
+    kind: StoreKind
+  ) async throws {
+    let fixture = StoreFixture(kind)
+    defer { fixture.remove() }
+    let store = try await fixture.open()
+    defer { Task { await closeStore(store) } }
+    let space = fixture.space("retire-race-store")
+    var seen = CausalContext()
+    seen.insert(replica: Self.phone, counters: 1...2)
+    try await store.record(
+      space: space,
+      devices: [
+        RelayDeviceRecord(
+          replica: Self.phone, seen: seen, lastHeard: 10, expiry: 99, isRetired: false),
+        RelayDeviceRecord(
+          replica: Self.laptop, seen: seen, lastHeard: 10, expiry: 99, isRetired: false),
+      ])
+    let read = try await store.devices(space: space)
+    try await store.touch(space: space, replicas: [Self.phone], lastHeard: 20)
+    try await store.record(
+      space: space,
+      devices: [
+        RelayDeviceRecord(
+          replica: Self.laptop, seen: seen, lastHeard: 10, expiry: 200, isRetired: false)
+      ])
+    #expect(try await store.retire(space: space, devices: read).isEmpty)
+    #expect(try await store.devices(space: space).allSatisfy { !$0.isRetired && $0.seen == seen })
+    let again = try await store.devices(space: space)
+    #expect(Set(try await store.retire(space: space, devices: again)) == [Self.phone, Self.laptop])
+    #expect(try await store.devices(space: space).allSatisfy { $0.isRetired && $0.seen == seen })
+  }
+
+  /// Two hubs: `serving` (the wall clock) admits the phone, silent for 30 s of a 60 s
+  /// horizon; `other` runs 10 minutes ahead and judges it silent. Forced interleavings:
+  /// the other retires it between the serving hub's check and its record (the admission
+  /// must be refused: before the fix it was served while retired), or the other judges
+  /// it from a record read before the admission (the retirement must not happen).
+  @Test(arguments: StoreKind.available) func aDeviceIsNeverServedByOneProcessWhileRetiredByAnother(
+    kind: StoreKind
+  ) async throws {
+    let fixture = StoreFixture(kind)
+    defer { fixture.remove() }
+    let stores = try await fixture.open(2)
+    defer { Task { for store in stores { await closeStore(store) } } }
+    for retireFirst in [true, false] {
+      let space = fixture.space("retire-race-hub-\(retireFirst)")
+      var seen = CausalContext()
+      seen.insert(Dot(replica: Self.phone, counter: 1))
+      let seconds = Date().relaySeconds
+      try await stores[0].record(
+        space: space,
+        devices: [
+          RelayDeviceRecord(
+            replica: Self.phone, seen: seen, lastHeard: seconds - 30, expiry: seconds + 3_600,
+            isRetired: false)
+        ])
+      let grant = RejoinInFlightCutTests.grant(Self.phone, space: space)
+      let stated = seen
+      let otherStore = stores[1]
+      let other = SpaceHub(
+        space: space, store: otherStore, compactionInterval: 1_000, waitingLimit: 100,
+        retireAfter: .seconds(60), now: { Date(timeIntervalSinceNow: 600) })
+      let admission = Mutex<SpaceHub.Admission?>(nil)
+      let servingStore: InterleavingRelayStore
+      let serving: SpaceHub
+      if retireFirst {
+        servingStore = InterleavingRelayStore(
+          inner: stores[0], beforeRecord: { try await other.advanceCut() })
+        serving = SpaceHub(
+          space: space, store: servingStore, compactionInterval: 1_000, waitingLimit: 100,
+          retireAfter: .seconds(60))
+        await serving.subscribe(1) { _ in true }
+        let admitted = try await serving.admit(1, grant: grant, context: seen)
+        #expect(admitted == .retired, "served while the other process retired it")
+        #expect(await serving.connectedDevices[1] == nil)
+      } else {
+        servingStore = InterleavingRelayStore(inner: stores[0])
+        serving = SpaceHub(
+          space: space, store: servingStore, compactionInterval: 1_000, waitingLimit: 100,
+          retireAfter: .seconds(60))
+        await serving.subscribe(1) { _ in true }
+        // Before the judging hub's first write, whichever it is.
+        let ran = Mutex(false)
+        let admitOnce: @Sendable () async throws -> Void = {
+          guard
+            ran.withLock({ ran in
+              defer { ran = true }
+              return !ran
+            })
+          else { return }
+          let admitted = try await serving.admit(1, grant: grant, context: stated)
+          admission.withLock { $0 = admitted }
+        }
+        let judging = InterleavingRelayStore(
+          inner: otherStore, beforeRecord: admitOnce, beforeRetire: admitOnce)
+        let late = SpaceHub(
+          space: space, store: judging, compactionInterval: 1_000, waitingLimit: 100,
+          retireAfter: .seconds(60), now: { Date(timeIntervalSinceNow: 600) })
+        try await late.advanceCut()
+        let admitted = try #require(admission.withLock { $0 }, "the interleaving did not run")
+        #expect(admitted != .retired)
+        let records = try await stores[1].devices(space: space)
+        #expect(records.first { $0.replica == Self.phone }?.isRetired == false)
+      }
+    }
   }
 }

@@ -45,6 +45,10 @@ struct CountingRelayStore: RelayStore {
     try await inner.record(space: space, devices: devices)
   }
 
+  func retire(space: String, devices: [RelayDeviceRecord]) async throws -> [ReplicaID] {
+    try await inner.retire(space: space, devices: devices)
+  }
+
   func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
     try await inner.touch(space: space, replicas: replicas, lastHeard: lastHeard)
   }
