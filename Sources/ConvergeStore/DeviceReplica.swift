@@ -67,8 +67,8 @@ public final class DeviceReplica {
   /// The persistence engine: every edit this replica takes goes through it.
   @ObservationIgnored package let store: DocumentStore
   /// The retired replica ids whose waiting items this replica drops (see
-  /// ``dropPending(of:)``).
-  @ObservationIgnored private var retiredIDs: Set<ReplicaID> = []
+  /// ``dropPending(of:)``), kept by the store in its identity record.
+  private var retiredIDs: Set<ReplicaID> { store.retiredIDs }
   /// What the latest transaction, undo, redo or received delta changed. Observers hear
   /// of it with ``replica``, which changes with it.
   public var lastChanges: DocumentChanges {
@@ -292,8 +292,10 @@ public final class DeviceReplica {
   /// Drops the text and list items that wait for events of the retired replicas
   /// `replicas` (see ``DocumentStore/dropPending(of:)``) and returns how many, and keeps
   /// dropping the ones that arrive again: after each ``apply(_:)`` and
-  /// ``receive(_:through:from:)``, until the device replica is closed (the ids are kept in
-  /// memory only).
+  /// ``receive(_:through:from:)``. The ids are kept in the store's identity record
+  /// (``DocumentStore/retire(_:)``), so a reopened device replica goes on dropping them; a
+  /// failure to write it is reported as ``Event/storeFailed(_:)`` and the ids are written
+  /// with the next identity record.
   ///
   /// Call it once this replica holds every event of `replicas` that any replica still
   /// holds (see ``Document/dropPending(of:)``): peer to peer, once it heard every other
@@ -304,7 +306,11 @@ public final class DeviceReplica {
   /// - Complexity: O(w + p log p) for w waiting fields and p waiting items.
   @discardableResult
   public func dropPending(of replicas: Set<ReplicaID>) -> Int {
-    retiredIDs.formUnion(replicas)
+    do throws(StoreError) {
+      try store.retire(replicas)
+    } catch {
+      store.lastError = error
+    }
     return dropStranded()
   }
 
@@ -332,7 +338,6 @@ public final class DeviceReplica {
     as id: ReplicaID? = nil
   ) throws(StoreError) -> Replica.Rebase {
     defer { refreshStatus() }
-    let old = store.replica.id
     let outcome = withMutation(keyPath: \.replica) {
       () -> Result<Replica.Rebase, StoreError> in
       do throws(StoreError) {
@@ -344,8 +349,8 @@ public final class DeviceReplica {
     // The store holds the fresh id's state even when its snapshot failed (it is written
     // by the next sync), so the history goes either way.
     history = UndoHistory()
-    // Events of the old id that arrive late wait for ever, as those the rebase dropped.
-    if case .success = outcome { retiredIDs.insert(old) }
+    // Events of the old id that arrive late wait for ever, as those the rebase dropped:
+    // the store retired it (`retiredIDs`).
     return try outcome.get()
   }
 

@@ -57,9 +57,13 @@ extension DocumentStore {
     identityOnDisk = try Self.attempt {
       try Self.writeIdentity(
         replica: fresh.id, counter: fresh.context.counters(of: fresh.id).maximum,
-        cleanShutdown: false, in: directory, fileSystem, rejoin: rejoin)
+        cleanShutdown: false, in: directory, fileSystem, rejoin: rejoin, retired: retiredIDs)
     }
     storedReplica = fresh
+    // Late events of the old id wait for ever, as those the rebase dropped; on disk the
+    // id is retired once the plain record below (or an open that recovers the snapshot)
+    // names it.
+    retiredIDs.insert(retired)
     identityChanges.append(.retired)
     acknowledged = [:]
     acknowledgedUnion = CausalContext()
@@ -91,6 +95,27 @@ extension DocumentStore {
     let dropped = storedReplica.dropPending(of: replicas)
     if dropped > 0 { needsFreshGeneration = true }
     return dropped
+  }
+
+  /// Records `replicas` as retired (``retiredIDs``) in the identity record, durably, so
+  /// that a reopened store knows them: ``DeviceReplica`` drops what arrives waiting for
+  /// their events (``DeviceReplica/dropPending(of:)``). Ids already retired and this
+  /// store's own id are left out; nothing is written when none is left.
+  ///
+  /// - Throws: ``StoreError/closed``, or a ``StoreError`` from the flush of buffered
+  ///   commits or the identity record (the ids are retired in memory all the same, and
+  ///   written with the next identity record).
+  public func retire(_ replicas: Set<ReplicaID>) throws(StoreError) {
+    guard !isClosed else { throw .closed }
+    let added = replicas.subtracting(retiredIDs).subtracting([storedReplica.id])
+    guard !added.isEmpty else { return }
+    checkOutsideTransaction()
+    retiredIDs.formUnion(added)
+    // The record names a counter the files hold, and no sync writes it meanwhile.
+    try flushCommits()
+    finishBackgroundSync()
+    try prepareForWriting()
+    try writeIdentity(cleanShutdown: false)
   }
 
   /// A fresh replica id from ``Configuration/freshID``, for a ``rejoin(onto:stable:heldBy:as:)``

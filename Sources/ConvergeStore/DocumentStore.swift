@@ -176,6 +176,10 @@ public final class DocumentStore {
   /// The identity record the directory holds, as this store read or last wrote it; `nil`
   /// if it does not hold this store's.
   var identityOnDisk: StoreIdentity?
+  /// The replica ids this device retired: its own before each ``rejoin(onto:stable:heldBy:as:)``
+  /// and those given to ``retire(_:)``. Kept in the identity record, so a reopened store
+  /// knows them (an identity record of an earlier version, or none, retires nothing).
+  public internal(set) var retiredIDs: Set<ReplicaID> = []
   var acknowledged: [String: CausalContext]
   /// Each pending entity's latest local counter per replica id (normally one): it stays
   /// pending until an acknowledged context holds every counter of that id up to it.
@@ -231,6 +235,8 @@ public final class DocumentStore {
     // Identity: keep the stored id only when the store can prove every counter it issued.
     let document = loaded.document
     let stored = loaded.identity?.resolved(atGeneration: loaded.generation)
+    // Retired ids stay retired whatever id the store continues with.
+    retiredIDs = Set(stored?.retired ?? [])
     var change: IdentityChange?
     if let stored {
       let fingerprint = try Self.attempt { try fileSystem.fileIdentity(directory + "/identity") }
@@ -492,6 +498,7 @@ public final class DocumentStore {
     let counter = storedReplica.context.counters(of: storedReplica.id).maximum
     let unchanged = identityOnDisk.map {
       $0.cleanShutdown && $0.replica == storedReplica.id && $0.provenCounter == counter
+        && Set($0.retired) == retiredIDs
     }
     if unchanged != true { try writeIdentity(cleanShutdown: true) }
     closeLog()
@@ -587,7 +594,7 @@ public final class DocumentStore {
     identityOnDisk = try Self.attempt {
       try Self.writeIdentity(
         replica: storedReplica.id, counter: counter, cleanShutdown: cleanShutdown,
-        in: directory, fileSystem)
+        in: directory, fileSystem, retired: retiredIDs)
     }
   }
 
@@ -595,14 +602,15 @@ public final class DocumentStore {
   /// fingerprint, synced, renamed into place, then the directory synced.
   static func writeIdentity(
     replica: ReplicaID, counter: UInt64, cleanShutdown: Bool, in directory: String,
-    _ fileSystem: any StoreFileSystem, rejoin: StoreIdentity.Rejoin? = nil
+    _ fileSystem: any StoreFileSystem, rejoin: StoreIdentity.Rejoin? = nil,
+    retired: Set<ReplicaID> = []
   ) throws -> StoreIdentity {
     let temporary = directory + "/identity.tmp"
     try fileSystem.write([], to: temporary)
     let fingerprint = try fileSystem.fileIdentity(temporary) ?? 0
     let identity = StoreIdentity(
       replica: replica, provenCounter: counter, cleanShutdown: cleanShutdown,
-      fingerprint: fingerprint, rejoin: rejoin)
+      fingerprint: fingerprint, rejoin: rejoin, retired: retired)
     try fileSystem.write(identity.encoded, to: temporary)
     try fileSystem.sync(temporary)
     try fileSystem.rename(temporary, to: directory + "/identity")

@@ -18,6 +18,8 @@ struct WritePreparation: Sendable {
   /// The identity to write, marked unclean.
   var replica: ReplicaID
   var counter: UInt64
+  /// The ids the identity record names as retired.
+  var retired: Set<ReplicaID>
 
   /// What a run finished, kept even when a later step failed, so that a retry redoes
   /// only the rest.
@@ -48,7 +50,8 @@ struct WritePreparation: Sendable {
       progress.generationRecorded = true
     }
     progress.identity = try DocumentStore.writeIdentity(
-      replica: replica, counter: counter, cleanShutdown: false, in: directory, fileSystem)
+      replica: replica, counter: counter, cleanShutdown: false, in: directory, fileSystem,
+      retired: retired)
   }
 }
 
@@ -59,7 +62,8 @@ extension DocumentStore {
     return WritePreparation(
       key: hasKeyFile ? nil : snapshotKey, generation: generation,
       recordGeneration: recordedGeneration != generation, replica: storedReplica.id,
-      counter: storedReplica.context.counters(of: storedReplica.id).maximum)
+      counter: storedReplica.context.counters(of: storedReplica.id).maximum,
+      retired: retiredIDs)
   }
 
   /// Takes in what a preparation finished (on this thread or in a sync job).

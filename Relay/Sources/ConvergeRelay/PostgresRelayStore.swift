@@ -50,7 +50,9 @@ import Synchronization
 ///   stay in the table's pages (and in WAL segments not recycled yet) until then;
 ///   `VACUUM FULL`, which rewrites the tables but locks them, is left to the operator.
 /// - Existing databases gain `converge_relay_devices` (the spaces' ``RelayDeviceRecord``s)
-///   at connect: every table is created if missing.
+///   and `converge_relay_device_versions` (the version of each space's records, see
+///   ``RelayDeviceRecords``; filled with the count of the records already there) at
+///   connect: every table is created if missing.
 /// - ``events()`` reports every node's appends through `LISTEN converge_relay` (the
 ///   payload is `position delta space`, the delta in base64 or `-` when it does not fit)
 ///   on a connection of its own, reconnected with backoff after the database restarts
@@ -132,6 +134,17 @@ public final class PostgresRelayStore: RelayStore {
     """
     CREATE TABLE IF NOT EXISTS converge_relay_stable_cuts(
       space text PRIMARY KEY, stable bytea NOT NULL)
+    """,
+    // The version of each space's device records (``RelayDeviceRecords``); a database
+    // from before it counts the records it holds.
+    """
+    CREATE TABLE IF NOT EXISTS converge_relay_device_versions(
+      space text PRIMARY KEY, version bigint NOT NULL)
+    """,
+    """
+    INSERT INTO converge_relay_device_versions(space, version)
+    SELECT space, count(*) FROM converge_relay_devices GROUP BY space
+    ON CONFLICT (space) DO NOTHING
     """,
   ]
 
@@ -237,38 +250,70 @@ public final class PostgresRelayStore: RelayStore {
       """)
   }
 
-  public func devices(space: String) async throws -> [RelayDeviceRecord] {
+  public func deviceRecords(space: String) async throws -> RelayDeviceRecords {
     let rows = try await client.query(
       """
-      SELECT replica, seen, last_heard, expiry, retired FROM converge_relay_devices
-      WHERE space = \(space)
+      SELECT replica, seen, last_heard, expiry, retired,
+        COALESCE((SELECT version FROM converge_relay_device_versions WHERE space = \(space)), 0)
+      FROM converge_relay_devices WHERE space = \(space)
       """)
     var devices: [RelayDeviceRecord] = []
-    for try await (replica, seen, lastHeard, expiry, retired) in rows.decode(
-      (Int64, ByteBuffer, Int64, Int64, Bool).self)
+    var version: Int64 = 0
+    for try await (replica, seen, lastHeard, expiry, retired, read) in rows.decode(
+      (Int64, ByteBuffer, Int64, Int64, Bool, Int64).self)
     {
+      version = read
       devices.append(
         RelayDeviceRecord(
           replica: ReplicaID(rawValue: UInt64(bitPattern: replica)),
           seen: try CausalContext(decoding: [UInt8](buffer: seen)), lastHeard: lastHeard,
           expiry: expiry, isRetired: retired))
     }
-    return devices
+    return RelayDeviceRecords(records: devices, version: version)
   }
 
   public func record(space: String, devices: [RelayDeviceRecord]) async throws {
+    for device in devices { try await client.query(Self.recording(device, in: space)) }
+  }
+
+  /// The statement that records `device` in `space`. A new replica's record moves the
+  /// space's version in the same statement (one that finds the record already there leaves
+  /// it; two adding it at once may both move it, which only makes a cut computed meanwhile
+  /// be computed again). The version row's lock orders this statement against a cut's
+  /// compare-and-swap (``recordStableCut(space:cut:ifDevicesAt:)``).
+  static func recording(_ device: RelayDeviceRecord, in space: String) -> PostgresQuery {
+    let replica = Int64(bitPattern: device.replica.rawValue)
+    return """
+      WITH added AS (
+        INSERT INTO converge_relay_device_versions AS v(space, version)
+        SELECT \(space), 1 WHERE NOT EXISTS (
+          SELECT 1 FROM converge_relay_devices WHERE space = \(space) AND replica = \(replica))
+        ON CONFLICT (space) DO UPDATE SET version = v.version + 1)
+      INSERT INTO converge_relay_devices AS d(space, replica, seen, last_heard, expiry, retired)
+      VALUES (\(space), \(replica), \(ByteBuffer(bytes: device.seen.encoded())),
+        \(device.lastHeard), \(device.expiry), \(device.isRetired))
+      ON CONFLICT (space, replica) DO UPDATE SET seen = excluded.seen,
+        last_heard = GREATEST(d.last_heard, excluded.last_heard),
+        expiry = GREATEST(d.expiry, excluded.expiry), retired = d.retired OR excluded.retired
+      """
+  }
+
+  public func retire(space: String, devices: [RelayDeviceRecord]) async throws -> [ReplicaID] {
+    var retired: [ReplicaID] = []
     for device in devices {
       let replica = Int64(bitPattern: device.replica.rawValue)
-      try await client.query(
+      // Under READ COMMITTED an UPDATE re-checks its condition on the latest version of a
+      // row another statement updated meanwhile.
+      let rows = try await client.query(
         """
-        INSERT INTO converge_relay_devices AS d(space, replica, seen, last_heard, expiry, retired)
-        VALUES (\(space), \(replica), \(ByteBuffer(bytes: device.seen.encoded())),
-          \(device.lastHeard), \(device.expiry), \(device.isRetired))
-        ON CONFLICT (space, replica) DO UPDATE SET seen = excluded.seen,
-          last_heard = GREATEST(d.last_heard, excluded.last_heard),
-          expiry = GREATEST(d.expiry, excluded.expiry), retired = d.retired OR excluded.retired
+        UPDATE converge_relay_devices SET retired = true
+        WHERE space = \(space) AND replica = \(replica) AND last_heard <= \(device.lastHeard)
+          AND expiry <= \(device.expiry)
+        RETURNING replica
         """)
+      for try await _ in rows.decode(Int64.self) { retired.append(device.replica) }
     }
+    return retired
   }
 
   public func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
@@ -291,14 +336,18 @@ public final class PostgresRelayStore: RelayStore {
     return nil
   }
 
-  @discardableResult
-  public func recordStableCut(space: String, cut: RelayStableCut) async throws
-    -> RelayStableCut
-  {
-    // Read, merge, then write only if the row is still what was read (one statement,
-    // hence one transaction); another node's write in between makes the write change
-    // nothing, and the cut is merged again with what it wrote. The column keeps its name:
-    // it holds the whole cut (stable and covering contexts).
+  public func recordStableCut(
+    space: String, cut: RelayStableCut, ifDevicesAt version: RelayDeviceRecords.Version?
+  ) async throws -> RelayStableCut? {
+    // Read, merge, then write only if the row is still what was read and the space's
+    // device records are at `version` (one statement, hence one transaction); another
+    // node's write in between makes the write change nothing, and the cut is merged again
+    // with what it wrote, unless a record was added. Under READ COMMITTED a statement's
+    // subquery reads its snapshot, which may predate a record added while it runs: the
+    // version is read `FOR SHARE`, which waits for a statement adding a record to commit
+    // and then reads the version it wrote, and makes one that comes later wait for this
+    // write's commit (so the process that added the record reads this cut after it). The
+    // column keeps its name: it holds the whole cut (stable and covering contexts).
     for _ in 0..<RelayStableCut.recordAttempts {
       var stored: [UInt8]?
       let rows = try await client.query(
@@ -313,20 +362,36 @@ public final class PostgresRelayStore: RelayStore {
         written = try await client.query(
           """
           UPDATE converge_relay_stable_cuts SET stable = \(encoded)
-          WHERE space = \(space) AND stable = \(ByteBuffer(bytes: stored)) RETURNING space
+          WHERE space = \(space) AND stable = \(ByteBuffer(bytes: stored))
+            AND (\(version)::bigint IS NULL OR COALESCE((
+              SELECT version FROM converge_relay_device_versions WHERE space = \(space)
+              FOR SHARE), 0) = \(version))
+          RETURNING space
           """)
       } else {
         written = try await client.query(
           """
-          INSERT INTO converge_relay_stable_cuts(space, stable) VALUES (\(space), \(encoded))
+          INSERT INTO converge_relay_stable_cuts(space, stable) SELECT \(space), \(encoded)
+          WHERE \(version)::bigint IS NULL OR COALESCE((
+            SELECT version FROM converge_relay_device_versions WHERE space = \(space)
+            FOR SHARE), 0) = \(version)
           ON CONFLICT (space) DO NOTHING RETURNING space
           """)
       }
       var wrote = false
       for try await _ in written.decode(String.self) { wrote = true }
       if wrote { return merged }
+      if let version, try await deviceVersion(space: space) != version { return nil }
     }
     throw RelayStoreError.contended("converge_relay_stable_cuts")
+  }
+
+  /// The version of the space's device records (0 before the first).
+  private func deviceVersion(space: String) async throws -> RelayDeviceRecords.Version {
+    let rows = try await client.query(
+      "SELECT version FROM converge_relay_device_versions WHERE space = \(space)")
+    for try await version in rows.decode(Int64.self) { return version }
+    return 0
   }
 
   public func replaceSnapshot(space: String, state: [UInt8], through position: UInt64)

@@ -29,20 +29,31 @@ public protocol RelayStore: Sendable {
   func compact(space: String, state: [UInt8], through position: UInt64) async throws
 
   /// What the store records of the space's devices (see ``RelayDeviceRecord``), in no
-  /// particular order.
-  func devices(space: String) async throws -> [RelayDeviceRecord]
+  /// particular order, with the version of the set of records, read in one view of the
+  /// store: a ``recordStableCut(space:cut:ifDevicesAt:)`` given that version fails once
+  /// another record was added since.
+  func deviceRecords(space: String) async throws -> RelayDeviceRecords
 
   /// Records `devices` in the space, each replacing the stored record of its replica:
   /// its `seen` as given, the later of the two `lastHeard` and `expiry`, and retired if
   /// either is (a retired replica never comes back). Durable when it returns.
   func record(space: String, devices: [RelayDeviceRecord]) async throws
 
+  /// Retires the space's records of `devices` (as ``deviceRecords(space:)`` read them),
+  /// each only if no process heard from the device or extended its grant since: its
+  /// stored `lastHeard` and `expiry` are not later than the ones read. Returns the
+  /// replicas retired now. A process judging a record it read a moment ago must not
+  /// retire a device another process has just admitted or marked heard, which then serves
+  /// it while the cut stops waiting for it. Nothing else of a record changes. Durable when
+  /// it returns.
+  func retire(space: String, devices: [RelayDeviceRecord]) async throws -> [ReplicaID]
+
   /// Marks the space's records of `replicas` heard from at `lastHeard` (seconds since
   /// 1970), keeping a later time already recorded and changing nothing else; replicas
   /// without a record are left out. Durable when it returns.
   func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws
 
-  /// The space's stable cut as last recorded (``recordStableCut(space:cut:)``), with the
+  /// The space's stable cut as last recorded (``recordStableCut(space:cut:ifDevicesAt:)``), with the
   /// covering context it was published with, or `nil`. A cut recorded before the covering
   /// context was kept (a row holding the stable context alone) comes back with its stable
   /// context as its covering one.
@@ -59,8 +70,18 @@ public protocol RelayStore: Sendable {
   /// within the stored one (``RelayStableCut/merged(with:)``). Returns the cut stored
   /// now, which the caller forgets by once its replica holds its covering context: no
   /// process may have forgotten by that union yet.
-  @discardableResult
-  func recordStableCut(space: String, cut: RelayStableCut) async throws -> RelayStableCut
+  ///
+  /// With `version` (what ``deviceRecords(space:)`` returned with the records the cut
+  /// was computed from), the write is refused, and `nil` returned, if a device record was
+  /// added to the space since: a cut computed without it may pass what that device (a
+  /// rejoin's bootstrap, a new device) was told. The check and the write are one atomic
+  /// step against the statement that adds a record, so a process that reads the recorded
+  /// cut after adding one either finds this cut or makes this write fail. Records only
+  /// updated do not count: a device's `seen` only grows, and a retired one no longer
+  /// holds the cut back, so a cut computed from their earlier records stays stable.
+  func recordStableCut(
+    space: String, cut: RelayStableCut, ifDevicesAt version: RelayDeviceRecords.Version?
+  ) async throws -> RelayStableCut?
 
   /// Replaces the space's snapshot by `state` of the space after positions
   /// 1…`position` that has forgotten deleted content, unless the stored one covers more,
@@ -83,6 +104,38 @@ public protocol RelayStore: Sendable {
 
 extension RelayStore {
   public func ready() async throws {}
+
+  /// What the store records of the space's devices, in no particular order.
+  public func devices(space: String) async throws -> [RelayDeviceRecord] {
+    try await deviceRecords(space: space).records
+  }
+
+  /// Records the space's stable cut whatever device records were added meanwhile (see
+  /// ``recordStableCut(space:cut:ifDevicesAt:)``), and returns the cut stored now.
+  @discardableResult
+  public func recordStableCut(space: String, cut: RelayStableCut) async throws
+    -> RelayStableCut
+  {
+    guard let stored = try await recordStableCut(space: space, cut: cut, ifDevicesAt: nil)
+    else { throw RelayStoreError.unexpectedRow("a cut recorded unconditionally was refused") }
+    return stored
+  }
+}
+
+/// A space's device records and the version of their set (``RelayStore/deviceRecords(space:)``).
+public struct RelayDeviceRecords: Sendable, Equatable {
+  /// Counts the records added to a space (a new replica's first record); updates of a
+  /// record leave it as it is. Only compared for equality.
+  public typealias Version = Int64
+
+  public var records: [RelayDeviceRecord]
+  public var version: Version
+
+  /// `records`, read at `version`.
+  public init(records: [RelayDeviceRecord], version: Version) {
+    self.records = records
+    self.version = version
+  }
 }
 
 /// What ``RelayStore/events()`` reports.
@@ -158,7 +211,7 @@ public enum RelayStoreError: Error, Equatable, Sendable {
   /// The database did not answer when the store was opened.
   case unreachable(String)
   /// Other processes kept writing the row between this one's read and its write, every
-  /// time it tried (``RelayStore/recordStableCut(space:cut:)``).
+  /// time it tried (``RelayStore/recordStableCut(space:cut:ifDevicesAt:)``).
   case contended(String)
 }
 

@@ -20,7 +20,8 @@ import SQLiteNIO
 /// finished by the next one).
 ///
 /// Existing databases gain the `devices` table (the space's ``RelayDeviceRecord``s) when
-/// opened: every table is created if missing.
+/// opened: every table is created if missing. The version of a space's device records
+/// (``RelayDeviceRecords``) is their count, so no table or column was added for it.
 public actor SQLiteRelayStore: RelayStore {
   private let connectionIfOpen: SQLiteConnection
   private var isClosed = false
@@ -146,20 +147,29 @@ public actor SQLiteRelayStore: RelayStore {
       """, [.text(space)])
   }
 
-  public func devices(space: String) async throws -> [RelayDeviceRecord] {
+  /// The version of a space's records is their number: a record is never deleted, and
+  /// one statement both reads it and writes a cut (see ``recordStableCut(space:cut:ifDevicesAt:)``).
+  public func deviceRecords(space: String) async throws -> RelayDeviceRecords {
     let rows = try await connection.query(
-      "SELECT replica, seen, last_heard, expiry, retired FROM devices WHERE space = ?1",
-      [.text(space)])
-    return try rows.map { row in
+      """
+      SELECT replica, seen, last_heard, expiry, retired,
+        (SELECT count(*) FROM devices WHERE space = ?1) AS version
+      FROM devices WHERE space = ?1
+      """, [.text(space)])
+    var version: Int64 = 0
+    let records = try rows.map { row in
       guard let replica = row.column("replica")?.integer, let seen = row.column("seen")?.blob,
         let lastHeard = row.column("last_heard")?.integer,
-        let expiry = row.column("expiry")?.integer, let retired = row.column("retired")?.integer
+        let expiry = row.column("expiry")?.integer, let retired = row.column("retired")?.integer,
+        let count = row.column("version")?.integer
       else { throw RelayStoreError.unexpectedRow("devices") }
+      version = Int64(count)
       return RelayDeviceRecord(
         replica: ReplicaID(rawValue: UInt64(bitPattern: Int64(replica))),
         seen: try CausalContext(decoding: [UInt8](buffer: seen)), lastHeard: Int64(lastHeard),
         expiry: Int64(expiry), isRetired: retired != 0)
     }
+    return RelayDeviceRecords(records: records, version: version)
   }
 
   public func record(space: String, devices: [RelayDeviceRecord]) async throws {
@@ -178,6 +188,24 @@ public actor SQLiteRelayStore: RelayStore {
           .integer(Int(device.expiry)), .integer(device.isRetired ? 1 : 0),
         ])
     }
+  }
+
+  public func retire(space: String, devices: [RelayDeviceRecord]) async throws -> [ReplicaID] {
+    var retired: [ReplicaID] = []
+    for device in devices {
+      let rows = try await write(
+        """
+        UPDATE devices SET retired = 1
+        WHERE space = ?1 AND replica = ?2 AND last_heard <= ?3 AND expiry <= ?4
+        RETURNING replica
+        """,
+        [
+          .text(space), .integer(Int(Int64(bitPattern: device.replica.rawValue))),
+          .integer(Int(device.lastHeard)), .integer(Int(device.expiry)),
+        ])
+      if !rows.isEmpty { retired.append(device.replica) }
+    }
+    return retired
   }
 
   public func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
@@ -201,14 +229,17 @@ public actor SQLiteRelayStore: RelayStore {
     return try RelayStableCut(decodingStored: [UInt8](buffer: stored)[...])
   }
 
-  @discardableResult
-  public func recordStableCut(space: String, cut: RelayStableCut) async throws
-    -> RelayStableCut
-  {
-    // Read, merge, then write only if the row is still what was read (one statement,
-    // hence atomic); another process's write in between makes the write change nothing,
-    // and the cut is merged again with what it wrote. The column keeps its name: it holds
-    // the whole cut (stable and covering contexts).
+  public func recordStableCut(
+    space: String, cut: RelayStableCut, ifDevicesAt version: RelayDeviceRecords.Version?
+  ) async throws -> RelayStableCut? {
+    // Read, merge, then write only if the row is still what was read and the space has as
+    // many device records as the cut was computed from (one statement, hence atomic: it
+    // holds the write lock from its first read, and one that started on an older snapshot
+    // is refused and run again by `write`); another process's write in between makes the
+    // write change nothing, and the cut is merged again with what it wrote, unless a
+    // record was added. The column keeps its name: it holds the whole cut (stable and
+    // covering contexts).
+    let expected: SQLiteData = version.map { .integer(Int($0)) } ?? .null
     for _ in 0..<RelayStableCut.recordAttempts {
       let rows = try await connection.query(
         "SELECT stable FROM stable_cuts WHERE space = ?1", [.text(space)])
@@ -225,22 +256,36 @@ public actor SQLiteRelayStore: RelayStore {
       if let stored {
         written = try await write(
           """
-          UPDATE stable_cuts SET stable = ?2 WHERE space = ?1 AND stable = ?3 RETURNING space
+          UPDATE stable_cuts SET stable = ?2 WHERE space = ?1 AND stable = ?3
+            AND (?4 IS NULL OR (SELECT count(*) FROM devices WHERE space = ?1) = ?4)
+          RETURNING space
           """,
           [
             .text(space), .blob(ByteBuffer(bytes: merged.encoded())),
-            .blob(ByteBuffer(bytes: stored)),
+            .blob(ByteBuffer(bytes: stored)), expected,
           ])
       } else {
         written = try await write(
           """
-          INSERT INTO stable_cuts(space, stable) VALUES (?1, ?2)
+          INSERT INTO stable_cuts(space, stable) SELECT ?1, ?2
+            WHERE ?3 IS NULL OR (SELECT count(*) FROM devices WHERE space = ?1) = ?3
           ON CONFLICT(space) DO NOTHING RETURNING space
-          """, [.text(space), .blob(ByteBuffer(bytes: merged.encoded()))])
+          """, [.text(space), .blob(ByteBuffer(bytes: merged.encoded())), expected])
       }
       if !written.isEmpty { return merged }
+      if let version, try await deviceVersion(space: space) != version { return nil }
     }
     throw RelayStoreError.contended("stable_cuts")
+  }
+
+  /// How many device records the space holds (their set's version).
+  private func deviceVersion(space: String) async throws -> RelayDeviceRecords.Version {
+    let rows = try await connection.query(
+      "SELECT count(*) AS version FROM devices WHERE space = ?1", [.text(space)])
+    guard let count = rows.first?.column("version")?.integer else {
+      throw RelayStoreError.unexpectedRow("device count")
+    }
+    return Int64(count)
   }
 
   public func replaceSnapshot(space: String, state: [UInt8], through position: UInt64)

@@ -82,6 +82,15 @@ extension SpaceHub {
       return .retired
     }
     try await noteSeen(grant: grant, seen: context)
+    // Another process may have retired the device from a record it read before this one
+    // was written (at the horizon's edge): refused now, rather than served while the cut
+    // no longer waits for it. (A retirement judged later finds the record heard from and
+    // leaves it, ``RelayStore/retire(space:devices:)``.)
+    let written = try await store.devices(space: space)
+    if written.contains(where: { grant.replicas.contains($0.replica) && $0.isRetired }) {
+      if let socket { connectedDevices[socket] = nil }
+      return .retired
+    }
     // Another process may have recorded a cut from records read before this device's
     // record was written: the device is told (and served a state forgotten by) whatever is
     // recorded now, which every later cut includes.
@@ -153,10 +162,14 @@ extension SpaceHub {
     }
   }
 
-  /// Retires the records that are no longer active, and returns the others.
+  /// Retires the records that are no longer active, and returns the others with the
+  /// version of the records read.
   @discardableResult
-  private func retireSilentDevices() async throws -> [RelayDeviceRecord] {
-    let records = try await store.devices(space: space)
+  private func retireSilentDevices() async throws -> (
+    active: [RelayDeviceRecord], version: RelayDeviceRecords.Version
+  ) {
+    let read = try await store.deviceRecords(space: space)
+    let records = read.records
     let seconds = now().relaySeconds
     let connected = Set(connectedDevices.values.joined())
     var active: [RelayDeviceRecord] = []
@@ -172,31 +185,60 @@ extension SpaceHub {
         retiring.append(record)
       }
     }
-    if !retiring.isEmpty { try await store.record(space: space, devices: retiring) }
+    if !retiring.isEmpty {
+      // Retired only if no process heard from the device since the read: one that another
+      // process has just admitted stays active, with the context it was read to have seen.
+      let retired = Set(try await store.retire(space: space, devices: retiring))
+      for var record in retiring where !retired.contains(record.replica) {
+        record.isRetired = false
+        active.append(record)
+      }
+    }
     closeRetiredSockets(records)
-    return active
+    return (active, read.version)
   }
 
   /// Computes the cut from the active devices' records and, when it has grown and the
   /// space holds their union, sends it to every socket and forgets with it.
+  ///
+  /// The cut is recorded only if no device record was added since the records it was
+  /// computed from were read (``RelayStore/recordStableCut(space:cut:ifDevicesAt:)``):
+  /// another process may have written a rejoin's record meanwhile and told it the cut
+  /// recorded then, and this cut, computed without that record, may pass it. It is then
+  /// computed again from the records as they are, a bounded number of times (a failure to
+  /// advance is safe: the next report tries again).
   func advanceCut() async throws {
+    for _ in 0..<Self.cutAttempts {
+      guard try await advanceCutOnce() else { continue }
+      return
+    }
+  }
+
+  /// How many times ``advanceCut()`` computes the cut while device records keep being
+  /// added under it.
+  static let cutAttempts = 8
+
+  /// One computation of ``advanceCut()``: returns `false` if the store refused the cut
+  /// because a device record was added since they were read.
+  private func advanceCutOnce() async throws -> Bool {
     // Every active record counts, one that states nothing too (a new device, or a
     // rejoin's bootstrap, connected or not): a rejoin rebases on the cut it was told, so
     // the cut waits for its report (see the type's documentation). A bootstrap whose
     // device died holds the cut back until the horizon retires it, as any device offline.
-    let active = try await retireSilentDevices().map(\.seen)
-    guard !active.isEmpty else { return }
+    let (records, version) = try await retireSilentDevices()
+    let active = records.map(\.seen)
+    guard !active.isEmpty else { return true }
     let meet = Self.meet(of: active)
-    guard !meet.isEmpty else { return }
+    guard !meet.isEmpty else { return true }
     var covering = CausalContext()
     for seen in active { covering.formUnion(seen) }
     guard replica.context.includes(covering) else {
       // Another process holds events this one has not read yet: tried again once it has.
       awaitedCovering = covering
-      return
+      return true
     }
     awaitedCovering = nil
-    if let published = publishedCut, published.stable.includes(meet) { return }
+    if let published = publishedCut, published.stable.includes(meet) { return true }
     var cut = RelayStableCut(stable: meet, covering: covering)
     if let published = publishedCut {
       // Never a smaller cut than one already published (adopted from another process,
@@ -209,13 +251,15 @@ extension SpaceHub {
     // is refused from then on, and the other processes adopt it. The store keeps the
     // union with what another process recorded meanwhile: forgotten by here too once this
     // replica holds its covering context (else adopted when a read brings it).
-    let stored = try await store.recordStableCut(space: space, cut: cut)
+    guard let stored = try await store.recordStableCut(space: space, cut: cut, ifDevicesAt: version)
+    else { return false }
     if stored != cut, replica.context.includes(stored.covering) {
       try await publish(stored)
     } else {
       if stored != cut { awaitedRecorded = stored }
       try await publish(cut)
     }
+    return true
   }
 
   /// Sends `cut` to every socket, forgets with it and replaces the snapshot if that

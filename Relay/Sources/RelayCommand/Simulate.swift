@@ -14,9 +14,10 @@ import Synchronization
 ///
 /// Devices run the simulator's workloads (the `Workload` that `converge simulate` runs)
 /// through `RelayClient`s connected to relays on loopback: child processes of this
-/// executable (`converge-relay serve`) sharing one SQLite file. While the devices edit,
-/// some go offline and come back (to any relay), and relays are killed with SIGKILL and
-/// started again on the same file.
+/// executable (`converge-relay serve`) sharing one SQLite file, or with `--postgres URL`
+/// stateless nodes on that PostgreSQL database (each run in a space of its own, so runs
+/// may share a database). While the devices edit, some go offline and come back (to any
+/// relay), and relays are killed with SIGKILL and started again on the same store.
 /// At the end every device comes back; the run checks that every device and the store
 /// hold the same document (the simulator's oracle) and that nothing a device saw
 /// acknowledged is missing from the store.
@@ -46,8 +47,14 @@ struct Simulate: AsyncParsableCommand {
   var seed: UInt64 = 1
   @Option(help: "Workload: notes, tasks or mixed.")
   var workload = "mixed"
-  @Option(help: "Relays sharing one SQLite file (1…4).")
+  @Option(help: "Relays sharing one SQLite file or PostgreSQL database (1…4).")
   var relays = 2
+  @Option(
+    help: """
+      Run the relays as nodes on this PostgreSQL database \
+      (postgres://user[:password]@host[:port]/database) instead of one SQLite file.
+      """)
+  var postgres: String?
   @Option(help: "Per operation, the chance that a device goes offline or comes back.")
   var disconnects = 0.01
   @Option(help: "Per operation, the chance that a relay is killed (SIGKILL) and restarted.")
@@ -78,7 +85,7 @@ struct Simulate: AsyncParsableCommand {
     let report = try await Self.simulate(
       devices: devices, relays: relays, kind: kind, seed: seed, operations: operations,
       disconnects: disconnects, restarts: restarts, retirements: retirements,
-      retireAfter: retireAfter)
+      retireAfter: retireAfter, postgres: postgres)
     let seconds = (ContinuousClock.now - started).seconds
     if json {
       var object = report.json
@@ -94,13 +101,22 @@ struct Simulate: AsyncParsableCommand {
   /// Runs the simulation on the main actor, where the devices' owners live (as in an app).
   @MainActor static func simulate(
     devices: Int, relays: Int, kind: WorkloadKind, seed: UInt64, operations: Int,
-    disconnects: Double, restarts: Double, retirements: Double, retireAfter: Int
+    disconnects: Double, restarts: Double, retirements: Double, retireAfter: Int,
+    postgres: String? = nil
   ) async throws -> RelaySimulationReport {
     var simulation = try await RelaySimulation(
-      devices: devices, relays: relays, kind: kind, seed: seed, retireAfter: retireAfter)
-    return try await simulation.run(
-      operations: operations, disconnects: disconnects, restarts: restarts,
-      retirements: retirements)
+      devices: devices, relays: relays, kind: kind, seed: seed, retireAfter: retireAfter,
+      postgres: postgres)
+    do {
+      let report = try await simulation.run(
+        operations: operations, disconnects: disconnects, restarts: restarts,
+        retirements: retirements)
+      await simulation.close()
+      return report
+    } catch {
+      await simulation.close()
+      throw error
+    }
   }
 }
 
@@ -138,6 +154,8 @@ final class SimulatedFreshIDs: Sendable {
 struct RelaySimulationReport {
   var devices: Int
   var relays: Int
+  /// `sqlite` or `postgres`.
+  var store = "sqlite"
   var operations: Int
   var seed: UInt64
   var wentOffline = 0
@@ -157,7 +175,8 @@ struct RelaySimulationReport {
 
   var json: [String: Any] {
     [
-      "devices": devices, "relays": relays, "operations": operations, "seed": seed,
+      "devices": devices, "relays": relays, "store": store, "operations": operations,
+      "seed": seed,
       "went_offline": wentOffline, "relay_restarts": relayRestarts, "entities": entities,
       "sent_away": sentAway, "rejoined": rejoined, "rejoins_in_all": rejoinsInAll,
       "offline_entities_checked": offlineEntitiesChecked, "stable_cut": hasStableCut,
@@ -167,7 +186,8 @@ struct RelaySimulationReport {
 
   func printText(seconds: Double) {
     print(
-      "\(devices) devices, \(relays) relays on one store, \(operations) operations, seed \(seed)")
+      "\(devices) devices, \(relays) relays on one \(store == "postgres" ? "PostgreSQL database" : "SQLite file"), "
+        + "\(operations) operations, seed \(seed)")
     print("went offline \(wentOffline) times, relays restarted \(relayRestarts) times")
     print(
       "sent away past the horizon \(sentAway) times, rejoined \(rejoined) times "
@@ -185,9 +205,16 @@ struct RelaySimulationReport {
 
 /// The devices and relays of one run, on the main actor with the devices' owners.
 @MainActor struct RelaySimulation {
-  static let space = "simulation"
-  /// The relays share one SQLite file: each polls it for the others' appends.
+  /// The space of a run: on PostgreSQL, one no other run used (the database outlives it).
+  let space: String
+  /// The relays share one SQLite file: each polls it for the others' appends (nodes on
+  /// PostgreSQL hear of them through LISTEN/NOTIFY).
   static let storePoll = Duration.milliseconds(250)
+  /// The PostgreSQL database the relays run on, or `nil` for the SQLite file in
+  /// `directory`.
+  let postgres: String?
+  /// The run's own connection to the PostgreSQL database, for its checks.
+  let checks: PostgresRelayStore?
   /// This very executable, whose `serve` the relays run.
   nonisolated static let executable =
     FileManager.default.fileExists(atPath: "/proc/self/exe")
@@ -208,12 +235,21 @@ struct RelaySimulationReport {
   var random: SimulationRandom
   var report: RelaySimulationReport
 
-  init(devices count: Int, relays: Int, kind: WorkloadKind, seed: UInt64, retireAfter: Int)
-    async throws
-  {
+  init(
+    devices count: Int, relays: Int, kind: WorkloadKind, seed: UInt64, retireAfter: Int,
+    postgres: String? = nil
+  ) async throws {
     self.retireAfter = retireAfter
+    self.postgres = postgres
+    space = postgres == nil ? "simulation" : "simulation-\(seed)-\(UInt64.random(in: 0 ... .max))"
+    if let postgres {
+      checks = try await PostgresRelayStore.connect(url: postgres)
+    } else {
+      checks = nil
+    }
     random = SimulationRandom(seed: seed, stream: 0)
     report = RelaySimulationReport(devices: count, relays: relays, operations: 0, seed: seed)
+    if postgres != nil { report.store = "postgres" }
     var quiet = Logger(label: "converge-relay-simulate")
     quiet.logLevel = .critical
     logger = quiet
@@ -223,12 +259,7 @@ struct RelaySimulationReport {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     secret = (0..<4).map { _ in String(UInt64.random(in: 1 << 60 ... .max), radix: 16) }.joined()
     authority = try await RelayTokenAuthority(secret: secret)
-    for _ in 0..<relays {
-      self.relays.append(
-        try RelayChildProcess.start(
-          executable: Self.executable, data: directory, secret: secret,
-          storePoll: Self.storePoll, retireAfter: retireAfter))
-    }
+    for _ in 0..<relays { self.relays.append(try startRelay()) }
     for index in 0..<count {
       let id = ReplicaID(rawValue: UInt64(index) + 1)
       var workload = Workload(kind: kind, random: SimulationRandom(seed: seed, stream: id.rawValue))
@@ -245,15 +276,28 @@ struct RelaySimulationReport {
     }
   }
 
+  /// A relay process on the run's store.
+  private func startRelay() throws -> RelayChildProcess {
+    try RelayChildProcess.start(
+      executable: Self.executable, data: directory, secret: secret, postgres: postgres,
+      storePoll: postgres == nil ? Self.storePoll : nil, retireAfter: retireAfter)
+  }
+
+  /// Closes the run's connection to PostgreSQL, if it has one.
+  func close() async {
+    await checks?.close()
+  }
+
   private func client(for device: SimulatedDevice, relay: Int) async throws -> RelayClient {
     // A token for whichever id the device has: a rejoin asks for one of its fresh id.
     let authority = authority
+    let space = space
     return RelayClient(
-      url: relays[relay].url(space: Self.space),
+      url: relays[relay].url(space: space),
       token: { id in
         try await authority.sign(
           RelayTokenClaims(
-            space: Self.space, scope: .write, expiry: Date(timeIntervalSinceNow: 86_400),
+            space: space, scope: .write, expiry: Date(timeIntervalSinceNow: 86_400),
             replicas: [id]))
       },
       backoff: .init(base: .milliseconds(20), maximum: .milliseconds(200)), logger: logger)
@@ -385,9 +429,7 @@ struct RelaySimulationReport {
   private mutating func restartRelay(_ index: Int) async throws {
     report.relayRestarts += 1
     relays[index].kill()
-    relays[index] = try RelayChildProcess.start(
-      executable: Self.executable, data: directory, secret: secret, storePoll: Self.storePoll,
-      retireAfter: retireAfter)
+    relays[index] = try startRelay()
     for device in devices.indices where clients[device].relay == index {
       let wasOnline = clients[device].task != nil
       await disconnect(device)
@@ -515,18 +557,24 @@ struct RelaySimulationReport {
   private func storedState(device: ReplicaID? = nil) async throws -> (
     replica: Replica, stable: CausalContext, knows: Bool
   ) {
-    let store = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
     let log: SpaceLog
     let stable: CausalContext
     let knows: Bool
-    do {
-      log = try await store.read(space: Self.space, after: 0)
-      stable = try await store.stableCut(space: Self.space)
-      knows = try await store.devices(space: Self.space).contains { $0.replica == device }
-      try? await store.close()
-    } catch {
-      try? await store.close()
-      throw error
+    if let checks {
+      log = try await checks.read(space: space, after: 0)
+      stable = try await checks.stableCut(space: space)
+      knows = try await checks.devices(space: space).contains { $0.replica == device }
+    } else {
+      let store = try await SQLiteRelayStore.open(path: directory + "/relay.sqlite")
+      do {
+        log = try await store.read(space: space, after: 0)
+        stable = try await store.stableCut(space: space)
+        knows = try await store.devices(space: space).contains { $0.replica == device }
+        try? await store.close()
+      } catch {
+        try? await store.close()
+        throw error
+      }
     }
     var replica = try log.snapshot.map { try Replica(restoring: $0.state) } ?? Replica()
     for entry in log.entries { replica.apply(try DocumentDelta(decoding: entry.delta)) }

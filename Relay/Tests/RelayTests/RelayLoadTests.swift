@@ -37,12 +37,16 @@ struct CountingRelayStore: RelayStore {
     try await inner.compact(space: space, state: state, through: position)
   }
 
-  func devices(space: String) async throws -> [RelayDeviceRecord] {
-    try await inner.devices(space: space)
+  func deviceRecords(space: String) async throws -> RelayDeviceRecords {
+    try await inner.deviceRecords(space: space)
   }
 
   func record(space: String, devices: [RelayDeviceRecord]) async throws {
     try await inner.record(space: space, devices: devices)
+  }
+
+  func retire(space: String, devices: [RelayDeviceRecord]) async throws -> [ReplicaID] {
+    try await inner.retire(space: space, devices: devices)
   }
 
   func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
@@ -53,8 +57,10 @@ struct CountingRelayStore: RelayStore {
     try await inner.recordedCut(space: space)
   }
 
-  func recordStableCut(space: String, cut: RelayStableCut) async throws -> RelayStableCut {
-    try await inner.recordStableCut(space: space, cut: cut)
+  func recordStableCut(
+    space: String, cut: RelayStableCut, ifDevicesAt version: RelayDeviceRecords.Version?
+  ) async throws -> RelayStableCut? {
+    try await inner.recordStableCut(space: space, cut: cut, ifDevicesAt: version)
   }
 
   func replaceSnapshot(space: String, state: [UInt8], through position: UInt64) async throws {
