@@ -209,8 +209,7 @@ extension SpaceHub {
   /// advance is safe: the next report tries again).
   func advanceCut() async throws {
     for _ in 0..<Self.cutAttempts {
-      guard try await advanceCutOnce() else { continue }
-      return
+      if try await advanceCutOnce() { return }
     }
   }
 
