@@ -245,28 +245,35 @@ struct ModelProperty<Model, Value>: Sendable {
 /// holds, twice a field, for a read that takes one value out); `nil` when the entity
 /// lacks the field. Valid only during the read it is handed to. The reads' document side,
 /// kept out of the inlined code.
+///
+/// Three words and no reference: made and dropped once a field of every row, it costs
+/// no retain, release or outlined copy (a parent key and a cache place carried here cost
+/// about 550 instructions of a list row's 2,653; BENCHMARKS.md, typed reads, fourth
+/// pass). What a few fields need beyond their state (a parent's resolved key, a walk's
+/// kept sets) is found through `entity`, the read's own ``EntityReads``.
 @usableFromInline
 struct StoredField {
   private let field: UnsafePointer<FieldState>?
-  /// A parent field's resolved parent (``DocumentForest``), not its write.
-  private let resolvedParent: EntityKey?
-  /// Where a walk keeps a set field's visible elements (``SetReadCache``), `nil` outside
-  /// walks.
-  private let keptIn: SetReadPlace?
+  /// The read the field belongs to, and the field's slot in its entity's table.
+  private let entity: UnsafeMutablePointer<EntityReads>?
+  private let slot: Int
 
   init(
-    _ field: UnsafePointer<FieldState>?, parent: EntityKey? = nil, keptIn: SetReadPlace? = nil
+    _ field: UnsafePointer<FieldState>?, of entity: UnsafeMutablePointer<EntityReads>?, slot: Int
   ) {
     self.field = field
-    self.resolvedParent = parent
-    self.keptIn = keptIn
+    self.entity = entity
+    self.slot = slot
   }
 
   /// The field's state (a copy, for the rare reads that need it whole).
   var state: FieldState? { field?.pointee }
 
   /// The node's parent as the forest resolves it, `nil` for a root or another kind.
-  @usableFromInline var parentKey: EntityKey? { resolvedParent }
+  @usableFromInline var parentKey: EntityKey? {
+    guard let entity, let field, case .parent = field.pointee else { return nil }
+    return entity.pointee.resolvedParent(inSlot: slot)
+  }
 
   /// The register's value, or `nil` if the field is not a written register.
   @usableFromInline var registerValue: FieldValue? {
@@ -283,7 +290,8 @@ struct StoredField {
   /// Whether the field is a set with elements read in a walk, whose visible elements
   /// ``keptVisibleElements(as:build:)`` keeps.
   @usableFromInline var keepsVisibleElements: Bool {
-    guard keptIn != nil, let field, case .set(let elements) = field.pointee else { return false }
+    guard let entity, entity.pointee.sets != nil, let field, case .set(let elements) = field.pointee
+    else { return false }
     return !elements.isEmpty
   }
 
@@ -294,9 +302,14 @@ struct StoredField {
   @usableFromInline func keptVisibleElements<Kept: AnyObject & Sendable>(
     as type: Kept.Type, build: () -> Kept
   ) -> Kept {
-    guard let keptIn, let field, case .set(let elements) = field.pointee else { return build() }
-    return keptIn.cache.object(
-      of: elements, at: keptIn.position, field: keptIn.field, as: type, build: build)
+    guard let entity, entity.pointee.sets != nil, let field, case .set(let elements) = field.pointee
+    else { return build() }
+    let position = entity.pointee.position
+    if let kept = entity.pointee.sets?.kept(of: elements, at: position, field: slot, as: type) {
+      return kept
+    }
+    let built = build()
+    return entity.pointee.sets?.keep(built, of: elements, at: position, field: slot) ?? built
   }
 
   /// Calls `body` with each present element of the set field, in no particular order.
@@ -310,13 +323,4 @@ struct StoredField {
     guard let field, case .text(let storage) = field.pointee else { return "" }
     return storage.text.string
   }
-}
-
-/// A set field's place in a walk: the cache that keeps its visible elements, the
-/// entity's position and the field's slot in the entity's table.
-@usableFromInline
-struct SetReadPlace {
-  let cache: SetReadCache
-  let position: Int
-  let field: Int
 }
