@@ -106,13 +106,16 @@ extension Document {
     // Specialized in the app's module, as ``model(_:id:)`` is; the walk over the
     // entities is ``forEachVisibleEntity(ofType:reading:reserving:each:)``.
     let schema = Model.schema.fields
+    // The reads alone: a field taken from the schema a row retained its name, key path
+    // and both closures.
+    let readers = schema.map(\.read)
     var models: [(id: String, value: Model)] = []
     forEachVisibleEntity(
       ofType: Model.entityType, reading: schema.map { $0.name },
       reserving: { models.reserveCapacity($0) },
       each: { id, stored in
         var model = Model()
-        for index in schema.indices { schema[index].read(&model, stored.field(at: index)) }
+        for index in readers.indices { readers[index](&model, stored.field(at: index)) }
         models.append((id, model))
       })
     return models
@@ -152,28 +155,36 @@ extension Document {
     }
     reserving(visible.count)
     guard let first = visible.first else { return }
-    var slots = [Int?](repeating: nil, count: names.count)
-    var slotNames: [String]?
+    // Each name's slot in the entity's table, found again only when an entity's list of
+    // names is another array than the one before (entities of a type mostly share one,
+    // ``FieldNameLists``); kept in a buffer of the walk's, read without a retain a row.
+    let slots = UnsafeMutableBufferPointer<Int?>.allocate(capacity: names.count)
+    slots.initialize(repeating: nil)
+    defer { slots.deallocate() }
+    var slotNames: UnsafePointer<String>?
     // A walk keeps the sets' visible elements it builds (a list view reads its rows
     // again), reading what earlier walks kept without a lock a field; a read of one
     // model, as an update makes, builds them and keeps nothing.
     let cache = entities.setReads(at: first)
-    // One copy of the document for the walk (a copy a row retained its storage a row).
-    var reads = EntityReads(document: self, sets: cache.walk())
-    withUnsafeMutablePointer(to: &reads) { reads in
-      entities.values.withUnsafeBufferPointer { records in
-        for index in entities.keyOrder(of: visible) {
-          let position = visible[index]
-          // Read in place: a copy of the record's table retained and released its arrays.
-          guard let fields = records.baseAddress.map({ $0 + position }) else { continue }
-          if slotNames.map({ $0 != fields.pointee.fields.keys }) ?? true {
-            slotNames = fields.pointee.fields.keys
-            slots = names.map { fields.pointee.fields.index(forKey: $0) }
-          }
-          fields.pointee.fields.keys.withUnsafeBufferPointer { keys in
-            fields.pointee.fields.values.withUnsafeBufferPointer { values in
-              slots.withUnsafeBufferPointer { slots in
-                reads.pointee.point(at: position, names: keys, values: values, slots: slots)
+    var walk = cache.walk()
+    withUnsafeMutablePointer(to: &walk) { walk in
+      // One copy of the document for the walk (a copy a row retained its storage a row).
+      var reads = EntityReads(document: self, sets: walk)
+      withUnsafeMutablePointer(to: &reads) { reads in
+        entities.values.withUnsafeBufferPointer { records in
+          guard let records = records.baseAddress else { return }
+          for index in entities.keyOrder(of: visible) {
+            let position = visible[index]
+            // Read in place: a copy of the record's table retained and released its arrays.
+            let fields = records + position
+            fields.pointee.fields.keys.withUnsafeBufferPointer { keys in
+              fields.pointee.fields.values.withUnsafeBufferPointer { values in
+                if keys.baseAddress != slotNames {
+                  slotNames = keys.baseAddress
+                  for (slot, name) in names.enumerated() { slots[slot] = keys.firstIndex(of: name) }
+                }
+                reads.pointee.point(
+                  at: position, names: keys, values: values, slots: UnsafeBufferPointer(slots))
                 body(entities.id(at: position), StoredFields(reads))
               }
             }
@@ -181,7 +192,7 @@ extension Document {
         }
       }
     }
-    if let walk = reads.sets.take() { cache.finish(walk) }
+    cache.finish(walk)
   }
 }
 
@@ -199,11 +210,11 @@ struct EntityReads {
   private let document: Document
   /// The entity's position in the document.
   private(set) var position = 0
-  /// In a walk, the set fields' kept values and what the walk built (``SetReadCache``);
-  /// `nil` in reads by name, which keep nothing.
-  var sets: SetReadWalk?
+  /// In a walk, the set fields' kept values and what the walk built (``SetReadCache``),
+  /// on the walk's stack; `nil` in reads by name, which keep nothing.
+  let sets: UnsafeMutablePointer<SetReadWalk>?
 
-  init(document: Document, sets: SetReadWalk?) {
+  init(document: Document, sets: UnsafeMutablePointer<SetReadWalk>?) {
     self.document = document
     self.sets = sets
   }

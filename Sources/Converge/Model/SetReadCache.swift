@@ -47,12 +47,16 @@ final class SetReadCache: @unchecked Sendable {
   func finish(_ walk: consuming SetReadWalk) {
     let built = walk.built
     _ = consume walk
-    guard !built.isEmpty else { return }
+    guard let last = built.lazy.map(\.0.position).max() else { return }
     lock.withLock {
+      // Taken out and put back: each access to a class's array checked exclusivity.
+      var primary: [SetReadWalk.Kept?] = []
+      swap(&primary, &self.primary)
+      defer { swap(&primary, &self.primary) }
+      if last >= primary.count {
+        primary.append(contentsOf: repeatElement(nil, count: last + 1 - primary.count))
+      }
       for (place, entry) in built {
-        if place.position >= primary.count {
-          primary.append(contentsOf: repeatElement(nil, count: place.position + 1 - primary.count))
-        }
         if let owner = primary[place.position]?.field, owner != place.field {
           others[place] = entry
         } else {
@@ -73,9 +77,14 @@ final class SetReadCache: @unchecked Sendable {
     build: () -> Object
   ) -> Object {
     var walk = walk()
-    let object =
-      walk.kept(of: elements, at: position, field: field, as: type)
-      ?? walk.keep(build(), of: elements, at: position, field: field)
+    let (address, count) = elements.entriesIdentity
+    if let kept = walk.kept(address: address, count: count, at: position, field: field)
+      as? Object
+    {
+      return kept
+    }
+    let object = build()
+    walk.keep(object, of: elements, at: position, field: field)
     finish(walk)
     return object
   }
@@ -112,39 +121,38 @@ struct SetReadWalk {
     self.others = others
   }
 
-  /// The kept object for `elements` in slot `field` at `position`, if it was built from
-  /// these very entries by a reader of `type`.
-  func kept<Object: AnyObject & Sendable>(
-    of elements: SetElements, at position: Int, field: Int, as type: Object.Type
-  ) -> Object? {
-    let (address, count) = elements.entriesIdentity
+  /// The kept object for the set field in slot `field` at `position` whose entries'
+  /// storage is `address` and `count` (``SetElements/entriesIdentity``), if it was built
+  /// from these very entries; the reader checks its type.
+  func kept(address: UnsafeRawPointer?, count: Int, at position: Int, field: Int)
+    -> (AnyObject & Sendable)?
+  {
     guard address != nil, count > 0 else { return nil }
     // Projected in place: a kept entry copied out retained and released its array.
     if position < primary.count, primary[position]?.field == field {
       guard primary[position]?.address == address, primary[position]?.count == count else {
         return nil
       }
-      return primary[position]?.object as? Object
+      return primary[position]?.object
     }
     let place = FieldAt(position: position, field: field)
     guard !others.isEmpty, others[place]?.address == address, others[place]?.count == count
     else { return nil }
-    return others[place]?.object as? Object
+    return others[place]?.object
   }
 
-  /// Keeps `object`, built from `elements` in slot `field` at `position`, and returns it.
-  mutating func keep<Object: AnyObject & Sendable>(
-    _ object: Object, of elements: SetElements, at position: Int, field: Int
-  ) -> Object {
+  /// Keeps `object`, built from `elements` in slot `field` at `position`.
+  mutating func keep(
+    _ object: AnyObject & Sendable, of elements: SetElements, at position: Int, field: Int
+  ) {
     let entries = elements.entries
-    guard !entries.isEmpty else { return object }
+    guard !entries.isEmpty else { return }
     let address = elements.entriesIdentity.address
     built.append(
       (
         FieldAt(position: position, field: field),
         Kept(field: field, address: address, count: entries.count, entries: entries, object: object)
       ))
-    return object
   }
 }
 
