@@ -45,6 +45,12 @@ struct SetElements: Sendable, Sequence {
   var count: Int { entries.count }
   var isEmpty: Bool { entries.isEmpty }
 
+  /// The entries' storage and count: the same for two sets only if they hold one array
+  /// (``SetReadCache`` keeps values by it).
+  var entriesIdentity: (address: UnsafeRawPointer?, count: Int) {
+    entries.withUnsafeBufferPointer { (UnsafeRawPointer($0.baseAddress), $0.count) }
+  }
+
   /// Every element's presence.
   var presences: LazyMapSequence<[Entry], Presence> { entries.lazy.map(\.presence) }
 

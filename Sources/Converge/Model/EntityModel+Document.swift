@@ -106,13 +106,16 @@ extension Document {
     // Specialized in the app's module, as ``model(_:id:)`` is; the walk over the
     // entities is ``forEachVisibleEntity(ofType:reading:reserving:each:)``.
     let schema = Model.schema.fields
+    // The reads alone: a field taken from the schema a row retained its name, key path
+    // and both closures.
+    let readers = schema.map(\.read)
     var models: [(id: String, value: Model)] = []
     forEachVisibleEntity(
       ofType: Model.entityType, reading: schema.map { $0.name },
       reserving: { models.reserveCapacity($0) },
       each: { id, stored in
         var model = Model()
-        for index in schema.indices { schema[index].read(&model, stored.field(at: index)) }
+        for index in readers.indices { readers[index](&model, stored.field(at: index)) }
         models.append((id, model))
       })
     return models
@@ -126,11 +129,11 @@ extension Document {
     let fields = entities.values[position].fields
     fields.keys.withUnsafeBufferPointer { names in
       fields.values.withUnsafeBufferPointer { values in
-        var stored = StoredFields(tree: (self, position))
-        stored.point(
+        var reads = EntityReads(document: self, sets: nil)
+        reads.point(
           at: position, names: names, values: values,
           slots: UnsafeBufferPointer(start: nil, count: 0))
-        body(stored)
+        withUnsafeMutablePointer(to: &reads) { body(StoredFields($0)) }
       }
     }
   }
@@ -151,54 +154,70 @@ extension Document {
       visible.append(position)
     }
     reserving(visible.count)
-    var slots = [Int?](repeating: nil, count: names.count)
-    var slotNames: [String]?
-    // One copy of the document for the walk (a copy a row retained its storage a row).
-    var stored = StoredFields(tree: (self, 0))
+    guard let first = visible.first else { return }
+    // Each name's slot in the entity's table, found again only when an entity's list of
+    // names is another array than the one before (entities of a type mostly share one,
+    // ``FieldNameLists``); kept in a buffer of the walk's, read without a retain a row.
+    let slots = UnsafeMutableBufferPointer<Int?>.allocate(capacity: names.count)
+    slots.initialize(repeating: nil)
+    defer { slots.deallocate() }
+    var slotNames: UnsafePointer<String>?
     // A walk keeps the sets' visible elements it builds (a list view reads its rows
-    // again); a read of one model, as an update makes, builds them and keeps nothing.
-    stored.keepsSets = true
-    entities.values.withUnsafeBufferPointer { records in
-      for index in entities.keyOrder(of: visible) {
-        let position = visible[index]
-        // Read in place: a copy of the record's table retained and released its arrays.
-        let fields = records.baseAddress.map { $0 + position }
-        guard let fields else { continue }
-        if slotNames.map({ $0 != fields.pointee.fields.keys }) ?? true {
-          slotNames = fields.pointee.fields.keys
-          slots = names.map { fields.pointee.fields.index(forKey: $0) }
-        }
-        fields.pointee.fields.keys.withUnsafeBufferPointer { keys in
-          fields.pointee.fields.values.withUnsafeBufferPointer { values in
-            slots.withUnsafeBufferPointer { slots in
-              stored.point(at: position, names: keys, values: values, slots: slots)
-              body(entities.id(at: position), stored)
+    // again), reading what earlier walks kept without a lock a field; a read of one
+    // model, as an update makes, builds them and keeps nothing.
+    let cache = entities.setReads(at: first)
+    var walk = cache.walk()
+    withUnsafeMutablePointer(to: &walk) { walk in
+      // One copy of the document for the walk (a copy a row retained its storage a row).
+      var reads = EntityReads(document: self, sets: walk)
+      withUnsafeMutablePointer(to: &reads) { reads in
+        entities.values.withUnsafeBufferPointer { records in
+          guard let records = records.baseAddress else { return }
+          for index in entities.keyOrder(of: visible) {
+            let position = visible[index]
+            // Read in place: a copy of the record's table retained and released its arrays.
+            let fields = records + position
+            fields.pointee.fields.keys.withUnsafeBufferPointer { keys in
+              fields.pointee.fields.values.withUnsafeBufferPointer { values in
+                if keys.baseAddress != slotNames {
+                  slotNames = keys.baseAddress
+                  for (slot, name) in names.enumerated() { slots[slot] = keys.firstIndex(of: name) }
+                }
+                reads.pointee.point(
+                  at: position, names: keys, values: values, slots: UnsafeBufferPointer(slots))
+                body(entities.id(at: position), StoredFields(reads))
+              }
             }
           }
         }
       }
     }
+    cache.finish(walk)
   }
 }
 
-/// The fields of one entity, in place, as a model's reads find them: by name, or by the
-/// position of the name in the list a walk over many entities was given (its slot found
-/// once for all entities sharing their field names). Valid only during the call that
-/// hands them over.
+/// One entity's fields as a read finds them, and what the read needs beyond them: the
+/// document (a parent field's resolved parent depends on other entities) and, in a walk,
+/// the set fields' kept values. One a read, on the reader's stack; the fields it hands
+/// out point at it (``StoredField``).
 @usableFromInline
-struct StoredFields {
+struct EntityReads {
   /// The entity's field names, `names[i]` naming `values[i]`.
   private var names = UnsafeBufferPointer<String>(start: nil, count: 0)
-  private var values = UnsafeBufferPointer<FieldState>(start: nil, count: 0)
+  fileprivate private(set) var values = UnsafeBufferPointer<FieldState>(start: nil, count: 0)
   /// For each name of the walk's list, its slot in `values` (empty for reads by name).
-  private var slots = UnsafeBufferPointer<Int?>(start: nil, count: 0)
-  /// The document and the entity's position in it, for a parent field's resolved parent
-  /// (``DocumentForest``), which depends on other entities.
-  private var tree: (document: Document, position: Int)
-  /// Whether the set fields' visible elements are kept (in a walk, not in reads by name).
-  fileprivate var keepsSets = false
+  fileprivate private(set) var slots = UnsafeBufferPointer<Int?>(start: nil, count: 0)
+  private let document: Document
+  /// The entity's position in the document.
+  private(set) var position = 0
+  /// In a walk, the set fields' kept values and what the walk built (``SetReadCache``),
+  /// on the walk's stack; `nil` in reads by name, which keep nothing.
+  let sets: UnsafeMutablePointer<SetReadWalk>?
 
-  init(tree: (document: Document, position: Int)) { self.tree = tree }
+  init(document: Document, sets: UnsafeMutablePointer<SetReadWalk>?) {
+    self.document = document
+    self.sets = sets
+  }
 
   /// Points at the fields of the entity at `position`, in place.
   mutating func point(
@@ -208,33 +227,47 @@ struct StoredFields {
     self.names = names
     self.values = values
     self.slots = slots
-    tree.position = position
+    self.position = position
   }
+
+  /// The slot of the field `name`, if the entity has it.
+  fileprivate func slot(named name: String) -> Int? { names.firstIndex(of: name) }
+
+  /// The parent the forest of the parent field in `slot` resolves for the entity.
+  func resolvedParent(inSlot slot: Int) -> EntityKey? {
+    guard slot < names.count else { return nil }
+    return document.forest(of: names[slot]).parent(of: document.entities.key(at: position))
+  }
+}
+
+/// The fields of one entity, in place, as a model's reads find them: by name, or by the
+/// position of the name in the list a walk over many entities was given (its slot found
+/// once for all entities sharing their field names). Valid only during the call that
+/// hands them over.
+@usableFromInline
+struct StoredFields {
+  private let reads: UnsafeMutablePointer<EntityReads>
+
+  init(_ reads: UnsafeMutablePointer<EntityReads>) { self.reads = reads }
 
   /// The field `name`.
   @usableFromInline
   func field(named name: String) -> StoredField {
-    field(inSlot: names.firstIndex(of: name))
+    field(inSlot: reads.pointee.slot(named: name))
   }
 
   /// The field at `index` of the walk's list of names.
   @usableFromInline
   func field(at index: Int) -> StoredField {
-    field(inSlot: slots[index])
+    field(inSlot: reads.pointee.slots[index])
   }
 
   private func field(inSlot slot: Int?) -> StoredField {
+    let values = reads.pointee.values
     guard let slot, slot < values.count, let base = values.baseAddress else {
-      return StoredField(nil)
+      return StoredField(nil, of: nil, slot: 0)
     }
-    guard case .parent = base[slot], slot < names.count else {
-      guard keepsSets, case .set = base[slot] else { return StoredField(base + slot) }
-      let cache = tree.document.entities.setReads(at: tree.position)
-      return StoredField(
-        base + slot, keptIn: SetReadPlace(cache: cache, position: tree.position, field: slot))
-    }
-    let key = tree.document.entities.key(at: tree.position)
-    return StoredField(base + slot, parent: tree.document.forest(of: names[slot]).parent(of: key))
+    return StoredField(base + slot, of: reads, slot: slot)
   }
 }
 

@@ -153,11 +153,17 @@ public struct EntityField<Model: EntityModel>: Sendable {
         }
         // In a walk, kept with the set's entries until they change: reading the same
         // tags again is a lookup and a retain, not an allocation and a hash of each tag.
-        guard stored.keepsVisibleElements else { return property.set(visible(), in: &model) }
-        let kept = stored.keptVisibleElements(as: VisibleElements<Element>.self) {
-          VisibleElements(visible())
+        // The type is checked here, where it is known: the runtime's cast took 46
+        // instructions a read.
+        if let kept = stored.keptObject,
+          ObjectIdentifier(type(of: kept)) == ObjectIdentifier(VisibleElements<Element>.self)
+        {
+          return property.set(
+            unsafeDowncast(kept, to: VisibleElements<Element>.self).elements, in: &model)
         }
-        property.set(kept.elements, in: &model)
+        let elements = visible()
+        if stored.keepsVisibleElements { stored.keep(VisibleElements(elements)) }
+        property.set(elements, in: &model)
       },
       write: { old, new, creating, transaction, key in
         let before = creating ? [] : old[keyPath: keyPath]
@@ -245,28 +251,35 @@ struct ModelProperty<Model, Value>: Sendable {
 /// holds, twice a field, for a read that takes one value out); `nil` when the entity
 /// lacks the field. Valid only during the read it is handed to. The reads' document side,
 /// kept out of the inlined code.
+///
+/// Three words and no reference: made and dropped once a field of every row, it costs
+/// no retain, release or outlined copy (a parent key and a cache place carried here cost
+/// about 550 instructions of a list row's 2,653; BENCHMARKS.md, typed reads, fourth
+/// pass). What a few fields need beyond their state (a parent's resolved key, a walk's
+/// kept sets) is found through `entity`, the read's own ``EntityReads``.
 @usableFromInline
 struct StoredField {
   private let field: UnsafePointer<FieldState>?
-  /// A parent field's resolved parent (``DocumentForest``), not its write.
-  private let resolvedParent: EntityKey?
-  /// Where a walk keeps a set field's visible elements (``SetReadCache``), `nil` outside
-  /// walks.
-  private let keptIn: SetReadPlace?
+  /// The read the field belongs to, and the field's slot in its entity's table.
+  private let entity: UnsafeMutablePointer<EntityReads>?
+  private let slot: Int
 
   init(
-    _ field: UnsafePointer<FieldState>?, parent: EntityKey? = nil, keptIn: SetReadPlace? = nil
+    _ field: UnsafePointer<FieldState>?, of entity: UnsafeMutablePointer<EntityReads>?, slot: Int
   ) {
     self.field = field
-    self.resolvedParent = parent
-    self.keptIn = keptIn
+    self.entity = entity
+    self.slot = slot
   }
 
   /// The field's state (a copy, for the rare reads that need it whole).
   var state: FieldState? { field?.pointee }
 
   /// The node's parent as the forest resolves it, `nil` for a root or another kind.
-  @usableFromInline var parentKey: EntityKey? { resolvedParent }
+  @usableFromInline var parentKey: EntityKey? {
+    guard let entity, let field, case .parent = field.pointee else { return nil }
+    return entity.pointee.resolvedParent(inSlot: slot)
+  }
 
   /// The register's value, or `nil` if the field is not a written register.
   @usableFromInline var registerValue: FieldValue? {
@@ -281,22 +294,29 @@ struct StoredField {
   }
 
   /// Whether the field is a set with elements read in a walk, whose visible elements
-  /// ``keptVisibleElements(as:build:)`` keeps.
+  /// ``keep(_:)`` keeps.
   @usableFromInline var keepsVisibleElements: Bool {
-    guard keptIn != nil, let field, case .set(let elements) = field.pointee else { return false }
-    return !elements.isEmpty
+    guard let entity, entity.pointee.sets != nil, let field else { return false }
+    return (field.pointee.setEntriesIdentity?.count ?? 0) > 0
   }
 
-  /// The object `build` makes of the set field's visible elements, kept by the walk
-  /// while the set's entries stay unchanged and returned again to a reader asking for
-  /// the same `type` (``SetReadCache``); built and not kept if the field is not a set
-  /// in a walk (see ``keepsVisibleElements``).
-  @usableFromInline func keptVisibleElements<Kept: AnyObject & Sendable>(
-    as type: Kept.Type, build: () -> Kept
-  ) -> Kept {
-    guard let keptIn, let field, case .set(let elements) = field.pointee else { return build() }
-    return keptIn.cache.object(
-      of: elements, at: keptIn.position, field: keptIn.field, as: type, build: build)
+  /// The object a walk kept for the set field's visible elements (``SetReadCache``), if
+  /// it was built from the set's very entries; the reader checks its type.
+  @usableFromInline var keptObject: (AnyObject & Sendable)? {
+    guard let entity, let sets = entity.pointee.sets, let field,
+      let (address, count) = field.pointee.setEntriesIdentity
+    else { return nil }
+    return sets.pointee.kept(
+      address: address, count: count, at: entity.pointee.position, field: slot)
+  }
+
+  /// Keeps `object`, built from the set field's visible elements, for the next walks
+  /// (see ``keepsVisibleElements``).
+  @usableFromInline func keep(_ object: AnyObject & Sendable) {
+    guard let entity, let sets = entity.pointee.sets, let field,
+      case .set(let elements) = field.pointee
+    else { return }
+    sets.pointee.keep(object, of: elements, at: entity.pointee.position, field: slot)
   }
 
   /// Calls `body` with each present element of the set field, in no particular order.
@@ -312,11 +332,12 @@ struct StoredField {
   }
 }
 
-/// A set field's place in a walk: the cache that keeps its visible elements, the
-/// entity's position and the field's slot in the entity's table.
-@usableFromInline
-struct SetReadPlace {
-  let cache: SetReadCache
-  let position: Int
-  let field: Int
+extension FieldContent {
+  /// A set field's entries' storage and count (``SetElements/entriesIdentity``), `nil`
+  /// for another kind: read on the field in place, without copying the field's enum out
+  /// (a copy and its destruction took 88 instructions a read).
+  fileprivate var setEntriesIdentity: (address: UnsafeRawPointer?, count: Int)? {
+    guard case .set(let elements) = self else { return nil }
+    return elements.entriesIdentity
+  }
 }

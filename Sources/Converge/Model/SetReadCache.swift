@@ -19,33 +19,56 @@
 /// turn when both are walked alternately. (The forest cache is keyed by causal context,
 /// which copies edited apart can share with other states; this one is not.)
 ///
+/// A walk reads without the lock: it takes the kept values once (``walk()``, a copy of
+/// the cache's arrays, two retains), looks each set field up in that copy, and keeps what
+/// it built in a list of its own, stored in one pass when it ends (``finish(_:)``). A lock
+/// and an unchecked-exclusivity lookup a field cost about 580 instructions of a list
+/// row's 2,653 (BENCHMARKS.md, typed reads, third pass); the copy makes a hit a bounds
+/// check, two comparisons and a retain. Walks on several threads each read their own
+/// copy; the one that stores last while another still holds a copy copies the cache's
+/// array first (copy-on-write), once.
+///
 /// `@unchecked Sendable`: `primary` and `others` are read and written only under
 /// `lock`; what they hold is immutable (`Sendable` objects and arrays never changed
 /// in place while held here).
 final class SetReadCache: @unchecked Sendable {
-  /// A set field's visible elements as one reader type built them, and the entries
-  /// they were built from.
-  private struct Kept {
-    var field: Int
-    var entries: [SetElements.Entry]
-    var object: AnyObject & Sendable
-  }
-
-  /// A position and a field's slot in the entity's table.
-  private struct FieldAt: Hashable {
-    var position: Int
-    var field: Int
-  }
-
   /// By entity position: the first set field read there (most entities have one).
-  private var primary: [Kept?] = []
+  private var primary: [SetReadWalk.Kept?] = []
   /// The other set fields of entities that have several.
-  private var others: [FieldAt: Kept] = [:]
+  private var others: [SetReadWalk.FieldAt: SetReadWalk.Kept] = [:]
   private let lock = CacheLock()
+
+  /// What a walk reads: the values kept now.
+  func walk() -> SetReadWalk {
+    lock.withLock { SetReadWalk(primary: primary, others: others) }
+  }
+
+  /// Keeps what `walk` built, after it let go of its copy of the kept values.
+  func finish(_ walk: consuming SetReadWalk) {
+    let built = walk.built
+    _ = consume walk
+    guard let last = built.lazy.map(\.0.position).max() else { return }
+    lock.withLock {
+      // Taken out and put back: each access to a class's array checked exclusivity.
+      var primary: [SetReadWalk.Kept?] = []
+      swap(&primary, &self.primary)
+      defer { swap(&primary, &self.primary) }
+      if last >= primary.count {
+        primary.append(contentsOf: repeatElement(nil, count: last + 1 - primary.count))
+      }
+      for (place, entry) in built {
+        if let owner = primary[place.position]?.field, owner != place.field {
+          others[place] = entry
+        } else {
+          primary[place.position] = entry
+        }
+      }
+    }
+  }
 
   /// The object `build` makes of `elements`, the set field in slot `field` of the
   /// entity at `position`: the kept one if it was built from these very entries by a
-  /// reader of the same type, else built now and kept.
+  /// reader of the same type, else built now and kept. A walk of one field.
   ///
   /// - Complexity: O(1) when kept (a lock, an identity test, a cast); else `build`'s
   ///   cost, plus amortized O(1) to keep it.
@@ -53,35 +76,83 @@ final class SetReadCache: @unchecked Sendable {
     of elements: SetElements, at position: Int, field: Int, as type: Object.Type,
     build: () -> Object
   ) -> Object {
-    let entries = elements.entries
-    let kept = lock.withLock {
-      position < primary.count && primary[position]?.field == field
-        ? primary[position] : others[FieldAt(position: position, field: field)]
+    var walk = walk()
+    let (address, count) = elements.entriesIdentity
+    if let kept = walk.kept(address: address, count: count, at: position, field: field)
+      as? Object
+    {
+      return kept
     }
-    if let kept, Self.same(kept.entries, entries), let object = kept.object as? Object {
-      return object
-    }
-    // Built outside the lock: readers on other threads are not held up by it.
     let object = build()
-    let entry = Kept(field: field, entries: entries, object: object)
-    lock.withLock {
-      if position >= primary.count {
-        primary.append(contentsOf: repeatElement(nil, count: position + 1 - primary.count))
-      }
-      if let owner = primary[position]?.field, owner != field {
-        others[FieldAt(position: position, field: field)] = entry
-      } else {
-        primary[position] = entry
-      }
-    }
+    walk.keep(object, of: elements, at: position, field: field)
+    finish(walk)
     return object
   }
+}
 
-  /// Whether `lhs` and `rhs` are one array (one buffer, one count), not merely equal.
-  private static func same(_ lhs: [SetElements.Entry], _ rhs: [SetElements.Entry]) -> Bool {
-    guard lhs.count == rhs.count, !lhs.isEmpty else { return false }
-    let left = lhs.withUnsafeBufferPointer { $0.baseAddress }
-    return rhs.withUnsafeBufferPointer { $0.baseAddress == left }
+/// The set fields' kept values as a walk reads them (a copy of the ``SetReadCache``'s),
+/// and what it built.
+struct SetReadWalk {
+  /// A set field's visible elements as one reader type built them, and the entries
+  /// they were built from.
+  struct Kept {
+    var field: Int
+    /// The entries' storage, compared without touching the array (a copy of it retained
+    /// and released it); valid while `entries` holds that array.
+    var address: UnsafeRawPointer?
+    var count: Int
+    var entries: [SetElements.Entry]
+    var object: AnyObject & Sendable
+  }
+
+  /// A position and a field's slot in the entity's table.
+  struct FieldAt: Hashable {
+    var position: Int
+    var field: Int
+  }
+
+  private let primary: [Kept?]
+  private let others: [FieldAt: Kept]
+  /// What the walk built, kept by ``SetReadCache/finish(_:)``.
+  fileprivate(set) var built: [(FieldAt, Kept)] = []
+
+  fileprivate init(primary: [Kept?], others: [FieldAt: Kept]) {
+    self.primary = primary
+    self.others = others
+  }
+
+  /// The kept object for the set field in slot `field` at `position` whose entries'
+  /// storage is `address` and `count` (``SetElements/entriesIdentity``), if it was built
+  /// from these very entries; the reader checks its type.
+  func kept(address: UnsafeRawPointer?, count: Int, at position: Int, field: Int)
+    -> (AnyObject & Sendable)?
+  {
+    guard address != nil, count > 0 else { return nil }
+    // Projected in place: a kept entry copied out retained and released its array.
+    if position < primary.count, primary[position]?.field == field {
+      guard primary[position]?.address == address, primary[position]?.count == count else {
+        return nil
+      }
+      return primary[position]?.object
+    }
+    let place = FieldAt(position: position, field: field)
+    guard !others.isEmpty, others[place]?.address == address, others[place]?.count == count
+    else { return nil }
+    return others[place]?.object
+  }
+
+  /// Keeps `object`, built from `elements` in slot `field` at `position`.
+  mutating func keep(
+    _ object: AnyObject & Sendable, of elements: SetElements, at position: Int, field: Int
+  ) {
+    let entries = elements.entries
+    guard !entries.isEmpty else { return }
+    let address = elements.entriesIdentity.address
+    built.append(
+      (
+        FieldAt(position: position, field: field),
+        Kept(field: field, address: address, count: entries.count, entries: entries, object: object)
+      ))
   }
 }
 
