@@ -147,8 +147,10 @@ extension MovableList {
     return removable.sorted()
   }
 
-  /// Drops the slots of ``removableSlots(stable:)`` and their deletes, and returns how
-  /// many it dropped; nothing while slots or deletes wait for missing events.
+  /// Drops the slots of ``removableSlots(stable:)`` and their deletes, and the deletes
+  /// of slots the list does not hold (given up by ``RGA/dropPending(of:)``), and returns
+  /// how many slots and given-up delete targets it dropped; nothing while slots or
+  /// deletes wait for missing events.
   ///
   /// `stable` must be doubly stable (see above) and this list must hold every slot of
   /// the reports that made it stable. The other slots keep their order, every later
@@ -158,20 +160,41 @@ extension MovableList {
   /// arrives again must not be applied: ``apply(_:known:)`` leaves out what the
   /// receiver's context already names.
   ///
+  /// A given-up delete names a retired device's slot that waited for an event of its
+  /// own no replica holds and was dropped: no replica will ever hold it, so its delete
+  /// deletes nothing. It stays in the delete log until a collection rebuilds the slots,
+  /// which would otherwise buffer it again as waiting for its target, for ever.
+  ///
   /// - Complexity: O(s log s) for s slots.
   @discardableResult
   package mutating func collectTombstones(stable: CausalContext) -> Int {
     guard !slots.hasPending else { return 0 }
     let removable = Set(removableSlots(stable: stable))
-    guard !removable.isEmpty else { return 0 }
+    let all = slots.delta(since: CausalContext())
+    let givenUp = Self.deleteTargets(of: all, notHeldBy: slots)
+    guard !removable.isEmpty || !givenUp.isEmpty else { return 0 }
     var rebuilt = RGA()
-    rebuilt.apply(Self.runs(slots.delta(since: CausalContext()), excluding: removable))
+    rebuilt.apply(Self.runs(all, excluding: removable.union(givenUp)))
     slots = rebuilt
     rebuildShown()
     #if CONVERGE_INTERNAL_CHECKS
       _checkInvariants()
     #endif
-    return removable.count
+    return removable.count + givenUp.count
+  }
+
+  /// The delete targets of `runs` that `slots` does not hold.
+  ///
+  /// - Complexity: O(e log s) for e deleted slots and s slots.
+  static func deleteTargets(of runs: RGADelta, notHeldBy slots: RGA) -> Set<Dot> {
+    var missing = Set<Dot>()
+    for delete in runs.deletes where delete.isWellFormed {
+      for offset in 0..<delete.count {
+        let target = Dot(replica: delete.target.replica, counter: delete.target(at: offset))
+        if !slots.contains(target) { missing.insert(target) }
+      }
+    }
+    return missing
   }
 
   /// Applies the slots and deletes of `delta` whose events `known` (the receiver's
