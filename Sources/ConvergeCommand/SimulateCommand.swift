@@ -20,7 +20,7 @@ enum SimulateCommand {
                              [--message-limit N] [--library N]
                              [--restarts P] [--file-loss P] [--sync-interval MS]
                              [--undo P] [--stability] [--forget P]
-                             [--horizon MS] [--leave P]
+                             [--horizon MS] [--leave P] [--collect-lists]
                              [--no-shrink] [--json]
            converge simulate --campaign SECONDS [--seed S] [--json]
            converge simulate --replay FILE [--no-shrink] [--json]
@@ -47,7 +47,9 @@ enum SimulateCommand {
       has not been heard since the last retirement). --horizon MS: a device away that
       long (virtual ms) is retired by all; when it returns it rejoins on a peer's state
       under a fresh id, its offline edits re-applied. --leave P: with P per operation a
-      device leaves for longer than the horizon, editing offline. Stability runs restart
+      device leaves for longer than the horizon, editing offline. --collect-lists: each
+      device also collects its lists' slot tombstones at the doubly stable cuts its
+      forgets find, and the oracle at the final cut. Stability runs restart
       no device and sync every commit (--restarts, --file-loss and --sync-interval are
       refused with them).
       --campaign SECONDS: random configurations drawn from the seed until the time is up:
@@ -94,6 +96,7 @@ enum SimulateCommand {
         .value("--forget", \.configuration.forgetting, .rate),
         .value("--horizon", \.configuration.horizon, .number),
         .value("--leave", \.configuration.leaves, .rate),
+        .flag("--collect-lists", \.configuration.collectsLists),
         .value("--replay", \.replay, .text),
         .value("--campaign", \.campaign, .count(minimum: 1)),
         .value("--replicas", \.configuration.replicas, .count(minimum: 1)),

@@ -116,6 +116,11 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// Probability per operation that a device leaves for longer than ``horizon`` (it
   /// keeps editing offline). Needs a horizon.
   public var leaves: Double = 0
+  /// Whether each device collects its list fields' slot tombstones during a stability
+  /// run, at the doubly stable cuts its own forgets find (a ``StableCutHistory`` per
+  /// device fed with each cut and the union of the reports it came from), and the oracle
+  /// collects its copies at the final cut as it forgets them.
+  public var collectsLists = false
   /// Operations and sends a schedule shrinker removed (see ``ScheduleCuts``); a
   /// configuration with cuts replays from its ``SimulationSchedule`` file, not its
   /// ``command``.
@@ -175,6 +180,7 @@ public struct SimulationConfiguration: Sendable, Equatable {
     if forgetting > 0 { result += ["--forget", "\(forgetting)"] }
     if horizon > 0 { result += ["--horizon", "\(horizon)"] }
     if leaves > 0 { result += ["--leave", "\(leaves)"] }
+    if collectsLists { result.append("--collect-lists") }
     return result
   }
 
