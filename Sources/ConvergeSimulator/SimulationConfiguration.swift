@@ -153,11 +153,13 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// Turns on forgetting and retirement at the rates `converge simulate --stability`
   /// uses: a device forgets with probability 0.05 per operation, and leaves with 0.002
   /// for longer than a 5-second horizon (a run's operations take about 10 simulated
-  /// milliseconds each), is retired and rejoins.
+  /// milliseconds each), is retired and rejoins; devices collect their lists' slot
+  /// tombstones at the doubly stable cuts they find (``collectsLists``).
   public mutating func enableStability() {
     forgetting = 0.05
     horizon = 5_000
     leaves = 0.002
+    collectsLists = true
   }
 
   /// The `converge simulate` arguments that replay this configuration.
