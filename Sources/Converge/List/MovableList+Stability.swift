@@ -205,7 +205,8 @@ extension MovableList {
   ///
   /// A given-up delete names a retired device's slot that waited for an event of its
   /// own no replica holds and was dropped: no replica will ever hold it, so its delete
-  /// deletes nothing. It stays in the delete log until a collection rebuilds the slots,
+  /// deletes nothing. ``dropGivenUpDeletes()`` takes it out of the delete log when
+  /// nothing else waits; otherwise it stays there until a collection rebuilds the slots,
   /// which would otherwise buffer it again as waiting for its target, for ever.
   ///
   /// - Complexity: O(s log s) for s slots.
@@ -224,6 +225,27 @@ extension MovableList {
       _checkInvariants()
     #endif
     return removable.count + givenUp.count
+  }
+
+  /// Drops from the delete log the deletes of slots the list does not hold, once nothing
+  /// waits (after ``RGA/dropPending(of:)`` gave them up: their retired slots never
+  /// arrive), and returns how many targets; the slots are rebuilt without them, as a
+  /// collection does. Kept, they would wait again in a copy decoded from the encoded
+  /// state (a store reopened from its snapshot), for ever.
+  ///
+  /// - Complexity: O(e log s) for e deleted slots and s slots, plus O(s log s) to
+  ///   rebuild when there are some.
+  @discardableResult
+  package mutating func dropGivenUpDeletes() -> Int {
+    guard !slots.hasPending else { return 0 }
+    let all = slots.delta(since: CausalContext())
+    let givenUp = Self.deleteTargets(of: all, notHeldBy: slots)
+    guard !givenUp.isEmpty else { return 0 }
+    var rebuilt = RGA()
+    rebuilt.apply(Self.runs(all, excluding: givenUp))
+    slots = rebuilt
+    rebuildShown()
+    return givenUp.count
   }
 
   /// The delete targets of `runs` that `slots` does not hold.
