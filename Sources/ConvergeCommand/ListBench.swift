@@ -92,6 +92,7 @@ enum ListBench {
     let slotBytes = movedList.slotBytes(excluding: Set(collectable))
     let projectedBytes = movedBytes - (slotBytes.all - slotBytes.kept)
     let neighbours = movedList.runsNamingNeighbours()
+    let keptCollectable = movedList.keptCollectableSlots(stable: moved.document.context)
     // Collected for real: the slots that no kept slot names (the rest of the document
     // unchanged, so its state is the moved state less the bytes the slots lost).
     var collectedList = movedList
@@ -186,6 +187,12 @@ enum ListBench {
         fixed(Double(collectedBytes) / Double(freshBytes)) + " ×"
       ),
       ("collected_intact", "collected: the same items in order", "\(collectedIntact)"),
+      ("kept_collectable", "kept: collectable slots named", "\(keptCollectable.kept)"),
+      ("kept_by_visible", "kept: named by a visible slot", "\(keptCollectable.byVisible)"),
+      ("kept_by_dead", "kept: named by a dead kept slot", "\(keptCollectable.byDead)"),
+      ("kept_only_by_kept", "kept: named by kept ones only", "\(keptCollectable.onlyByKept)"),
+      ("kept_named_left", "kept: names from outside, left", "\(keptCollectable.asLeft)"),
+      ("kept_named_right", "kept: names from outside, right", "\(keptCollectable.asRight)"),
       (
         "merge_concurrent_ms", "merge 1,000 concurrent moves, per side",
         fixed(median(mergeMilliseconds)) + " ms"

@@ -21,6 +21,7 @@ enum SimulateCommand {
                              [--restarts P] [--file-loss P] [--sync-interval MS]
                              [--undo P] [--stability] [--forget P]
                              [--horizon MS] [--leave P]
+                             [--collect-lists | --no-collect-lists]
                              [--no-shrink] [--json]
            converge simulate --campaign SECONDS [--seed S] [--json]
            converge simulate --replay FILE [--no-shrink] [--json]
@@ -40,14 +41,17 @@ enum SimulateCommand {
       flipped; the store must report it and take a fresh replica id. --undo P: with P per
       operation the user presses Undo (or, one time in three, Redo) on its own recorded
       edits instead of editing, while remote edits keep arriving.
-      --stability: devices forget deleted entities during the run and devices leave past
-      a horizon and rejoin: --forget 0.05 --horizon 5000 --leave 0.002 unless given.
+      --stability: devices forget deleted entities during the run, collect their lists'
+      slot tombstones and leave past a horizon and rejoin: --forget 0.05 --horizon 5000
+      --leave 0.002 --collect-lists unless given (--no-collect-lists: no collection).
       --forget P: with P per operation a device computes the stable cut from what its
       sessions told it every member has seen and forgets by it (it cannot while a member
       has not been heard since the last retirement). --horizon MS: a device away that
       long (virtual ms) is retired by all; when it returns it rejoins on a peer's state
       under a fresh id, its offline edits re-applied. --leave P: with P per operation a
-      device leaves for longer than the horizon, editing offline. Stability runs restart
+      device leaves for longer than the horizon, editing offline. --collect-lists: each
+      device also collects its lists' slot tombstones at the doubly stable cuts its
+      forgets find, and the oracle at the final cut. Stability runs restart
       no device and sync every commit (--restarts, --file-loss and --sync-interval are
       refused with them).
       --campaign SECONDS: random configurations drawn from the seed until the time is up:
@@ -58,7 +62,8 @@ enum SimulateCommand {
       0.5), --sync-interval 0, 50 or 200, --undo 0,
       0.05 or 0.2, in one run of six --library 100-2,000, and in half the runs without
       restarts --forget 0.01, 0.05 or 0.2 (in half of those --horizon 2000, 5000 or
-      10000 with --leave 0.0005, 0.002 or 0.01) and --sync-interval 0. It stops at the
+      10000 with --leave 0.0005, 0.002 or 0.01; in half --collect-lists) and
+      --sync-interval 0. It stops at the
       first
       failure and prints it shrunk, and counts the runs that restarted devices.
       A failure is shrunk to few replicas, operations and deliveries; when operations or
@@ -80,6 +85,8 @@ enum SimulateCommand {
     var replay: String?
     /// Whether `--stability` asked for forgetting and retirement at the default rates.
     var stability = false
+    /// Whether `--stability` may turn list collection on (`--no-collect-lists`: not).
+    var collectsLists = true
   }
 
   static func parse(_ arguments: [String]) -> Options? {
@@ -94,6 +101,8 @@ enum SimulateCommand {
         .value("--forget", \.configuration.forgetting, .rate),
         .value("--horizon", \.configuration.horizon, .number),
         .value("--leave", \.configuration.leaves, .rate),
+        .flag("--collect-lists", \.configuration.collectsLists),
+        .flag("--no-collect-lists", \.collectsLists, false),
         .value("--replay", \.replay, .text),
         .value("--campaign", \.campaign, .count(minimum: 1)),
         .value("--replicas", \.configuration.replicas, .count(minimum: 1)),
@@ -129,6 +138,7 @@ enum SimulateCommand {
       }
       if options.configuration.horizon == 0 { options.configuration.horizon = preset.horizon }
       if options.configuration.leaves == 0 { options.configuration.leaves = preset.leaves }
+      if options.collectsLists { options.configuration.collectsLists = preset.collectsLists }
     }
     let c = options.configuration
     if c.hasStability && (c.restarts > 0 || c.fileLoss > 0 || c.syncInterval > 0) {

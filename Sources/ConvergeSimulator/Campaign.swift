@@ -15,7 +15,8 @@ import Foundation  // log, exp
 /// run: devices forget mid-run (0.01, 0.05 or 0.2 per operation) by the stable cut of
 /// what their sessions told them, and in half of those devices leave (0.0005, 0.002 or
 /// 0.01 per operation) for longer than a horizon of 2, 5 or 10 simulated seconds, are
-/// retired, and rejoin when they return (such runs sync every commit). The n-th
+/// retired, and rejoin when they return (such runs sync every commit), and in half of
+/// the stability runs devices collect their lists' slot tombstones. The n-th
 /// configuration depends only on the campaign's seed
 /// and n, so a campaign replays with its seed (`converge simulate --campaign S --seed N`).
 public struct Campaign: Sendable {
@@ -85,6 +86,8 @@ public struct Campaign: Sendable {
         configuration.leaves = [0.0005, 0.002, 0.01].randomElement(using: &random) ?? 0.002
       }
       configuration.syncInterval = 0
+      // In half of those, devices also collect their lists' slot tombstones.
+      configuration.collectsLists = Bool.random(using: &random)
     }
     return configuration
   }

@@ -5,11 +5,26 @@ extension Oracle {
   /// what replicas that forgot mid-run, each by the cuts it could compute, are compared
   /// as. Entities one replica forgot and another only holds deleted are then forgotten on
   /// both; one that a replica forgot while another shows it stays a difference.
-  static func forgettingByFinalCut(_ replicas: [Replica]) -> [Replica] {
+  ///
+  /// With `collectingLists`, each copy also collects its lists' slot tombstones at that
+  /// cut, doubly stable once every replica holds the union of the contexts (replicas
+  /// that collected mid-run at earlier cuts then hold what one collection at the final
+  /// cut leaves; one that did not, too).
+  static func forgettingByFinalCut(_ replicas: [Replica], collectingLists: Bool = false)
+    -> [Replica]
+  {
     let reports = replicas.map(\.document.context)
+    var covering = CausalContext()
+    for report in reports { covering.formUnion(report) }
     return replicas.map { replica in
       var copy = replica
-      copy.forgetDeleted(stable: CausalContext.stableCut(of: reports, seenBy: replica.context))
+      let cut = CausalContext.stableCut(of: reports, seenBy: replica.context)
+      copy.forgetDeleted(stable: cut)
+      if collectingLists,
+        let doubly = DoublyStableCut(stable: cut, covering: covering, coveredBy: replica.context)
+      {
+        copy.collectListTombstones(at: doubly)
+      }
       return copy
     }
   }

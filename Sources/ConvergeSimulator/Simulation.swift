@@ -135,7 +135,9 @@ public struct Simulation: Sendable {
     // Devices that forgot mid-run forgot different entities by different cuts: all
     // forget by the final one (copies) before their bytes are compared.
     let replicas =
-      configuration.hasStability ? Oracle.forgettingByFinalCut(run.replicas) : run.replicas
+      configuration.hasStability
+      ? Oracle.forgettingByFinalCut(run.replicas, collectingLists: configuration.collectsLists)
+      : run.replicas
     let takenBack = run.ledger.takenBack(finalReplicas: replicas)
     run.statistics.dotsTakenBack = takenBack
     var verdict = PhaseTimings.measure(&run.statistics.timings, \.oracle) {
@@ -224,6 +226,8 @@ struct RunStatistics: Sendable {
   /// (edits delivered ahead of an earlier event of a retired device that no member
   /// held), each re-applied by that device's rebase under its fresh id.
   var strandedDropped = 0
+  /// The list slot tombstones devices collected mid-run, counted on every device.
+  var collectedSlots = 0
   /// What the stability checks found wrong.
   var stabilityFailures: [String] = []
 }

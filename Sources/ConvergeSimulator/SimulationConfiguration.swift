@@ -116,6 +116,11 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// Probability per operation that a device leaves for longer than ``horizon`` (it
   /// keeps editing offline). Needs a horizon.
   public var leaves: Double = 0
+  /// Whether each device collects its list fields' slot tombstones during a stability
+  /// run, at the doubly stable cuts its own forgets find (a ``StableCutHistory`` per
+  /// device fed with each cut and the union of the reports it came from), and the oracle
+  /// collects its copies at the final cut as it forgets them.
+  public var collectsLists = false
   /// Operations and sends a schedule shrinker removed (see ``ScheduleCuts``); a
   /// configuration with cuts replays from its ``SimulationSchedule`` file, not its
   /// ``command``.
@@ -148,11 +153,13 @@ public struct SimulationConfiguration: Sendable, Equatable {
   /// Turns on forgetting and retirement at the rates `converge simulate --stability`
   /// uses: a device forgets with probability 0.05 per operation, and leaves with 0.002
   /// for longer than a 5-second horizon (a run's operations take about 10 simulated
-  /// milliseconds each), is retired and rejoins.
+  /// milliseconds each), is retired and rejoins; devices collect their lists' slot
+  /// tombstones at the doubly stable cuts they find (``collectsLists``).
   public mutating func enableStability() {
     forgetting = 0.05
     horizon = 5_000
     leaves = 0.002
+    collectsLists = true
   }
 
   /// The `converge simulate` arguments that replay this configuration.
@@ -175,6 +182,7 @@ public struct SimulationConfiguration: Sendable, Equatable {
     if forgetting > 0 { result += ["--forget", "\(forgetting)"] }
     if horizon > 0 { result += ["--horizon", "\(horizon)"] }
     if leaves > 0 { result += ["--leave", "\(leaves)"] }
+    if collectsLists { result.append("--collect-lists") }
     return result
   }
 

@@ -94,6 +94,9 @@ public struct SimulationReport: Sendable {
   /// held (a push the network lost before it left), re-applied under its fresh id by its
   /// rebase (``Document/dropPending(of:)``). Nothing may wait at the end.
   public var strandedItemsDropped: Int { statistics.strandedDropped }
+  /// List slot tombstones the devices collected mid-run
+  /// (``SimulationConfiguration/collectsLists``), counted on every device.
+  public var collectedSlots: Int { statistics.collectedSlots }
   /// Messages from or to a retired device, refused.
   public var refusedAsRetired: Int { statistics.refusedRetired }
   /// Where the wall-clock time went.
@@ -140,6 +143,7 @@ public struct SimulationReport: Sendable {
             + (strandedItemsDropped > 0
               ? "; \(strandedItemsDropped) waiting items of retired ids dropped "
                 + "(re-applied by the rejoins)" : "")
+            + (c.collectsLists ? "; \(collectedSlots) list slot tombstones collected" : "")
           : "off (forgetting only in the oracle's check after the run)"),
       "  state: \(verdict.entityCount) entities, \(verdict.textLength) characters of text, sha256 \(stateSHA256)",
       "  time: " + formatted(seconds) + " s (" + formatted(virtualSeconds) + " s simulated); "
@@ -199,6 +203,7 @@ public struct SimulationReport: Sendable {
       ("forgets_without_bounds", "\(forgetsWithoutBounds)"),
       ("refused_as_retired", "\(refusedAsRetired)"),
       ("stranded_items_dropped", "\(strandedItemsDropped)"),
+      ("collected_slots", "\(collectedSlots)"),
       ("entities", "\(verdict.entityCount)"),
       ("text_length", "\(verdict.textLength)"),
       ("seconds", formatted(seconds)),

@@ -79,6 +79,9 @@ extension SimulationRun {
     /// The replica ids of devices when they were retired: events of these ids that no
     /// member holds are gone for good (their device re-applies them under a fresh id).
     var deadIDs: Set<ReplicaID> = []
+    /// The stable cuts each device found, waiting to become doubly stable, when it
+    /// collects its lists (``SimulationConfiguration/collectsLists``).
+    var cutHistories: [StableCutHistory]
 
     init(devices count: Int) {
       retired = Array(repeating: false, count: count)
@@ -89,6 +92,7 @@ extension SimulationRun {
       reports = Array(repeating: Array(repeating: CausalContext(), count: count), count: count)
       cuts = Array(repeating: CausalContext(), count: count)
       coverings = Array(repeating: CausalContext(), count: count)
+      cutHistories = Array(repeating: StableCutHistory(), count: count)
     }
 
     /// The devices not retired, in order.
@@ -201,6 +205,11 @@ extension SimulationRun {
     stability.coverings[device].formUnion(covering)
     statistics.forgets += 1
     statistics.forgottenEntities += forgotten
+    if configuration.collectsLists,
+      let doubly = stability.cutHistories[device].note(stable: cut, covering: covering)
+    {
+      statistics.collectedSlots += devices[device].deviceReplica.collectListTombstones(at: doubly)
+    }
   }
 
   // MARK: Rejoining

@@ -100,6 +100,7 @@ public enum SimulationSchedule {
       "library \(c.library)", "restarts \(c.restarts)", "sync-interval \(c.syncInterval)",
       "undo \(c.undo)", "file-loss \(c.fileLoss)",
       "forget \(c.forgetting)", "horizon \(c.horizon)", "leave \(c.leaves)",
+      "collect-lists \(c.collectsLists)",
       "operations-kept " + (kept.map(listText) ?? "all"),
       "messages-dropped " + listText(c.cuts.droppedMessages.sorted()),
       "restarts-kept " + (c.cuts.keptRestarts.map { listText($0.sorted()) } ?? "all"),
@@ -168,6 +169,9 @@ public enum SimulationSchedule {
     if fields["forget"] != nil { configuration.forgetting = try field("forget", rate) }
     if fields["horizon"] != nil { configuration.horizon = try field("horizon") { UInt64($0) } }
     if fields["leave"] != nil { configuration.leaves = try field("leave", rate) }
+    if fields["collect-lists"] != nil {
+      configuration.collectsLists = try field("collect-lists") { Bool($0) }
+    }
     if fields["restarts-kept"] != nil {
       configuration.cuts.keptRestarts = try field("restarts-kept") { text -> Set<Int>?? in
         text == "all" ? .some(nil) : list(text).map { .some(Set($0)) }

@@ -309,4 +309,32 @@ import Testing
     }
     #expect(droppedInAll > 200, "slots collected over all seeds: \(droppedInAll)")
   }
+
+  /// The bench's account of why collectable slots stay: every kept collectable slot is
+  /// named from outside the collectable ones (by a visible slot or a dead kept one) or
+  /// only by other kept collectable slots, and those are the collectable slots less the
+  /// removable ones. Moves to one place make a chain: each new slot names the previous
+  /// one as its right origin, so one name from outside holds the whole chain.
+  @Test func keptCollectableSlotsAreAccountedFor() {
+    var replica = Replica(id: Self.phone, wallClock: .fixed(1_000))
+    let board = EntityKey(type: "column", id: "todo")
+    replica.transact { tx in
+      for index in 0..<6 {
+        tx.insert(.string("card\(index)"), at: index, intoList: "cards", of: board)
+      }
+    }
+    for _ in 0..<30 { replica.transact { $0.move(from: 5, to: 1, inList: "cards", of: board) } }
+    guard let list = replica.document.movableList(of: "cards", in: board) else {
+      Issue.record("no list")
+      return
+    }
+    let stable = replica.context
+    let kept = list.keptCollectableSlots(stable: stable)
+    let collectable = list.collectableSlots(stable: stable).count
+    let removable = list.removableSlots(stable: stable).count
+    #expect(kept.kept == collectable - removable)
+    #expect(kept.kept == kept.byVisible + kept.byDead + kept.onlyByKept)
+    #expect(kept.onlyByKept > 0, "\(kept)")
+    #expect(kept.asLeft + kept.asRight > 0, "\(kept)")
+  }
 }

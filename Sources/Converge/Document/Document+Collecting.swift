@@ -14,10 +14,15 @@
 /// ``apply(_:)`` gives each list only the slots and slot deletes whose events the
 /// document's context did not hold before the delta.
 ///
-/// Not yet called by the relay client: in the simulator's stability runs (devices
-/// computing their own cuts, retired and rejoining), collecting left some runs diverged or
-/// with slots waiting for collected ones (`BENCHMARKS.md`, fourteenth session), a case
-/// the laws here do not cover.
+/// Devices may be retired and rejoin: a retired device's slots that no member holds never
+/// arrive under its old id (its messages are refused) and come back through its rebase as
+/// new inserts; what members hold of it only waiting is dropped by ``dropPending(of:)``,
+/// and a collection leaves out the deletes that gave up (see
+/// `ListCollectionRetirementTests` and the simulator's `--stability` runs, which collect).
+/// A cut whose covering context holds events only a retired device had never becomes
+/// doubly stable. Not yet called by the relay client: the relay's covering context is the
+/// union of its active devices' reports, which may lack pushes of a retired device that
+/// the relay holds and still sends (`BENCHMARKS.md`, fifteenth session).
 extension Document {
   /// Drops the slot tombstones that `cut` lets every list field collect, and returns how
   /// many; nothing unless this document holds the cut's covering context.

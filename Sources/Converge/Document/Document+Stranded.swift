@@ -54,6 +54,8 @@ extension Document {
         // Taken out first, so that the list's slots are edited in place.
         entities.values[entity].fields.values[slot] = .register(LWWRegister())
         dropped &+= list.slots.dropPending(of: replicas)
+        // The deletes given up stay out of the state, or a decoded copy waits for them.
+        list.dropGivenUpDeletes()
         waitingTexts.note(list.slots, field: waiting.field, of: waiting.entity)
         entities.values[entity].fields.values[slot] = .list(list)
       case .register, .set, .parent:
