@@ -26,8 +26,11 @@ let package = Package(
     .target(name: "ConvergeCore"),
     // The LWW register, the add-wins set, the FugueMax sequence and anchors.
     .target(name: "ConvergeCRDTs", dependencies: ["ConvergeCore"]),
+    // Entities and fields, transactions, deltas, change events, undo; the list and tree
+    // kinds, the replica and typed models.
+    .target(name: "ConvergeDocument", dependencies: ["ConvergeCore", "ConvergeCRDTs"]),
     .target(
-      name: "Converge", dependencies: ["ConvergeCore", "ConvergeCRDTs"],
+      name: "Converge", dependencies: ["ConvergeCore", "ConvergeCRDTs", "ConvergeDocument"],
       exclude: ["Codec/FORMAT.md"]),
     .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
     // Editing traces (josephg/editing-traces format) and their replay, shared by the
@@ -65,7 +68,8 @@ let package = Package(
     .testTarget(
       name: "ConvergeTests",
       dependencies: [
-        "Converge", "ConvergeCore", "ConvergeCRDTs", "ConvergeTestSupport", "ConvergeTraces",
+        "Converge", "ConvergeCore", "ConvergeCRDTs", "ConvergeDocument", "ConvergeTestSupport",
+        "ConvergeTraces",
         "ConvergeSimulator",
         "ConvergeStore", "ConvergeRelayClient",
       ],

@@ -2,3 +2,4 @@
 // `import Converge` and sees every layer's public API.
 @_exported import ConvergeCRDTs
 @_exported import ConvergeCore
+@_exported import ConvergeDocument

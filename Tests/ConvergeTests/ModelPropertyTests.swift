@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Converge
+@testable import ConvergeDocument
 
 /// A typed read sets each property through its offset in the model when the key path
 /// names stored inline storage, and through the key path otherwise (a computed

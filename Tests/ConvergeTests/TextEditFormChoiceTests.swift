@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeDocument
 
 /// Encoder and decoder choose between the text edit form and the general form by one
 /// rule (``DocumentDelta/textEdit``), and that rule must give the same answer for a delta

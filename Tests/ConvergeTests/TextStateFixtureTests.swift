@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeDocument
 
 @Suite struct TextStateFixtureTests {
   private func load(_ name: String) throws -> [UInt8] {

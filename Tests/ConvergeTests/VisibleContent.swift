@@ -1,4 +1,5 @@
 @testable import Converge
+@testable import ConvergeDocument
 
 /// What a user sees of documents, for tests that compare two ways of reaching a state
 /// (the rebase against the ordinary merge).

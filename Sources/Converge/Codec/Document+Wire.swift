@@ -572,6 +572,7 @@ extension EntityRecord: WireEntity {
   }
 
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    self.init()
     presence = try Presence(from: &reader, replicas: &table)
     fields = try FieldWire.readFields(from: &reader, replicas: &table) { reader, table in
       try TextStorage.read(from: &reader, replicas: &table)
