@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// ``Document/authorshipViolation(in:grantedTo:)``: a sender that may author only replica

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeCore
 @testable import ConvergeDocument
 

@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// Collecting list tombstones through the document (`Document+Collecting.swift`): cuts

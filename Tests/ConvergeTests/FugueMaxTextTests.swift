@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// The run-length sequence orders concurrent inserts as FugueMax does: it matches the

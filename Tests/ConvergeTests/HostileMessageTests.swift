@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// Well-formed but hostile messages: bytes a correct encoder writes for a delta no correct

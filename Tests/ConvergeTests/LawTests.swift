@@ -3,6 +3,7 @@ import Testing
 
 @testable import Converge
 @testable import ConvergeCRDTs
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// The algebraic laws, on states drawn from random multi-replica histories. Every test

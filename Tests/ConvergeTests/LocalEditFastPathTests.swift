@@ -3,6 +3,7 @@ import Testing
 
 @testable import Converge
 @testable import ConvergeCRDTs
+@testable import ConvergeCodec
 @testable import ConvergeCore
 @testable import ConvergeDocument
 

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// A typed read sets each property through its offset in the model when the key path

@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// What collecting a list's slot tombstones at a stable cut may rely on

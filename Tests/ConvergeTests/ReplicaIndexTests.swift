@@ -3,6 +3,7 @@ import Testing
 
 @testable import Converge
 @testable import ConvergeCRDTs
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// The chunked id index against a plain map from counter to leaf, on seeded random

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// The sizes a library's memory figure rests on (`converge bench --library`): a change

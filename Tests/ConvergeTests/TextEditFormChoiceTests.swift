@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// Encoder and decoder choose between the text edit form and the general form by one

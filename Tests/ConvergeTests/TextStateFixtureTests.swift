@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 @Suite struct TextStateFixtureTests {

@@ -1,4 +1,5 @@
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeDocument
 
 /// What a user sees of documents, for tests that compare two ways of reaching a state

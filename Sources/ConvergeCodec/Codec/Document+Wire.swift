@@ -538,13 +538,13 @@ extension EntityRecord: WireEntity {
 
   /// Adds the replicas of the presence, registers and sets to `builder`; those of text
   /// fields come from ``textRuns()``.
-  func collectReplicas(into builder: inout ReplicaTable.Builder) {
+  package func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
     for field in fields.values { field.collectReplicas(into: &builder, runs: nil) }
   }
 
   /// Every text field's whole state as runs, by field name.
-  func textRuns() -> [String: RGADelta] {
+  package func textRuns() -> [String: RGADelta] {
     var runs: [String: RGADelta] = [:]
     for (name, field) in fields {
       if case .text(let storage) = field {
