@@ -19,16 +19,23 @@ let package = Package(
     .executable(name: "converge", targets: ["ConvergeCommand"]),
   ],
   targets: [
-    // The wire format's specification lives beside the codec's code.
     // The layers are modules, each depending only on those before it (ARCHITECTURE.md);
     // `Converge` re-exports them, so an app writes `import Converge`.
     // Support, causality, the byte reader and writer, CRC32C, the envelope.
     .target(name: "ConvergeCore"),
     // The LWW register, the add-wins set, the FugueMax sequence and anchors.
     .target(name: "ConvergeCRDTs", dependencies: ["ConvergeCore"]),
+    // Entities and fields, transactions, deltas, change events, undo; the list and tree
+    // kinds, the replica and typed models.
+    .target(name: "ConvergeDocument", dependencies: ["ConvergeCore", "ConvergeCRDTs"]),
+    // Every document-level byte format: states, deltas, snapshot keys; the wire format's
+    // specification lives beside its code.
     .target(
-      name: "Converge", dependencies: ["ConvergeCore", "ConvergeCRDTs"],
+      name: "ConvergeCodec", dependencies: ["ConvergeCore", "ConvergeCRDTs", "ConvergeDocument"],
       exclude: ["Codec/FORMAT.md"]),
+    .target(
+      name: "Converge",
+      dependencies: ["ConvergeCore", "ConvergeCRDTs", "ConvergeDocument", "ConvergeCodec"]),
     .target(name: "ConvergeTestSupport", dependencies: ["Converge"]),
     // Editing traces (josephg/editing-traces format) and their replay, shared by the
     // command line tool and the tests.
@@ -65,7 +72,8 @@ let package = Package(
     .testTarget(
       name: "ConvergeTests",
       dependencies: [
-        "Converge", "ConvergeCore", "ConvergeCRDTs", "ConvergeTestSupport", "ConvergeTraces",
+        "Converge", "ConvergeCore", "ConvergeCRDTs", "ConvergeDocument", "ConvergeCodec",
+        "ConvergeTestSupport", "ConvergeTraces",
         "ConvergeSimulator",
         "ConvergeStore", "ConvergeRelayClient",
       ],

@@ -27,7 +27,7 @@ triple="$(swift -print-target-info | sed -n 's/.*"triple": *"\([^"]*\)".*/\1/p' 
 
 # Converge is an umbrella that re-exports the layers' modules (ARCHITECTURE.md); their
 # public symbols are documented as Converge's, which is how an app sees them.
-layers="ConvergeCore,ConvergeCRDTs"
+layers="ConvergeCore,ConvergeCRDTs,ConvergeDocument,ConvergeCodec"
 
 mkdir -p "$work/symbols"
 "$(tool swift-symbolgraph-extract)" -module-name Converge -I "$modules" -target "$triple" \

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// ``Document/authorshipViolation(in:grantedTo:)``: a sender that may author only replica
 /// A's events cannot make, re-stamp or hide replica B's, in any field kind, and can still

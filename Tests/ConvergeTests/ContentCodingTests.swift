@@ -3,7 +3,9 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeCore
+@testable import ConvergeDocument
 
 /// The coded form of text content (`FORMAT.md` §8.3.1): a canonical, length-limited
 /// Huffman code of the UTF-8, chosen exactly when it is shorter.

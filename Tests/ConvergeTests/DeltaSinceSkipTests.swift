@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// `Document.delta(since:)` skips a text without walking it when its latest events are
 /// all below the peer's gap-free prefix; the skip must never hide an event.

@@ -5,6 +5,8 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 // The code samples of the doc comments in `Sources`, verbatim, kept compiling and
 // passing. Edit a doc comment and its test together: `DocumentationSampleCoverageTests`

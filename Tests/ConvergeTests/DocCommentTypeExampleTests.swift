@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 // The doc-comment samples of the replicated types, the clock, the codec's building blocks
 // and the test support, verbatim, kept compiling and passing (see

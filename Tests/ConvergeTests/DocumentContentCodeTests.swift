@@ -3,7 +3,9 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
 @testable import ConvergeCore
+@testable import ConvergeDocument
 
 /// A document state's shared content code (`FORMAT.md` §8.4.1): raw, one table or a table
 /// per previous byte, whichever costs least, and nothing else accepted.

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// Collecting list tombstones through the document (`Document+Collecting.swift`): cuts
 /// computed from the devices' reports, taken up by each device once it holds their

@@ -131,7 +131,7 @@ import Testing
     let files = Set(samples.map(\.file))
     for file in [
       "README.md", "Sources/Converge/Converge.docc/GettingStarted.md",
-      "Sources/Converge/Replica/Replica.swift", "Sources/Converge/Sync/SyncSession.swift",
+      "Sources/ConvergeDocument/Replica/Replica.swift", "Sources/Converge/Sync/SyncSession.swift",
       "Sources/ConvergeStore/DeviceReplica.swift", "Sources/ConvergeSimulator/Simulation.swift",
     ] {
       #expect(files.contains(file), "no sample found in \(file)")

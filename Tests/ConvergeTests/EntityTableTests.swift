@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// A document's entity table: a dictionary's lookups with stable positions, and a
 /// decoder that refuses one entity spelled twice.

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// Entities with the same field names share one list of them, whichever way the
 /// document was built; sharing never changes what a table holds.

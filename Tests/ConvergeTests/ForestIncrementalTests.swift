@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The incremental forest (``ForestResolution``, behind ``Document/forest(of:)``) against
 /// the full resolution (``DocumentForest/init(field:in:)``): seeded random histories of

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The scenarios through the public `SharedText` API: concurrent passages stay whole,
 /// each merge equals the reference FugueMax's, in every delivery order, and the converged

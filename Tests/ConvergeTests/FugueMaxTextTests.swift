@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The run-length sequence orders concurrent inserts as FugueMax does: it matches the
 /// per-character reference (`FugueMaxReference`) on random multi-replica histories, local

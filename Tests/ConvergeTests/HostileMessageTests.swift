@@ -3,6 +3,8 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// Well-formed but hostile messages: bytes a correct encoder writes for a delta no correct
 /// replica makes. Each is refused with a typed error, or applied so that the replicas

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// A set element whose presence names dots outside its delta's context (and above its
 /// entity's version) is applied, not refused: unlike a register write, an element is

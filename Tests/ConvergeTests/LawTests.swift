@@ -3,6 +3,8 @@ import Testing
 
 @testable import Converge
 @testable import ConvergeCRDTs
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The algebraic laws, on states drawn from random multi-replica histories. Every test
 /// runs `cases` seeds (times `CONVERGE_FUZZ_ITERATIONS`); a failure prints its seed.

@@ -3,6 +3,8 @@ import Testing
 
 @testable import Converge
 @testable import ConvergeCRDTs
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The two-level leaf order against a plain array of (leaf, visible, UTF-16) in document
 /// order, on seeded random leaf insertions and count changes: enough insertions that

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// List edits in session frames (`FORMAT.md` §8.7, the list item record): an insert or
 /// a move travels as its slot's runs and one item record, decodes to exactly the

@@ -3,7 +3,9 @@ import Testing
 
 @testable import Converge
 @testable import ConvergeCRDTs
+@testable import ConvergeCodec
 @testable import ConvergeCore
+@testable import ConvergeDocument
 
 /// The fast paths of live local editing (one transaction per keystroke) against the
 /// general code they shortcut, on seeded random typing by two replicas so that origins

@@ -1,6 +1,8 @@
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// A typed read sets each property through its offset in the model when the key path
 /// names stored inline storage, and through the key path otherwise (a computed

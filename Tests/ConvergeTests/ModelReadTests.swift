@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The typed reads (`all`, `get`) give what the document holds, field by field: a
 /// projection model the same fields as the whole model, in the same order, after

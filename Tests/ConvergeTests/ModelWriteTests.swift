@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// A note's list row: three of the note's fields, read without its body.
 struct SampleNoteRow: EntityModel, Equatable {

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The list's maintained slot-to-item map and index mapping (O(log s) a lookup) against a
 /// naive model that reads the whole list: seeded random histories of three devices that

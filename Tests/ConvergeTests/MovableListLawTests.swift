@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// Seeded random histories of two or three devices inserting, moving and removing items
 /// of one list and syncing at random, checked against the laws: merge is a join, every

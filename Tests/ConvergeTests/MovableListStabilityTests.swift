@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// What collecting a list's slot tombstones at a stable cut may rely on
 /// (`MovableList+Stability.swift`): a stable delete alone does not stop a replica from

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// One device's list and its next dot, for the scenarios below.
 private struct ListDevice {

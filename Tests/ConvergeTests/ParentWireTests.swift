@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The parent field's wire form (§8.3.3): what a move costs, and the malformed forms a
 /// decoder refuses by name.

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// `Presence` holds a single add inline and anything else as two vectors: it must behave
 /// exactly as the two vectors it stands for, whichever form each side is in.

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The text wire form of `text` alone: a replica table, then the text's state runs.
 func encodeTextState(_ text: RGA) -> [UInt8] {

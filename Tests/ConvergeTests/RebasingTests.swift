@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// A retired device's rejoin: its edits the others lack, re-applied on the current state
 /// under a fresh id (``Replica/rebasing(_:onto:as:wallClock:)``).

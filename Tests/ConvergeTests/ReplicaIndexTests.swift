@@ -3,6 +3,8 @@ import Testing
 
 @testable import Converge
 @testable import ConvergeCRDTs
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The chunked id index against a plain map from counter to leaf, on seeded random
 /// assignments: new ranges appended or placed in gaps, and ranges moved to other leaves

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// A user at a keyboard: typing at a cursor, pasting, backspacing, selecting and
 /// replacing, jumping around, switching between notes and fields, now and then setting a

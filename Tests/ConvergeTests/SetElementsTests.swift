@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// A set field's entries (``SetElements``) against the hash table they replaced: the same
 /// elements, the same joins, and canonically equivalent strings as one element, in memory

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The visible elements a typed walk builds for a set field are kept by the identity of
 /// the set's entries: read again while the entries are the same array, built again after

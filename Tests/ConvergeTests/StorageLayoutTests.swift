@@ -1,6 +1,8 @@
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// The sizes a library's memory figure rests on (`converge bench --library`): a change
 /// that grows one of them shows here, not only as a larger figure in a release bench.

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// A retired device's edits that its peers received ahead of an earlier edit of its own
 /// that none of them holds (a push lost before the device left): the peers drop what

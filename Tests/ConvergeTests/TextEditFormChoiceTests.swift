@@ -3,6 +3,8 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// Encoder and decoder choose between the text edit form and the general form by one
 /// rule (``DocumentDelta/textEdit``), and that rule must give the same answer for a delta

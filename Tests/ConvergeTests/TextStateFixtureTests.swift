@@ -4,6 +4,8 @@ import Foundation
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 @Suite struct TextStateFixtureTests {
   private func load(_ name: String) throws -> [UInt8] {

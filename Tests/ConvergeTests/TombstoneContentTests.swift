@@ -4,6 +4,8 @@ import Testing
 
 @testable import Converge
 @testable import ConvergeCRDTs
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// Deleted scalars keep their ids but not their content: states and deltas do not carry
 /// it, and a run that arrives without content integrates as a tombstone.

@@ -2,6 +2,8 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// Undo and redo take back this replica's own edits only, by issuing new operations that
 /// converge like any other: the scenarios of Yjs's UndoManager tests (facts of behaviour,

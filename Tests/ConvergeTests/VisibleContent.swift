@@ -1,4 +1,6 @@
 @testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
 
 /// What a user sees of documents, for tests that compare two ways of reaching a state
 /// (the rebase against the ordinary merge).

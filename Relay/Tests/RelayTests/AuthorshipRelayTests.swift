@@ -7,6 +7,7 @@ import Testing
 // public API cannot. The relay's tests are built in debug, where Converge is testable.
 @testable import Converge
 @testable import ConvergeCRDTs
+@testable import ConvergeDocument
 
 /// The three forgeries of issue #43, each pushed to a live relay by a device whose token
 /// grants replica A, against replica B's note: each closes with its typed reason, none of

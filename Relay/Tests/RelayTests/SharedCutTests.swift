@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import Converge
+@testable import ConvergeDocument
 @testable import ConvergeRelay
 
 /// Two relay processes sharing one store: the cut one of them recorded is the cut the

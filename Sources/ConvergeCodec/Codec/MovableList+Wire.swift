@@ -124,3 +124,28 @@ enum ListWireFields {
     return (slots, items)
   }
 }
+
+extension MovableList {
+  /// The encoded bytes of the list's slots (runs, content and deletes, §8.3.2), of their
+  /// delete runs alone, and of the slots with the slots `excluded` and their deletes left
+  /// out: what collecting them would save, measured on the format. The last form is not
+  /// a decodable state (the slots that name an excluded slot still do).
+  ///
+  /// - Complexity: O(s log s).
+  package func slotBytes(excluding excluded: Set<Dot>) -> (all: Int, deletes: Int, kept: Int) {
+    let all = slots.delta(since: CausalContext())
+    let kept = Self.runs(all, excluding: excluded)
+    return (
+      Self.encodedSize(of: all), Self.encodedSize(of: RGADelta(inserts: [], deletes: all.deletes)),
+      Self.encodedSize(of: kept)
+    )
+  }
+
+  private static func encodedSize(of runs: RGADelta) -> Int {
+    var builder = ReplicaTable.Builder()
+    runs.collectReplicas(into: &builder)
+    var writer = ByteWriter()
+    runs.write(to: &writer, replicas: builder.build())
+    return writer.count
+  }
+}

@@ -5,14 +5,14 @@
 /// that applying the join equals applying both.
 public struct MovableListDelta: Sendable, Equatable {
   /// Slots inserted and deleted.
-  var slots = RGADelta()
+  package var slots = RGADelta()
   /// Items whose register or presence the delta carries.
-  var items: [FieldValue: MovableListItem] = [:]
+  package var items: [FieldValue: MovableListItem] = [:]
 
   /// The empty delta.
   public init() {}
 
-  init(slots: RGADelta, items: [FieldValue: MovableListItem]) {
+  package init(slots: RGADelta, items: [FieldValue: MovableListItem]) {
     self.slots = slots
     self.items = items
   }

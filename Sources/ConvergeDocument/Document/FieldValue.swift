@@ -65,9 +65,9 @@ extension FieldValue: Hashable {
 
   /// The kinds of values in their canonical order: a kind's raw value is its rank, and
   /// also the value's tag on the wire.
-  enum Kind: UInt8 { case null, bool, int, double, string, date, bytes, record }
+  package enum Kind: UInt8 { case null, bool, int, double, string, date, bytes, record }
 
-  var kind: Kind {
+  package var kind: Kind {
     switch self {
     case .null: .null
     case .bool: .bool

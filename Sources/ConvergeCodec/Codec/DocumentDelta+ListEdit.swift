@@ -3,13 +3,23 @@
 /// of embedding its whole message.
 extension DocumentDelta {
   /// The parts of a delta that is one replica's insert or move of one list item.
-  struct ListEdit {
-    var key: EntityKey
-    var field: String
+  package struct ListEdit {
+    package var key: EntityKey
+    package var field: String
     /// One insert run of one slot, and at most one delete of one slot (a move's old one).
-    var runs: RGADelta
-    var value: FieldValue
-    var timestamp: Timestamp
+    package var runs: RGADelta
+    package var value: FieldValue
+    package var timestamp: Timestamp
+
+    package init(
+      key: EntityKey, field: String, runs: RGADelta, value: FieldValue, timestamp: Timestamp
+    ) {
+      self.key = key
+      self.field = field
+      self.runs = runs
+      self.value = value
+      self.timestamp = timestamp
+    }
   }
 
   /// The delta's parts if it is exactly what ``listEdit(key:field:runs:value:timestamp:)``
@@ -17,7 +27,7 @@ extension DocumentDelta {
   /// one list field whose runs are one insert of one scalar (with its content) and at
   /// most one delete of one slot, all by one replica, and one item whose presence adds
   /// the insert's id and whose move names it; and a context holding exactly those dots.
-  var listEdit: ListEdit? {
+  package var listEdit: ListEdit? {
     var fieldIterator = entities.first?.value.fields.makeIterator()
     guard entities.count == 1, let (key, entity) = entities.first, entity.fields.count == 1,
       let (field, fieldDelta) = fieldIterator?.next(), case .list(let list) = fieldDelta,
@@ -35,7 +45,7 @@ extension DocumentDelta {
 
   /// The delta of `edit`, as a frame's records carry it; `nil` if its runs are not one
   /// replica's.
-  static func listEdit(_ edit: ListEdit) -> DocumentDelta? {
+  package static func listEdit(_ edit: ListEdit) -> DocumentDelta? {
     guard let insert = edit.runs.inserts.first,
       let (replica, counters) = events(of: edit.runs)
     else { return nil }

@@ -1,6 +1,6 @@
 /// A list's state or delta, whose item registers carry write timestamps that the
 /// receiving replica's clock must observe (``FieldContent``'s `List`).
-protocol ListItemStamps: Sendable, Equatable {
+package protocol ListItemStamps: Sendable, Equatable {
   /// The latest timestamp among the item registers and `latest`.
   func latestTimestamp(after latest: Timestamp?) -> Timestamp?
 }
@@ -19,13 +19,13 @@ extension [FieldValue: MovableListItem] {
 }
 
 extension MovableList: ListItemStamps {
-  func latestTimestamp(after latest: Timestamp?) -> Timestamp? {
+  package func latestTimestamp(after latest: Timestamp?) -> Timestamp? {
     items.latestTimestamp(after: latest)
   }
 }
 
 extension MovableListDelta: ListItemStamps {
-  func latestTimestamp(after latest: Timestamp?) -> Timestamp? {
+  package func latestTimestamp(after latest: Timestamp?) -> Timestamp? {
     items.latestTimestamp(after: latest)
   }
 }

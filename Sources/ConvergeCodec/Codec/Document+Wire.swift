@@ -538,13 +538,13 @@ extension EntityRecord: WireEntity {
 
   /// Adds the replicas of the presence, registers and sets to `builder`; those of text
   /// fields come from ``textRuns()``.
-  func collectReplicas(into builder: inout ReplicaTable.Builder) {
+  package func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
     for field in fields.values { field.collectReplicas(into: &builder, runs: nil) }
   }
 
   /// Every text field's whole state as runs, by field name.
-  func textRuns() -> [String: RGADelta] {
+  package func textRuns() -> [String: RGADelta] {
     var runs: [String: RGADelta] = [:]
     for (name, field) in fields {
       if case .text(let storage) = field {
@@ -572,6 +572,7 @@ extension EntityRecord: WireEntity {
   }
 
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    self.init()
     presence = try Presence(from: &reader, replicas: &table)
     fields = try FieldWire.readFields(from: &reader, replicas: &table) { reader, table in
       try TextStorage.read(from: &reader, replicas: &table)

@@ -8,7 +8,7 @@
 /// join.
 /// A parent field (``FieldKind/parent``) is a register of its own kind: its value is a
 /// ``ParentMove``, and the forest is read from all of them at once (``DocumentForest``).
-enum FieldContent<Text: Sendable & Equatable, List: ListItemStamps>: Sendable, Equatable {
+package enum FieldContent<Text: Sendable & Equatable, List: ListItemStamps>: Sendable, Equatable {
   case register(LWWRegister<FieldValue>)
   /// Every element ever added, with its add and remove versions (removed ones stay as
   /// tombstones so a late add cannot resurrect them).
@@ -70,7 +70,7 @@ enum FieldContent<Text: Sendable & Equatable, List: ListItemStamps>: Sendable, E
 /// The state of one field of an entity. Text is behind one reference: held inline, the
 /// RGA's few hundred bytes made every slot of an entity's field table that large,
 /// registers and sets included.
-typealias FieldState = FieldContent<TextStorage, MovableList>
+package typealias FieldState = FieldContent<TextStorage, MovableList>
 
 extension FieldContent where Text == TextStorage, List == MovableList {
   /// A text field holding `text`.
@@ -80,33 +80,67 @@ extension FieldContent where Text == TextStorage, List == MovableList {
 /// A text field's RGA, shared between copies of a document until one of them edits it
 /// (see ``EntityRecord/takeText(at:)``, which copies a shared one first).
 ///
-/// A snapshot loaded by ``Document/init(decoding:tag:key:)`` holds its texts as
-/// ``DeferredTextStorage``, the one subclass, which decodes the text on each read until
-/// an edit takes a decoded copy.
+/// A snapshot loaded by ``Document/init(decoding:tag:key:)`` holds its texts deferred
+/// (``DeferredText``, the codec's `DeferredTextStorage`): decoded on each read until an
+/// edit takes a decoded copy.
 ///
 /// `@unchecked Sendable`: `text` is mutated only through a reference known to be unique,
 /// so no two threads ever see one storage change.
-class TextStorage: @unchecked Sendable, Equatable {
-  var text: RGA
+package final class TextStorage: @unchecked Sendable, Equatable {
+  /// The text, unless `deferred` holds it.
+  private var decoded: RGA
+  /// A deferred text's bytes, until `text` is set.
+  private var deferred: (any DeferredText)?
 
-  init(_ text: RGA) { self.text = text }
+  package init(_ text: RGA) { decoded = text }
+
+  /// A text decoded from `deferred` on each read, until `text` is set.
+  package init(deferred: any DeferredText) {
+    decoded = RGA()
+    self.deferred = deferred
+  }
+
+  package var text: RGA {
+    get { deferred?.text ?? decoded }
+    set {
+      decoded = newValue
+      deferred = nil
+    }
+    // An edit in place: decoded once if deferred, then never copied.
+    _modify {
+      if let deferred {
+        decoded = deferred.text
+        self.deferred = nil
+      }
+      yield &decoded
+    }
+  }
 
   /// Whether the text waits for missing events (``RGA/hasPending``), known without
   /// decoding a deferred text (which never waits).
-  var hasPending: Bool { text.hasPending }
+  var hasPending: Bool { deferred == nil && decoded.hasPending }
 
   /// Whether `text` is decoded anew on each read (a deferred text no one edited).
-  var isDeferred: Bool { false }
+  package var isDeferred: Bool { deferred != nil }
 
   /// Whether the text may hold events above `prefix` (``RGA/mayHaveEvents(unknownTo:)``),
   /// known for most deferred texts without decoding them.
   func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
-    text.mayHaveEvents(unknownTo: prefix)
+    deferred?.mayHaveEvents(unknownTo: prefix) ?? decoded.mayHaveEvents(unknownTo: prefix)
   }
 
-  static func == (lhs: TextStorage, rhs: TextStorage) -> Bool {
+  package static func == (lhs: TextStorage, rhs: TextStorage) -> Bool {
     lhs === rhs || lhs.text == rhs.text
   }
+}
+
+/// A text field's bytes, left coded by a load and decoded on each read (the codec's
+/// `DeferredTextStorage`, held by a ``TextStorage``).
+package protocol DeferredText: AnyObject, Sendable {
+  /// The text, decoded anew.
+  var text: RGA { get }
+  /// Whether the text may hold events above `prefix` (``RGA/mayHaveEvents(unknownTo:)``).
+  func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool
 }
 
 /// The kind of a field, ranked for the rare case of two kinds under one name.
@@ -128,7 +162,7 @@ public enum FieldKind: UInt8, Sendable, Comparable {
 }
 
 /// What a delta carries for one field.
-typealias FieldDelta = FieldContent<RGADelta, MovableListDelta>
+package typealias FieldDelta = FieldContent<RGADelta, MovableListDelta>
 
 extension FieldContent where Text == RGADelta, List == MovableListDelta {
   /// Joins two deltas for the same field (used when grouping deltas).
@@ -172,7 +206,7 @@ extension FieldContent where Text == RGADelta, List == MovableListDelta {
 /// heap blocks for its vectors' arrays before, an entity one.
 ///
 /// - Complexity: O(r) for r replicas that touched the element.
-struct Presence: Sendable, Equatable {
+package struct Presence: Sendable, Equatable {
   /// Both vectors, when the presence is not a single add (``OutOfLine``).
   private var vectors = OutOfLine<Vectors>()
   /// Without `vectors`: the only add's replica and counter (counter 0, replica 0: none).
@@ -186,9 +220,9 @@ struct Presence: Sendable, Equatable {
   }
 
   /// No add, no remove.
-  init() {}
+  package init() {}
 
-  init(added: VersionVector, removed: VersionVector = VersionVector()) {
+  package init(added: VersionVector, removed: VersionVector = VersionVector()) {
     if removed.isEmpty, added.count <= 1 {
       if let (replica, counter) = added.onlyEntry {
         onlyReplica = replica
@@ -200,7 +234,7 @@ struct Presence: Sendable, Equatable {
   }
 
   /// Each replica's latest add (for an entity: its latest event of any kind).
-  var added: VersionVector {
+  package var added: VersionVector {
     get {
       vectors.read { $0.pointee.added }
         ?? VersionVector(replica: onlyReplica, counter: onlyCounter)
@@ -209,13 +243,13 @@ struct Presence: Sendable, Equatable {
   }
 
   /// What the latest removes had observed of each replica.
-  var removed: VersionVector {
+  package var removed: VersionVector {
     get { vectors.read { $0.pointee.removed } ?? VersionVector() }
     set { self = Presence(added: added, removed: newValue) }
   }
 
   /// The counter of `replica`'s latest add (0 if none).
-  func addedCounter(of replica: ReplicaID) -> UInt64 {
+  package func addedCounter(of replica: ReplicaID) -> UInt64 {
     vectors.read { $0.pointee.added[replica] } ?? (replica == onlyReplica ? onlyCounter : 0)
   }
 
@@ -255,14 +289,14 @@ struct Presence: Sendable, Equatable {
   }
 
   /// Whether some replica added it (a set element that was never added is no element).
-  var hasAdds: Bool { vectors.read { !$0.pointee.added.isEmpty } ?? (onlyCounter > 0) }
+  package var hasAdds: Bool { vectors.read { !$0.pointee.added.isEmpty } ?? (onlyCounter > 0) }
 
   /// The add, when the presence is one add and no remove.
-  var onlyAdd: (replica: ReplicaID, counter: UInt64)? {
+  package var onlyAdd: (replica: ReplicaID, counter: UInt64)? {
     vectors.isEmpty && onlyCounter > 0 ? (onlyReplica, onlyCounter) : nil
   }
 
-  var isPresent: Bool {
+  package var isPresent: Bool {
     vectors.read { vectors in
       // Entries are never zero, so without removes any add is present.
       if vectors.pointee.removed.isEmpty { return !vectors.pointee.added.isEmpty }
@@ -308,7 +342,7 @@ struct Presence: Sendable, Equatable {
 
   /// Joins the local add `dot`: the same as merging ``add(_:)`` of it, without building
   /// a one-entry vector.
-  mutating func mergeAdd(_ dot: Dot) {
+  package mutating func mergeAdd(_ dot: Dot) {
     if vectors.isEmpty {
       if onlyCounter == 0 {
         onlyReplica = dot.replica
@@ -325,7 +359,7 @@ struct Presence: Sendable, Equatable {
 
   /// Calls `body` with each replica of the presence and its entry: the larger of its
   /// `added` and `removed` counters.
-  func forEachLatest(_ body: (ReplicaID, UInt64) -> Void) {
+  package func forEachLatest(_ body: (ReplicaID, UInt64) -> Void) {
     guard let vectors = vectors.value else {
       if onlyCounter > 0 { body(onlyReplica, onlyCounter) }
       return
@@ -353,7 +387,7 @@ struct Presence: Sendable, Equatable {
   }
 
   /// The presence after a local add with `dot`.
-  static func add(_ dot: Dot) -> Presence {
+  package static func add(_ dot: Dot) -> Presence {
     var presence = Presence()
     presence.mergeAdd(dot)
     return presence
@@ -367,7 +401,7 @@ struct Presence: Sendable, Equatable {
       added: VersionVector(replica: dot.replica, counter: dot.counter), removed: removed)
   }
 
-  static func == (lhs: Presence, rhs: Presence) -> Bool {
+  package static func == (lhs: Presence, rhs: Presence) -> Bool {
     switch (lhs.vectors.value, rhs.vectors.value) {
     case (nil, nil): lhs.onlyReplica == rhs.onlyReplica && lhs.onlyCounter == rhs.onlyCounter
     case (let a?, let b?): a.added == b.added && a.removed == b.removed

@@ -11,7 +11,7 @@
 /// lists are rebuilt from the entities when stale entries outnumber them.
 ///
 /// Derived from the entities: not encoded, not compared.
-struct EventIndex: Sendable {
+package struct EventIndex: Sendable {
   /// One replica's entries, sorted by counter (two arrays, so the search reads only
   /// counters).
   struct Log: Sendable {
@@ -52,7 +52,7 @@ struct EventIndex: Sendable {
   init() {}
 
   /// The index of `entities`, one entry per entity and replica.
-  init(_ entities: EntityTable) {
+  package init(_ entities: EntityTable) {
     var entries: [ReplicaID: [(counter: UInt64, entity: UInt32)]] = [:]
     for position in entities.values.indices {
       entities.values[position].presence.forEachLatest { replica, counter in

@@ -10,7 +10,7 @@ public struct DocumentDelta: Sendable, Equatable {
   ///
   /// The delta of a transaction's single text edit keeps its events as one range of one
   /// replica (`localEvents`) and builds the context only if something reads it.
-  public internal(set) var context: CausalContext {
+  public package(set) var context: CausalContext {
     get {
       guard let localEvents else { return storedContext }
       return CausalContext(replica: localEvents.replica, counters: localEvents.counters)
@@ -28,14 +28,14 @@ public struct DocumentDelta: Sendable, Equatable {
   private var storedContext: CausalContext
   /// When set, the delta's context is exactly these counters of this replica, and
   /// `storedContext` is empty.
-  private(set) var localEvents: (replica: ReplicaID, counters: ClosedRange<UInt64>)?
+  package private(set) var localEvents: (replica: ReplicaID, counters: ClosedRange<UInt64>)?
 
   /// The entities the delta touches and what it carries for each.
   ///
   /// The delta of a transaction's single text edit (a keystroke) keeps its one entity
   /// as a ``LocalTextEdit`` and builds the two one-entry hash tables only if something
   /// reads them: encoding it needs neither.
-  var entities: [EntityKey: EntityDelta] {
+  package var entities: [EntityKey: EntityDelta] {
     get {
       guard let edit = localTextEdit else { return storedEntities }
       return [edit.key: edit.entity]
@@ -52,14 +52,14 @@ public struct DocumentDelta: Sendable, Equatable {
 
   private var storedEntities: [EntityKey: EntityDelta]
   /// When set, the delta's only entity; `storedEntities` is then empty.
-  private(set) var localTextEdit: LocalTextEdit?
+  package private(set) var localTextEdit: LocalTextEdit?
 
   /// One local text edit's entity: the runs of one field and the presence `.add(last)`.
-  struct LocalTextEdit: Sendable {
-    var key: EntityKey
-    var field: String
-    var runs: RGADelta
-    var last: Dot
+  package struct LocalTextEdit: Sendable {
+    package var key: EntityKey
+    package var field: String
+    package var runs: RGADelta
+    package var last: Dot
 
     var entity: EntityDelta {
       EntityDelta(presence: .add(last), fields: [field: .text(runs)])
@@ -74,7 +74,7 @@ public struct DocumentDelta: Sendable, Equatable {
 
   /// The delta of one local text edit: the runs `textEdit`, made with the dots `counters`
   /// of `last.replica`, the latest of which is `last`.
-  init(
+  package init(
     textEdit: RGADelta, counters: ClosedRange<UInt64>, last: Dot, field: String,
     of key: EntityKey
   ) {
@@ -202,10 +202,15 @@ struct FieldEdit: Sendable {
 }
 
 /// What a delta carries for one entity.
-struct EntityDelta: Sendable, Equatable {
+package struct EntityDelta: Sendable, Equatable {
   /// The entity's versions (see ``Presence``), joined into the receiver's.
-  var presence = Presence()
-  var fields = FieldTable<FieldDelta>()
+  package var presence = Presence()
+  package var fields = FieldTable<FieldDelta>()
+
+  package init(presence: Presence = Presence(), fields: FieldTable<FieldDelta> = FieldTable()) {
+    self.presence = presence
+    self.fields = fields
+  }
 
   /// Joins the local event `dot`, which changes `field` (if any).
   mutating func merge(event dot: Dot, field: FieldEdit?) {

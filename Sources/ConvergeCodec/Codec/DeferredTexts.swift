@@ -47,37 +47,24 @@ final class DeferredTexts: DeferredContent {
 /// A text field read by a load that deferred it (``DeferredTexts``): its bytes in the
 /// message, decoded on every read. Never edited: ``EntityRecord/takeText(at:)`` hands
 /// out a decoded copy instead.
-final class DeferredTextStorage: TextStorage, @unchecked Sendable {
+final class DeferredTextStorage: DeferredText {
   private let texts: DeferredTexts
   private let offsets: Range<Int>
   /// The text's latest event (insert or delete) when all its events are one replica's
   /// (a note typed on one device): what ``mayHaveEvents(unknownTo:)`` needs, without
   /// decoding the text. `nil` for a text of several replicas.
   private let latest: Dot?
-  /// Whether `text` was set, which takes the place of the deferred bytes.
-  private var isSet = false
 
   init(_ texts: DeferredTexts, at offsets: Range<Int>, latest: Dot?) {
     self.texts = texts
     self.offsets = offsets
     self.latest = latest
-    super.init(RGA())
   }
 
-  override var text: RGA {
-    get { isSet ? super.text : texts.text(at: offsets) }
-    set {
-      super.text = newValue
-      isSet = true
-    }
-  }
+  var text: RGA { texts.text(at: offsets) }
 
-  override var hasPending: Bool { isSet && super.text.hasPending }
-
-  override var isDeferred: Bool { !isSet }
-
-  override func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
-    guard !isSet, let latest else { return super.mayHaveEvents(unknownTo: prefix) }
+  func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
+    guard let latest else { return text.mayHaveEvents(unknownTo: prefix) }
     return latest.counter > prefix[latest.replica]
   }
 }
@@ -94,9 +81,10 @@ extension TextStorage {
       return TextStorage(try RGA(state))
     }
     if TextWire.waitsForNothing(state.headers, state.deletes) {
-      return DeferredTextStorage(
-        deferral, at: state.start..<reader.offset,
-        latest: TextWire.latestEvent(state.headers, state.deletes))
+      return TextStorage(
+        deferred: DeferredTextStorage(
+          deferral, at: state.start..<reader.offset,
+          latest: TextWire.latestEvent(state.headers, state.deletes)))
     }
     // Its content was left coded: decoded now, as a deferred text's would be.
     state.content.bytes =

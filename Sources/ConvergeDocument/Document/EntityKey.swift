@@ -60,6 +60,6 @@ extension EntityKey: CustomStringConvertible {
 }
 
 /// Orders field names by their Unicode scalars, the same on every device.
-func fieldNameOrder(_ lhs: String, _ rhs: String) -> Bool {
+package func fieldNameOrder(_ lhs: String, _ rhs: String) -> Bool {
   utf8Precedes(lhs, rhs)
 }

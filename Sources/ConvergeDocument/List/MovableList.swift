@@ -63,9 +63,9 @@
 /// `collectTombstones(stable:)` drop most of them (`MovableList+Stability.swift`).
 public struct MovableList: Sendable {
   /// The slots, one placeholder scalar each; an item's current slot is visible.
-  var slots = RGA()
+  package var slots = RGA()
   /// Every item ever inserted, with its current slot and its presence.
-  var items: [FieldValue: MovableListItem] = [:]
+  package var items: [FieldValue: MovableListItem] = [:]
   /// Derived from the two above (not part of the state): the item each slot is the
   /// current slot of, for present items (shown if the slot is visible).
   var shownItem: [Dot: FieldValue] = [:]
@@ -81,7 +81,7 @@ public struct MovableList: Sendable {
   /// The list of these slots and items (a decoded state).
   ///
   /// - Complexity: O(s + k).
-  init(slots: RGA, items: [FieldValue: MovableListItem]) {
+  package init(slots: RGA, items: [FieldValue: MovableListItem]) {
     self.slots = slots
     self.items = items
     rebuildShown()
@@ -233,11 +233,16 @@ extension MovableList: Equatable {
 }
 
 /// One item of a ``MovableList``: the register naming its current slot and its presence.
-struct MovableListItem: Sendable, Equatable {
+package struct MovableListItem: Sendable, Equatable {
   /// The item's current slot (written by its insert and each move).
-  var position = LWWRegister<Dot>()
+  package var position = LWWRegister<Dot>()
   /// Add-wins presence: each insert and move adds, a remove removes what it observed.
-  var presence = Presence()
+  package var presence = Presence()
+
+  package init(position: LWWRegister<Dot> = LWWRegister(), presence: Presence = Presence()) {
+    self.position = position
+    self.presence = presence
+  }
 
   mutating func merge(_ other: MovableListItem) {
     position.merge(other.position)

@@ -21,7 +21,7 @@ extension RGADelta {
   /// The runs in canonical order and shape.
   ///
   /// - Complexity: O(d log d) for d runs, plus the scalars copied.
-  func canonicalRuns() -> (inserts: [TextWire.InsertRun], deletes: [Delete]) {
+  package func canonicalRuns() -> (inserts: [TextWire.InsertRun], deletes: [Delete]) {
     var inserts: [TextWire.InsertRun] = []
     inserts.reserveCapacity(self.inserts.count)
     for insert in self.inserts.sorted(by: { $0.id < $1.id }) where insert.length > 0 {
@@ -74,7 +74,7 @@ extension RGADelta {
   }
 
   /// Adds every replica the runs mention to `builder`.
-  func collectReplicas(into builder: inout ReplicaTable.Builder) {
+  package func collectReplicas(into builder: inout ReplicaTable.Builder) {
     for insert in inserts {
       builder.insert(insert.id.replica)
       if let origin = insert.origin { builder.insert(origin.replica) }
@@ -187,11 +187,11 @@ extension TextWire {
 }
 
 /// The run encodings shared by text states and text deltas.
-enum TextWire {
+package enum TextWire {
   /// Origin codes: the head of the text, an explicit dot, or (from 2 on) an earlier id
   /// of the run's own replica, `counter - 1 - (code - 2)`.
   static let headOrigin: UInt64 = 0
-  static let explicitOrigin: UInt64 = 1
+  package static let explicitOrigin: UInt64 = 1
   static let firstOwnOrigin: UInt64 = 2
   /// Right origin codes: the end of the text, an explicit dot (``explicitOrigin``), the
   /// id after the run's origin in the origin's replica, or (from 3 on) an earlier id of
@@ -254,13 +254,13 @@ enum TextWire {
 
   /// An insert run as written: one record, whose parts may differ in whether they
   /// carry content.
-  struct InsertRun {
+  package struct InsertRun {
     /// The run's id, Lamport number, origins and length, as a reader gets them back.
     var header: RunHeader
     var parts: [RGADelta.Insert]
 
     /// The number of ids the run holds.
-    var length: Int { header.length }
+    package var length: Int { header.length }
 
     init(_ insert: RGADelta.Insert) {
       header = RunHeader(insert)

@@ -16,16 +16,16 @@
 /// has exactly one encoding. Either kind decodes with ``DocumentDelta/init(decoding:)``.
 extension DocumentDelta {
   /// The parts of a delta that has the compact form.
-  struct TextEdit {
-    var key: EntityKey
-    var field: String
-    var runs: RGADelta
+  package struct TextEdit {
+    package var key: EntityKey
+    package var field: String
+    package var runs: RGADelta
   }
 
   /// The delta's parts if it is one replica's edit of one text field: one entity whose
   /// presence only adds the latest dot of the runs, one text field with runs of one
   /// replica, and a context holding exactly the runs' dots.
-  var textEdit: TextEdit? {
+  package var textEdit: TextEdit? {
     if let edit = localTextEdit, let events = localEvents {
       // The same checks as below, against a context that is exactly `events`.
       if let (replica, range) = Self.singleRunEvents(of: edit.runs) {
@@ -103,7 +103,7 @@ extension DocumentDelta {
   /// tombstone run without content (``RGADelta/Insert/isContentDropped``) has the same
   /// dots, and the wire gives it placeholder content, so encoder and decoder must count
   /// both alike to make the same choice of form.
-  static func events(of runs: RGADelta) -> (replica: ReplicaID, counters: CounterRanges)? {
+  package static func events(of runs: RGADelta) -> (replica: ReplicaID, counters: CounterRanges)? {
     var replica: ReplicaID?
     var counters = CounterRanges()
     func add(_ first: Dot, _ count: UInt64) -> Bool {

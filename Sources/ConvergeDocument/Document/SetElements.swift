@@ -16,17 +16,17 @@
 ///
 /// - Complexity: lookup O(log n); adding an element O(n) (it moves the entries after it);
 ///   joining two sets O(n + m), or O(m log n) plus the moves when one has a few elements.
-struct SetElements: Sendable, Sequence {
-  struct Entry: Sendable, Equatable {
-    var element: FieldValue
+package struct SetElements: Sendable, Sequence {
+  package struct Entry: Sendable, Equatable {
+    package var element: FieldValue
     /// The low 32 bits of `element.hashValue`, kept so that the entries are never hashed
     /// again. Declared here, it sits in the element's padding: an entry takes 48 bytes,
     /// not the 56 a whole `Int` after the presence took. Equal elements still have equal
     /// values, and elements that merely share them are told apart by `==`.
     var hash: UInt32
-    var presence: Presence
+    package var presence: Presence
 
-    init(element: FieldValue, presence: Presence) {
+    package init(element: FieldValue, presence: Presence) {
       self.element = element
       self.presence = presence
       hash = Self.hash(of: element)
@@ -42,7 +42,7 @@ struct SetElements: Sendable, Sequence {
 
   init() {}
 
-  var count: Int { entries.count }
+  package var count: Int { entries.count }
   var isEmpty: Bool { entries.isEmpty }
 
   /// The entries' storage and count: the same for two sets only if they hold one array
@@ -52,7 +52,7 @@ struct SetElements: Sendable, Sequence {
   }
 
   /// Every element's presence.
-  var presences: LazyMapSequence<[Entry], Presence> { entries.lazy.map(\.presence) }
+  package var presences: LazyMapSequence<[Entry], Presence> { entries.lazy.map(\.presence) }
 
   /// Where the element with `hash` equal to `element` is, or where it would go (after the
   /// entries of its hash value).
@@ -150,14 +150,14 @@ struct SetElements: Sendable, Sequence {
   }
 
   /// The elements in ``FieldValue``'s order, the order the wire writes them in.
-  var inWireOrder: [Entry] {
+  package var inWireOrder: [Entry] {
     entries.sorted { $0.element < $1.element }
   }
 
   /// The set of `entries`, read from the wire in this order; or the position in
   /// `entries` of the first one that equals an earlier one (where a reader in order meets
   /// the second of the pair), and an empty set.
-  static func reading(_ entries: consuming [Entry]) -> (SetElements, duplicate: Int?) {
+  package static func reading(_ entries: consuming [Entry]) -> (SetElements, duplicate: Int?) {
     var result = SetElements()
     guard entries.count > 1 else {
       result.entries = entries
@@ -192,15 +192,15 @@ struct SetElements: Sendable, Sequence {
   }
 
   /// The elements and their presences, as `(key, value)` pairs like a dictionary's.
-  struct Iterator: IteratorProtocol {
+  package struct Iterator: IteratorProtocol {
     fileprivate var base: IndexingIterator<[Entry]>
 
-    mutating func next() -> (key: FieldValue, value: Presence)? {
+    package mutating func next() -> (key: FieldValue, value: Presence)? {
       base.next().map { (key: $0.element, value: $0.presence) }
     }
   }
 
-  func makeIterator() -> Iterator {
+  package func makeIterator() -> Iterator {
     Iterator(base: entries.makeIterator())
   }
 }
@@ -208,7 +208,7 @@ struct SetElements: Sendable, Sequence {
 extension SetElements: Equatable {
   /// The same elements with the same presences, whatever order equal hash values left
   /// them in.
-  static func == (lhs: SetElements, rhs: SetElements) -> Bool {
+  package static func == (lhs: SetElements, rhs: SetElements) -> Bool {
     lhs.count == rhs.count
       && lhs.entries.allSatisfy { entry in
         let (index, found) = rhs.position(of: entry.element, hash: entry.hash)
@@ -219,7 +219,7 @@ extension SetElements: Equatable {
 
 extension SetElements: ExpressibleByDictionaryLiteral {
   /// The set of the literal's elements, which must be distinct.
-  init(dictionaryLiteral elements: (FieldValue, Presence)...) {
+  package init(dictionaryLiteral elements: (FieldValue, Presence)...) {
     self.init()
     for (element, presence) in elements { merge(presence, for: element) }
   }

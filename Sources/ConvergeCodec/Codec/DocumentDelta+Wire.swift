@@ -90,7 +90,7 @@ extension EntityDelta: WireEntity {
   typealias Text = RGADelta
   typealias List = MovableListDelta
 
-  func collectReplicas(into builder: inout ReplicaTable.Builder) {
+  package func collectReplicas(into builder: inout ReplicaTable.Builder) {
     presence.collectReplicas(into: &builder)
     for field in fields.values { field.collectReplicas(into: &builder, runs: field.runs) }
   }

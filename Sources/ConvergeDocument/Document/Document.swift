@@ -38,10 +38,10 @@
 ///   O(d log n) for a delta of size d; ``delta(since:)`` is O(e + d) for e entities.
 public struct Document: Sendable {
   /// Every event this document has integrated.
-  public internal(set) var context: CausalContext
-  var entities: EntityTable
+  public package(set) var context: CausalContext
+  package var entities: EntityTable
   /// Which entities each replica's events touched (derived from `entities`).
-  var events = EventIndex()
+  package var events = EventIndex()
   /// Lists of field names the entities' tables share (memory only, not state).
   var fieldNames = FieldNameLists()
   /// The text fields holding changes that wait for missing events (derived from
@@ -82,7 +82,7 @@ public struct Document: Sendable {
   /// Derives what edits keep beside the entities for a document built another way, such
   /// as decoded: entities whose fields have the same names share one list of them (see
   /// ``FieldNameLists``), and the texts that wait for missing events are noted.
-  mutating func deriveFromEntities() {
+  package mutating func deriveFromEntities() {
     for index in entities.values.indices {
       entities.values[index].fields.shareNames(with: &fieldNames)
       // By slot, in place: iterating the table's (name, field) pairs copied every field.
@@ -124,12 +124,14 @@ extension Set<TextFieldKey> {
 }
 
 /// One entity: its presence and its fields.
-struct EntityRecord: Sendable, Equatable {
+package struct EntityRecord: Sendable, Equatable {
   /// `added`: the entity's latest event per replica; `removed`: what deletes observed.
-  var presence = Presence()
-  var fields = FieldTable<FieldState>()
+  package var presence = Presence()
+  package var fields = FieldTable<FieldState>()
 
-  var isVisible: Bool { presence.isPresent }
+  package init() {}
+
+  package var isVisible: Bool { presence.isPresent }
 
   /// Moves the text out of the field at `slot`, leaving a placeholder there, so that the
   /// caller holds the only reference to it (a copy if another document shared it) and

@@ -323,7 +323,7 @@ extension MovableList {
   }
 
   /// `runs` without the slots `excluded` and the deletes of them.
-  static func runs(_ runs: RGADelta, excluding excluded: Set<Dot>) -> RGADelta {
+  package static func runs(_ runs: RGADelta, excluding excluded: Set<Dot>) -> RGADelta {
     var kept = RGADelta()
     for insert in runs.inserts {
       var start = 0
@@ -349,28 +349,5 @@ extension MovableList {
     }
     kept.normalize()
     return kept
-  }
-
-  /// The encoded bytes of the list's slots (runs, content and deletes, §8.3.2), of their
-  /// delete runs alone, and of the slots with the slots `excluded` and their deletes left
-  /// out: what collecting them would save, measured on the format. The last form is not
-  /// a decodable state (the slots that name an excluded slot still do).
-  ///
-  /// - Complexity: O(s log s).
-  package func slotBytes(excluding excluded: Set<Dot>) -> (all: Int, deletes: Int, kept: Int) {
-    let all = slots.delta(since: CausalContext())
-    let kept = Self.runs(all, excluding: excluded)
-    return (
-      Self.encodedSize(of: all), Self.encodedSize(of: RGADelta(inserts: [], deletes: all.deletes)),
-      Self.encodedSize(of: kept)
-    )
-  }
-
-  private static func encodedSize(of runs: RGADelta) -> Int {
-    var builder = ReplicaTable.Builder()
-    runs.collectReplicas(into: &builder)
-    var writer = ByteWriter()
-    runs.write(to: &writer, replicas: builder.build())
-    return writer.count
   }
 }

@@ -12,7 +12,7 @@
 /// interned, a key's part is 24 bytes) and the index four bytes a slot.
 ///
 /// - Complexity: lookup and insertion O(1) expected; iteration in arrival order.
-struct EntityTable: Sendable, Sequence {
+package struct EntityTable: Sendable, Sequence {
   /// The entity types, each once, by code: a document has a few, and an entity keeps
   /// its type's four-byte code.
   private var types: [TypeEntry] = []
@@ -26,7 +26,7 @@ struct EntityTable: Sendable, Sequence {
   private var hashes: [UInt32] = []
   /// The records, by position; edited in place at a position from ``index(forKey:)``
   /// or ``insertIfAbsent(_:)``.
-  var values: [EntityRecord] = []
+  package var values: [EntityRecord] = []
   /// Position + 1 of the entity hashed there, or 0 for an empty slot; linear probing.
   /// The count is a power of two at least 4/3 of the entities', or zero.
   private var slots: [UInt32] = []
@@ -50,9 +50,9 @@ struct EntityTable: Sendable, Sequence {
     init(_ name: String) { self.name = name }
   }
 
-  init() {}
+  package init() {}
 
-  var count: Int { ids.count }
+  package var count: Int { ids.count }
 
   /// The key of the entity at `position`.
   func key(at position: Int) -> EntityKey {
@@ -71,7 +71,7 @@ struct EntityTable: Sendable, Sequence {
   }
 
   /// The keys, by position.
-  var keys: LazyMapCollection<Range<Int>, EntityKey> {
+  package var keys: LazyMapCollection<Range<Int>, EntityKey> {
     ids.indices.lazy.map { [self] in key(at: $0) }
   }
 
@@ -171,7 +171,7 @@ struct EntityTable: Sendable, Sequence {
   }
 
   /// Makes room for `capacity` entities, as a decoder that knows their count does.
-  mutating func reserveCapacity(_ capacity: Int) {
+  package mutating func reserveCapacity(_ capacity: Int) {
     typeCodeAt.reserveCapacity(capacity)
     ids.reserveCapacity(capacity)
     hashes.reserveCapacity(capacity)
@@ -181,7 +181,7 @@ struct EntityTable: Sendable, Sequence {
   }
 
   /// The position of `key`, if the table holds it.
-  func index(forKey key: EntityKey) -> Int? {
+  package func index(forKey key: EntityKey) -> Int? {
     guard !slots.isEmpty else { return nil }
     let mask = slots.count - 1
     var slot = Int(key.hashCode) & mask
@@ -198,7 +198,7 @@ struct EntityTable: Sendable, Sequence {
   }
 
   /// The record of `key`, if the table holds it.
-  subscript(key: EntityKey) -> EntityRecord? {
+  package subscript(key: EntityKey) -> EntityRecord? {
     index(forKey: key).map { values[$0] }
   }
 
@@ -210,7 +210,7 @@ struct EntityTable: Sendable, Sequence {
   }
 
   /// Adds `key`, which the table must not hold, with `record`.
-  mutating func append(_ key: EntityKey, _ record: EntityRecord) {
+  package mutating func append(_ key: EntityKey, _ record: EntityRecord) {
     assert(index(forKey: key) == nil, "\(key) is in the table already")
     // Positions are four bytes: 2^32 entities would need at least 20 GiB of state.
     precondition(ids.count < UInt32.max, "a document holds fewer than 2^32 entities")
@@ -292,16 +292,16 @@ struct EntityTable: Sendable, Sequence {
     }
   }
 
-  func makeIterator() -> Iterator {
+  package func makeIterator() -> Iterator {
     Iterator(table: self)
   }
 
   /// The entities' keys and records, by position.
-  struct Iterator: IteratorProtocol {
+  package struct Iterator: IteratorProtocol {
     let table: EntityTable
     var position = 0
 
-    mutating func next() -> (key: EntityKey, value: EntityRecord)? {
+    package mutating func next() -> (key: EntityKey, value: EntityRecord)? {
       guard position < table.count else { return nil }
       defer { position += 1 }
       return (table.key(at: position), table.values[position])
@@ -330,7 +330,7 @@ private struct ExactString: Hashable {
 
 extension EntityTable: Equatable {
   /// Equal when they hold the same keys with equal records, in whatever order.
-  static func == (lhs: EntityTable, rhs: EntityTable) -> Bool {
+  package static func == (lhs: EntityTable, rhs: EntityTable) -> Bool {
     guard lhs.count == rhs.count else { return false }
     for position in lhs.values.indices {
       guard let other = rhs.index(forKey: lhs.key(at: position)),

@@ -8,17 +8,17 @@
 /// the encoding writes them, and equal tables have equal arrays.
 ///
 /// - Complexity: lookup O(f) for f fields; adding a field O(f).
-struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
+package struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
   /// The field names, sorted.
-  private(set) var keys: [String] = []
+  package private(set) var keys: [String] = []
   /// The fields, in the order of ``keys``; edited in place at an index from
   /// ``index(forKey:)``.
-  var values: [Value] = []
+  package var values: [Value] = []
 
-  init() {}
+  package init() {}
 
   /// The table of `fields`, whatever their order.
-  init<S: Sequence>(_ fields: S) where S.Element == (key: String, value: Value) {
+  package init<S: Sequence>(_ fields: S) where S.Element == (key: String, value: Value) {
     let sorted = fields.sorted { fieldNameOrder($0.key, $1.key) }
     keys = sorted.map(\.key)
     values = sorted.map(\.value)
@@ -26,7 +26,7 @@ struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
 
   /// The table of `keys`, sorted by ``fieldNameOrder`` and no two equal, and their
   /// `values` (a decoder checks its input's order before it calls this).
-  init(sortedKeys keys: [String], values: [Value]) {
+  package init(sortedKeys keys: [String], values: [Value]) {
     self.keys = keys
     self.values = values
   }
@@ -38,12 +38,12 @@ struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
     values.append(field)
   }
 
-  var count: Int { keys.count }
+  package var count: Int { keys.count }
   var isEmpty: Bool { keys.isEmpty }
 
   /// Makes room for `capacity` fields, so that adding them one at a time does not grow
   /// both arrays at the first, second and fourth.
-  mutating func reserveCapacity(_ capacity: Int) {
+  package mutating func reserveCapacity(_ capacity: Int) {
     keys.reserveCapacity(capacity)
     values.reserveCapacity(capacity)
   }
@@ -53,7 +53,7 @@ struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
     keys.firstIndex(of: name)
   }
 
-  subscript(name: String) -> Value? {
+  package subscript(name: String) -> Value? {
     get { index(forKey: name).map { values[$0] } }
     set {
       if let position = index(forKey: name) {
@@ -94,22 +94,22 @@ struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
   }
 
   /// The fields in name order, as `(key, value)` pairs like a dictionary's.
-  struct Iterator: IteratorProtocol {
+  package struct Iterator: IteratorProtocol {
     fileprivate var base: Zip2Sequence<[String], [Value]>.Iterator
 
-    mutating func next() -> (key: String, value: Value)? {
+    package mutating func next() -> (key: String, value: Value)? {
       base.next().map { (key: $0.0, value: $0.1) }
     }
   }
 
-  func makeIterator() -> Iterator {
+  package func makeIterator() -> Iterator {
     Iterator(base: zip(keys, values).makeIterator())
   }
 }
 
 extension FieldTable: ExpressibleByDictionaryLiteral {
   /// The table of the literal's fields, whatever their order.
-  init(dictionaryLiteral elements: (String, Value)...) {
+  package init(dictionaryLiteral elements: (String, Value)...) {
     self.init(elements.lazy.map { (key: $0.0, value: $0.1) })
   }
 }
