@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeDocument
 
 /// Collecting list tombstones where devices are retired and rejoin: a retired device's
 /// stranded slot deletes, given up by ``Document/dropPending(of:)``, and its rebase onto
