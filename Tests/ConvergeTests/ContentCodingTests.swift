@@ -333,7 +333,7 @@ import Testing
         decoding: ContentCodingTests.prose(count: length, using: &random), as: UTF8.self)
       let delta = replica.transact { $0.insertText(pasted, at: 3, in: "body", of: Self.note) }
         .delta
-      let edit = try #require(delta.textEdit)
+      let edit = try #require(delta.textEditBody)
       var general = ByteWriter()
       DocumentDelta.writeTextEditInGeneral(edit, to: &general)
       var single = ByteWriter()

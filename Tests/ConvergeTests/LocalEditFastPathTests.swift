@@ -52,7 +52,7 @@ import Testing
   }
 
   /// The compact-form test as it was before its single-run shortcut.
-  static func generalTextEdit(of delta: DocumentDelta) -> DocumentDelta.TextEdit? {
+  static func generalTextEdit(of delta: DocumentDelta) -> DocumentDelta.TextEditBody? {
     guard delta.entities.count == 1, let (key, entity) = delta.entities.first,
       entity.fields.count == 1, let field = entity.fields.keys.first,
       let fieldDelta = entity.fields.values.first,
@@ -62,7 +62,7 @@ import Testing
       entity.presence.added[replica] == counters.maximum,
       delta.context.counters(of: replica) == counters
     else { return nil }
-    return DocumentDelta.TextEdit(key: key, field: field, runs: runs)
+    return DocumentDelta.TextEditBody(key: key, field: field, runs: runs)
   }
 
   @Test func singleRunTextEditsEncodeAsTheGeneralEncoderWrites() {
@@ -70,36 +70,35 @@ import Testing
       var shortcuts = 0
       var unbuilt = 0
       Self.typeRandomly(seed: seed, edits: 200) { delta in
-        // A keystroke's delta keeps its entity unbuilt; the stored form must not differ.
-        if delta.localTextEdit != nil { unbuilt += 1 }
+        // A keystroke's delta is kept as a text edit; its tables must not differ.
+        if delta.storedTextEdit != nil { unbuilt += 1 }
         var stored = delta
         stored.entities = delta.entities
-        #expect(stored.localTextEdit == nil)
+        #expect(stored.storedTextEdit == nil)
         #expect(stored == delta, "seed \(seed)")
         #expect(stored.encoded() == delta.encoded(), "seed \(seed)")
         // Its context too is kept as one range until read.
-        var storedContext = stored
+        var storedContext = delta
         storedContext.context = delta.context
-        #expect(storedContext.localEvents == nil)
+        #expect(storedContext.storedTextEdit == nil)
         #expect(storedContext == delta, "seed \(seed)")
         #expect(storedContext.encoded() == delta.encoded(), "seed \(seed)")
         #expect(storedContext.isEmpty == delta.isEmpty, "seed \(seed)")
-        #expect(storedContext.textEdit?.runs == delta.textEdit?.runs, "seed \(seed)")
-        var merged = DocumentDelta(
-          textEdit: RGADelta(), counters: 1...1,
-          last: Dot(replica: ReplicaID(rawValue: 9), counter: 1), field: "x", of: Self.note)
+        #expect(storedContext.textEditBody?.runs == delta.textEditBody?.runs, "seed \(seed)")
+        let other = DocumentDelta(
+          textEdit: .init(
+            key: Self.note, field: "x", runs: RGADelta(), replica: ReplicaID(rawValue: 9),
+            counters: 1...1))
+        var merged = other
         merged.merge(delta)
         var mergedStored = storedContext
-        mergedStored.merge(
-          DocumentDelta(
-            textEdit: RGADelta(), counters: 1...1,
-            last: Dot(replica: ReplicaID(rawValue: 9), counter: 1), field: "x", of: Self.note))
+        mergedStored.merge(other)
         #expect(merged == mergedStored, "seed \(seed)")
         #expect(merged.context.contains(Dot(replica: ReplicaID(rawValue: 9), counter: 1)))
         #expect(stored.isEmpty == delta.isEmpty, "seed \(seed)")
         #expect(stored.latestTimestamp == delta.latestTimestamp, "seed \(seed)")
         let general = Self.generalTextEdit(of: stored)
-        let fast = delta.textEdit
+        let fast = delta.textEditBody
         #expect(fast?.key == general?.key, "seed \(seed)")
         #expect(fast?.field == general?.field, "seed \(seed)")
         #expect(fast?.runs == general?.runs, "seed \(seed)")
@@ -279,7 +278,8 @@ import Testing
     }
   }
 
-  /// A keystroke's delta, as made or as decoded, applies in place to an existing text;
+  /// A keystroke's delta, as made, as decoded or as read from a frame, is one text edit
+  /// that applies in place to an existing text;
   /// the document and the changes must be those of the general apply of the same delta
   /// in its built form, on a peer that has or lacks what the delta depends on.
   @Test func textEditDeltasApplyAsTheGeneralPathDoes() throws {
@@ -289,6 +289,8 @@ import Testing
       var peer = Document()
       var fastApplies = 0
       var pending: [DocumentDelta] = []
+      var sending = SessionStream(streamID: seed)
+      var receiving = SessionStream()
       Self.typeRandomly(seed: seed, edits: 150) { delta in
         let bytes = delta.encoded()
         guard let decoded = try? DocumentDelta(decoding: bytes) else {
@@ -297,13 +299,23 @@ import Testing
         }
         // Runs may be joined on the wire, so the decoded delta is compared by its bytes.
         #expect(decoded.encoded() == bytes, "seed \(seed)")
-        if delta.localEvents != nil, delta.localTextEdit != nil,
-          DocumentDelta.singleRunEvents(of: delta.localTextEdit?.runs ?? RGADelta()) != nil
-        {
-          #expect(decoded.localEvents != nil, "seed \(seed): a keystroke decoded built")
+        // The decoders make the form the transaction makes.
+        if delta.storedTextEdit != nil {
+          #expect(decoded.storedTextEdit != nil, "seed \(seed): a text edit decoded as tables")
+        }
+        let framed: DocumentDelta
+        do {
+          framed = try receiving.decode(sending.encode(delta)[...])
+        } catch {
+          Issue.record("seed \(seed): a frame did not decode: \(error)")
+          return
+        }
+        #expect(framed.encoded() == bytes, "seed \(seed)")
+        if delta.storedTextEdit != nil {
+          #expect(framed.storedTextEdit != nil, "seed \(seed): a text edit framed as tables")
         }
         // Sometimes held back, so that later deltas wait for their origins.
-        pending.append(Int.random(in: 0..<3, using: &random) == 0 ? delta : decoded)
+        pending.append([delta, decoded, framed][Int.random(in: 0..<3, using: &random)])
         if Int.random(in: 0..<4, using: &random) == 0 { return }
         for next in pending {
           var built = next
@@ -311,7 +323,7 @@ import Testing
           built.context = next.context
           var general = peer
           let generalChanges = general.apply(built)
-          if next.localEvents != nil { fastApplies += 1 }
+          if next.storedTextEdit != nil { fastApplies += 1 }
           let changes = peer.apply(next)
           #expect(peer == general, "seed \(seed)")
           #expect(changes == generalChanges, "seed \(seed)")

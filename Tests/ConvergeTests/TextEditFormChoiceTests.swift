@@ -7,7 +7,7 @@ import Testing
 @testable import ConvergeDocument
 
 /// Encoder and decoder choose between the text edit form and the general form by one
-/// rule (``DocumentDelta/textEdit``), and that rule must give the same answer for a delta
+/// rule (``DocumentDelta/textEditBody``), and that rule must give the same answer for a delta
 /// and for its decoded copy: the wire drops the content of scalars the message deletes
 /// and writes placeholders for tombstones that lost theirs, so the rule counts an insert
 /// run's ids, never its content.

@@ -182,14 +182,10 @@ extension SessionStream {
       }
       return delta
     }
-    guard let (replica, counters) = DocumentDelta.events(of: runs) else {
+    // The same form of a text edit as the transaction and the text edit decoder make.
+    guard let delta = DocumentDelta.textEdit(runs, field: target.field, of: target.key) else {
       throw ConvergeDecodingError.invalidValue(offset: reader.offset, reason: "frame without runs")
     }
-    var delta = DocumentDelta()
-    delta.context.insert(replica: replica, counters: counters)
-    delta.entities[target.key] = EntityDelta(
-      presence: .add(Dot(replica: replica, counter: counters.maximum)),
-      fields: [target.field: .text(runs)])
     return delta
   }
 

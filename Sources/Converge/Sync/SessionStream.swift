@@ -152,7 +152,7 @@ extension SessionStream {
     if isAtStart { writer.writeUInt64(streamID) }
     let lengthOffset = writer.count
     writer.writeUInt8(0)
-    if let edit = delta.textEdit, Self.isStreamable(edit.runs) {
+    if let edit = delta.textEditBody, Self.isStreamable(edit.runs) {
       writeRuns(edit.runs, of: edit.key, edit.field, to: &writer)
     } else if let edit = delta.listEdit, Self.isStreamable(edit.runs) {
       writeRuns(edit.runs, of: edit.key, edit.field, to: &writer)
@@ -208,7 +208,7 @@ extension SessionStream {
       }
       target = (key, field)
     }
-    // `textEdit` and `listEdit` guarantee one replica made every run.
+    // `textEditBody` and `listEdit` guarantee one replica made every run.
     let runAuthor = runs.inserts.first?.id.replica ?? runs.deletes.first?.dot.replica
     if let runAuthor, runAuthor != author {
       body.writeUInt8(RecordType.author.rawValue)

@@ -15,124 +15,55 @@
 /// the general decoder refuses a delta that has the compact form, so every delta still
 /// has exactly one encoding. Either kind decodes with ``DocumentDelta/init(decoding:)``.
 extension DocumentDelta {
-  /// The parts of a delta that has the compact form.
-  package struct TextEdit {
+  /// What a text edit message (or a frame's runs) writes of a delta that has the compact
+  /// form.
+  package struct TextEditBody {
     package var key: EntityKey
     package var field: String
     package var runs: RGADelta
   }
 
-  /// The delta's parts if it is one replica's edit of one text field: one entity whose
-  /// presence only adds the latest dot of the runs, one text field with runs of one
-  /// replica, and a context holding exactly the runs' dots.
-  package var textEdit: TextEdit? {
-    if let edit = localTextEdit, let events = localEvents {
-      // The same checks as below, against a context that is exactly `events`.
-      if let (replica, range) = Self.singleRunEvents(of: edit.runs) {
-        guard replica == events.replica, edit.last.replica == replica,
-          edit.last.counter == range.upperBound, range == events.counters
-        else { return nil }
-        return TextEdit(key: edit.key, field: edit.field, runs: edit.runs)
-      }
-      guard let (replica, counters) = Self.events(of: edit.runs), replica == events.replica,
-        edit.last.replica == replica, edit.last.counter == counters.maximum,
-        counters.isExactly(events.counters)
-      else { return nil }
-      return TextEdit(key: edit.key, field: edit.field, runs: edit.runs)
+  /// The delta's parts if it is one replica's edit of one text field: its ``TextEdit``
+  /// when it is kept as one, or else tables holding one entity whose presence only adds
+  /// the latest dot of the runs, one text field with runs of one replica, and a context
+  /// holding exactly the runs' dots (a peer's `delta(since:)`, or joined deltas).
+  package var textEditBody: TextEditBody? {
+    if let edit = storedTextEdit {
+      return TextEditBody(key: edit.key, field: edit.field, runs: edit.runs)
     }
     guard let (contextReplica, contextCounters) = context.onlyEntry else { return nil }
-    let key: EntityKey
-    let field: String
-    let runs: RGADelta
-    let added: (replica: ReplicaID, counter: UInt64)
-    if let edit = localTextEdit {
-      // One entity, one text field, a presence that only adds `last`, by construction.
-      (key, field, runs, added) = (
-        edit.key, edit.field, edit.runs, (edit.last.replica, edit.last.counter)
-      )
-    } else {
-      var entityIterator = entities.makeIterator()
-      guard entities.count == 1, let (onlyKey, entity) = entityIterator.next(),
-        entity.fields.count == 1
-      else { return nil }
-      var fieldIterator = entity.fields.makeIterator()
-      guard let (onlyField, fieldDelta) = fieldIterator.next(),
-        case .text(let textRuns) = fieldDelta,
-        let onlyAdded = entity.presence.onlyAdd
-      else { return nil }
-      (key, field, runs, added) = (onlyKey, onlyField, textRuns, onlyAdded)
-    }
+    var entityIterator = entities.makeIterator()
+    guard entities.count == 1, let (key, entity) = entityIterator.next(),
+      entity.fields.count == 1
+    else { return nil }
+    var fieldIterator = entity.fields.makeIterator()
+    guard let (field, fieldDelta) = fieldIterator.next(),
+      case .text(let runs) = fieldDelta,
+      let added = entity.presence.onlyAdd
+    else { return nil }
     // A local edit is usually one run: its events are one range, found without building
     // a set of ranges.
     if let (replica, range) = Self.singleRunEvents(of: runs) {
       guard replica == contextReplica, added.replica == replica,
         added.counter == range.upperBound, contextCounters.isExactly(range)
       else { return nil }
-      return TextEdit(key: key, field: field, runs: runs)
+      return TextEditBody(key: key, field: field, runs: runs)
     }
     guard let (replica, counters) = Self.events(of: runs), replica == contextReplica,
       added.replica == replica, added.counter == counters.maximum, contextCounters == counters
     else { return nil }
-    return TextEdit(key: key, field: field, runs: runs)
-  }
-
-  /// The replica and counters of the dots of `runs` if they are a single well-formed run,
-  /// as ``events(of:)`` would find them; `nil` otherwise.
-  static func singleRunEvents(of runs: RGADelta) -> (ReplicaID, ClosedRange<UInt64>)? {
-    let first: Dot
-    let count: UInt64
-    if runs.deletes.isEmpty, runs.inserts.count == 1, let insert = runs.inserts.first {
-      first = insert.id
-      count = UInt64(insert.length)
-    } else if runs.inserts.isEmpty, runs.deletes.count == 1, let delete = runs.deletes.first {
-      first = delete.dot
-      count = delete.count
-    } else {
-      return nil
-    }
-    guard count > 0, first.counter > 0 else { return nil }
-    let (last, overflow) = first.counter.addingReportingOverflow(count - 1)
-    guard !overflow else { return nil }
-    return (first.replica, first.counter...last)
-  }
-
-  /// The replica that made every run of `runs` and the counters of their dots, or `nil`
-  /// if the runs are empty, name several replicas, or run past the counter space.
-  ///
-  /// An insert run counts its ids (``RGADelta/Insert/length``), never its content: a
-  /// tombstone run without content (``RGADelta/Insert/isContentDropped``) has the same
-  /// dots, and the wire gives it placeholder content, so encoder and decoder must count
-  /// both alike to make the same choice of form.
-  package static func events(of runs: RGADelta) -> (replica: ReplicaID, counters: CounterRanges)? {
-    var replica: ReplicaID?
-    var counters = CounterRanges()
-    func add(_ first: Dot, _ count: UInt64) -> Bool {
-      guard count > 0 else { return true }
-      let (last, overflow) = first.counter.addingReportingOverflow(count - 1)
-      guard !overflow, first.counter > 0, replica == nil || replica == first.replica else {
-        return false
-      }
-      replica = first.replica
-      counters.insert(first.counter...last)
-      return true
-    }
-    for insert in runs.inserts where !add(insert.id, UInt64(insert.length)) {
-      return nil
-    }
-    for delete in runs.deletes where !add(delete.dot, delete.count) { return nil }
-    guard let replica else { return nil }
-    return (replica, counters)
+    return TextEditBody(key: key, field: field, runs: runs)
   }
 
   /// Writes the body of a ``MessageKind/textEditDelta`` message.
-  static func writeTextEdit(_ edit: TextEdit, to writer: inout ByteWriter) {
+  static func writeTextEdit(_ edit: TextEditBody, to writer: inout ByteWriter) {
     if writeSingleRunTextEdit(edit, to: &writer) { return }
     writeTextEditInGeneral(edit, to: &writer)
   }
 
   /// Writes the body of a ``MessageKind/textEditDelta`` message through the general run
   /// encoder (canonical runs, replica table builder).
-  static func writeTextEditInGeneral(_ edit: TextEdit, to writer: inout ByteWriter) {
+  static func writeTextEditInGeneral(_ edit: TextEditBody, to writer: inout ByteWriter) {
     var builder = ReplicaTable.Builder()
     edit.runs.collectReplicas(into: &builder)
     let table = builder.build()
@@ -149,7 +80,7 @@ extension DocumentDelta {
   ///
   /// A single run is already canonical, the table holds at most two replicas, and a
   /// message without inserts implies only the first delete dot of its replica.
-  static func writeSingleRunTextEdit(_ edit: TextEdit, to writer: inout ByteWriter) -> Bool {
+  static func writeSingleRunTextEdit(_ edit: TextEditBody, to writer: inout ByteWriter) -> Bool {
     let runs = edit.runs
     // A right origin of a third replica needs the general table.
     if runs.deletes.isEmpty, runs.inserts.count == 1, let insert = runs.inserts.first,
@@ -228,23 +159,10 @@ extension DocumentDelta {
     let runsStart = reader.offset
     let runs = try RGADelta(fromDelta: &reader, replicas: &table)
     try table.checkAllReferenced(offset: reader.offset)
-    // One run with its content (a keystroke): its events are one range, and the delta
-    // takes the unbuilt form of a local edit's, equal to the one built below.
-    if runs.inserts.allSatisfy({ !$0.content.isEmpty }),
-      let (replica, range) = singleRunEvents(of: runs)
-    {
-      return DocumentDelta(
-        textEdit: runs, counters: range, last: Dot(replica: replica, counter: range.upperBound),
-        field: field, of: key)
-    }
-    guard let (replica, counters) = events(of: runs) else {
+    guard let delta = textEdit(runs, field: field, of: key) else {
       throw ConvergeDecodingError.invalidValue(
         offset: runsStart, reason: "text edit without runs, or with runs of several replicas")
     }
-    let last = Dot(replica: replica, counter: counters.maximum)
-    var delta = DocumentDelta()
-    delta.context.insert(replica: replica, counters: counters)
-    delta.entities[key] = EntityDelta(presence: .add(last), fields: [field: .text(runs)])
     return delta
   }
 }

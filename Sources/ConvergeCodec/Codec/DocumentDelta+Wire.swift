@@ -32,7 +32,7 @@ extension DocumentDelta {
 
   /// Appends the message ``encoded()`` returns to `writer`.
   package func encode(appendingTo writer: inout ByteWriter) {
-    if let edit = textEdit {
+    if let edit = textEditBody {
       Envelope.seal(kind: .textEditDelta, appendingTo: &writer) {
         Self.writeTextEdit(edit, to: &$0)
       }
@@ -78,7 +78,7 @@ extension DocumentDelta {
     var delta = DocumentDelta()
     (delta.context, delta.entities) = try EntityDelta.readBody(from: &reader)
     // A delta with the compact form has no other encoding.
-    guard delta.textEdit == nil else {
+    guard delta.textEditBody == nil else {
       throw ConvergeDecodingError.invalidValue(
         offset: reader.offset, reason: "delta written in the general form has the text edit form")
     }

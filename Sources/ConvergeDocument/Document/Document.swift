@@ -318,58 +318,76 @@ extension Document {
     return recorder.finish(in: self)
   }
 
-  /// Applies `delta`, noting what changed in `recorder`.
+  /// Applies `delta`, noting what changed in `recorder`: a text edit (see
+  /// ``DocumentDelta/TextEdit``) as it is kept, any other delta entity by entity.
   mutating func apply(_ delta: DocumentDelta, recording recorder: inout ChangeRecorder) {
     ownForestCache()
-    if applyTextEdit(delta, recording: &recorder) { return }
-    // This document's gap-free prefix, for entities it has no record of (see
-    // ``wasForgotten(_:knownPrefix:)``), computed at the first.
-    var knownPrefix: VersionVector?
-    for (key, entityDelta) in delta.entities {
-      // Edited in place: one lookup, and no copy of the record's storage.
-      let entity: Int
-      if let existing = entities.index(forKey: key) {
-        entity = existing
-      } else {
-        let prefix = knownPrefix ?? context.versionVector
-        knownPrefix = prefix
-        if Self.wasForgotten(entityDelta, knownPrefix: prefix) { continue }
-        entities.append(key, EntityRecord())
-        entity = entities.count - 1
+    if let edit = delta.storedTextEdit {
+      apply(edit, recording: &recorder)
+    } else {
+      // This document's gap-free prefix, for entities it has no record of (see
+      // ``wasForgotten(_:knownPrefix:)``), computed at the first.
+      var knownPrefix: VersionVector?
+      for (key, entityDelta) in delta.entities {
+        merge(entityDelta, of: key, knownPrefix: &knownPrefix, recording: &recorder)
       }
-      recorder.noteBefore(key, in: self)
-      if forests == nil, entityDelta.fields.values.contains(where: { $0.kind == .parent }) {
-        forests = ForestCache()
-      }
-      events.note(entity, presence: entityDelta.presence)
-      Self.merge(
-        Self.withoutKnownSlots(entityDelta, known: context), of: key,
-        into: &entities.values[entity],
-        names: &fieldNames, waiting: &waitingTexts, recording: &recorder)
+      rebuildEventsIfStale()
+      context.formUnion(delta.context)
     }
-    rebuildEventsIfStale()
-    context.formUnion(delta.context)
     #if CONVERGE_INTERNAL_CHECKS
       _checkInvariants()
     #endif
   }
 
-  /// Applies a delta kept in the unbuilt form of one text edit (a keystroke, local or
-  /// decoded) to an existing text field in place, as the general loop of
-  /// ``apply(_:recording:)`` would, without building the delta's tables or taking the
-  /// entity out of the document. Returns `false`, having changed nothing, for any other
-  /// delta or when the entity or its text field does not exist yet.
-  private mutating func applyTextEdit(
-    _ delta: DocumentDelta, recording recorder: inout ChangeRecorder
-  ) -> Bool {
-    guard let edit = delta.localTextEdit, let events = delta.localEvents,
-      let entity = entities.index(forKey: edit.key),
+  /// Joins one entity's delta into the document, creating its record unless the
+  /// document forgot the entity.
+  private mutating func merge(
+    _ entityDelta: EntityDelta, of key: EntityKey, knownPrefix: inout VersionVector?,
+    recording recorder: inout ChangeRecorder
+  ) {
+    // Edited in place: one lookup, and no copy of the record's storage.
+    let entity: Int
+    if let existing = entities.index(forKey: key) {
+      entity = existing
+    } else {
+      let prefix = knownPrefix ?? context.versionVector
+      knownPrefix = prefix
+      if Self.wasForgotten(entityDelta, knownPrefix: prefix) { return }
+      entities.append(key, EntityRecord())
+      entity = entities.count - 1
+    }
+    recorder.noteBefore(key, in: self)
+    if forests == nil, entityDelta.fields.values.contains(where: { $0.kind == .parent }) {
+      forests = ForestCache()
+    }
+    events.note(entity, presence: entityDelta.presence)
+    Self.merge(
+      Self.withoutKnownSlots(entityDelta, known: context), of: key,
+      into: &entities.values[entity],
+      names: &fieldNames, waiting: &waitingTexts, recording: &recorder)
+  }
+
+  /// Applies one text edit (a keystroke, local or decoded). An existing text field is
+  /// edited in place, without building the edit's tables or taking the entity out of the
+  /// document; a new entity or field, or a field of another kind, takes the entity's
+  /// general merge.
+  private mutating func apply(
+    _ edit: DocumentDelta.TextEdit, recording recorder: inout ChangeRecorder
+  ) {
+    defer { context.insert(replica: edit.replica, counters: edit.counters) }
+    guard let entity = entities.index(forKey: edit.key),
       let slot = entities.values[entity].fields.index(forKey: edit.field),
       let text = entities.values[entity].takeText(at: slot)
-    else { return false }
-    // The general loop merges `.add(last)` into the presence, then integrates the runs.
-    let visibility = entities.values[entity].noteLocalEvent(edit.last)
-    noteEvent(ofEntityAt: entity, edit.last)
+    else {
+      var knownPrefix: VersionVector?
+      merge(edit.entity, of: edit.key, knownPrefix: &knownPrefix, recording: &recorder)
+      rebuildEventsIfStale()
+      return
+    }
+    // What the general merge does: `.add(last)` into the presence, then the runs.
+    let last = edit.last
+    let visibility = entities.values[entity].noteLocalEvent(last)
+    noteEvent(ofEntityAt: entity, last)
     let changes = text.text.apply(edit.runs)
     waitingTexts.note(text.text, field: edit.field, of: edit.key)
     entities.values[entity].fields.values[slot] = .text(text)
@@ -382,11 +400,6 @@ extension Document {
         of: edit.key, wasVisible: visibility.wasVisible, isVisible: visibility.isVisible)
       recorder.noteField(edit.field, of: edit.key, changed: !changes.isEmpty, text: changes)
     }
-    context.insert(replica: events.replica, counters: events.counters)
-    #if CONVERGE_INTERNAL_CHECKS
-      _checkInvariants()
-    #endif
-    return true
   }
 
   /// Applies the delta of one event, `dot`, of `key` that changes `field` (if any): what

@@ -9,8 +9,8 @@ public struct DocumentChanges: Sendable, Equatable {
   /// only if something reads them.
   public internal(set) var entities: [EntityChange] {
     get {
-      guard let singleText else { return storedEntities }
-      return [singleText.entityChange]
+      guard let change = singleText?.entityChange else { return storedEntities }
+      return [change]
     }
     set {
       singleText = nil
@@ -26,30 +26,46 @@ public struct DocumentChanges: Sendable, Equatable {
   /// When set, the only changed entity; `storedEntities` is then empty.
   private var singleText: SingleTextChange?
 
-  /// One entity whose one text field had one visible edit.
+  /// One entity whose one text field had one visible edit: what a keystroke changes,
+  /// kept in this one form by the ``ChangeRecorder`` that notes it and by the changes
+  /// it finishes into.
   struct SingleTextChange: Sendable {
     var key: EntityKey
-    var kind: EntityChange.Kind
+    /// How the entity changed; `nil` when it stayed invisible (nothing to report).
+    var kind: EntityChange.Kind?
     var field: String
     var change: TextChange
 
-    var entityChange: EntityChange {
-      EntityChange(key: key, kind: kind, fields: [field], textChanges: [field: [change]])
+    /// The entity's visibility before and after the edit, which `kind` tells exactly
+    /// (a text edit always changes a field).
+    var visibility: (wasVisible: Bool, isVisible: Bool) {
+      switch kind {
+      case .created: (false, true)
+      case .deleted: (true, false)
+      case .updated: (true, true)
+      case nil: (false, false)
+      }
+    }
+
+    var entityChange: EntityChange? {
+      kind.map {
+        EntityChange(key: key, kind: $0, fields: [field], textChanges: [field: [change]])
+      }
     }
   }
 
   /// No changes.
   public init() {}
 
-  /// The changes of one entity's one text edit.
+  /// The changes of one entity's one text edit (none if the entity stayed invisible).
   init(singleText: SingleTextChange) {
-    self.singleText = singleText
+    if singleText.kind != nil { self.singleText = singleText }
   }
 
   private mutating func materializeEntities() {
-    guard let singleText else { return }
-    self.singleText = nil
-    storedEntities = [singleText.entityChange]
+    guard let change = singleText?.entityChange else { return }
+    singleText = nil
+    storedEntities = [change]
   }
 
   /// Changes are equal when they list the same entity changes, however they store them.
@@ -117,20 +133,12 @@ struct ChangeRecorder {
     var lists: [String: [ListChange]] = [:]
   }
 
-  /// A text edit noted while nothing else was (a keystroke, or a small remote delta
-  /// applied): kept out of `entries` (and their arrays) until another change is noted,
-  /// so it allocates nothing here.
-  private struct SingleTextEdit {
-    var key: EntityKey
-    var field: String
-    var wasVisible: Bool
-    var isVisible: Bool
-    var change: TextChange
-  }
-
   private var entries: [Entry] = []
   private var positions: [EntityKey: Int] = [:]
-  private var singleTextEdit: SingleTextEdit?
+  /// A text edit noted while nothing else was (a keystroke, or a small remote delta
+  /// applied), in the form the changes keep it: out of `entries` (and their arrays) until
+  /// another change is noted, so it allocates nothing here.
+  private var singleTextEdit: DocumentChanges.SingleTextChange?
   private static let indexThreshold = 8
 
   /// Notes an edit of the text field `field` of `key`, the entity's visibility
@@ -140,8 +148,10 @@ struct ChangeRecorder {
     of key: EntityKey, field: String, wasVisible: Bool, isVisible: Bool, change: TextChange
   ) {
     guard !entries.isEmpty || singleTextEdit != nil else {
-      singleTextEdit = SingleTextEdit(
-        key: key, field: field, wasVisible: wasVisible, isVisible: isVisible, change: change)
+      singleTextEdit = DocumentChanges.SingleTextChange(
+        key: key,
+        kind: EntityChange.Kind(wasVisible: wasVisible, isVisible: isVisible, fieldsChanged: true),
+        field: field, change: change)
       return
     }
     noteChange(of: key, wasVisible: wasVisible, isVisible: isVisible)
@@ -152,9 +162,10 @@ struct ChangeRecorder {
   private mutating func materializeSingleTextEdit() {
     guard let edit = singleTextEdit else { return }
     singleTextEdit = nil
+    let (wasVisible, isVisible) = edit.visibility
     append(
       Entry(
-        key: edit.key, wasVisible: edit.wasVisible, isVisible: edit.isVisible,
+        key: edit.key, wasVisible: wasVisible, isVisible: isVisible,
         fields: [edit.field], texts: [(edit.field, [edit.change])]))
   }
 
@@ -225,15 +236,8 @@ struct ChangeRecorder {
   }
 
   func finish(in document: Document) -> DocumentChanges {
-    if let edit = singleTextEdit {
-      // What the loop below makes of the same entry, without building it.
-      guard
-        let kind = EntityChange.Kind(
-          wasVisible: edit.wasVisible, isVisible: edit.isVisible, fieldsChanged: true)
-      else { return DocumentChanges() }
-      return DocumentChanges(
-        singleText: .init(key: edit.key, kind: kind, field: edit.field, change: edit.change))
-    }
+    // What the loop below makes of the same entry, without building it.
+    if let edit = singleTextEdit { return DocumentChanges(singleText: edit) }
     var changes = DocumentChanges()
     changes.entities.reserveCapacity(entries.count)
     for entry in entries {

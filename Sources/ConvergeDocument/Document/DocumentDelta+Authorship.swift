@@ -152,22 +152,17 @@ private struct AuthorshipCheck {
   let known: Document?
 
   func run(on delta: DocumentDelta) throws(Failure) {
-    if let events = delta.localEvents {
-      if !granted.contains(events.replica) {
-        var counters = CounterRanges()
-        counters.insert(events.counters)
-        try checkContext(events.replica, counters)
+    if let edit = delta.storedTextEdit {
+      if !granted.contains(edit.replica) {
+        try checkContext(edit.replica, CounterRanges(edit.counters))
       }
-    } else {
-      for (replica, counters) in delta.context.entries where !granted.contains(replica) {
-        try checkContext(replica, counters)
-      }
-    }
-    if let edit = delta.localTextEdit {
       let record = known?.entities[edit.key]
       try checkPresence(.add(edit.last), local: record?.presence, key: edit.key, field: nil)
       try checkText(edit.runs, local: record?.fields[edit.field], key: edit.key, field: edit.field)
       return
+    }
+    for (replica, counters) in delta.context.entries where !granted.contains(replica) {
+      try checkContext(replica, counters)
     }
     for (key, entity) in delta.entities {
       let record = known?.entities[key]

@@ -8,40 +8,37 @@
 public struct DocumentDelta: Sendable, Equatable {
   /// The events the delta accounts for, including removals (seen dots it does not hold).
   ///
-  /// The delta of a transaction's single text edit keeps its events as one range of one
-  /// replica (`localEvents`) and builds the context only if something reads it.
+  /// A text edit's delta (``TextEdit``) keeps its events as one range of one replica and
+  /// builds the context only if something reads it.
   public package(set) var context: CausalContext {
     get {
-      guard let localEvents else { return storedContext }
-      return CausalContext(replica: localEvents.replica, counters: localEvents.counters)
+      guard let storedTextEdit else { return storedContext }
+      return CausalContext(replica: storedTextEdit.replica, counters: storedTextEdit.counters)
     }
     set {
-      localEvents = nil
+      materializeEntities()
       storedContext = newValue
     }
     _modify {
-      materializeContext()
+      materializeEntities()
       yield &storedContext
     }
   }
 
   private var storedContext: CausalContext
-  /// When set, the delta's context is exactly these counters of this replica, and
-  /// `storedContext` is empty.
-  package private(set) var localEvents: (replica: ReplicaID, counters: ClosedRange<UInt64>)?
 
   /// The entities the delta touches and what it carries for each.
   ///
-  /// The delta of a transaction's single text edit (a keystroke) keeps its one entity
-  /// as a ``LocalTextEdit`` and builds the two one-entry hash tables only if something
-  /// reads them: encoding it needs neither.
+  /// A text edit's delta keeps its one entity as a ``TextEdit`` and builds the two
+  /// one-entry hash tables only if something reads them: encoding it, sending it in a
+  /// frame and applying it need neither.
   package var entities: [EntityKey: EntityDelta] {
     get {
-      guard let edit = localTextEdit else { return storedEntities }
+      guard let edit = storedTextEdit else { return storedEntities }
       return [edit.key: edit.entity]
     }
     set {
-      localTextEdit = nil
+      materializeEntities()
       storedEntities = newValue
     }
     _modify {
@@ -51,17 +48,29 @@ public struct DocumentDelta: Sendable, Equatable {
   }
 
   private var storedEntities: [EntityKey: EntityDelta]
-  /// When set, the delta's only entity; `storedEntities` is then empty.
-  package private(set) var localTextEdit: LocalTextEdit?
 
-  /// One local text edit's entity: the runs of one field and the presence `.add(last)`.
-  package struct LocalTextEdit: Sendable {
+  /// The delta's storage when it is one replica's edit of one text field: set, the delta is
+  /// exactly this edit and `storedContext` and `storedEntities` are empty; `nil`, the
+  /// delta is those two tables. The transaction, the text edit decoder and the frame
+  /// decoder all make this one form of a keystroke, and ``Document/apply(_:)`` and both
+  /// encoders read it as it is.
+  package private(set) var storedTextEdit: TextEdit?
+
+  /// One replica's edit of one text field: the runs `runs` of the field `field` of `key`,
+  /// whose dots are exactly the counters `counters` of `replica`. Its delta's context is
+  /// those dots and its entity's presence adds the latest of them.
+  package struct TextEdit: Sendable {
     package var key: EntityKey
     package var field: String
     package var runs: RGADelta
-    package var last: Dot
+    package var replica: ReplicaID
+    package var counters: ClosedRange<UInt64>
 
-    var entity: EntityDelta {
+    /// The edit's latest dot, which its entity's presence adds.
+    package var last: Dot { Dot(replica: replica, counter: counters.upperBound) }
+
+    /// The edit as a delta's entity: the presence `.add(last)` and the runs.
+    package var entity: EntityDelta {
       EntityDelta(presence: .add(last), fields: [field: .text(runs)])
     }
   }
@@ -72,28 +81,85 @@ public struct DocumentDelta: Sendable, Equatable {
     storedEntities = [:]
   }
 
-  /// The delta of one local text edit: the runs `textEdit`, made with the dots `counters`
-  /// of `last.replica`, the latest of which is `last`.
-  package init(
-    textEdit: RGADelta, counters: ClosedRange<UInt64>, last: Dot, field: String,
-    of key: EntityKey
-  ) {
+  /// The delta of `edit`, whose runs' dots the caller knows to be exactly its counters.
+  package init(textEdit edit: TextEdit) {
     storedContext = CausalContext()
-    localEvents = (last.replica, counters)
     storedEntities = [:]
-    localTextEdit = LocalTextEdit(key: key, field: field, runs: textEdit, last: last)
+    storedTextEdit = edit
   }
 
-  private mutating func materializeContext() {
-    guard let localEvents else { return }
-    self.localEvents = nil
-    storedContext = CausalContext(replica: localEvents.replica, counters: localEvents.counters)
+  /// The delta of the runs `runs` of the field `field` of `key`, made by one replica: a
+  /// ``TextEdit`` when their dots are one range (a keystroke's, a transaction's typing),
+  /// the tables otherwise; `nil` if the runs are empty, name several replicas or run past
+  /// the counter space. What the text edit decoder and the frame decoder make of the runs
+  /// they read.
+  package static func textEdit(_ runs: RGADelta, field: String, of key: EntityKey) -> DocumentDelta?
+  {
+    if let (replica, range) = singleRunEvents(of: runs) {
+      return DocumentDelta(
+        textEdit: TextEdit(key: key, field: field, runs: runs, replica: replica, counters: range))
+    }
+    guard let (replica, counters) = events(of: runs) else { return nil }
+    if counters.ranges.count == 1, let range = counters.ranges.first {
+      return DocumentDelta(
+        textEdit: TextEdit(key: key, field: field, runs: runs, replica: replica, counters: range))
+    }
+    var delta = DocumentDelta()
+    delta.context.insert(replica: replica, counters: counters)
+    delta.entities[key] = EntityDelta(
+      presence: .add(Dot(replica: replica, counter: counters.maximum)),
+      fields: [field: .text(runs)])
+    return delta
   }
 
+  /// Moves a ``TextEdit`` into the tables, before they are changed.
   private mutating func materializeEntities() {
-    guard let edit = localTextEdit else { return }
-    localTextEdit = nil
+    guard let edit = storedTextEdit else { return }
+    storedTextEdit = nil
+    storedContext = CausalContext(replica: edit.replica, counters: edit.counters)
     storedEntities = [edit.key: edit.entity]
+  }
+
+  /// Joins the local text edit `runs` of `field` of `key`, made with the counters
+  /// `counters` of `replica`, into the delta of a transaction: the edit itself when the
+  /// delta is empty, an extension of the delta's text edit when it continues it (the
+  /// same field and replica, the next counters), the tables otherwise. Returns whether
+  /// the field's runs now hold runs appended unsorted (``normalizeTextRuns()`` brings
+  /// them into normal form).
+  mutating func joinLocalTextEdit(
+    _ runs: RGADelta, replica: ReplicaID, counters: ClosedRange<UInt64>, field: String,
+    of key: EntityKey
+  ) -> Bool {
+    if isEmpty {
+      self = DocumentDelta(
+        textEdit: TextEdit(key: key, field: field, runs: runs, replica: replica, counters: counters)
+      )
+      return false
+    }
+    if var edit = storedTextEdit, edit.replica == replica,
+      edit.counters.upperBound &+ 1 == counters.lowerBound, edit.key == key, edit.field == field
+    {
+      storedTextEdit = nil  // so the runs below are uniquely referenced
+      edit.runs.inserts.append(contentsOf: runs.inserts)
+      edit.runs.deletes.append(contentsOf: runs.deletes)
+      edit.counters = edit.counters.lowerBound...counters.upperBound
+      storedTextEdit = edit
+      return true
+    }
+    context.insert(replica: replica, counters: counters)
+    return entities[key, default: EntityDelta()].appendLocalTextRuns(
+      runs, last: Dot(replica: replica, counter: counters.upperBound), field: field)
+  }
+
+  /// Brings every text field's runs into normal form, each in place.
+  mutating func normalizeTextRuns() {
+    if var edit = storedTextEdit {
+      storedTextEdit = nil
+      edit.runs.normalize()
+      storedTextEdit = edit
+      return
+    }
+    for index in storedEntities.indices { storedEntities.values[index].normalizeTextRuns() }
   }
 
   /// Two deltas are equal when they know the same events and carry the same entities,
@@ -104,15 +170,14 @@ public struct DocumentDelta: Sendable, Equatable {
 
   /// Whether the delta carries nothing.
   public var isEmpty: Bool {
-    localEvents == nil && storedContext.isEmpty && localTextEdit == nil
-      && storedEntities.isEmpty
+    storedTextEdit == nil && storedContext.isEmpty && storedEntities.isEmpty
   }
 
   /// The entities the delta touches, sorted.
   ///
   /// - Complexity: O(k log k) for k entities in the delta.
   public var keys: [EntityKey] {
-    if let edit = localTextEdit { return [edit.key] }
+    if let edit = storedTextEdit { return [edit.key] }
     return storedEntities.keys.sorted()
   }
 
@@ -122,7 +187,7 @@ public struct DocumentDelta: Sendable, Equatable {
   ///
   /// - Complexity: O(f log f) for f fields.
   public func fields(of key: EntityKey) -> [String] {
-    if let edit = localTextEdit { return edit.key == key ? [edit.field] : [] }
+    if let edit = storedTextEdit { return edit.key == key ? [edit.field] : [] }
     return storedEntities[key]?.fields.keys.sorted() ?? []
   }
 
@@ -132,7 +197,7 @@ public struct DocumentDelta: Sendable, Equatable {
   ///
   /// - Complexity: O(k) for k entities in the delta.
   public func forEachKey(_ body: (EntityKey) -> Void) {
-    if let edit = localTextEdit { return body(edit.key) }
+    if let edit = storedTextEdit { return body(edit.key) }
     for key in storedEntities.keys { body(key) }
   }
 
@@ -141,15 +206,15 @@ public struct DocumentDelta: Sendable, Equatable {
   ///
   /// - Complexity: O(1).
   public func latestCounter(of replica: ReplicaID) -> UInt64 {
-    if let localEvents {
-      return localEvents.replica == replica ? localEvents.counters.upperBound : 0
+    if let edit = storedTextEdit {
+      return edit.replica == replica ? edit.counters.upperBound : 0
     }
     return storedContext.counters(of: replica).maximum
   }
 
   /// The latest register timestamp in the delta, for the receiving replica's clock.
   var latestTimestamp: Timestamp? {
-    guard localTextEdit == nil else { return nil }  // text carries no timestamps
+    guard storedTextEdit == nil else { return nil }  // text carries no timestamps
     return entities.values.reduce(nil) {
       FieldDelta.latestTimestamp(of: $1.fields.values, after: $0)
     }
@@ -231,6 +296,23 @@ package struct EntityDelta: Sendable, Equatable {
     let existing = fields.values[position]
     fields.values[position].vacate()  // so the merge below edits the only reference
     fields.values[position] = existing.merged(with: change)
+  }
+
+  /// Joins a local text edit's runs, whose latest dot is `last`, into the field `field`;
+  /// returns whether they were appended to the field's earlier runs unsorted.
+  mutating func appendLocalTextRuns(_ runs: RGADelta, last: Dot, field: String) -> Bool {
+    presence.mergeAdd(last)
+    guard let position = fields.index(forKey: field),
+      case .text(var earlier) = fields.values[position]
+    else {
+      merge(.text(runs), into: field)
+      return false
+    }
+    fields.values[position].vacate()  // the runs are now uniquely referenced
+    earlier.inserts.append(contentsOf: runs.inserts)
+    earlier.deletes.append(contentsOf: runs.deletes)
+    fields.values[position] = .text(earlier)
+    return true
   }
 
   /// Brings the runs of every text field into normal form, each in its slot.
@@ -341,5 +423,55 @@ extension Document {
       entityDelta.presence = record.presence
       delta.entities[key] = entityDelta
     }
+  }
+}
+
+extension DocumentDelta {
+  /// The replica and counters of the dots of `runs` if they are a single well-formed run,
+  /// as ``events(of:)`` would find them; `nil` otherwise.
+  package static func singleRunEvents(of runs: RGADelta) -> (ReplicaID, ClosedRange<UInt64>)? {
+    let first: Dot
+    let count: UInt64
+    if runs.deletes.isEmpty, runs.inserts.count == 1, let insert = runs.inserts.first {
+      first = insert.id
+      count = UInt64(insert.length)
+    } else if runs.inserts.isEmpty, runs.deletes.count == 1, let delete = runs.deletes.first {
+      first = delete.dot
+      count = delete.count
+    } else {
+      return nil
+    }
+    guard count > 0, first.counter > 0 else { return nil }
+    let (last, overflow) = first.counter.addingReportingOverflow(count - 1)
+    guard !overflow else { return nil }
+    return (first.replica, first.counter...last)
+  }
+
+  /// The replica that made every run of `runs` and the counters of their dots, or `nil`
+  /// if the runs are empty, name several replicas, or run past the counter space.
+  ///
+  /// An insert run counts its ids (``RGADelta/Insert/length``), never its content: a
+  /// tombstone run without content (``RGADelta/Insert/isContentDropped``) has the same
+  /// dots, and the wire gives it placeholder content, so encoder and decoder must count
+  /// both alike to make the same choice of form.
+  package static func events(of runs: RGADelta) -> (replica: ReplicaID, counters: CounterRanges)? {
+    var replica: ReplicaID?
+    var counters = CounterRanges()
+    func add(_ first: Dot, _ count: UInt64) -> Bool {
+      guard count > 0 else { return true }
+      let (last, overflow) = first.counter.addingReportingOverflow(count - 1)
+      guard !overflow, first.counter > 0, replica == nil || replica == first.replica else {
+        return false
+      }
+      replica = first.replica
+      counters.insert(first.counter...last)
+      return true
+    }
+    for insert in runs.inserts where !add(insert.id, UInt64(insert.length)) {
+      return nil
+    }
+    for delete in runs.deletes where !add(delete.dot, delete.count) { return nil }
+    guard let replica else { return nil }
+    return (replica, counters)
   }
 }

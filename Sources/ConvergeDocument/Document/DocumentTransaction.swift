@@ -334,60 +334,29 @@ public struct DocumentTransaction: Sendable {
     return first
   }
 
-  /// Adds a local text edit's runs to the transaction's delta. Runs join the field's
-  /// earlier runs unsorted; ``finishDelta()`` brings them into normal form once, so a
-  /// transaction of many edits does not re-sort its runs after each one.
+  /// Adds a local text edit's runs to the transaction's delta: the delta's one
+  /// ``DocumentDelta/TextEdit`` while the transaction edits one text field and nothing
+  /// else. Runs join the field's earlier runs unsorted; ``finishDelta()`` brings them into
+  /// normal form once, so a transaction of many edits does not re-sort its runs after
+  /// each one.
   private mutating func addToDelta(
     _ textDelta: RGADelta, counters: ClosedRange<UInt64>, last: Dot, field: String,
     of key: EntityKey
   ) {
-    guard !delta.isEmpty else {
-      // The common case, a transaction's first edit: the delta is exactly this edit.
-      delta = DocumentDelta(
-        textEdit: textDelta, counters: counters, last: last, field: field, of: key)
-      return
-    }
-    delta.context.insert(replica: last.replica, counters: counters)
-    // Edited in place, as a register or set write's event is.
-    if Self.appendRuns(
-      textDelta, last: last, field: field, to: &delta.entities[key, default: EntityDelta()])
+    if delta.joinLocalTextEdit(
+      textDelta, replica: last.replica, counters: counters, field: field, of: key)
     {
       textRunsPending = true
     }
   }
 
-  /// Joins a local text edit, whose latest dot is `last`, into the transaction's
-  /// `entity`; returns whether its runs were appended to the field's earlier runs
-  /// unsorted.
-  private static func appendRuns(
-    _ textDelta: RGADelta, last: Dot, field: String, to entity: inout EntityDelta
-  ) -> Bool {
-    entity.presence.mergeAdd(last)
-    guard let position = entity.fields.index(forKey: field),
-      case .text(var runs) = entity.fields.values[position]
-    else {
-      entity.merge(.text(textDelta), into: field)
-      return false
-    }
-    entity.fields.values[position].vacate()  // the runs are now uniquely referenced
-    runs.inserts.append(contentsOf: textDelta.inserts)
-    runs.deletes.append(contentsOf: textDelta.deletes)
-    entity.fields.values[position] = .text(runs)
-    return true
-  }
-
-  /// Brings the text runs that ``addToDelta(_:last:field:of:)`` appended into normal form.
-  /// The delta is moved out, not copied: the transaction is done with it.
+  /// Brings the text runs that ``addToDelta(_:counters:last:field:of:)`` appended into
+  /// normal form. The delta is moved out, not copied: the transaction is done with it.
   mutating func finishDelta() -> DocumentDelta {
     guard textRunsPending else { return takeDelta() }
     textRunsPending = false
-    Self.normalizeTextRuns(in: &delta.entities)
+    delta.normalizeTextRuns()
     return takeDelta()
-  }
-
-  /// Normalizes every entity's text runs in place (one access to the entities).
-  private static func normalizeTextRuns(in entities: inout [EntityKey: EntityDelta]) {
-    for index in entities.indices { entities.values[index].normalizeTextRuns() }
   }
 
   private mutating func takeDelta() -> DocumentDelta {
