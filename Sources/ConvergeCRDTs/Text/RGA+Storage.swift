@@ -153,7 +153,7 @@ extension RGA {
     start: Int, utf16: Int, utf8: Int
   ) {
     let start = content.count
-    let utf16 = Self.appendUTF8(of: scalars, to: &content)
+    let utf16 = Self.appendUTF8(ofScalars: scalars, to: &content)
     return (start, utf16, content.count - start)
   }
 
@@ -168,11 +168,24 @@ extension RGA {
     return (start, utf16, utf8.count)
   }
 
+  /// Appends the UTF-8 of `scalars`, a slice of a run's content, to `buffer`; returns how
+  /// many UTF-16 code units they take.
+  ///
+  /// The generic ``appendUTF8(ofScalars:to:)`` specialized in this module for the codec, which
+  /// calls it from another one: there the generic body ran unspecialized, through the
+  /// runtime's witness tables, and encoding a library of notes took eight times the
+  /// instructions.
+  package static func appendUTF8(
+    of scalars: ArraySlice<Unicode.Scalar>, to buffer: inout [UInt8]
+  ) -> Int {
+    appendUTF8(ofScalars: scalars, to: &buffer)
+  }
+
   /// Appends the UTF-8 of `scalars` to `buffer`; returns how many UTF-16 code units they
   /// take.
   @inline(__always)
-  package static func appendUTF8<C: Collection<Unicode.Scalar>>(
-    of scalars: C, to buffer: inout [UInt8]
+  static func appendUTF8<C: Collection<Unicode.Scalar>>(
+    ofScalars scalars: C, to buffer: inout [UInt8]
   ) -> Int {
     var utf16 = 0
     guard scalars.count > 16 else {

@@ -546,7 +546,9 @@ extension EntityRecord: WireEntity {
   /// Every text field's whole state as runs, by field name.
   package func textRuns() -> [String: RGADelta] {
     var runs: [String: RGADelta] = [:]
-    for (name, field) in fields {
+    // The two arrays zipped here, not the table's own iterator: generic, declared in
+    // another module, it ran unspecialized (runtime metadata at every field).
+    for (name, field) in zip(fields.keys, fields.values) {
       if case .text(let storage) = field {
         runs[name] = storage.text.delta(since: CausalContext())
       }
@@ -562,7 +564,9 @@ extension EntityRecord: WireEntity {
   ) {
     presence.write(to: &writer, replicas: table)
     writer.writeVarUInt(fields.count)
-    for (name, field) in fields {
+    // The two arrays zipped here, not the table's own iterator: generic, declared in
+    // another module, it ran unspecialized (runtime metadata at every field).
+    for (name, field) in zip(fields.keys, fields.values) {
       writer.writeString(name)
       field.write(to: &writer, replicas: table) { writer in
         (texts[name] ?? TextWire.PreparedRuns(RGADelta())).write(

@@ -98,7 +98,9 @@ extension EntityDelta: WireEntity {
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
     presence.write(to: &writer, replicas: table)
     writer.writeVarUInt(fields.count)
-    for (name, field) in fields {
+    // The two arrays zipped here, not the table's own iterator: generic, declared in
+    // another module, it ran unspecialized (runtime metadata at every field).
+    for (name, field) in zip(fields.keys, fields.values) {
       writer.writeString(name)
       field.write(to: &writer, replicas: table) { writer in
         (field.runs ?? RGADelta()).write(to: &writer, replicas: table)
