@@ -111,6 +111,24 @@ extension MovableList {
     return collectable.sorted()
   }
 
+  /// Calls `body` with every slot's id and the two origins it names (its left origin: the
+  /// run's for a run's first slot, the slot before it in the run otherwise).
+  ///
+  /// - Complexity: O(s) for s slots.
+  private func forEachSlotOrigins(_ body: (_ id: Dot, _ origin: Dot?, _ rightOrigin: Dot?) -> Void)
+  {
+    for leafID in slots.leafOrder.documentOrder {
+      for run in slots.leaves[leafID].runs {
+        for offset in 0..<run.length {
+          let id = Dot(replica: run.replica, counter: run.counter &+ UInt64(offset))
+          let origin =
+            offset == 0 ? run.origin : Dot(replica: run.replica, counter: id.counter &- 1)
+          body(id, origin, run.rightOrigin)
+        }
+      }
+    }
+  }
+
   /// The slots of ``collectableSlots(stable:)`` that no other slot still names: the
   /// largest part of them such that every slot naming one of them (as its left or right
   /// origin) is in it too. Removing such a set leaves the others in their order: they are
@@ -123,18 +141,11 @@ extension MovableList {
     // Who names each slot, and what each slot names.
     var namers: [Dot: [Dot]] = [:]
     var named: [Dot: [Dot]] = [:]
-    for leafID in slots.leafOrder.documentOrder {
-      for run in slots.leaves[leafID].runs {
-        for offset in 0..<run.length {
-          let id = Dot(replica: run.replica, counter: run.counter &+ UInt64(offset))
-          let origin =
-            offset == 0 ? run.origin : Dot(replica: run.replica, counter: id.counter &- 1)
-          for target in [origin, run.rightOrigin] {
-            guard let target else { continue }
-            namers[target, default: []].append(id)
-            named[id, default: []].append(target)
-          }
-        }
+    forEachSlotOrigins { id, origin, rightOrigin in
+      for target in [origin, rightOrigin] {
+        guard let target else { continue }
+        namers[target, default: []].append(id)
+        named[id, default: []].append(target)
       }
     }
     var work = removable.filter { slot in
@@ -163,16 +174,9 @@ extension MovableList {
     for slot in slotsInSequenceOrder() { deleted[slot.id] = slot.isDeleted }
     // Who names each slot, and whether as its left origin.
     var namers: [Dot: [(namer: Dot, isLeft: Bool)]] = [:]
-    for leafID in slots.leafOrder.documentOrder {
-      for run in slots.leaves[leafID].runs {
-        for offset in 0..<run.length {
-          let id = Dot(replica: run.replica, counter: run.counter &+ UInt64(offset))
-          let origin =
-            offset == 0 ? run.origin : Dot(replica: run.replica, counter: id.counter &- 1)
-          if let origin { namers[origin, default: []].append((id, true)) }
-          if let right = run.rightOrigin { namers[right, default: []].append((id, false)) }
-        }
-      }
+    forEachSlotOrigins { id, origin, rightOrigin in
+      if let origin { namers[origin, default: []].append((id, true)) }
+      if let rightOrigin { namers[rightOrigin, default: []].append((id, false)) }
     }
     var result = (kept: kept.count, byVisible: 0, byDead: 0, onlyByKept: 0, asLeft: 0, asRight: 0)
     for slot in kept {
