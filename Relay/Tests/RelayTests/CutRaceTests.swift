@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import Converge
+@testable import ConvergeDocument
 @testable import ConvergeRelay
 
 /// A store around another that runs `beforeCut` once, just before the first cut is
