@@ -11,7 +11,7 @@ import Testing
 /// A store around another that runs `beforeCut` once, just before the first cut is
 /// recorded through it: what another relay process sharing the store does between this
 /// one's read of the device records and its write of the cut.
-final class InterleavingRelayStore: RelayStore {
+final class InterleavingRelayStore: ForwardingRelayStore {
   let inner: any RelayStore
   let beforeCut: Mutex<(@Sendable () async throws -> Void)?>
   let beforeRecord: Mutex<(@Sendable () async throws -> Void)?>
@@ -29,22 +29,6 @@ final class InterleavingRelayStore: RelayStore {
     self.beforeRetire = Mutex(beforeRetire)
   }
 
-  func append(space: String, delta: [UInt8]) async throws -> UInt64 {
-    try await inner.append(space: space, delta: delta)
-  }
-
-  func read(space: String, after position: UInt64) async throws -> SpaceLog {
-    try await inner.read(space: space, after: position)
-  }
-
-  func compact(space: String, state: [UInt8], through position: UInt64) async throws {
-    try await inner.compact(space: space, state: state, through: position)
-  }
-
-  func deviceRecords(space: String) async throws -> RelayDeviceRecords {
-    try await inner.deviceRecords(space: space)
-  }
-
   func record(space: String, devices: [RelayDeviceRecord]) async throws {
     if let interleaved = beforeRecord.withLock({ $0.take() }) { try await interleaved() }
     try await inner.record(space: space, devices: devices)
@@ -55,26 +39,12 @@ final class InterleavingRelayStore: RelayStore {
     return try await inner.retire(space: space, devices: devices)
   }
 
-  func touch(space: String, replicas: [ReplicaID], lastHeard: Int64) async throws {
-    try await inner.touch(space: space, replicas: replicas, lastHeard: lastHeard)
-  }
-
-  func recordedCut(space: String) async throws -> RelayStableCut? {
-    try await inner.recordedCut(space: space)
-  }
-
   func recordStableCut(
     space: String, cut: RelayStableCut, ifDevicesAt version: RelayDeviceRecords.Version?
   ) async throws -> RelayStableCut? {
     if let interleaved = beforeCut.withLock({ $0.take() }) { try await interleaved() }
     return try await inner.recordStableCut(space: space, cut: cut, ifDevicesAt: version)
   }
-
-  func replaceSnapshot(space: String, state: [UInt8], through position: UInt64) async throws {
-    try await inner.replaceSnapshot(space: space, state: state, through: position)
-  }
-
-  func events() -> AsyncStream<RelayStoreEvent>? { inner.events() }
 }
 
 /// The cut never passes a rejoin whose record another process wrote while this one was
