@@ -13,15 +13,35 @@ import Testing
   /// The retired device's three pushes: "a" (with the note), "b", "c".
   private static func pushes() -> (device: Replica, deltas: [DocumentDelta]) {
     var device = Replica(id: ReplicaID(rawValue: 0xD), wallClock: .fixed(10))
-    var deltas: [DocumentDelta] = []
-    deltas.append(
-      device.transact { tx in
+    let deltas = typeABC { device.transact($0) }
+    return (device, deltas)
+  }
+
+  /// The deltas of three transactions made through `transact`: the note with "a", then
+  /// "b", then "c".
+  private static func typeABC(
+    _ transact: ((inout DocumentTransaction) -> Void) -> Commit
+  ) -> [DocumentDelta] {
+    var deltas = [
+      transact { tx in
         tx.create(note)
         tx.insertText("a", at: 0, in: "body", of: note)
-      }.delta)
-    deltas.append(device.transact { tx in tx.insertText("b", at: 1, in: "body", of: note) }.delta)
-    deltas.append(device.transact { tx in tx.insertText("c", at: 2, in: "body", of: note) }.delta)
-    return (device, deltas)
+      }.delta
+    ]
+    for (offset, letter) in ["b", "c"].enumerated() {
+      deltas.append(
+        transact { tx in tx.insertText(letter, at: offset + 1, in: "body", of: note) }.delta)
+    }
+    return deltas
+  }
+
+  /// An empty directory for a store, and settings that sync on the caller's thread.
+  private static func storeDirectory() -> (path: String, settings: DocumentStore.Configuration) {
+    let path = FileManager.default.temporaryDirectory
+      .appendingPathComponent("converge-retired-\(UInt64.random(in: 0...UInt64.max))").path
+    var settings = DocumentStore.Configuration()
+    settings.syncInBackground = false
+    return (path, settings)
   }
 
   @Test func droppedItemsStayDroppedWhenTheyArriveAgainAndAfterAReopen() throws {
@@ -62,17 +82,7 @@ import Testing
   @Test func aRejoinedOwnerReappliesWhatWaitedAndDropsLatePushes() throws {
     let owner = try DeviceReplica.inMemory()
     let old = owner.id
-    var deltas: [DocumentDelta] = []
-    deltas.append(
-      owner.transact { tx in
-        tx.create(Self.note)
-        tx.insertText("a", at: 0, in: "body", of: Self.note)
-      }.delta)
-    for (offset, letter) in ["b", "c"].enumerated() {
-      deltas.append(
-        owner.transact { tx in tx.insertText(letter, at: offset + 1, in: "body", of: Self.note) }
-          .delta)
-    }
+    let deltas = Self.typeABC { owner.transact($0) }
     var peer = Replica(id: ReplicaID(rawValue: 0xA), wallClock: .fixed(20))
     peer.apply(deltas[0])
     peer.apply(deltas[2])  // "b" was lost
@@ -93,11 +103,8 @@ import Testing
   /// drops a stray of an id retired before it closed, without being told again. Before,
   /// they were kept in memory and the stray waited for ever after a restart.
   @Test func aReopenedOwnerKeepsDroppingTheStraysOfIdsItRetired() throws {
-    let directory = FileManager.default.temporaryDirectory
-      .appendingPathComponent("converge-retired-\(UInt64.random(in: 0...UInt64.max))").path
+    let (directory, settings) = Self.storeDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    var settings = DocumentStore.Configuration()
-    settings.syncInBackground = false
     var (device, deltas) = Self.pushes()
     // A fourth push, "d" after "c", arrives only after the restart.
     let late = device.transact { tx in tx.insertText("d", at: 3, in: "body", of: Self.note) }
@@ -118,24 +125,11 @@ import Testing
   /// The same after a rejoin: the owner's own old id stays retired across a restart, so a
   /// late copy of its push that the rebase re-applied under the fresh id is dropped.
   @Test func aReopenedOwnerKeepsDroppingLatePushesOfItsRetiredId() throws {
-    let directory = FileManager.default.temporaryDirectory
-      .appendingPathComponent("converge-retired-\(UInt64.random(in: 0...UInt64.max))").path
+    let (directory, settings) = Self.storeDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    var settings = DocumentStore.Configuration()
-    settings.syncInBackground = false
     let owner = try DeviceReplica(directory: directory, configuration: settings)
     let old = owner.id
-    var deltas: [DocumentDelta] = []
-    deltas.append(
-      owner.transact { tx in
-        tx.create(Self.note)
-        tx.insertText("a", at: 0, in: "body", of: Self.note)
-      }.delta)
-    for (offset, letter) in ["b", "c"].enumerated() {
-      deltas.append(
-        owner.transact { tx in tx.insertText(letter, at: offset + 1, in: "body", of: Self.note) }
-          .delta)
-    }
+    let deltas = Self.typeABC { owner.transact($0) }
     var peer = Replica(id: ReplicaID(rawValue: 0xA), wallClock: .fixed(20))
     peer.apply(deltas[0])
     try owner.rejoin(onto: peer.document, stable: CausalContext())
