@@ -8,8 +8,8 @@
 public struct DocumentDelta: Sendable, Equatable {
   /// The events the delta accounts for, including removals (seen dots it does not hold).
   ///
-  /// A text edit's delta (one replica's edit of one text field) keeps its events as one range and
-  /// builds the context only if something reads it.
+  /// A text edit's delta (one replica's edit of one text field) keeps its events as one
+  /// range and builds the context only if something reads it.
   public package(set) var context: CausalContext {
     get {
       guard let storedTextEdit else { return storedContext }

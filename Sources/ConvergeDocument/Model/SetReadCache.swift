@@ -4,8 +4,9 @@
 ///
 /// Nothing is added to a set: a set's entries stay the plain array they are, and a
 /// document that no model walk reads keeps nothing here (the raw path pays one cache
-/// an entity type, allocated with the type, inside the entity table's list of types). A kept value is valid by the identity of the entries it was built
-/// from, which it retains: while the cache holds that array, no one can change it in
+/// an entity type, allocated with the type, inside the entity table's list of types). A
+/// kept value is valid by the identity of the entries it was built from, which it
+/// retains: while the cache holds that array, no one can change it in
 /// place (copy-on-write copies it first) nor free it and reuse its address, so a set
 /// whose entries are that very array (same buffer, same count) holds exactly those
 /// elements. Any write or merge of the field gives it another array, and the next walk
