@@ -191,10 +191,10 @@ enum ListBench {
       ("collected_intact", "collected: the same items in order", "\(collectedIntact)"),
       ("collection_refused", "collected: the cut refused", "\(collection == nil)"),
       (
-        "keeping_origins", "kept slots of the cut keeping their origins",
+        "keeping_origins", "kept: slots keeping their origins",
         "\(collection?.keepingOrigins ?? 0)"
       ),
-      ("rewritten_slots", "kept slots of the cut renamed", "\(collection?.rewritten ?? 0)"),
+      ("rewritten_slots", "kept: slots renamed", "\(collection?.rewritten ?? 0)"),
       (
         "merge_concurrent_ms", "merge 1,000 concurrent moves, per side",
         fixed(median(mergeMilliseconds)) + " ms"

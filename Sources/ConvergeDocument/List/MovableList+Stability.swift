@@ -211,10 +211,12 @@ extension MovableList {
     package var slots: RGA?
   }
 
-  /// What collecting at the doubly stable cut `stable` does (see the essay above): the
-  /// slots that keep their origins are found, every other collectable slot is dropped,
-  /// and every other slot of the cut is named after its nearest such slots with smaller
-  /// Lamport numbers.
+  /// What collecting at the doubly stable cut `stable` does (see the essay above). While
+  /// the list holds a slot outside the cut, the collectable slots that no kept slot names
+  /// are dropped and nothing is renamed. Once it holds none, the slots that keep their
+  /// origins are found, every other collectable slot that none of them names is dropped,
+  /// and every other kept slot of the cut is named after its nearest such slots with
+  /// smaller Lamport numbers.
   ///
   /// A pure function of the list and the cut, for lists that hold every slot the cut's
   /// reports held (every slot outside the cut that is not causally after it).
