@@ -299,7 +299,7 @@ extension MovableList {
   /// order), the least set such that every slot outside the cut does, and so does every
   /// kept slot of the cut (not collectable, or named by a slot keeping its origins) that
   /// lies between the origins of a slot keeping its origins, or shares its Lamport
-  /// number with another kept slot of the cut not keeping its origins.
+  /// number with another kept slot of the cut.
   ///
   /// - Complexity: O(i s α(s)) for s slots and i rounds (one more than the longest chain
   ///   of reasons, a few in practice).
@@ -322,9 +322,10 @@ extension MovableList {
         keeps[index] = true
         changed = true
       }
-      // Kept slots of the cut sharing a Lamport number among those not keeping origins.
+      // Kept slots of the cut sharing a Lamport number (counted among all kept slots of
+      // the cut, so that a slot renamed once is never found sharing later).
       var sharing: [UInt64: Int] = [:]
-      for index in records.indices where inCut[index] && isKept[index] && !keeps[index] {
+      for index in records.indices where inCut[index] && isKept[index] {
         sharing[records[index].lamport, default: 0] += 1
       }
       for index in records.indices where sharing[records[index].lamport, default: 0] > 1 {
