@@ -43,14 +43,15 @@ extension Document {
       let fields = entities.values[entity].fields
       for position in fields.values.indices {
         guard case .list(var list) = fields.values[position] else { continue }
-        let dropped = list.collectTombstones(stable: cut.stable)
-        guard dropped > 0 else { continue }
+        // A collection may rewrite origins and drop nothing.
+        let (dropped, changed) = list.collect(stable: cut.stable)
+        guard changed else { continue }
         collected += dropped
         entities.values[entity].fields.values[position] = .list(list)
       }
     }
     #if CONVERGE_INTERNAL_CHECKS
-      if collected > 0 { _checkInvariants() }
+      _checkInvariants()
     #endif
     return collected
   }

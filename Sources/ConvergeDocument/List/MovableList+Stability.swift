@@ -1,4 +1,4 @@
-/// Which slot tombstones a stable cut would let a list collect, and why not all of them.
+/// Which slot tombstones a stable cut lets a list collect, and how their namers are renamed.
 ///
 /// A move leaves its old slot as a tombstone. Collecting a tombstone D is safe only if no
 /// replica can ever name D again as an origin of a new slot, and no slot that names D is
@@ -26,14 +26,59 @@
 ///
 /// The *interior* slots of each maximal block of slots dead in C (every such slot but the
 /// block's first) are therefore never needed again to place a slot
-/// (``collectableSlots(stable:)``). ``collectTombstones(stable:)`` drops the part of them
-/// that no kept slot names (``removableSlots(stable:)``): the kept slots are then what a
-/// replica that never received the dropped ones would hold, in the same order. Dropping
-/// the rest would need the slots naming them to name others, which no rewriting of their
-/// origins is known to do while keeping FugueMax's order. A document collects every list
-/// field at a doubly stable cut (`Document.collectListTombstones(at:)`, with the cuts a
-/// `StableCutHistory` returns) and gives each list only the slots its context lacked
-/// (``runs(_:unknownTo:)``).
+/// (``collectableSlots(stable:)``). Slots that name them are another matter: decoding a
+/// state, rebuilding it, or a peer that never held the list integrating it, places every
+/// slot again from its origins. ``collection(stable:)`` therefore works in one of two
+/// ways.
+///
+/// While the list holds a slot outside C, it drops the largest part of the interior
+/// slots that no kept slot names (every slot naming one of them is dropped too): the
+/// kept slots are then what a replica that never received the dropped ones would hold,
+/// in the same order.
+///
+/// Once the list holds no slot outside C (nothing arrived since the reports; with one
+/// device, always), it also renames the slots of C, and drops every interior slot that
+/// no slot keeping its origins names:
+///
+/// 4. A scan places a slot x between its origins L and R and reads the origins of the
+///    slots between them, which x's author lacked. Every later slot causally follows C
+///    (no slot is concurrent with C: it would be held, outside C), so its author held
+///    every slot of C, and no slot of C lies between L and R on any replica (two slots
+///    never change their order): later scans read only the *places* of slots of C.
+/// 5. Renamed slots are named as if one device had typed them in the order of their
+///    Lamport numbers, each between its nearest renamed slots with a smaller Lamport
+///    number, one on each side (adjacent among the slots typed before it): a history
+///    FugueMax places exactly, every origin older than its slot. Lamport numbers do not
+///    change, so later slots that name a renamed slot stay younger than it.
+/// 6. Two slots of one Lamport number were made concurrently, and FugueMax places such
+///    siblings by id, which their order may contradict: such slots keep their origins,
+///    and so does every kept slot of C between the origins of a slot that keeps its
+///    origins (placing that slot again reads theirs), until nothing changes
+///    (``slotsKeepingOrigins(_:position:inCut:isCollectable:)``). The renamed slots
+///    typed first and the others after, each between its own origins (adjacent among
+///    the renamed slots and the slots its author held), is again a history, so every
+///    decoding places the kept slots in their order, whatever the order of delivery.
+///    The collection checks it by rebuilding the slots
+///    (``CollectionRefusal/notRebuiltInOrder`` otherwise, which changes nothing).
+/// 7. The result reads only the order, ids and Lamport numbers of the slots, which every
+///    replica holding C agrees on. Collecting at C then at a later C' gives what
+///    collecting at C' alone gives once the list is whole at C': a slot that keeps its
+///    origins at C' kept them at C (a slot sharing its Lamport number with one of C was
+///    concurrent with it, so held, outside C, when the list was whole at C: it was not),
+///    so it has its first origins on every replica; every slot dropped at C is dropped at
+///    C'; the renamed slots get the same names. Until then replicas may hold different
+///    names, each placing every slot alike.
+///
+/// A dropped slot never directly follows a visible one, so a local insert names the same
+/// right origin as on a replica that kept every slot. Renaming while the list holds a
+/// slot outside C (with those slots keeping their origins) is not sound: a slot made
+/// concurrently with C that arrives later, or one held that shares a Lamport number,
+/// makes replicas that collected at different cuts end with different names
+/// (`MovableListStabilityTests.renamingAtQuietCutsChangesNoItemAndConverges` fails).
+///
+/// A document collects every list field at a doubly stable cut
+/// (`Document.collectListTombstones(at:)`, with the cuts a `StableCutHistory` returns)
+/// and gives each list only the slots its context lacked (``runs(_:unknownTo:)``).
 extension MovableList {
   /// The slots in sequence order, tombstones included, each with whether it is deleted.
   ///
@@ -111,100 +156,281 @@ extension MovableList {
     return collectable.sorted()
   }
 
-  /// Calls `body` with every slot's id and the two origins it names (its left origin: the
-  /// run's for a run's first slot, the slot before it in the run otherwise).
+  /// One slot in sequence order with what a collection reads of it: its Lamport number
+  /// and origins (a run's later slots name the slot before them).
+  struct SlotRecord {
+    var id: Dot
+    var lamport: UInt64
+    var origin: Dot?
+    var rightOrigin: Dot?
+  }
+
+  /// The slots in sequence order, tombstones included, with their origins.
   ///
   /// - Complexity: O(s) for s slots.
-  private func forEachSlotOrigins(_ body: (_ id: Dot, _ origin: Dot?, _ rightOrigin: Dot?) -> Void)
-  {
+  func slotRecords() -> [SlotRecord] {
+    var records: [SlotRecord] = []
     for leafID in slots.leafOrder.documentOrder {
       for run in slots.leaves[leafID].runs {
         for offset in 0..<run.length {
-          let id = Dot(replica: run.replica, counter: run.counter &+ UInt64(offset))
-          let origin =
-            offset == 0 ? run.origin : Dot(replica: run.replica, counter: id.counter &- 1)
-          body(id, origin, run.rightOrigin)
+          let step = UInt64(offset)
+          let id = Dot(replica: run.replica, counter: run.counter &+ step)
+          records.append(
+            SlotRecord(
+              id: id, lamport: run.lamport &+ step,
+              origin: offset == 0
+                ? run.origin : Dot(replica: run.replica, counter: id.counter &- 1),
+              rightOrigin: run.rightOrigin))
         }
       }
     }
+    return records
   }
 
-  /// The slots of ``collectableSlots(stable:)`` that no other slot still names: the
-  /// largest part of them such that every slot naming one of them (as its left or right
-  /// origin) is in it too. Removing such a set leaves the others in their order: they are
-  /// what a replica that never received the removed slots would hold, and a slot never
-  /// changes its order relative to another as more arrive.
+  /// Why a cut changes nothing in a list's slots (``collection(stable:)``).
+  package enum CollectionRefusal: Error, Equatable {
+    /// Slots or deletes wait for missing events.
+    case waiting
+    /// The kept slots do not rebuild in their order (a guard: the argument above says
+    /// they always do).
+    case notRebuiltInOrder
+  }
+
+  /// What collecting at a cut does to a list's slots.
+  package struct SlotCollection {
+    /// The slots dropped, with their deletes.
+    package var dropped: Set<Dot> = []
+    /// The delete targets left out that the list does not hold (given up by
+    /// ``RGA/dropPending(of:)``).
+    package var givenUp: Set<Dot> = []
+    /// The kept slots of the cut that keep their origins.
+    package var keepingOrigins = 0
+    /// The kept slots of the cut whose origins change.
+    package var rewritten = 0
+    /// The slots after the collection; `nil` when they do not change.
+    package var slots: RGA?
+  }
+
+  /// What collecting at the doubly stable cut `stable` does (see the essay above). While
+  /// the list holds a slot outside the cut, the collectable slots that no kept slot names
+  /// are dropped and nothing is renamed. Once it holds none, the slots that keep their
+  /// origins are found, every other collectable slot that none of them names is dropped,
+  /// and every other kept slot of the cut is named after its nearest such slots with
+  /// smaller Lamport numbers.
   ///
-  /// - Complexity: O(s + e) for s slots and e delete runs.
-  package func removableSlots(stable: CausalContext) -> [Dot] {
-    var removable = Set(collectableSlots(stable: stable))
-    // Who names each slot, and what each slot names.
-    var namers: [Dot: [Dot]] = [:]
-    var named: [Dot: [Dot]] = [:]
-    forEachSlotOrigins { id, origin, rightOrigin in
-      for target in [origin, rightOrigin] {
-        guard let target else { continue }
-        namers[target, default: []].append(id)
-        named[id, default: []].append(target)
+  /// A pure function of the list and the cut, for lists that hold every slot the cut's
+  /// reports held (every slot outside the cut that is not causally after it).
+  ///
+  /// - Complexity: O(s log s) for s slots.
+  package func collection(stable: CausalContext) -> Result<SlotCollection, CollectionRefusal> {
+    guard !slots.hasPending else { return .failure(.waiting) }
+    let records = slotRecords()
+    var position: [Dot: Int] = [:]
+    position.reserveCapacity(records.count)
+    for (index, record) in records.enumerated() { position[record.id] = index }
+    let inCut = records.map { stable.contains($0.id) }
+    let dead = slotsDead(in: stable)
+    var isCollectable = Array(repeating: false, count: records.count)
+    for index in records.indices.dropFirst()
+    where dead.contains(records[index].id) && dead.contains(records[index - 1].id) {
+      isCollectable[index] = true
+    }
+    var result = SlotCollection()
+    // A slot outside the cut: no renaming, only the collectable slots nothing kept names.
+    let isWhole = !inCut.contains(false)
+    let keeps =
+      isWhole
+      ? Self.slotsKeepingOrigins(
+        records, position: position, inCut: inCut, isCollectable: isCollectable)
+      : Self.unnamedClosure(records, position: position, isCollectable: isCollectable)
+    var renamed: [Int] = []
+    // Slots named by a slot keeping its origins stay.
+    var isNamed = Array(repeating: false, count: records.count)
+    for index in records.indices where keeps[index] {
+      for named in [records[index].origin, records[index].rightOrigin] {
+        if let named, let at = position[named] { isNamed[at] = true }
       }
     }
-    var work = removable.filter { slot in
-      (namers[slot] ?? []).contains { !removable.contains($0) }
-    }
-    while let slot = work.popFirst() {
-      guard removable.remove(slot) != nil else { continue }
-      for target in named[slot] ?? [] where removable.contains(target) { work.insert(target) }
-    }
-    return removable.sorted()
-  }
-
-  /// Why the collectable slots that ``removableSlots(stable:)`` keeps are kept: of those
-  /// slots, how many a kept slot outside the collectable ones names (a visible one, or a
-  /// dead one: the first of its block, or not dead in `stable`), and how many only other
-  /// kept collectable slots name; and how many of the names from outside are left and
-  /// right origins. A measure for the bench, not used to collect.
-  ///
-  /// - Complexity: O(s + e) for s slots and e delete runs.
-  package func keptCollectableSlots(stable: CausalContext) -> (
-    kept: Int, byVisible: Int, byDead: Int, onlyByKept: Int, asLeft: Int, asRight: Int
-  ) {
-    let collectable = Set(collectableSlots(stable: stable))
-    let kept = collectable.subtracting(removableSlots(stable: stable))
-    var deleted: [Dot: Bool] = [:]
-    for slot in slotsInSequenceOrder() { deleted[slot.id] = slot.isDeleted }
-    // Who names each slot, and whether as its left origin.
-    var namers: [Dot: [(namer: Dot, isLeft: Bool)]] = [:]
-    forEachSlotOrigins { id, origin, rightOrigin in
-      if let origin { namers[origin, default: []].append((id, true)) }
-      if let rightOrigin { namers[rightOrigin, default: []].append((id, false)) }
-    }
-    var result = (kept: kept.count, byVisible: 0, byDead: 0, onlyByKept: 0, asLeft: 0, asRight: 0)
-    for slot in kept {
-      let outside = (namers[slot] ?? []).filter { !collectable.contains($0.namer) }
-      if outside.isEmpty {
-        result.onlyByKept += 1
-      } else if outside.contains(where: { deleted[$0.namer] == false }) {
-        result.byVisible += 1
+    for index in records.indices where inCut[index] {
+      if keeps[index] {
+        result.keepingOrigins += 1
+      } else if isCollectable[index] && !isNamed[index] {
+        result.dropped.insert(records[index].id)
       } else {
-        result.byDead += 1
+        renamed.append(index)
       }
-      result.asLeft += outside.filter(\.isLeft).count
-      result.asRight += outside.filter { !$0.isLeft }.count
+    }
+    let rewritten = Self.originsByLamport(records, of: renamed)
+    for index in renamed {
+      let record = records[index]
+      if let new = rewritten[record.id],
+        new.origin != record.origin
+          || new.rightOrigin != record.rightOrigin
+      {
+        result.rewritten += 1
+      }
+    }
+    let all = slots.delta(since: CausalContext())
+    result.givenUp = Self.deleteTargets(of: all, notHeldBy: slots)
+    guard !result.dropped.isEmpty || !result.givenUp.isEmpty || result.rewritten > 0 else {
+      return .success(result)
+    }
+    // The kept slots, one by one, the renamed ones with their new origins.
+    var runs = Self.runs(all, excluding: result.dropped.union(result.givenUp))
+    runs.inserts = runs.inserts.flatMap { insert in
+      (0..<insert.length).map { offset in
+        var slot = insert.slice(from: offset, length: 1)
+        if let new = rewritten[slot.id] { (slot.origin, slot.rightOrigin) = new }
+        return slot
+      }
+    }
+    runs.normalize()
+    var rebuilt = RGA()
+    rebuilt.apply(runs)
+    let expected = records.lazy.map(\.id).filter { !result.dropped.contains($0) }
+    guard !rebuilt.hasPending, Self.ids(of: rebuilt).elementsEqual(expected) else {
+      return .failure(.notRebuiltInOrder)
+    }
+    result.slots = rebuilt
+    return .success(result)
+  }
+
+  /// Which slots keep their origins (by position in `records`, the slots in sequence
+  /// order), the least set such that every slot outside the cut does, and so does every
+  /// kept slot of the cut (not collectable, or named by a slot keeping its origins) that
+  /// lies between the origins of a slot keeping its origins, or shares its Lamport
+  /// number with another kept slot of the cut.
+  ///
+  /// - Complexity: O(i s α(s)) for s slots and i rounds (one more than the longest chain
+  ///   of reasons, a few in practice).
+  static func slotsKeepingOrigins(
+    _ records: [SlotRecord], position: [Dot: Int], inCut: [Bool], isCollectable: [Bool]
+  ) -> [Bool] {
+    var keeps = inCut.map { !$0 }
+    var changed = true
+    while changed {
+      changed = false
+      var isKept = isCollectable.map { !$0 }
+      for index in records.indices where keeps[index] {
+        isKept[index] = true
+        for named in [records[index].origin, records[index].rightOrigin] {
+          if let named, let at = position[named] { isKept[at] = true }
+        }
+      }
+      func keep(_ index: Int) {
+        guard inCut[index], isKept[index], !keeps[index] else { return }
+        keeps[index] = true
+        changed = true
+      }
+      // Kept slots of the cut sharing a Lamport number (counted among all kept slots of
+      // the cut, so that a slot renamed once is never found sharing later).
+      var sharing: [UInt64: Int] = [:]
+      for index in records.indices where inCut[index] && isKept[index] {
+        sharing[records[index].lamport, default: 0] += 1
+      }
+      for index in records.indices where sharing[records[index].lamport, default: 0] > 1 {
+        keep(index)
+      }
+      // Kept slots of the cut between the origins of a slot keeping its origins; the next
+      // position at or after each that no interval has reached (path halving).
+      var unreached = Array(0...records.count)
+      func next(_ start: Int) -> Int {
+        var index = start
+        while unreached[index] != index {
+          unreached[index] = unreached[unreached[index]]
+          index = unreached[index]
+        }
+        return index
+      }
+      for index in records.indices where keeps[index] {
+        let record = records[index]
+        let low = record.origin.flatMap { position[$0] } ?? -1
+        let high = record.rightOrigin.flatMap { position[$0] } ?? records.count
+        var between = next(low + 1)
+        while between < high {
+          keep(between)
+          unreached[between] = between + 1
+          between = next(between + 1)
+        }
+      }
+    }
+    return keeps
+  }
+
+  /// For a list holding slots outside the cut, the slots that keep their origins: all but
+  /// the largest set of collectable slots such that every slot naming one of them is in
+  /// it too. Removing such a set leaves the others in their order: they are what a
+  /// replica that never received the removed slots would hold, and a slot never changes
+  /// its order relative to another as more arrive.
+  ///
+  /// - Complexity: O(s) for s slots.
+  static func unnamedClosure(
+    _ records: [SlotRecord], position: [Dot: Int], isCollectable: [Bool]
+  ) -> [Bool] {
+    var keeps = isCollectable.map { !$0 }
+    var work = records.indices.filter { keeps[$0] }
+    while let index = work.popLast() {
+      for named in [records[index].origin, records[index].rightOrigin] {
+        guard let named, let at = position[named], !keeps[at] else { continue }
+        keeps[at] = true
+        work.append(at)
+      }
+    }
+    return keeps
+  }
+
+  /// New origins for the slots at `renamed` (positions in `records`, ascending, Lamport
+  /// numbers distinct): each between its nearest slots of `renamed` with a smaller
+  /// Lamport number, one on each side, as if one device had typed them in the order of
+  /// their Lamport numbers.
+  ///
+  /// - Complexity: O(k) for k slots.
+  static func originsByLamport(_ records: [SlotRecord], of renamed: [Int]) -> [Dot: (
+    origin: Dot?, rightOrigin: Dot?
+  )] {
+    var result: [Dot: (origin: Dot?, rightOrigin: Dot?)] = [:]
+    result.reserveCapacity(renamed.count)
+    var stack: [Int] = []
+    for index in renamed {
+      while let top = stack.last, records[top].lamport >= records[index].lamport {
+        stack.removeLast()
+      }
+      result[records[index].id] = (stack.last.map { records[$0].id }, nil)
+      stack.append(index)
+    }
+    stack.removeAll(keepingCapacity: true)
+    for index in renamed.reversed() {
+      while let top = stack.last, records[top].lamport >= records[index].lamport {
+        stack.removeLast()
+      }
+      result[records[index].id]?.rightOrigin = stack.last.map { records[$0].id }
+      stack.append(index)
     }
     return result
   }
 
-  /// Drops the slots of ``removableSlots(stable:)`` and their deletes, and the deletes
-  /// of slots the list does not hold (given up by ``RGA/dropPending(of:)``), and returns
-  /// how many slots and given-up delete targets it dropped; nothing while slots or
-  /// deletes wait for missing events.
+  /// The ids of `slots` in sequence order.
+  static func ids(of slots: RGA) -> [Dot] {
+    var ids: [Dot] = []
+    for leafID in slots.leafOrder.documentOrder {
+      for run in slots.leaves[leafID].runs {
+        for offset in 0..<run.length {
+          ids.append(Dot(replica: run.replica, counter: run.counter &+ UInt64(offset)))
+        }
+      }
+    }
+    return ids
+  }
+
+  /// Collects at the doubly stable cut `stable` (``collection(stable:)``) and returns how
+  /// many slots and given-up delete targets it dropped. A cut that refuses drops only the
+  /// given-up deletes (``dropGivenUpDeletes()``); nothing while slots or deletes wait.
   ///
   /// `stable` must be doubly stable (see above) and this list must hold every slot of
-  /// the reports that made it stable. The other slots keep their order, every later
-  /// slot lands where it would have (it names none of the dropped slots, and lands next
-  /// to none), and the result is a pure function of the list and the cut, so replicas
-  /// that collect at one cut converge byte for byte. A dropped slot or delete that
-  /// arrives again must not be applied: ``apply(_:known:)`` leaves out what the
+  /// the reports that made it stable. The items keep their order, every later slot lands
+  /// where it would have, and the result is a pure function of the list and the cut, so
+  /// replicas that collect at one cut converge byte for byte. A dropped slot or delete
+  /// that arrives again must not be applied: ``apply(_:known:)`` leaves out what the
   /// receiver's context already names.
   ///
   /// A given-up delete names a retired device's slot that waited for an event of its
@@ -216,19 +442,27 @@ extension MovableList {
   /// - Complexity: O(s log s) for s slots.
   @discardableResult
   package mutating func collectTombstones(stable: CausalContext) -> Int {
-    guard !slots.hasPending else { return 0 }
-    let removable = Set(removableSlots(stable: stable))
-    let all = slots.delta(since: CausalContext())
-    let givenUp = Self.deleteTargets(of: all, notHeldBy: slots)
-    guard !removable.isEmpty || !givenUp.isEmpty else { return 0 }
-    var rebuilt = RGA()
-    rebuilt.apply(Self.runs(all, excluding: removable.union(givenUp)))
-    slots = rebuilt
-    rebuildShown()
-    #if CONVERGE_INTERNAL_CHECKS
-      _checkInvariants()
-    #endif
-    return removable.count + givenUp.count
+    collect(stable: stable).dropped
+  }
+
+  /// ``collectTombstones(stable:)``, and whether the slots changed (a collection may
+  /// rewrite origins and drop nothing).
+  package mutating func collect(stable: CausalContext) -> (dropped: Int, changed: Bool) {
+    switch collection(stable: stable) {
+    case .failure(.waiting):
+      return (0, false)
+    case .failure:
+      let dropped = dropGivenUpDeletes()
+      return (dropped, dropped > 0)
+    case .success(let collection):
+      guard let rebuilt = collection.slots else { return (0, false) }
+      slots = rebuilt
+      rebuildShown()
+      #if CONVERGE_INTERNAL_CHECKS
+        _checkInvariants()
+      #endif
+      return (collection.dropped.count + collection.givenUp.count, true)
+    }
   }
 
   /// Drops from the delete log the deletes of slots the list does not hold, once nothing
