@@ -108,19 +108,20 @@ extension Document {
     let schema = Model.schema.fields
     // The reads alone: a field taken from the schema a row retained its name, key path
     // and both closures.
-    // Taken by a closure, not the key path `\.read`: through the key path each call went
-    // through a reabstraction thunk.
-    let readers = schema.map { $0.read }
+    let readers = schema.map(\.read)
     var models: [(id: String, value: Model)] = []
     readers.withUnsafeBufferPointer { readers in
+      func read(into model: inout Model, _ stored: StoredFields) {
+        for index in readers.indices { readers[index](&model, stored.field(at: index)) }
+      }
       forEachVisibleEntity(
         ofType: Model.entityType, reading: schema.map { $0.name },
         reserving: { models.reserveCapacity($0) },
         each: { id, stored in
-          var model = Model()
-          for index in readers.indices { readers[index](&model, stored.field(at: index)) }
-          // Moved in: a copy retained the model's properties and released them again.
-          models.append((id, consume model))
+          // Read in place in the result: a model read on the stack was copied into it, its
+          // properties retained and released again.
+          models.append((id, Model()))
+          read(into: &models[models.count - 1].value, stored)
         })
     }
     return models
@@ -131,7 +132,7 @@ extension Document {
   func withVisibleFields(of key: EntityKey, _ body: (StoredFields) -> Void) {
     guard let position = entities.index(forKey: key) else { return }
     entities.values.withUnsafeBufferPointer { records in
-      guard records[position].isVisible else { return }
+      guard records[position].presence.isPresent else { return }
       // In place, as a walk reads (see ``forEachVisibleEntity(ofType:reading:reserving:each:)``).
       let (names, values) = records[position].fields.unsafeBuffers
       // Reads what walks kept of the entity's sets (an update after a list view read its
@@ -162,7 +163,9 @@ extension Document {
     entities.values.withUnsafeBufferPointer { records in
       var visible: [Int] = []
       visible.reserveCapacity(entities.count)
-      for position in entities.positions(ofType: type) where records[position].isVisible {
+      // The presence alone: `isVisible` of the record copied the whole record for the
+      // presence's out-of-line read, three retains and releases a row.
+      for position in entities.positions(ofType: type) where records[position].presence.isPresent {
         visible.append(position)
       }
       reserving(visible.count)
