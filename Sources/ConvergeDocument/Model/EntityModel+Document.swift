@@ -179,7 +179,7 @@ extension Document {
       var slotNames: UnsafePointer<String>?
       // A walk keeps the sets' visible elements it builds (a list view reads its rows
       // again), reading what earlier walks kept without a lock a field; a read of one
-      // model, as an update makes, builds them and keeps nothing.
+      // model, as an update makes, reads what walks kept and keeps nothing it builds.
       let cache = entities.setReads(at: first)
       var walk = cache.walk()
       withUnsafeMutablePointer(to: &walk) { walk in

@@ -1,6 +1,9 @@
 /// The visible elements of set fields as typed walks (``Document/models(_:)``, `all`)
 /// last built them, kept beside a document's entities so that reading the same tags
-/// again is a lookup and a retain, not an allocation and a hash of every element.
+/// again is a lookup and a retain, not an allocation and a hash of every element. A read
+/// of one model (`get`, the read an update starts from) looks its sets up here too,
+/// under the lock, and keeps nothing it builds: an update after a list view starts from
+/// the kept tags.
 ///
 /// Nothing is added to a set: a set's entries stay the plain array they are, and a
 /// document that no model walk reads keeps nothing here (the raw path pays one cache
