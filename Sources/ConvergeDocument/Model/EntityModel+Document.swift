@@ -110,20 +110,14 @@ extension Document {
     // and both closures.
     let readers = schema.map(\.read)
     var models: [(id: String, value: Model)] = []
-    readers.withUnsafeBufferPointer { readers in
-      func read(into model: inout Model, _ stored: StoredFields) {
+    forEachVisibleEntity(
+      ofType: Model.entityType, reading: schema.map { $0.name },
+      reserving: { models.reserveCapacity($0) },
+      each: { id, stored in
+        var model = Model()
         for index in readers.indices { readers[index](&model, stored.field(at: index)) }
-      }
-      forEachVisibleEntity(
-        ofType: Model.entityType, reading: schema.map { $0.name },
-        reserving: { models.reserveCapacity($0) },
-        each: { id, stored in
-          // Read in place in the result: a model read on the stack was copied into it, its
-          // properties retained and released again.
-          models.append((id, Model()))
-          read(into: &models[models.count - 1].value, stored)
-        })
-    }
+        models.append((id, model))
+      })
     return models
   }
 
