@@ -134,6 +134,13 @@ import Testing
           let raw = Set(
             replica.document.elements(of: "tags", in: key).compactMap { String(fieldValue: $0) })
           try ensure(row.tags == raw, "\(id): \(row.tags) is not \(raw)")
+          // A read of one model reads what the walk kept, and a reader of another type
+          // never gets the kept `Set<String>`.
+          let read = replica.get(SampleNoteRow.self, id: id)?.tags
+          try ensure(read == raw, "\(id): get read \(read ?? []), not \(raw)")
+          let values = Set(replica.document.elements(of: "tags", in: key))
+          let readValues = replica.get(TagValues.self, id: id)?.tags
+          try ensure(readValues == values, "\(id): \(readValues ?? []) is not \(values)")
         }
       }
       for step in 0..<80 {
@@ -156,6 +163,47 @@ import Testing
         for replica in devices + [snapshot] { try check(replica) }
       }
     }
+  }
+
+  /// An update after a walk starts from the tags the walk kept, and records what the
+  /// transaction by hand records, byte for byte; the kept tags are not changed by it.
+  @Test func anUpdateAfterAWalkRecordsTheTransactionByHand() throws {
+    var random = SeededGenerator(seed: 0x45_16)
+    var typed = Replica.seeded(using: &random)
+    let id = typed.create(SampleNote(title: "n", tags: ["home", "work", "later"])).id
+    let key = EntityKey(type: SampleNote.entityType, id: id)
+    var raw = typed
+    let snapshot = typed
+    #expect(typed.all(SampleNoteRow.self).first?.value.tags == ["home", "work", "later"])
+    let added = try typed.update(SampleNote.self, id: id) { $0.tags.insert("errand") }
+    let addedByHand = raw.transact { $0.insert(.string("errand"), into: "tags", of: key) }
+    #expect(added.delta.encoded() == addedByHand.delta.encoded())
+    #expect(typed.all(SampleNoteRow.self).first?.value.tags == ["home", "work", "later", "errand"])
+    // Removes and an add at once: the removes first, each in the values' order.
+    let swapped = try typed.update(SampleNoteRow.self, id: id) {
+      $0.tags.subtract(["work", "home"])
+      $0.tags.insert("desk")
+    }
+    let swappedByHand = raw.transact { tx in
+      tx.remove(.string("home"), from: "tags", of: key)
+      tx.remove(.string("work"), from: "tags", of: key)
+      tx.insert(.string("desk"), into: "tags", of: key)
+    }
+    #expect(swapped.delta.encoded() == swappedByHand.delta.encoded())
+    // The same count before and after, one element replaced by another.
+    let replaced = try typed.update(SampleNote.self, id: id) {
+      $0.tags.remove("desk")
+      $0.tags.insert("attic")
+    }
+    let replacedByHand = raw.transact { tx in
+      tx.remove(.string("desk"), from: "tags", of: key)
+      tx.insert(.string("attic"), into: "tags", of: key)
+    }
+    #expect(replaced.delta.encoded() == replacedByHand.delta.encoded())
+    #expect(typed.document == raw.document)
+    #expect(typed.get(SampleNote.self, id: id)?.tags == ["later", "errand", "attic"])
+    #expect(snapshot.get(SampleNote.self, id: id)?.tags == ["home", "work", "later"])
+    #expect(snapshot.all(SampleNoteRow.self).first?.value.tags == ["home", "work", "later"])
   }
 
   /// Readers of one document on several threads fill the kept tags of the same sets at

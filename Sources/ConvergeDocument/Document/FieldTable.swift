@@ -39,6 +39,12 @@ package struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Seq
   }
 
   package var count: Int { keys.count }
+
+  /// The storage of the two arrays, taken without retaining them: valid while the table
+  /// (or the document holding it) is held unchanged, as a typed walk holds its document.
+  var unsafeBuffers: (keys: UnsafeBufferPointer<String>, values: UnsafeBufferPointer<Value>) {
+    (keys.withUnsafeBufferPointer { $0 }, values.withUnsafeBufferPointer { $0 })
+  }
   var isEmpty: Bool { keys.isEmpty }
 
   /// Makes room for `capacity` fields, so that adding them one at a time does not grow

@@ -124,17 +124,19 @@ extension Document {
   /// Calls `body` with the fields of the visible entity `key`, in place, if there is one.
   @usableFromInline
   func withVisibleFields(of key: EntityKey, _ body: (StoredFields) -> Void) {
-    guard let position = entities.index(forKey: key), entities.values[position].isVisible
-    else { return }
-    let fields = entities.values[position].fields
-    fields.keys.withUnsafeBufferPointer { names in
-      fields.values.withUnsafeBufferPointer { values in
-        var reads = EntityReads(document: self, sets: nil)
-        reads.point(
-          at: position, names: names, values: values,
-          slots: UnsafeBufferPointer(start: nil, count: 0))
-        withUnsafeMutablePointer(to: &reads) { body(StoredFields($0)) }
-      }
+    guard let position = entities.index(forKey: key) else { return }
+    entities.values.withUnsafeBufferPointer { records in
+      guard records[position].presence.isPresent else { return }
+      // In place, as a walk reads (see ``forEachVisibleEntity(ofType:reading:reserving:each:)``).
+      let (names, values) = records[position].fields.unsafeBuffers
+      // Reads what walks kept of the entity's sets (an update after a list view read its
+      // rows finds the tags built), and keeps nothing itself.
+      var reads = EntityReads(
+        document: self, sets: nil, keptSets: entities.setReads(at: position))
+      reads.point(
+        at: position, names: names, values: values,
+        slots: UnsafeBufferPointer(start: nil, count: 0))
+      withUnsafeMutablePointer(to: &reads) { body(StoredFields($0)) }
     }
   }
 
@@ -148,51 +150,52 @@ extension Document {
     ofType type: String, reading names: [String], reserving: (Int) -> Void,
     each body: (String, StoredFields) -> Void
   ) {
-    var visible: [Int] = []
-    visible.reserveCapacity(entities.count)
-    for position in entities.positions(ofType: type) where entities.values[position].isVisible {
-      visible.append(position)
-    }
-    reserving(visible.count)
-    guard let first = visible.first else { return }
-    // Each name's slot in the entity's table, found again only when an entity's list of
-    // names is another array than the one before (entities of a type mostly share one,
-    // ``FieldNameLists``); kept in a buffer of the walk's, read without a retain a row.
-    let slots = UnsafeMutableBufferPointer<Int?>.allocate(capacity: names.count)
-    slots.initialize(repeating: nil)
-    defer { slots.deallocate() }
-    var slotNames: UnsafePointer<String>?
-    // A walk keeps the sets' visible elements it builds (a list view reads its rows
-    // again), reading what earlier walks kept without a lock a field; a read of one
-    // model, as an update makes, builds them and keeps nothing.
-    let cache = entities.setReads(at: first)
-    var walk = cache.walk()
-    withUnsafeMutablePointer(to: &walk) { walk in
-      // One copy of the document for the walk (a copy a row retained its storage a row).
-      var reads = EntityReads(document: self, sets: walk)
-      withUnsafeMutablePointer(to: &reads) { reads in
-        entities.values.withUnsafeBufferPointer { records in
-          guard let records = records.baseAddress else { return }
+    // The records read in place, through one buffer for the walk: `entities.values[p]`
+    // copied a record (three retains and releases a row), and a record's two arrays
+    // taken with `withUnsafeBufferPointer` retained and released each (BENCHMARKS.md,
+    // typed reads, fifth pass).
+    entities.values.withUnsafeBufferPointer { records in
+      var visible: [Int] = []
+      visible.reserveCapacity(entities.count)
+      // The presence alone: `isVisible` of the record copied the whole record for the
+      // presence's out-of-line read, three retains and releases a row.
+      for position in entities.positions(ofType: type) where records[position].presence.isPresent {
+        visible.append(position)
+      }
+      reserving(visible.count)
+      guard let first = visible.first else { return }
+      // Each name's slot in the entity's table, found again only when an entity's list of
+      // names is another array than the one before (entities of a type mostly share one,
+      // ``FieldNameLists``); kept in a buffer of the walk's, read without a retain a row.
+      let slots = UnsafeMutableBufferPointer<Int?>.allocate(capacity: names.count)
+      slots.initialize(repeating: nil)
+      defer { slots.deallocate() }
+      var slotNames: UnsafePointer<String>?
+      // A walk keeps the sets' visible elements it builds (a list view reads its rows
+      // again), reading what earlier walks kept without a lock a field; a read of one
+      // model, as an update makes, reads what walks kept and keeps nothing it builds.
+      let cache = entities.setReads(at: first)
+      var walk = cache.walk()
+      withUnsafeMutablePointer(to: &walk) { walk in
+        // One copy of the document for the walk (a copy a row retained its storage a row).
+        var reads = EntityReads(document: self, sets: walk)
+        withUnsafeMutablePointer(to: &reads) { reads in
           for index in entities.keyOrder(of: visible) {
             let position = visible[index]
-            // Read in place: a copy of the record's table retained and released its arrays.
-            let fields = records + position
-            fields.pointee.fields.keys.withUnsafeBufferPointer { keys in
-              fields.pointee.fields.values.withUnsafeBufferPointer { values in
-                if keys.baseAddress != slotNames {
-                  slotNames = keys.baseAddress
-                  for (slot, name) in names.enumerated() { slots[slot] = keys.firstIndex(of: name) }
-                }
-                reads.pointee.point(
-                  at: position, names: keys, values: values, slots: UnsafeBufferPointer(slots))
-                body(entities.id(at: position), StoredFields(reads))
-              }
+            // The record's arrays are the document's, which `reads` holds for the walk.
+            let (keys, values) = records[position].fields.unsafeBuffers
+            if keys.baseAddress != slotNames {
+              slotNames = keys.baseAddress
+              for (slot, name) in names.enumerated() { slots[slot] = keys.firstIndex(of: name) }
             }
+            reads.pointee.point(
+              at: position, names: keys, values: values, slots: UnsafeBufferPointer(slots))
+            body(entities.id(at: position), StoredFields(reads))
           }
         }
       }
+      cache.finish(walk)
     }
-    cache.finish(walk)
   }
 }
 
@@ -213,10 +216,15 @@ struct EntityReads {
   /// In a walk, the set fields' kept values and what the walk built (``SetReadCache``),
   /// on the walk's stack; `nil` in reads by name, which keep nothing.
   let sets: UnsafeMutablePointer<SetReadWalk>?
+  /// In a read by name, the cache whose kept values it reads (without keeping any).
+  let keptSets: SetReadCache?
 
-  init(document: Document, sets: UnsafeMutablePointer<SetReadWalk>?) {
+  init(
+    document: Document, sets: UnsafeMutablePointer<SetReadWalk>?, keptSets: SetReadCache? = nil
+  ) {
     self.document = document
     self.sets = sets
+    self.keptSets = keptSets
   }
 
   /// Points at the fields of the entity at `position`, in place.

@@ -171,13 +171,17 @@ public struct EntityField<Model: EntityModel>: Sendable {
         guard before != after else { return }
         // Sorted so the dots are handed out in the same order on every run. Looked up in
         // place: building the two differences as sets cost more than the writes.
-        var removed: [FieldValue] = []
-        for element in before where !after.contains(element) {
-          removed.append(element.fieldValue)
-        }
-        for element in removed.sorted() { transaction.remove(element, from: name, of: key) }
         var added: [FieldValue] = []
         for element in after where !before.contains(element) { added.append(element.fieldValue) }
+        // `after` is `before` less the removed plus the added, so the counts say whether
+        // anything was removed: an update that adds a tag hashes no old tag again.
+        if before.count + added.count != after.count {
+          var removed: [FieldValue] = []
+          for element in before where !after.contains(element) {
+            removed.append(element.fieldValue)
+          }
+          for element in removed.sorted() { transaction.remove(element, from: name, of: key) }
+        }
         for element in added.sorted() { transaction.insert(element, into: name, of: key) }
       })
   }
@@ -301,13 +305,20 @@ struct StoredField {
   }
 
   /// The object a walk kept for the set field's visible elements (``SetReadCache``), if
-  /// it was built from the set's very entries; the reader checks its type.
+  /// it was built from the set's very entries; the reader checks its type. Reads of one
+  /// model find it too (an update after a list view), and keep nothing.
   @usableFromInline var keptObject: (AnyObject & Sendable)? {
-    guard let entity, let sets = entity.pointee.sets, let field,
-      let (address, count) = field.pointee.setEntriesIdentity
+    guard let entity, let field, let (address, count) = field.pointee.setEntriesIdentity
     else { return nil }
-    return sets.pointee.kept(
-      address: address, count: count, at: entity.pointee.position, field: slot)
+    // Each part read through the pointer: a method of `entity.pointee` copied the read,
+    // its document with it, at every set field of a row.
+    let position = entity.pointee.position
+    if let sets = entity.pointee.sets {
+      return SetReadWalk.kept(
+        in: UnsafePointer(sets), address: address, count: count, at: position, field: slot)
+    }
+    return entity.pointee.keptSets?.walk().kept(
+      address: address, count: count, at: position, field: slot)
   }
 
   /// Keeps `object`, built from the set field's visible elements, for the next walks

@@ -1,6 +1,9 @@
 /// The visible elements of set fields as typed walks (``Document/models(_:)``, `all`)
 /// last built them, kept beside a document's entities so that reading the same tags
-/// again is a lookup and a retain, not an allocation and a hash of every element.
+/// again is a lookup and a retain, not an allocation and a hash of every element. A read
+/// of one model (`get`, the read an update starts from) looks its sets up here too,
+/// under the lock, and keeps nothing it builds: an update after a list view starts from
+/// the kept tags.
 ///
 /// Nothing is added to a set: a set's entries stay the plain array they are, and a
 /// document that no model walk reads keeps nothing here (the raw path pays one cache
@@ -113,12 +116,17 @@ struct SetReadWalk {
   }
 
   private let primary: [Kept?]
+  /// `primary`'s storage, read in place: an entry read through the array's subscript was
+  /// copied out, retaining and releasing its array and object. Valid while `primary`
+  /// holds the array, which no one changes (the cache replaces its own, copy-on-write).
+  private let primaryEntries: UnsafeBufferPointer<Kept?>
   private let others: [FieldAt: Kept]
   /// What the walk built, kept by ``SetReadCache/finish(_:)``.
   fileprivate(set) var built: [(FieldAt, Kept)] = []
 
   fileprivate init(primary: [Kept?], others: [FieldAt: Kept]) {
     self.primary = primary
+    primaryEntries = primary.withUnsafeBufferPointer { $0 }
     self.others = others
   }
 
@@ -128,18 +136,33 @@ struct SetReadWalk {
   func kept(address: UnsafeRawPointer?, count: Int, at position: Int, field: Int)
     -> (AnyObject & Sendable)?
   {
+    withUnsafePointer(to: self) {
+      Self.kept(in: $0, address: address, count: count, at: position, field: field)
+    }
+  }
+
+  /// ``kept(address:count:at:field:)`` of the walk at `walk`, read through the pointer: a
+  /// method called on `walk.pointee` copied the walk, retaining and releasing its arrays,
+  /// at every set field of a row.
+  static func kept(
+    in walk: UnsafePointer<SetReadWalk>, address: UnsafeRawPointer?, count: Int,
+    at position: Int, field: Int
+  ) -> (AnyObject & Sendable)? {
     guard address != nil, count > 0 else { return nil }
-    // Projected in place: a kept entry copied out retained and released its array.
-    if position < primary.count, primary[position]?.field == field {
-      guard primary[position]?.address == address, primary[position]?.count == count else {
+    let primary = walk.pointee.primaryEntries
+    if position < primary.count, let entries = primary.baseAddress,
+      entries[position]?.field == field
+    {
+      guard entries[position]?.address == address, entries[position]?.count == count else {
         return nil
       }
-      return primary[position]?.object
+      return entries[position]?.object
     }
+    guard !walk.pointee.others.isEmpty else { return nil }
     let place = FieldAt(position: position, field: field)
-    guard !others.isEmpty, others[place]?.address == address, others[place]?.count == count
+    guard let kept = walk.pointee.others[place], kept.address == address, kept.count == count
     else { return nil }
-    return others[place]?.object
+    return kept.object
   }
 
   /// Keeps `object`, built from `elements` in slot `field` at `position`.
