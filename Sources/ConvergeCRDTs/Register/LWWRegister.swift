@@ -51,13 +51,13 @@ public struct LWWRegister<Value: Sendable & Equatable>: Sendable, Equatable {
     public var dot: Dot
 
     /// The stamp of the write event `dot`, made at `timestamp`.
-    public init(timestamp: Timestamp, dot: Dot) {
+    @inlinable public init(timestamp: Timestamp, dot: Dot) {
       self.timestamp = timestamp
       self.dot = dot
     }
 
     /// Orders by timestamp, then the dot's replica, then its counter.
-    public static func < (lhs: Stamp, rhs: Stamp) -> Bool {
+    @inlinable public static func < (lhs: Stamp, rhs: Stamp) -> Bool {
       (lhs.timestamp, lhs.dot.replica, lhs.dot.counter)
         < (rhs.timestamp, rhs.dot.replica, rhs.dot.counter)
     }
@@ -66,17 +66,25 @@ public struct LWWRegister<Value: Sendable & Equatable>: Sendable, Equatable {
   /// The winning write's stamp; zero while the register was never written. Not an
   /// optional, and before `value`: a document holds a register per field, and both
   /// ways it took 49 bytes where it now takes 41 (so a field takes 48, not 56).
-  @usableFromInline private(set) var writtenStamp: Stamp
+  @usableFromInline var writtenStamp: Stamp
+
+  /// The value of the winning write; `nil` while the register was never written.
+  @usableFromInline var writtenValue: Value?
+
+  // The members below are inlinable: the document and the codec, in other modules, call
+  // them for every field they touch, and a generic body called across a module boundary
+  // runs unspecialized, through the runtime's metadata (BENCHMARKS.md, "The layers as
+  // modules: the library bench held").
 
   /// The value of the winning write, or `nil` if the register was never written.
-  public private(set) var value: Value?
+  @inlinable public var value: Value? { writtenValue }
 
   /// The stamp of the winning write, or `nil` if the register was never written.
-  public var stamp: Stamp? { value == nil ? nil : writtenStamp }
+  @inlinable public var stamp: Stamp? { writtenValue == nil ? nil : writtenStamp }
 
   /// A register that was never written.
   @inlinable public init() {
-    writtenStamp = Self.unwritten  // `value` starts nil
+    writtenStamp = Self.unwritten  // `writtenValue` starts nil
   }
 
   /// The stamp of a register never written.
@@ -85,13 +93,13 @@ public struct LWWRegister<Value: Sendable & Equatable>: Sendable, Equatable {
   }
 
   /// A register holding one write.
-  package init(value: Value, stamp: Stamp) {
+  @inlinable package init(value: Value, stamp: Stamp) {
     writtenStamp = stamp
-    self.value = value
+    writtenValue = value
   }
 
   /// Whether the register was never written (or, for a delta, carries no write).
-  public var isEmpty: Bool { value == nil }
+  @inlinable public var isEmpty: Bool { writtenValue == nil }
 }
 
 extension LWWRegister: Mergeable {
@@ -104,10 +112,10 @@ extension LWWRegister: Mergeable {
   /// current stamp's timestamp.
   ///
   /// - Complexity: O(1).
-  @discardableResult
+  @inlinable @discardableResult
   public mutating func set(_ value: Value, stamp: Stamp) -> LWWRegister {
     if let current = self.stamp, stamp <= current { return LWWRegister() }
-    self.value = value
+    writtenValue = value
     writtenStamp = stamp
     #if CONVERGE_INTERNAL_CHECKS
       _checkInvariants()
@@ -121,10 +129,10 @@ extension LWWRegister: Mergeable {
   /// same value and either side may be kept.
   ///
   /// - Complexity: O(1).
-  public mutating func merge(_ other: LWWRegister) {
+  @inlinable public mutating func merge(_ other: LWWRegister) {
     guard let incoming = other.stamp else { return }
     if let current = stamp, incoming <= current { return }
-    value = other.value
+    writtenValue = other.writtenValue
     writtenStamp = incoming
     #if CONVERGE_INTERNAL_CHECKS
       _checkInvariants()
@@ -135,7 +143,7 @@ extension LWWRegister: Mergeable {
   /// context does not hold its dot, otherwise an empty register.
   ///
   /// - Complexity: O(log g) for g gaps in the context's entry for the writer.
-  public func delta(since context: CausalContext) -> LWWRegister {
+  @inlinable public func delta(since context: CausalContext) -> LWWRegister {
     guard let stamp, let value, !context.contains(stamp.dot) else { return LWWRegister() }
     return LWWRegister(value: value, stamp: stamp)
   }

@@ -9,6 +9,11 @@
 ///
 /// `@unchecked Sendable`: the value is changed only through a reference known to be
 /// unique, so no two threads ever see one box change (as ``TextStorage``).
+///
+/// `@usableFromInline`, so that its inlinable members are: without it the compiler keeps
+/// the bodies of a `package` type's inlinable members out of the module it exports, and
+/// the document's presences called them unspecialized, through the runtime's metadata.
+@usableFromInline
 package struct OutOfLine<Value: Sendable>: @unchecked Sendable {
   @usableFromInline final class Box: ManagedBuffer<Value, UInt8> {}
 

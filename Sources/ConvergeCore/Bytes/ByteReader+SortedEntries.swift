@@ -4,11 +4,12 @@
 extension ByteReader {
   /// What a map's keys are called in its errors: "`plural` not strictly increasing" and
   /// "duplicate `singular`".
+  @usableFromInline
   package struct KeyNames {
-    let plural: String
-    let singular: String
+    @usableFromInline let plural: String
+    @usableFromInline let singular: String
 
-    package init(plural: String, singular: String) {
+    @inlinable package init(plural: String, singular: String) {
       self.plural = plural
       self.singular = singular
     }
@@ -21,7 +22,10 @@ extension ByteReader {
   /// `readValue` also gets the offset where the entry starts, for its own errors.
   ///
   /// Inlined so that the closures of each map are too: these loops decode every delta.
-  @inline(__always)
+  /// Inlinable, for the same reason, into the codec in another module: `@inline(__always)`
+  /// alone does not cross a module boundary, and there each entry went through closure
+  /// contexts and the runtime's generic metadata (#46).
+  @inlinable @inline(__always)
   package mutating func readSortedEntries<Key>(
     count: Int, keys names: KeyNames, readKey: (inout ByteReader) throws -> Key,
     precedes: (Key, Key) -> Bool, readValue: (inout ByteReader, Key, _ start: Int) throws -> Bool
@@ -45,7 +49,7 @@ extension ByteReader {
   /// Reads a count of entries, each at least `minimumBytesPerEntry` bytes, and the
   /// entries as ``readSortedEntries(count:keys:readKey:precedes:readValue:)`` does, into
   /// a dictionary.
-  @inline(__always)
+  @inlinable @inline(__always)
   package mutating func readSortedMap<Key: Hashable, Value>(
     minimumBytesPerEntry: Int, keys names: KeyNames, readKey: (inout ByteReader) throws -> Key,
     precedes: (Key, Key) -> Bool, readValue: (inout ByteReader, _ start: Int) throws -> Value

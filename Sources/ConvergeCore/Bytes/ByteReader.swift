@@ -29,13 +29,15 @@ package struct ByteReader: Sendable {
   /// The default limit for ``nested(_:)``.
   public static let defaultMaximumDepth = 64
 
-  private let storage: ArraySlice<UInt8>
+  // Visible to the inlinable reads below: the codec and the document, in other modules,
+  // read every integer and count of a message through them.
+  @usableFromInline let storage: ArraySlice<UInt8>
   /// The index in `storage` of the next byte to read.
-  private var position: Int
+  @usableFromInline var position: Int
   /// The index in `storage` one past the last readable byte.
-  private let end: Int
+  @usableFromInline let end: Int
   /// The index in `storage` that offsets are counted from.
-  private let origin: Int
+  @usableFromInline let origin: Int
   private var depth: Int
 
   /// The deepest nesting ``nested(_:)`` allows.
@@ -70,22 +72,22 @@ package struct ByteReader: Sendable {
   }
 
   /// How many bytes have been read, counted from the start.
-  public var offset: Int { position - origin }
+  @inlinable public var offset: Int { position - origin }
 
   /// The bytes read and the index offsets count from: what a reader of a part of them
   /// later needs (``DeferredTexts``).
   package var source: (storage: ArraySlice<UInt8>, origin: Int) { (storage, origin) }
 
   /// How many bytes are left to read.
-  public var remainingCount: Int { end - position }
+  @inlinable public var remainingCount: Int { end - position }
 
   /// Whether every byte has been read.
-  public var isAtEnd: Bool { position >= end }
+  @inlinable public var isAtEnd: Bool { position >= end }
 
   // MARK: Raw bytes and fixed-width values
 
   /// Reads one byte.
-  public mutating func readUInt8() throws -> UInt8 {
+  @inlinable public mutating func readUInt8() throws -> UInt8 {
     guard position < end else { throw ConvergeDecodingError.truncated(offset: offset) }
     let byte = storage[position]
     position += 1
@@ -150,7 +152,7 @@ package struct ByteReader: Sendable {
   }
 
   /// Reads a little-endian 64-bit integer.
-  public mutating func readUInt64() throws -> UInt64 {
+  @inlinable public mutating func readUInt64() throws -> UInt64 {
     try readLittleEndian(UInt64.self)
   }
 
@@ -159,7 +161,7 @@ package struct ByteReader: Sendable {
     Double(bitPattern: try readLittleEndian(UInt64.self))
   }
 
-  private mutating func readLittleEndian<T: FixedWidthInteger & UnsignedInteger>(
+  @inlinable mutating func readLittleEndian<T: FixedWidthInteger & UnsignedInteger>(
     _: T.Type
   ) throws -> T {
     let size = MemoryLayout<T>.size
@@ -179,7 +181,7 @@ package struct ByteReader: Sendable {
   /// - Throws: `truncated` if the input ends inside it, `overlongInteger` if its last
   ///   byte is a zero group (for example `0x80 0x00`), `integerOverflow` if it holds more
   ///   than 64 bits (its tenth byte is above `0x01`, or an eleventh byte follows).
-  @inline(__always)
+  @inlinable @inline(__always)
   public mutating func readVarUInt() throws -> UInt64 {
     // One byte (most counts, lengths and indexes) where it is read; longer ones apart.
     if position < end {
@@ -193,8 +195,8 @@ package struct ByteReader: Sendable {
   }
 
   /// ``readVarUInt()`` past its one-byte case.
-  @inline(never)
-  private mutating func readLongVarUInt() throws -> UInt64 {
+  @usableFromInline @inline(never)
+  mutating func readLongVarUInt() throws -> UInt64 {
     // Up to eight bytes from a word: the first byte without its top bit ends the number,
     // and the seven-bit groups before it are packed by three rounds of masks and shifts.
     if end &- position >= 8 {
@@ -272,7 +274,7 @@ package struct ByteReader: Sendable {
   /// before anything is allocated.
   ///
   /// - Throws: `countTooLarge` when `count * minimumBytesPerElement > remainingCount`.
-  public mutating func readCount(minimumBytesPerElement: Int) throws -> Int {
+  @inlinable public mutating func readCount(minimumBytesPerElement: Int) throws -> Int {
     let start = offset
     let count = try readVarUInt()
     let perElement = UInt64(Swift.max(1, minimumBytesPerElement))

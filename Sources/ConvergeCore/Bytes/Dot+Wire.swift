@@ -11,6 +11,7 @@ extension Dot {
   ///
   /// - Throws: `truncated`, LEB128 errors, `unknownReplicaIndex`, or `invalidValue` for a
   ///   zero counter.
+  @inlinable
   package init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let replica = try table.readReplica(from: &reader)
     let start = reader.offset
@@ -33,7 +34,7 @@ extension Timestamp {
   /// Reads a timestamp written by ``write(to:)``. Every 64-bit value is a timestamp.
   ///
   /// - Throws: `truncated` if fewer than 8 bytes remain.
-  package init(from reader: inout ByteReader) throws {
+  @inlinable package init(from reader: inout ByteReader) throws {
     self.init(rawValue: try reader.readUInt64())
   }
 }

@@ -145,8 +145,8 @@ package enum ContentReading: Sendable {
 package struct DecodedReplicaTable: Sendable {
   /// The replicas, sorted by id; a replica's index is its position here.
   public let replicas: [ReplicaID]
-  private var referenced: [Bool]
-  private var unreferencedCount: Int
+  @usableFromInline var referenced: [Bool]
+  @usableFromInline var unreferencedCount: Int
   /// A document state's content code (`FORMAT.md` §8.4.1), declared like the replicas
   /// before the entities that use it; nil in other messages, whose texts code their own
   /// content (§8.3.1).
@@ -185,6 +185,7 @@ package struct DecodedReplicaTable: Sendable {
   /// Reads a replica index (unsigned LEB128) and returns its replica.
   ///
   /// - Throws: `unknownReplicaIndex` for an index outside the table.
+  @inlinable
   public mutating func readReplica(from reader: inout ByteReader) throws -> ReplicaID {
     let start = reader.offset
     let index = try reader.readVarUInt()
@@ -210,6 +211,7 @@ package struct DecodedReplicaTable: Sendable {
   }
 
   /// The replica at `index`, reported at `offset` if there is none.
+  @inlinable
   public mutating func replica(atIndex index: UInt64, offset: Int) throws -> ReplicaID {
     guard index < UInt64(replicas.count) else {
       throw ConvergeDecodingError.unknownReplicaIndex(offset: offset)

@@ -3,6 +3,7 @@
 /// decodes bytes known valid (a String's storage, a text's own content, bytes `count`
 /// accepted), without checks (decoding a String's storage here instead of iterating
 /// `unicodeScalars`, 29 instructions a scalar, saved an eighth of creating a note).
+@usableFromInline
 package enum UTF8Scalars {
   /// Bytes that are not strictly valid UTF-8.
   package struct Invalid: Error {}
@@ -133,7 +134,7 @@ package enum UTF8Scalars {
   /// ``count(_:)`` accepted), and how many lie outside the Basic Multilingual Plane.
   ///
   /// - Complexity: O(n) for n bytes.
-  @inline(__always)
+  @inlinable @inline(__always)
   package static func decode(valid input: UnsafeBufferPointer<UInt8>) -> (
     scalars: [Unicode.Scalar], supplementary: Int
   ) {
@@ -152,7 +153,10 @@ package enum UTF8Scalars {
   /// Calls `body` with each scalar of valid UTF-8 `input` in order; returns how many lie
   /// outside the Basic Multilingual Plane. The bytes are trusted, never checked here: a
   /// String's storage, a text's own content, or bytes ``count(_:)`` accepted.
-  @inline(__always)
+  ///
+  /// Inlinable: the text, in another module, decodes its content through it, and there a
+  /// call of `body` a scalar cost a closure context each (#46).
+  @inlinable @inline(__always)
   @discardableResult
   package static func forEachScalar(
     of input: UnsafeBufferPointer<UInt8>, _ body: (Unicode.Scalar) -> Void
@@ -189,7 +193,7 @@ package enum UTF8Scalars {
   /// Where the `scalars` scalars of valid UTF-8 `input` from byte `start` end (at most at
   /// its end), and how many of them lie outside the Basic Multilingual Plane, read from
   /// their lead bytes alone.
-  @inline(__always)
+  @inlinable @inline(__always)
   package static func advance(
     _ input: UnsafeBufferPointer<UInt8>, from start: Int, scalars: Int
   ) -> (end: Int, supplementary: Int) {
