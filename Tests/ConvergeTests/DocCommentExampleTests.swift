@@ -213,7 +213,7 @@ import Testing
 
     // The summary is the one the doc comment shows, line for line.
     let shown = try Self.printedOutput(
-      inDocCommentOf: "Sources/Converge/Sync/MessageSummary.swift")
+      inDocCommentOf: "Sources/ConvergeCodec/Codec/MessageSummary.swift")
     #expect(try MessageSummary(decoding: bytes).text == shown)
   }
 

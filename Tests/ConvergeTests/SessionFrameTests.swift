@@ -274,6 +274,48 @@ struct Typist {
     }
   }
 
+  /// The frame decoder behind a session: a damaged frame (resealed half the time, so that
+  /// the record decoder sees the damage) handed to `receive(encoded:into:)` is refused
+  /// with a typed error and leaves the replica exactly as it was, or is applied; the
+  /// replicas still converge through the undamaged frames and a handshake.
+  @Test func aRefusedFrameLeavesTheReceivingReplicaUnchanged() throws {
+    try forEachSeed(count: 12, base: 0xF3A3_0016) { random in
+      var sender = Replica(id: ReplicaID(rawValue: 0xFACE), wallClock: .fixed(0))
+      var receiver = Replica(id: ReplicaID(rawValue: 0xBEEF), wallClock: .fixed(0))
+      var sending = SyncSession()
+      var receiving = SyncSession()
+      try settle(&sender, &sending, &receiver, &receiving)
+      var typist = Typist()
+      var refused = 0
+      for _ in 0..<25 {
+        let frame = sending.pushEncoded(typist.commit(on: &sender, using: &random), from: sender)
+        for _ in 0..<Swift.max(1, fuzzIterations(200) / 50) {
+          var damaged = mutateBytes(frame, splicingWith: frame, using: &random)
+          if Bool.random(using: &random) {
+            damaged = Self.reseal(
+              damaged, stream: receiving.incoming.streamID,
+              sequence: receiving.incoming.sequence)
+          }
+          var session = receiving
+          var copy = receiver
+          do {
+            try session.receive(encoded: damaged, into: &copy)
+          } catch is ConvergeDecodingError {
+            refused += 1
+            try ensure(
+              copy.document == receiver.document && copy.context == receiver.context,
+              "a refused frame changed the replica")
+          }
+        }
+        // The damaged frames went to copies: the real one continues the stream.
+        try receiving.receive(encoded: frame, into: &receiver)
+      }
+      try ensure(refused > 0, "no damaged frame was refused")
+      try settle(&sender, &sending, &receiver, &receiving)
+      try ensure(sender.document == receiver.document, "the replicas did not converge")
+    }
+  }
+
   /// The golden stream pins the frame format: it must decode, frame by frame, to the
   /// deltas that made it, whose replay gives the pinned text.
   @Test func goldenFrameStreamDecodes() throws {

@@ -294,22 +294,3 @@ public struct SyncSession: Sendable {
     awaitingAnswer = false
   }
 }
-
-/// A message between two sync sessions: the sender's context and, optionally, the
-/// events it believes the receiver lacks. A live push has a delta and no context.
-public struct SyncMessage: Sendable, Equatable {
-  /// Every event the sender had when it wrote the message; `nil` for a live push.
-  public var context: CausalContext?
-  /// The events the sender believes the receiver lacks.
-  public var delta: DocumentDelta?
-  /// Whether the sender refused a frame of the receiver's stream of live pushes and asks
-  /// for a new one (handshake messages only).
-  public var requestsNewStream: Bool
-
-  /// A message stating `context` (`nil` for a live push) and carrying `delta`.
-  public init(context: CausalContext?, delta: DocumentDelta?, requestsNewStream: Bool = false) {
-    self.context = context
-    self.delta = delta
-    self.requestsNewStream = context != nil && requestsNewStream
-  }
-}

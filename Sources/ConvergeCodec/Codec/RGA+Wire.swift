@@ -191,7 +191,7 @@ package enum TextWire {
   /// Origin codes: the head of the text, an explicit dot, or (from 2 on) an earlier id
   /// of the run's own replica, `counter - 1 - (code - 2)`.
   static let headOrigin: UInt64 = 0
-  package static let explicitOrigin: UInt64 = 1
+  static let explicitOrigin: UInt64 = 1
   static let firstOwnOrigin: UInt64 = 2
   /// Right origin codes: the end of the text, an explicit dot (``explicitOrigin``), the
   /// id after the run's origin in the origin's replica, or (from 3 on) an earlier id of

@@ -34,7 +34,7 @@ extension TextWire {
   /// origin in the origin's replica (typing inside earlier text), an earlier id of the
   /// run's own replica; `nil` when it must be written as an explicit dot
   /// (``explicitOrigin``, then the dot in the message's own replica reference).
-  package static func rightOriginCode(_ rightOrigin: Dot?, of id: Dot, origin: Dot?) -> UInt64? {
+  static func rightOriginCode(_ rightOrigin: Dot?, of id: Dot, origin: Dot?) -> UInt64? {
     guard let right = rightOrigin else { return endRightOrigin }
     if right == origin.flatMap(nextInReplica) { return nextOfOriginRightOrigin }
     if right.replica == id.replica && right.counter < id.counter {
@@ -64,7 +64,7 @@ extension TextWire {
   /// Reads what ``writeRightOrigin(_:of:origin:to:replicas:)`` wrote, an explicit dot
   /// through `readExplicit`, refusing a form that is not the shortest and a right origin
   /// inside its own run `counter..<end` of `replica`.
-  package static func readRightOrigin(
+  static func readRightOrigin(
     from reader: inout ByteReader, origin: Dot?, replica: ReplicaID, counter: UInt64,
     end: UInt64, readExplicit: (inout ByteReader) throws -> Dot
   ) throws -> Dot? {

@@ -6,13 +6,13 @@
 
 extension SessionStream {
   /// Whether `bytes` look like a frame rather than a self-contained message.
-  static func isFrame<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+  package static func isFrame<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
     bytes.first == magic
   }
 
   /// Checks a frame's header (magic, version, flags, length) without its stream: the
   /// stream a start frame names, and the body length.
-  static func header(of bytes: ArraySlice<UInt8>) throws -> (
+  package static func header(of bytes: ArraySlice<UInt8>) throws -> (
     startedStream: UInt64?, bodyLength: Int
   ) {
     guard bytes.count >= 8 else { throw ConvergeDecodingError.truncated(offset: bytes.count) }
@@ -49,7 +49,7 @@ extension SessionStream {
   ///   otherwise, which change nothing.
   /// - Complexity: O(b) for a b-byte frame in order; a frame out of order is checked
   ///   against up to ``lookahead`` + ``replayWindow`` sequence numbers.
-  mutating func decode(_ bytes: ArraySlice<UInt8>) throws -> DocumentDelta {
+  package mutating func decode(_ bytes: ArraySlice<UInt8>) throws -> DocumentDelta {
     let header = try Self.header(of: bytes)
     let checksumStart = bytes.endIndex - 4
     var checksumReader = ByteReader(bytes[checksumStart...])

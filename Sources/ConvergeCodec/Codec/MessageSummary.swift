@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-  import FoundationEssentials
-#else
-  import Foundation
-#endif
-
 /// A human-readable summary of any Converge message, for `converge inspect` and for
 /// debugging what a device stored or sent.
 ///
@@ -24,8 +18,8 @@
 /// ```
 ///
 /// Decoding is the full, checked decode of the message's kind, so a summary is only
-/// produced for a message the library would accept. It lives with sync, above the codec,
-/// because it also reads a session's frames.
+/// produced for a message the library would accept: a frame that continues a stream
+/// shows only its header, since it decodes only after the frames before it.
 public struct MessageSummary: Sendable {
   /// The summary, one fact per line.
   public let text: String

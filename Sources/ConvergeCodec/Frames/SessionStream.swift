@@ -1,4 +1,4 @@
-/// One direction of a ``SyncSession``'s live pushes: a stream of frames whose sender and
+/// One direction of a `SyncSession`'s live pushes: a stream of frames whose sender and
 /// receiver share a small state, so a typed character costs a few bytes instead of a
 /// self-contained message (see `FORMAT.md`, "Session frames").
 ///
@@ -23,7 +23,7 @@
 /// order. Every frame's checksum covers its sequence number, which is not on the wire, so
 /// a lost, duplicated, reordered or damaged frame fails to decode, with a typed error and
 /// no change; the session then answers with a handshake, and the sender restarts its
-/// stream (see ``SyncSession``).
+/// stream (see `SyncSession`).
 ///
 /// - Complexity: encoding and decoding a frame are O(r + s) for r runs and s scalars,
 ///   plus one hash lookup when the frame names a new entity or field.
@@ -66,7 +66,7 @@ package struct SessionStream: Sendable, Equatable {
   /// How far ahead of its turn a frame may arrive and wait.
   static let lookahead: UInt64 = 16
   /// How many frames may wait for an earlier one; one more means that one was lost.
-  static let holdLimit = 8
+  package static let holdLimit = 8
   /// How far back a repeated frame is recognised as such.
   static let replayWindow: UInt64 = 16
   var replicas: [ReplicaID] = []
