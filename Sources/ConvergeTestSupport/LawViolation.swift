@@ -92,3 +92,15 @@ func replayHint(seed: UInt64, test: String?) -> String {
   let filter = test.map { " --filter \($0)" } ?? ""
   return "seed \(seed) — replay with CONVERGE_SEED=\(seed) swift test\(filter)"
 }
+
+extension LawViolation {
+  /// Throws a violation of `law` whose one witness lists `violations`, labelled with the
+  /// case's seed, if there are any.
+  public static func throwIfAny(_ violations: [String], of law: String, seed: UInt64) throws {
+    guard violations.isEmpty else {
+      throw LawViolation(
+        law: law,
+        witnesses: [.init(label: "seed \(seed)", state: violations.joined(separator: "; "))])
+    }
+  }
+}

@@ -167,13 +167,9 @@ import Testing
         let decoded = try Document(decoding: first.encoded())
         if decoded != first { violations.append("the collected document does not decode") }
       }
-      guard violations.isEmpty else {
-        throw LawViolation(
-          law: "collecting through the document changes no card and converges",
-          witnesses: [
-            .init(label: "seed \(random.seed)", state: violations.joined(separator: "; "))
-          ])
-      }
+      try LawViolation.throwIfAny(
+        violations, of: "collecting through the document changes no card and converges",
+        seed: random.seed)
       collectedInAll += world.collected
     }
     // The histories do collect (the law is not checked on nothing).

@@ -335,13 +335,10 @@ extension ListCollectionRetirementTests {
         let decoded = try Document(decoding: first.encoded())
         if decoded != first { violations.append("the collected document does not decode") }
       }
-      guard violations.isEmpty else {
-        throw LawViolation(
-          law: "collecting with a retired and rejoining device changes no card and converges",
-          witnesses: [
-            .init(label: "seed \(random.seed)", state: violations.joined(separator: "; "))
-          ])
-      }
+      try LawViolation.throwIfAny(
+        violations,
+        of: "collecting with a retired and rejoining device changes no card and converges",
+        seed: random.seed)
       collectedInAll += world.collected
     }
     #expect(collectedInAll > 500, "slots collected over all seeds: \(collectedInAll)")

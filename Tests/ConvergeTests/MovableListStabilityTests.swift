@@ -217,13 +217,8 @@ import Testing
           violations.append("device \(device) diverged")
         }
       }
-      guard violations.isEmpty else {
-        throw LawViolation(
-          law: "collectable slots are never named nor reached again",
-          witnesses: [
-            .init(label: "seed \(random.seed)", state: violations.joined(separator: "; "))
-          ])
-      }
+      try LawViolation.throwIfAny(
+        violations, of: "collectable slots are never named nor reached again", seed: random.seed)
     }
     // The histories do leave blocks of dead slots (the law is not checked on nothing).
     #expect(collectedInAll > 200, "collectable slots over all seeds: \(collectedInAll)")
@@ -301,13 +296,9 @@ import Testing
       if rebuilt != list.slots || rebuilt.hasPending {
         violations.append("the slots do not rebuild from their runs")
       }
-      guard violations.isEmpty else {
-        throw LawViolation(
-          law: "collecting at a doubly stable cut changes no item and converges",
-          witnesses: [
-            .init(label: "seed \(random.seed)", state: violations.joined(separator: "; "))
-          ])
-      }
+      try LawViolation.throwIfAny(
+        violations, of: "collecting at a doubly stable cut changes no item and converges",
+        seed: random.seed)
     }
     #expect(droppedInAll > 200, "slots collected over all seeds: \(droppedInAll)")
   }
@@ -405,13 +396,8 @@ import Testing
           violations.append("the collected slots, placed again one by one, differ")
         }
       }
-      guard violations.isEmpty else {
-        throw LawViolation(
-          law: "renaming at quiet cuts changes no item and converges",
-          witnesses: [
-            .init(label: "seed \(random.seed)", state: violations.joined(separator: "; "))
-          ])
-      }
+      try LawViolation.throwIfAny(
+        violations, of: "renaming at quiet cuts changes no item and converges", seed: random.seed)
     }
     // The histories do rename slots, and do keep some slots' origins (the law is not
     // checked on nothing).
