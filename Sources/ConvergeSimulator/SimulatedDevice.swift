@@ -115,6 +115,10 @@ struct SimulatedDevice {
     tornBytes: Int, fromBackup: Bool, inPlace: Bool = false, damage: FileDamage? = nil
   ) throws(StoreError) -> Int {
     let waiting = unpushed
+    // What was durable before the kill: such a commit may have left the device in a
+    // handshake before its push (a session sends what is durable), so a stale restore that
+    // takes it back here does not take it back from its peers.
+    let durable = store.durableCommits
     unpushed = []
     if tornBytes > 0 {
       // Killed during a sync: the records are written, the `fsync` never happens.
@@ -129,12 +133,15 @@ struct SimulatedDevice {
     deviceReplica = DeviceReplica(
       store: try DocumentStore(directory: Self.directory, configuration: configuration),
       undoHistory: Self.freshHistory())
-    // A commit not pushed yet may have been made durable before the kill (its sync ran,
-    // the push had not): the reopened store holds its dots, and it is not lost. Only the
-    // commits whose dots the store no longer holds are.
+    // Lost: the commits that were not durable at the kill and whose dots the reopened
+    // store does not hold (a torn tail can keep a whole record). A durable commit not
+    // pushed yet is not lost even when a stale restore took it back: a handshake may have
+    // sent it (if no replica holds it at the end, the ledger counts its dots as taken
+    // back, and the oracle does not look for its cards).
     let context = store.replica.context
     let lost = waiting.filter { commit in
-      !context.contains(Dot(replica: commit.replica, counter: commit.counters.upperBound))
+      commit.sequence > durable
+        && !context.contains(Dot(replica: commit.replica, counter: commit.counters.upperBound))
     }
     lostCards = lost.flatMap(\.createdCards)
     return lost.count

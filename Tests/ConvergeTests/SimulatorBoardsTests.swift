@@ -95,6 +95,43 @@ import Testing
     #expect(report.converged, "\(report.text)")
   }
 
+  /// A stale restore can take back a durable commit that a handshake already sent before
+  /// its push: its cards stay on the peers, so they stay among the run's created cards.
+  /// Found by the 30-minute boards campaign (`.ci/boards-campaign.sh 1800 1629`, seed
+  /// 414315641, 8 replicas); this smaller run failed alike before the fix, the oracle
+  /// calling a card every replica shows "never created".
+  @Test func aDurableCommitAStaleRestoreTookBackKeepsItsCardsCreated() throws {
+    let schedule = """
+      converge-schedule 2
+      seed 10
+      replicas 4
+      operations 300
+      workload boards
+      loss 0.2
+      duplicate 0.2
+      reorder 0.4
+      partitions 0.0005
+      offline 0.001
+      anti-entropy 20
+      live-push true
+      frames false
+      message-limit none
+      library 0
+      restarts 0.05
+      sync-interval 200
+      undo 0.0
+      file-loss 0.0
+      operations-kept all
+      messages-dropped none
+      restarts-kept all
+      restores-plain none
+      """
+    let configuration = try SimulationSchedule.configuration(parsing: schedule)
+    let report = Simulation(configuration).run()
+    #expect(report.staleRestores > 0, "\(report.text)")
+    #expect(report.converged, "\(report.text)")
+  }
+
   /// On one device, with Undo and Redo pressed now and then, the card events add up: every
   /// card shown was created, every card created and not deleted shows, and every kind of
   /// edit happened. (Not "each in one column": undo can show a card in two, see
