@@ -191,6 +191,29 @@ import Testing
     await nodeB.stop()
   }
 
+  /// `simulate --postgres`: two stateless relay nodes on the PostgreSQL database the tests
+  /// run against, devices retired and rejoining through either (issue #48, fifteenth
+  /// session). In this serialized suite, so that the database restart above never cuts
+  /// its nodes off mid-run (it did once, in the sixteenth session, when the two ran at
+  /// once); off the main actor, which the other suites' relays use while it waits.
+  @Test nonisolated func devicesSimulatedThroughTwoPostgresNodesConvergeWithRejoins() throws {
+    let url = try #require(Self.url)
+    let seed = 11
+    let (status, printed) = try BuiltProduct.run(
+      "converge-relay",
+      [
+        "simulate", "--devices", "4", "--operations", "1500", "--seed", "\(seed)",
+        "--retirements", "0.004", "--postgres", url, "--json",
+      ], timeLimit: .seconds(90))
+    let text = String(decoding: printed, as: UTF8.self)
+    #expect(status == 0, "seed \(seed): \(text)")
+    let report = try JSONSerialization.jsonObject(with: printed) as? [String: Any]
+    #expect(report?["store"] as? String == "postgres", "seed \(seed): \(text)")
+    #expect(report?["converged"] as? Bool == true, "seed \(seed): \(text)")
+    #expect((report?["rejoined"] as? Int ?? 0) > 0, "seed \(seed): \(text)")
+    #expect(report?["stable_cut"] as? Bool == true, "seed \(seed): \(text)")
+  }
+
   /// The bench's fault run, small: two node processes, the first killed mid-run; its
   /// devices reconnect, every device converges, nothing acknowledged is lost.
   @Test func aShortTwoNodeBenchSurvivesAKilledNode() throws {

@@ -87,25 +87,4 @@ extension RelayChildProcess {
     #expect((report?["went_offline"] as? Int ?? 0) > 0, "seed \(seed): \(text)")
     #expect((report?["relay_restarts"] as? Int ?? 0) > 0, "seed \(seed): \(text)")
   }
-
-  /// `simulate --postgres`: two stateless relay nodes on the PostgreSQL database the tests
-  /// run against, devices retired and rejoining through either (issue #48, fifteenth
-  /// session). Skipped without `CONVERGE_POSTGRES_URL`, as the store tests are.
-  @Test func devicesSimulatedThroughTwoPostgresNodesConvergeWithRejoins() throws {
-    guard let url = StoreKind.postgresURL else { return }
-    let seed = 11
-    let (status, printed) = try BuiltProduct.run(
-      "converge-relay",
-      [
-        "simulate", "--devices", "4", "--operations", "1500", "--seed", "\(seed)",
-        "--retirements", "0.004", "--postgres", url, "--json",
-      ], timeLimit: .seconds(90))
-    let text = String(decoding: printed, as: UTF8.self)
-    #expect(status == 0, "seed \(seed): \(text)")
-    let report = try JSONSerialization.jsonObject(with: printed) as? [String: Any]
-    #expect(report?["store"] as? String == "postgres", "seed \(seed): \(text)")
-    #expect(report?["converged"] as? Bool == true, "seed \(seed): \(text)")
-    #expect((report?["rejoined"] as? Int ?? 0) > 0, "seed \(seed): \(text)")
-    #expect(report?["stable_cut"] as? Bool == true, "seed \(seed): \(text)")
-  }
 }
