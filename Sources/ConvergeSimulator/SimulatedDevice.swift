@@ -133,17 +133,23 @@ struct SimulatedDevice {
     deviceReplica = DeviceReplica(
       store: try DocumentStore(directory: Self.directory, configuration: configuration),
       undoHistory: Self.freshHistory())
-    // Lost: the commits that were not durable at the kill and whose dots the reopened
-    // store does not hold (a torn tail can keep a whole record). A durable commit not
-    // pushed yet is not lost even when a stale restore took it back: a handshake may have
-    // sent it (if no replica holds it at the end, the ledger counts its dots as taken
-    // back, and the oracle does not look for its cards).
+    // Taken back: the commits whose dots the reopened store does not hold (a torn tail can
+    // keep a whole record). Those not durable at the kill are lost: they never left the
+    // device (and the device may reuse their counters). A durable one may have left in a
+    // handshake before its push (a session sends what is durable) although a stale
+    // restore took it back here (and the store then takes a fresh id), so whether its
+    // cards exist is known only at the end: they do if some replica holds its dots.
     let context = store.replica.context
-    let lost = waiting.filter { commit in
-      commit.sequence > durable
-        && !context.contains(Dot(replica: commit.replica, counter: commit.counters.upperBound))
+    let takenBack = waiting.filter { commit in
+      !context.contains(Dot(replica: commit.replica, counter: commit.counters.upperBound))
     }
+    let lost = takenBack.filter { $0.sequence > durable }
     lostCards = lost.flatMap(\.createdCards)
+    takenBackCards = takenBack.filter { $0.sequence <= durable }.flatMap { commit in
+      commit.createdCards.map {
+        (card: $0, dot: Dot(replica: commit.replica, counter: commit.counters.upperBound))
+      }
+    }
     return lost.count
   }
 
@@ -152,6 +158,10 @@ struct SimulatedDevice {
   /// The cards created by the commits the last restart lost before they were durable:
   /// they never left the device, so no replica shows them, rightly.
   var lostCards: [String] = []
+  /// The cards created by durable commits the last restart took back (a stale restore),
+  /// each with its commit's latest dot: such a card exists at the end only if some
+  /// replica holds that dot.
+  var takenBackCards: [(card: String, dot: Dot)] = []
 
   /// A file of the store's directory lost or damaged while the device was off.
   enum FileDamage: CaseIterable {

@@ -148,7 +148,7 @@ public struct Simulation: Sendable {
     verdict.failures += run.statistics.stabilityFailures
     if configuration.workload == .boards {
       verdict.failures += Oracle.boardFailures(
-        of: replicas, created: run.createdCards, deleted: run.deletedCards,
+        of: replicas, created: run.cardsCreated(heldBy: replicas), deleted: run.deletedCards,
         lostChecked: takenBack == 0 && run.statistics.damagedFiles == 0)
       verdict.failures += Oracle.treeFailures(of: replicas)
     }
@@ -272,6 +272,8 @@ struct SimulationRun {
   var workloads: [Workload] = []
   /// Cards created and deleted in the run (boards workload), seeded ones included.
   var createdCards: Set<String> = []
+  /// Cards of commits that restarts took back, with each commit's latest dot.
+  var cardsTakenBack: [(card: String, dot: Dot)] = []
   var deletedCards: Set<String> = []
   /// The author's workload before each step: recorded when empty, else taken at each
   /// step (see ``ScheduleCuts``); `nil` when neither.

@@ -90,8 +90,11 @@ extension SimulationRun {
       return
     }
     statistics.restarts += 1
-    // A card created only in a commit the restart lost exists nowhere: not a lost card.
+    // A card created only in a commit the restart lost exists nowhere: not a lost card;
+    // one of a durable commit a stale restore took back exists if it left the device
+    // before (the oracle checks at the end).
     createdCards.subtract(devices[device].lostCards)
+    cardsTakenBack += devices[device].takenBackCards
     if devices[device].store.recovery.snapshotTagged { statistics.taggedRestarts += 1 }
     if fromBackup {
       statistics.staleRestores += 1
@@ -214,5 +217,19 @@ struct DurabilityLedger {
       }
     }
     return failures
+  }
+}
+
+extension SimulationRun {
+  /// The cards the run created that can exist at the end: every card created, less those
+  /// of durable commits that stale restores took back and that no replica of `replicas`
+  /// holds (taken back before any peer received them).
+  func cardsCreated(heldBy replicas: [Replica]) -> Set<String> {
+    var created = createdCards
+    for taken in cardsTakenBack
+    where !replicas.contains(where: { $0.context.contains(taken.dot) }) {
+      created.remove(taken.card)
+    }
+    return created
   }
 }

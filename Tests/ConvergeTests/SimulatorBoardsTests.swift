@@ -132,6 +132,43 @@ import Testing
     #expect(report.converged, "\(report.text)")
   }
 
+  /// The other side of the case above: a durable commit a stale restore took back before
+  /// any peer received it is gone from every replica, so its cards are not lost cards.
+  /// The campaign's seed 755845811 (7 replicas) found it once the case above was fixed
+  /// by keeping every durable commit's cards; this run failed alike ("lost 1 cards never
+  /// deleted") until the oracle looked for the commit's dots on the final replicas.
+  @Test func aDurableCommitNoPeerReceivedBeforeAStaleRestoreTookItBackLosesItsCards() throws {
+    let schedule = """
+      converge-schedule 2
+      seed 103
+      replicas 4
+      operations 300
+      workload boards
+      loss 0.2
+      duplicate 0.2
+      reorder 0.4
+      partitions 0.0005
+      offline 0.001
+      anti-entropy 20
+      live-push true
+      frames false
+      message-limit none
+      library 0
+      restarts 0.05
+      sync-interval 200
+      undo 0.0
+      file-loss 0.0
+      operations-kept all
+      messages-dropped none
+      restarts-kept all
+      restores-plain none
+      """
+    let configuration = try SimulationSchedule.configuration(parsing: schedule)
+    let report = Simulation(configuration).run()
+    #expect(report.staleRestores > 0, "\(report.text)")
+    #expect(report.converged, "\(report.text)")
+  }
+
   /// On one device, with Undo and Redo pressed now and then, the card events add up: every
   /// card shown was created, every card created and not deleted shows, and every kind of
   /// edit happened. (Not "each in one column": undo can show a card in two, see
