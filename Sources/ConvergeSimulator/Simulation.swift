@@ -392,7 +392,11 @@ struct SimulationRun {
       } else {
         if let recorded = workloadsByStep {
           if recorded.count > step {
+            // The nodes deleted in this run, not in the recorded one: a shrunk schedule
+            // may delete a node the recorded run did not (or later).
+            let deletedNodes = workloads[author].deletedNodes
             workloads[author] = recorded[step]
+            workloads[author].deletedNodes = deletedNodes
           } else {
             workloadsByStep?.append(workloads[author])
           }
