@@ -394,7 +394,11 @@ struct SimulationRun {
       } else {
         if let recorded = workloadsByStep {
           if recorded.count > step {
+            // The nodes deleted in this run, not in the recorded one: a shrunk schedule
+            // may delete a node the recorded run did not (or later).
+            let deletedNodes = workloads[author].deletedNodes
             workloads[author] = recorded[step]
+            workloads[author].deletedNodes = deletedNodes
           } else {
             workloadsByStep?.append(workloads[author])
           }
@@ -435,8 +439,23 @@ struct SimulationRun {
     createdCards.formUnion(workloads[author].lastCardEvents.created)
     deletedCards.formUnion(workloads[author].lastCardEvents.deleted)
     statistics.operations += 1
+    if configuration.hasStability { noteDeletedNodes(in: commit, by: author) }
     if commit.delta.isEmpty { statistics.emptyOperations += 1 }
     pushDurable(from: author)
+  }
+
+  /// Tells every workload the card nodes `commit` deleted (an Undo of the move that
+  /// created one), so that no device creates their keys again once devices forget (see
+  /// ``Workload/deletedNodes``).
+  private mutating func noteDeletedNodes(in commit: Commit, by author: Int) {
+    let document = devices[author].store.replica.document
+    let deleted = commit.delta.keys.filter {
+      $0.type == Workload.cardNodeType && !document.contains($0)
+    }
+    guard !deleted.isEmpty else { return }
+    for index in workloads.indices {
+      workloads[index].deletedNodes.formUnion(deleted.map(\.id))
+    }
   }
 
   mutating func samplePending() {

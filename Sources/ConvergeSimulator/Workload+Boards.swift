@@ -119,11 +119,12 @@ extension Workload {
   /// under another (two in three) or to the roots, at a random place among the new
   /// parent's subtasks (``DocumentTransaction/move(_:under:at:in:orderedBy:)``); one in
   /// twenty deletes the node instead (unless ``reusesIDs`` is off), so moves on other
-  /// devices meet deleted parents. A
+  /// devices meet deleted parents; with it off, ``deletedNodes`` are left alone. A
   /// parent card not in the tree joins it as a root first. A move under the card's own
   /// subtree is refused on the device and writes nothing.
-  mutating func treeEdit(_ tx: inout DocumentTransaction, cards: [String]) {
-    let card = cards.randomElement(using: &random) ?? cards[0]
+  mutating func treeEdit(_ tx: inout DocumentTransaction, cards allCards: [String]) {
+    let cards = reusesIDs ? allCards : allCards.filter { !deletedNodes.contains($0) }
+    guard let card = cards.randomElement(using: &random) else { return }
     let node = Self.cardNode(card)
     // Without reused ids (devices forget mid-run) a node is never deleted: the next move
     // of its card would create its key again, which must not happen once the delete may

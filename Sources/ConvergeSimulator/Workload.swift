@@ -36,6 +36,14 @@ public struct Workload: Sendable {
   /// app must not create a key again once its delete may be stable (a replica that forgot
   /// it starts the new one with no fields; see the Merge Semantics article).
   public var reusesIDs = true
+  /// The cards whose subtask-tree node a device deleted (boards workload; only an Undo
+  /// of the move that created the node deletes one when ``reusesIDs`` is off). With
+  /// ``reusesIDs`` off, tree edits leave these nodes alone: a move of one, or under one,
+  /// would create its key again, and a replica that forgot the node would start it with
+  /// no fields, its subtasks list waiting for ever for the slots it dropped. The
+  /// simulation tells every device's workload at once, as an app never reusing a deleted
+  /// key would know.
+  public internal(set) var deletedNodes: Set<String> = []
 
   /// A workload of `kind` drawing from `random`.
   public init(kind: WorkloadKind, random: SimulationRandom) {
