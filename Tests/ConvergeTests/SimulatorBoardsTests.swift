@@ -101,33 +101,7 @@ import Testing
   /// 414315641, 8 replicas); this smaller run failed alike before the fix, the oracle
   /// calling a card every replica shows "never created".
   @Test func aDurableCommitAStaleRestoreTookBackKeepsItsCardsCreated() throws {
-    let schedule = """
-      converge-schedule 2
-      seed 10
-      replicas 4
-      operations 300
-      workload boards
-      loss 0.2
-      duplicate 0.2
-      reorder 0.4
-      partitions 0.0005
-      offline 0.001
-      anti-entropy 20
-      live-push true
-      frames false
-      message-limit none
-      library 0
-      restarts 0.05
-      sync-interval 200
-      undo 0.0
-      file-loss 0.0
-      operations-kept all
-      messages-dropped none
-      restarts-kept all
-      restores-plain none
-      """
-    let configuration = try SimulationSchedule.configuration(parsing: schedule)
-    let report = Simulation(configuration).run()
+    let report = try Self.restartingRun(seed: 10)
     #expect(report.staleRestores > 0, "\(report.text)")
     #expect(report.converged, "\(report.text)")
   }
@@ -138,9 +112,17 @@ import Testing
   /// by keeping every durable commit's cards; this run failed alike ("lost 1 cards never
   /// deleted") until the oracle looked for the commit's dots on the final replicas.
   @Test func aDurableCommitNoPeerReceivedBeforeAStaleRestoreTookItBackLosesItsCards() throws {
+    let report = try Self.restartingRun(seed: 103)
+    #expect(report.staleRestores > 0, "\(report.text)")
+    #expect(report.converged, "\(report.text)")
+  }
+
+  /// A 4-device, 300-operation boards run with restarts (a stale restore among them) and
+  /// group commits: the two cases above, one seed each.
+  static func restartingRun(seed: UInt64) throws -> SimulationReport {
     let schedule = """
       converge-schedule 2
-      seed 103
+      seed \(seed)
       replicas 4
       operations 300
       workload boards
@@ -164,9 +146,7 @@ import Testing
       restores-plain none
       """
     let configuration = try SimulationSchedule.configuration(parsing: schedule)
-    let report = Simulation(configuration).run()
-    #expect(report.staleRestores > 0, "\(report.text)")
-    #expect(report.converged, "\(report.text)")
+    return Simulation(configuration).run()
   }
 
   /// An Undo of the move that created a card's node deletes the node; a later move under
