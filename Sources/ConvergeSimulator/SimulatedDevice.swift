@@ -32,6 +32,8 @@ struct SimulatedDevice {
     var counters: ClosedRange<UInt64>
     /// The cards the commit created (boards workload): gone with it if it is lost.
     var createdCards: [String]
+    /// The commit's latest dot: a replica holding it holds the commit.
+    var latestDot: Dot { Dot(replica: replica, counter: counters.upperBound) }
   }
   /// Whether a backup of the directory was taken.
   var hasBackup = false
@@ -140,15 +142,11 @@ struct SimulatedDevice {
     // restore took it back here (and the store then takes a fresh id), so whether its
     // cards exist is known only at the end: they do if some replica holds its dots.
     let context = store.replica.context
-    let takenBack = waiting.filter { commit in
-      !context.contains(Dot(replica: commit.replica, counter: commit.counters.upperBound))
-    }
+    let takenBack = waiting.filter { !context.contains($0.latestDot) }
     let lost = takenBack.filter { $0.sequence > durable }
     lostCards = lost.flatMap(\.createdCards)
     takenBackCards = takenBack.filter { $0.sequence <= durable }.flatMap { commit in
-      commit.createdCards.map {
-        (card: $0, dot: Dot(replica: commit.replica, counter: commit.counters.upperBound))
-      }
+      commit.createdCards.map { (card: $0, dot: commit.latestDot) }
     }
     return lost.count
   }
