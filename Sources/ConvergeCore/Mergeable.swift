@@ -9,6 +9,12 @@
 /// Every replicated state conforms: ``LWWRegister``, ``ORSet``, ``RGA`` and ``SharedText``
 /// (text), ``MovableList``, ``VersionVector`` and ``Document``.
 ///
+/// The parts these states are built from join too, checked through the states that hold
+/// them rather than on their own: a ``CausalContext`` (`formUnion`), and at `package`
+/// access an add-wins presence (`Presence`, of an entity, a list item or a set element)
+/// and an add-wins set's store (`ORSetStore`, which ``ORSet`` and a document's set
+/// fields share).
+///
 /// Two kinds of value have a `merge` and do not conform. Deltas (``DocumentDelta``,
 /// ``RGADelta``, ``MovableListDelta``) are messages, not states: their `merge` combines
 /// two into one whose application equals applying both. ``Replica`` is a document with an

@@ -20,9 +20,9 @@ extension ORSet: RandomlyMutable where Element: Comparable {
         present.isEmpty || Int.random(in: 0..<4, using: &generator) == 0
         ? element(&generator)
         : present[Int.random(in: present.indices, using: &generator)]
-      return replica.state.remove(target)
+      return replica.state.remove(target, replica: replica.id) ?? ORSet()
     default:
-      return replica.state.removeAll()
+      return replica.state.removeAll(replica: replica.id) ?? ORSet()
     }
   }
 }

@@ -37,7 +37,7 @@ import Testing
     let added = onPhone.insert("work", replica: phone) ?? ORSet()
     var onLaptop = onPhone  // both devices start with {"work"}
 
-    let removal = onPhone.remove("work")  // phone: {}
+    let removal = onPhone.remove("work", replica: phone) ?? ORSet()  // phone: {}
     let readd = onLaptop.insert("work", replica: laptop) ?? ORSet()  // laptop re-tags
     let urgent = onLaptop.insert("urgent", replica: laptop) ?? ORSet()
 

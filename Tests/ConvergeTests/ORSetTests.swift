@@ -25,11 +25,13 @@ import Testing
     #expect(set.contains("a") && set.contains("b") && !set.contains("c"))
     #expect(Set(set) == ["a", "b"])
     #expect(set.elements == ["a", "b"])
-    // The second add of "a" superseded the first: one dot per element.
+    // The second add of "a" superseded the first: one dot per replica.
     #expect(set.dots(of: "a") == [Dot(replica: alice, counter: 3)])
-    set.remove("a")
+    _ = try remove("a", from: &set, by: alice)
     #expect(set.elements == ["b"])
-    #expect(set.context == CausalContext(dots: (1...3).map { Dot(replica: alice, counter: $0) }))
+    #expect(set.dots(of: "a").isEmpty)
+    // The remove is an event too.
+    #expect(set.context == CausalContext(dots: (1...4).map { Dot(replica: alice, counter: $0) }))
   }
 
   @Test func addWinsOverAConcurrentRemove() throws {
@@ -38,7 +40,7 @@ import Testing
     var onBob = ORSet<String>()
     onBob.merge(firstAdd)
 
-    let removal = onAlice.remove("work")
+    let removal = try remove("work", from: &onAlice, by: alice)
     let readd = try add("work", to: &onBob, by: bob)
     onAlice.merge(readd)
     onBob.merge(removal)
@@ -54,8 +56,8 @@ import Testing
     let fromAlice = try add("x", to: &onAlice, by: alice)
     let fromBob = try add("x", to: &onBob, by: bob)
     // Alice removes "x" without having seen Bob's add.
-    let removal = onAlice.remove("x")
-    #expect(removal.context == CausalContext(dots: [Dot(replica: alice, counter: 1)]))
+    let removal = try remove("x", from: &onAlice, by: alice)
+    #expect(removal.context == CausalContext(dots: [Dot(replica: alice, counter: 2)]))
     #expect(removal.isEmpty)
     var onCarol = ORSet<String>()
     for delta in [removal, fromBob, fromAlice] { onCarol.merge(delta) }
@@ -71,8 +73,8 @@ import Testing
     let addX = try add("x", to: &onAlice, by: alice)
     let addZ = try add("z", to: &onAlice, by: alice)
     let concurrent = try add("x", to: &onBob, by: bob)  // bob@2, unseen by Alice
-    let removal = onAlice.remove("x")
-    #expect(removal.context == CausalContext(dots: [Dot(replica: alice, counter: 1)]))
+    let removal = try remove("x", from: &onAlice, by: alice)
+    #expect(removal.context == CausalContext(dots: [Dot(replica: alice, counter: 3)]))
     for delta in [removal, addZ, addX] { onBob.merge(delta) }
     onAlice.merge(concurrent)
     #expect(onBob == onAlice)
@@ -84,11 +86,11 @@ import Testing
     let addition = try add("x", to: &onAlice, by: alice)
     var onBob = ORSet<String>()
     onBob.merge(addition)
-    let removal = onBob.remove("x")
+    let removal = try remove("x", from: &onBob, by: bob)
 
     var onCarol = ORSet<String>()
     onCarol.merge(removal)
-    #expect(onCarol.context.contains(Dot(replica: alice, counter: 1)))
+    #expect(!onCarol.contains("x"))
     onCarol.merge(addition)
     #expect(!onCarol.contains("x"))
     #expect(onCarol == onBob)
@@ -111,7 +113,7 @@ import Testing
   @Test func reAddAfterRemove() throws {
     var onAlice = ORSet<String>()
     let deltas = [
-      try add("x", to: &onAlice, by: alice), onAlice.remove("x"),
+      try add("x", to: &onAlice, by: alice), try remove("x", from: &onAlice, by: alice),
       try add("x", to: &onAlice, by: alice),
     ]
     #expect(onAlice.contains("x"))
@@ -126,7 +128,7 @@ import Testing
   @Test func aLateOrDuplicatedOldAddNeverResurrects() throws {
     var onAlice = ORSet<String>()
     let addition = try add("x", to: &onAlice, by: alice)
-    let removal = onAlice.remove("x")
+    let removal = try remove("x", from: &onAlice, by: alice)
 
     var duplicated = ORSet<String>()
     for delta in [addition, removal, addition, addition] { duplicated.merge(delta) }
@@ -151,26 +153,29 @@ import Testing
     _ = try add("b", to: &onAlice, by: alice)
     var onBob = onAlice
     let concurrent = try add("c", to: &onBob, by: bob)
-    let clear = onAlice.removeAll()
+    let cleared = onAlice.removeAll(replica: alice)
+    let clear = try #require(cleared)
     #expect(onAlice.isEmpty)
     #expect(clear.isEmpty)
-    #expect(clear.context == CausalContext(dots: [1, 2].map { Dot(replica: alice, counter: $0) }))
+    // One remove event for the elements it observed.
+    #expect(clear.context == CausalContext(dots: [Dot(replica: alice, counter: 3)]))
     onAlice.merge(concurrent)
     onBob.merge(clear)
     #expect(onAlice == onBob)
     #expect(onAlice.elements == ["c"])
   }
 
-  /// A removal makes no dot, so the context difference alone would not carry it to a peer
-  /// that still holds the element; ``ORSet/delta(since:)`` must.
+  /// A removal travels as its element's presence: the delta for a peer that still holds
+  /// the element carries it, and nothing the peer has already.
   @Test func deltaSinceCarriesARemovalOfAnElementThePeerHolds() throws {
     var onAlice = ORSet<String>()
     _ = try add("x", to: &onAlice, by: alice)
     _ = try add("y", to: &onAlice, by: alice)
     var onBob = onAlice
-    onAlice.remove("x")
+    _ = try remove("x", from: &onAlice, by: alice)
     let delta = onAlice.delta(since: onBob.context)
     #expect(delta.isEmpty)  // Bob has every live add already.
+    #expect(delta.context == CausalContext(dots: [Dot(replica: alice, counter: 3)]))
     onBob.merge(delta)
     #expect(onBob.elements == ["y"])
     #expect(onBob == onAlice)
@@ -193,10 +198,14 @@ import Testing
     var set = ORSet<String>()
     let dot = Dot(replica: alice, counter: 1)
     set.insert("x", dot: dot)
-    set.remove("x")
+    set.remove("x", dot: Dot(replica: alice, counter: 2))
     let delta = set.insert("y", dot: dot)
     #expect(delta == ORSet())
     #expect(set.isEmpty)
+    // A remove with a dot already seen is ignored too.
+    set.insert("z", dot: Dot(replica: alice, counter: 3))
+    #expect(set.remove("z", dot: dot) == ORSet())
+    #expect(set.elements == ["z"])
   }
 
   @Test func exhaustedCounterSpaceNeverTraps() throws {
@@ -205,12 +214,13 @@ import Testing
     let delta = set.insert("x", dot: last)
     #expect(delta.contains("x"))
     #expect(set.insert("y", replica: alice) == nil)
+    #expect(set.remove("x", replica: alice) == nil)
     #expect(set.elements == ["x"])
     // Another replica can still add, and merges of extreme dots are fine.
     var other = ORSet<String>()
     _ = try add("y", to: &other, by: bob)
     other.merge(set)
-    other.remove("x")
+    _ = try remove("x", from: &other, by: bob)
     set.merge(other)
     #expect(set.elements == ["y"])
     #expect(set.context.contains(last))
@@ -222,7 +232,7 @@ import Testing
     var onPhone = ORSet<String>()
     _ = try add("work", to: &onPhone, by: phone)
     var onLaptop = onPhone
-    let removal = onPhone.remove("work")
+    let removal = try remove("work", from: &onPhone, by: phone)
     let readd = try add("work", to: &onLaptop, by: laptop)
     let urgent = try add("urgent", to: &onLaptop, by: laptop)
     onPhone.merge(readd.merging(urgent))
@@ -237,7 +247,7 @@ import Testing
     let snapshot = set
     var copy = set
     _ = try add("y", to: &copy, by: bob)
-    copy.remove("x")
+    _ = try remove("x", from: &copy, by: bob)
     #expect(snapshot.elements == ["x"])
     #expect(set == snapshot)
   }
@@ -249,6 +259,21 @@ func add<Element>(
   _ element: Element, to set: inout ORSet<Element>, by replica: ReplicaID,
   sourceLocation: SourceLocation = #_sourceLocation
 ) throws -> ORSet<Element> {
-  let delta = set.insert(element, replica: replica)
-  return try #require(delta, sourceLocation: sourceLocation)
+  try requireDelta(set.insert(element, replica: replica), sourceLocation: sourceLocation)
+}
+
+/// Removes `element` as an event of `replica`, failing the test if the counter space is
+/// exhausted.
+func remove<Element>(
+  _ element: Element, from set: inout ORSet<Element>, by replica: ReplicaID,
+  sourceLocation: SourceLocation = #_sourceLocation
+) throws -> ORSet<Element> {
+  try requireDelta(set.remove(element, replica: replica), sourceLocation: sourceLocation)
+}
+
+/// The delta of an edit, failing the test if the edit found the counter space exhausted.
+private func requireDelta<Element>(
+  _ delta: ORSet<Element>?, sourceLocation: SourceLocation
+) throws -> ORSet<Element> {
+  try #require(delta, sourceLocation: sourceLocation)
 }

@@ -2,6 +2,7 @@ import ConvergeTestSupport
 import Testing
 
 @testable import Converge
+@testable import ConvergeCRDTs
 @testable import ConvergeCodec
 @testable import ConvergeDocument
 

@@ -303,15 +303,19 @@ extension RGA {
     }
   }
 
-  /// Whether `right` continues `left` exactly, so the two can be one run.
+  /// Whether `right` continues `left` exactly (``InsertRunContinuation``), so the two
+  /// can be one run: both deleted or neither, both with content or neither, and the
+  /// content of `right` right after that of `left`.
   static func canJoin(_ left: Run, _ right: Run) -> Bool {
-    let length = UInt64(left.length)
-    return left.replica == right.replica && left.counter + length == right.counter
-      && left.lamport + length == right.lamport && left.deleted == right.deleted
-      && left.hasContent == right.hasContent
+    left.deleted == right.deleted && left.hasContent == right.hasContent
       && (!left.hasContent || left.contentStart + left.utf8 == right.contentStart)
-      && right.origin == Dot(replica: left.replica, counter: left.counter + length - 1)
-      && right.rightOrigin == left.rightOrigin
+      && InsertRunContinuation.continues(
+        id: Dot(replica: left.replica, counter: left.counter), lamport: left.lamport,
+        length: left.length, rightOrigin: left.rightOrigin,
+        by: (
+          Dot(replica: right.replica, counter: right.counter), right.lamport, right.origin,
+          right.rightOrigin
+        ))
   }
 
   /// Splits run `run` of leaf `leaf` so that a new run starts at `offset`: the right

@@ -110,19 +110,13 @@ public struct RGADelta: Sendable, Equatable {
       }
     }
 
-    /// Whether `next` continues this run exactly, with content exactly when it has.
+    /// Whether `next` continues this run exactly (``InsertRunContinuation``), with content
+    /// exactly when it has.
     func isContinued(by next: Insert) -> Bool {
-      guard isContentDropped == next.isContentDropped else { return false }
-      let length = UInt64(self.length)
-      // Checked: remote runs may carry any counters.
-      let (end, idOverflow) = id.counter.addingReportingOverflow(length)
-      let (lamportEnd, lamportOverflow) = lamport.addingReportingOverflow(length)
-      guard !idOverflow, !lamportOverflow, length > 0, next.id.replica == id.replica else {
-        return false
-      }
-      return next.id.counter == end && next.lamport == lamportEnd
-        && next.origin == Dot(replica: id.replica, counter: end - 1)
-        && next.rightOrigin == rightOrigin
+      isContentDropped == next.isContentDropped
+        && InsertRunContinuation.continues(
+          id: id, lamport: lamport, length: length, rightOrigin: rightOrigin,
+          by: (next.id, next.lamport, next.origin, next.rightOrigin))
     }
   }
 

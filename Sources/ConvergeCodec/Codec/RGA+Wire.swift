@@ -306,15 +306,12 @@ package enum TextWire {
   /// (a tombstone sent to a peer that knows its delete already).
   static let placeholder: Unicode.Scalar = "\u{FFFD}"
 
-  /// Whether `next` continues the run `last` exactly, so the two are one run.
+  /// Whether `next` continues the run `last` exactly (``InsertRunContinuation``), so the
+  /// two are one run.
   static func continues(_ last: RunHeader, with next: RunHeader) -> Bool {
-    let length = UInt64(last.length)
-    let (end, overflow) = last.id.counter.addingReportingOverflow(length)
-    let (lamportEnd, lamportOverflow) = last.lamport.addingReportingOverflow(length)
-    return !overflow && !lamportOverflow && next.id.replica == last.id.replica
-      && next.id.counter == end && next.lamport == lamportEnd
-      && next.origin == Dot(replica: last.id.replica, counter: end &- 1)
-      && next.rightOrigin == last.rightOrigin
+    InsertRunContinuation.continues(
+      id: last.id, lamport: last.lamport, length: last.length, rightOrigin: last.rightOrigin,
+      by: (next.id, next.lamport, next.origin, next.rightOrigin))
   }
 
   /// Whether the first delete dot of `next` continues the run `last`: the next dot of

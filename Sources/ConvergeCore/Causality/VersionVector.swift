@@ -23,11 +23,17 @@ public struct VersionVector: Hashable, Sendable {
   }
 
   /// The vector holding one entry, `replica: counter` (nothing if `counter` is 0).
+  ///
+  /// This and the other package members the presences of sets and entities use
+  /// (`Presence`, in the module above) are `@usableFromInline`, so its inlinable members can
+  /// call them.
+  @usableFromInline
   package init(replica: ReplicaID, counter: UInt64) {
     if counter > 0 { counters[replica] = counter }
   }
 
   /// The number of entries.
+  @usableFromInline
   package var count: Int { counters.count }
 
   /// The number of events of `replica` seen without a gap (0 if none).
@@ -45,17 +51,20 @@ public struct VersionVector: Hashable, Sendable {
   }
 
   /// The only entry, if the vector has exactly one.
+  @usableFromInline
   package var onlyEntry: (replica: ReplicaID, counter: UInt64)? {
     guard counters.count == 1, let entry = counters.storage.first else { return nil }
     return (entry.replica, entry.value)
   }
 
   /// Calls `body` with every entry, in replica order, without building a list.
+  @usableFromInline
   package func forEachEntry(_ body: (ReplicaID, UInt64) -> Void) {
     for entry in counters.storage { body(entry.replica, entry.value) }
   }
 
   /// Whether some entry satisfies `predicate`, in no particular order.
+  @usableFromInline
   package func containsEntry(where predicate: (ReplicaID, UInt64) -> Bool) -> Bool {
     counters.storage.contains { predicate($0.replica, $0.value) }
   }
@@ -70,6 +79,7 @@ public struct VersionVector: Hashable, Sendable {
 
   /// Raises the entry of `dot`'s replica to `dot.counter` if it is lower: the same as
   /// merging the vector of that one entry, without building it.
+  @usableFromInline
   package mutating func advance(to dot: Dot) {
     if dot.counter > self[dot.replica] { self[dot.replica] = dot.counter }
   }

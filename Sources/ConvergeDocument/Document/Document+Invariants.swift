@@ -30,9 +30,7 @@ extension Document {
               "\(key).\(name): a write newer than the entity's version")
           }
         case .set(let elements):
-          for (value, presence) in elements {
-            precondition(!presence.added.isEmpty, "\(key).\(name): \(value) was never added")
-          }
+          elements._checkInvariants()
         case .text(let storage):
           let waiting = waitingTexts.contains(TextFieldKey(entity: key, field: name))
           // A deferred text is bytes that never change, checked each time they are

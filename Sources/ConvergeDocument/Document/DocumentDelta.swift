@@ -399,11 +399,8 @@ extension Document {
         let missing = register.delta(since: known)
         if missing.stamp != nil { entityDelta.fields.append(name, .parent(missing)) }
       case .set(let elements):
-        guard elements.presences.contains(where: { $0.mayHaveEvents(unknownTo: prefix) }) else {
-          continue
-        }
-        let missing = elements.filter { $0.mayHaveEvents(unknownTo: prefix) }
-        entityDelta.fields.append(name, .set(missing))
+        let missing = elements.delta(since: prefix)
+        if !missing.isEmpty { entityDelta.fields.append(name, .set(missing)) }
       case .text(let storage):
         // Most texts of a document have nothing new for a peer: skip them in O(r)
         // (a deferred text without decoding it).
