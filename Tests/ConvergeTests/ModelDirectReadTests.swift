@@ -226,4 +226,31 @@ import Testing
     #expect(read.tags == ["a0", "b", "🥚", "new"] && read.count == 1)
     #expect(read.title == "title 0 é" && read.body == "Body 0 🥚" && read.flag)
   }
+
+  /// Entities with sixteen lists of field names, in turn: a walk remembers the slots of a
+  /// few lists, and finds them again for the others.
+  @Test func aWalkOverManyListsOfNamesReadsEachEntitysOwnFields() throws {
+    var replica = Replica(id: ReplicaID(rawValue: 9), wallClock: .fixed(1))
+    replica.transact { transaction in
+      for index in 0..<64 {
+        let key = EntityKey(type: Everything.entityType, id: "m\(100 + index)")
+        transaction.create(key)
+        let fields = index % 16
+        if fields & 1 != 0 { transaction.setValue(.string("t\(index)"), for: "title", of: key) }
+        if fields & 2 != 0 { transaction.setValue(.bool(false), for: "flag", of: key) }
+        if fields & 4 != 0 { transaction.setValue(.int(Int64(index)), for: "count", of: key) }
+        if fields & 8 != 0 { transaction.insert(.string("g\(index)"), into: "tags", of: key) }
+      }
+    }
+    let all = replica.all(Everything.self)
+    #expect(all.count == 64)
+    for (offset, (id, model)) in all.enumerated() {
+      let fields = offset % 16
+      #expect(model.title == (fields & 1 != 0 ? "t\(offset)" : "untitled"), "\(id)")
+      #expect(model.flag == (fields & 2 == 0), "\(id)")
+      #expect(model.count == (fields & 4 != 0 ? offset : 7), "\(id)")
+      #expect(model.tags == (fields & 8 != 0 ? ["g\(offset)"] : []), "\(id)")
+      #expect(replica.get(Everything.self, id: id) == model, "\(id)")
+    }
+  }
 }

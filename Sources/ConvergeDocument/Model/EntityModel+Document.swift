@@ -175,13 +175,22 @@ extension Document {
         body(0) { _ in }
         return
       }
-      // Each name's slot in the entity's table, found again only when an entity's list of
-      // names is another array than the one before (entities of a type mostly share one,
-      // ``FieldNameLists``); kept in a buffer of the walk's, read without a retain a row.
-      let slots = UnsafeMutableBufferPointer<Int?>.allocate(capacity: names.count)
-      slots.initialize(repeating: nil)
-      defer { slots.deallocate() }
-      var slotNames: UnsafePointer<String>?
+      // Each name's slot in the entity's table, for the last few lists of names seen
+      // (entities of a type share a few, ``FieldNameLists``: a typed create writes only
+      // what differs from the defaults, so notes with and without a pin alternate), found
+      // again only for a list not among them; kept in buffers of the walk's, read without
+      // a retain a row. One list remembered searched again at every alternation, about
+      // 80 instructions a row of a projection (BENCHMARKS.md, typed reads, sixth pass).
+      let ways = 4
+      let slotTable = UnsafeMutableBufferPointer<Int?>.allocate(capacity: names.count * ways)
+      slotTable.initialize(repeating: nil)
+      defer { slotTable.deallocate() }
+      // The list of names (its storage) each way holds slots for; `nil` for an entity
+      // without fields, whose slots are all `nil` as every way's are at first.
+      let wayNames = UnsafeMutableBufferPointer<UnsafePointer<String>?>.allocate(capacity: ways)
+      wayNames.initialize(repeating: nil)
+      defer { wayNames.deallocate() }
+      var nextWay = 0
       // A walk keeps the sets' visible elements it builds (a list view reads its rows
       // again), reading what earlier walks kept without a lock a field; a read of one
       // model, as an update makes, reads what walks kept and keeps nothing it builds.
@@ -196,12 +205,19 @@ extension Document {
               let position = visible[index]
               // The record's arrays are the document's, which `reads` holds for the walk.
               let (keys, values) = records[position].fields.unsafeBuffers
-              if keys.baseAddress != slotNames {
-                slotNames = keys.baseAddress
-                for (slot, name) in names.enumerated() { slots[slot] = keys.firstIndex(of: name) }
+              var way = 0
+              while way < ways, wayNames[way] != keys.baseAddress { way += 1 }
+              if way == ways {
+                way = nextWay
+                nextWay = (nextWay + 1) % ways
+                wayNames[way] = keys.baseAddress
+                for (slot, name) in names.enumerated() {
+                  slotTable[way * names.count + slot] = keys.firstIndex(of: name)
+                }
               }
-              reads.pointee.point(
-                at: position, names: keys, values: values, slots: UnsafeBufferPointer(slots))
+              let slots = UnsafeBufferPointer(
+                rebasing: slotTable[(way * names.count)..<((way + 1) * names.count)])
+              reads.pointee.point(at: position, names: keys, values: values, slots: slots)
               each(entities.id(at: position), StoredFields(reads))
             }
           }
