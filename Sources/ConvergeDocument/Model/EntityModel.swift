@@ -482,7 +482,16 @@ extension StoredField {
   /// The set field's present string elements, as a `set` field of `Set<String>` reads
   /// them: the walk's kept value if there is one, else built (and kept, in a walk).
   private func visibleStrings() -> Set<String> {
-    if let kept = keptObject,
+    // In a walk, the kept value read without a retain of the object that holds it.
+    if let entity, let sets = entity.pointee.sets, let field {
+      if let (address, count) = field.pointee.setEntriesIdentity,
+        let kept = SetReadWalk.keptElements(
+          String.self, in: UnsafePointer(sets), address: address, count: count,
+          at: entity.pointee.position, field: slot)
+      {
+        return kept
+      }
+    } else if let kept = keptObject,
       ObjectIdentifier(type(of: kept)) == ObjectIdentifier(VisibleElements<String>.self)
     {
       return unsafeDowncast(kept, to: VisibleElements<String>.self).elements
