@@ -180,7 +180,7 @@ extension Document {
       // what differs from the defaults, so notes with and without a pin alternate), found
       // again only for a list not among them; kept in buffers of the walk's, read without
       // a retain a row. One list remembered searched again at every alternation, about
-      // 80 instructions a row of a projection (BENCHMARKS.md, typed reads, sixth pass).
+      // 75 instructions a row of a projection (BENCHMARKS.md, typed reads, sixth pass).
       let ways = 4
       let slotTable = UnsafeMutableBufferPointer<Int?>.allocate(capacity: names.count * ways)
       slotTable.initialize(repeating: nil)

@@ -90,7 +90,7 @@ public struct EntitySchema<Model: EntityModel>: Sendable {
   /// A field with a direct read is set through its offset in the model by a switch over
   /// its kind, in the module (``StoredFields/read(_:into:)``); the others call their
   /// read closure. Calling a closure a field (its reabstraction thunk, its context
-  /// retained and released) cost about 90 instructions a field of a list row
+  /// retained and released) cost about 85 instructions a field of a list row
   /// (BENCHMARKS.md, typed reads, sixth pass).
   @inlinable
   func read(into model: UnsafeMutablePointer<Model>, from stored: StoredFields) {

@@ -184,7 +184,7 @@ struct SetReadWalk {
   /// slot `field` at `position` whose entries' storage is `address` and `count`, if it
   /// was built from these very entries by a reader of `Element`s. The kept object of the
   /// field of an entity's first set is read in place without a retain (the walk's copy
-  /// of the cache holds it): a retain and a release of it cost about 40 instructions a
+  /// of the cache holds it): a retain and a release of it cost about 45 instructions a
   /// row of a projection (BENCHMARKS.md, typed reads, sixth pass).
   static func keptElements<Element: Hashable & Sendable>(
     _: Element.Type, in walk: UnsafePointer<SetReadWalk>, address: UnsafeRawPointer?,
