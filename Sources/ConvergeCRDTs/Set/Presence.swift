@@ -126,13 +126,17 @@ package struct Presence: Sendable, Equatable {
   }
 
   @inlinable package var isPresent: Bool {
-    vectors.read { vectors in
+    // The inline form (most entities, most tags) without a call into the out-of-line
+    // read, which a walk over the entities paid at every row (BENCHMARKS.md, typed reads,
+    // sixth pass).
+    guard !vectors.isEmpty else { return onlyCounter > 0 }
+    return vectors.read { vectors in
       // Entries are never zero, so without removes any add is present.
       if vectors.pointee.removed.isEmpty { return !vectors.pointee.added.isEmpty }
       return vectors.pointee.added.containsEntry { replica, counter in
         counter > vectors.pointee.removed[replica]
       }
-    } ?? (onlyCounter > 0)
+    } ?? false
   }
 
   /// Changes the general form's vectors in place, made from the inline add first.

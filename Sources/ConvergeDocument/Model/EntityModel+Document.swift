@@ -80,14 +80,13 @@ extension Document {
   public func model<Model: EntityModel>(_ type: Model.Type, id: String) -> Model? {
     // Inlinable so that the model's code is specialized in the app's module, for its
     // type: unspecialized, building a model looked up generic metadata at every step.
-    // The document side is ``withVisibleFields(of:_:)``, not inlined.
-    let schema = Model.schema.fields
+    // The document side is ``withVisibleFields(of:reading:_:)``, not inlined.
+    let schema = Model.schema
     var model: Model?
-    withVisibleFields(of: EntityKey(type: Model.entityType, id: id)) { stored in
+    withVisibleFields(of: EntityKey(type: Model.entityType, id: id), reading: schema.names) {
+      stored in
       var read = Model()
-      for index in schema.indices {
-        schema[index].read(&read, stored.field(named: schema[index].name))
-      }
+      schema.read(into: &read, from: stored)
       model = read
     }
     return model
@@ -104,51 +103,61 @@ extension Document {
   @inlinable
   public func models<Model: EntityModel>(_ type: Model.Type) -> [(id: String, value: Model)] {
     // Specialized in the app's module, as ``model(_:id:)`` is; the walk over the
-    // entities is ``forEachVisibleEntity(ofType:reading:reserving:each:)``.
-    let schema = Model.schema.fields
-    // The reads alone: a field taken from the schema a row retained its name, key path
-    // and both closures.
-    let readers = schema.map(\.read)
+    // entities is ``forEachVisibleEntity(ofType:reading:_:)``.
+    let schema = Model.schema
     var models: [(id: String, value: Model)] = []
-    forEachVisibleEntity(
-      ofType: Model.entityType, reading: schema.map { $0.name },
-      reserving: { models.reserveCapacity($0) },
-      each: { id, stored in
-        var model = Model()
-        for index in readers.indices { readers[index](&model, stored.field(at: index)) }
-        models.append((id, model))
-      })
+    forEachVisibleEntity(ofType: Model.entityType, reading: schema.names) { count, walk in
+      // Each row made and read in place in the result's storage: a row built aside and
+      // appended was copied in (three retains and two releases a row).
+      models = Array(unsafeUninitializedCapacity: count) { rows, made in
+        guard let first = rows.baseAddress else { return }
+        walk { id, stored in
+          guard made < count else { return }
+          let row = first + made
+          row.initialize(to: (id, Model()))
+          made += 1
+          schema.read(into: &row.pointee.value, from: stored)
+        }
+      }
+    }
     return models
   }
 
-  /// Calls `body` with the fields of the visible entity `key`, in place, if there is one.
+  /// Calls `body` with the fields of the visible entity `key`, in place, if there is one;
+  /// `field(at: i)` of the fields is the field `names[i]`.
   @usableFromInline
-  func withVisibleFields(of key: EntityKey, _ body: (StoredFields) -> Void) {
+  func withVisibleFields(of key: EntityKey, reading names: [String], _ body: (StoredFields) -> Void)
+  {
     guard let position = entities.index(forKey: key) else { return }
     entities.values.withUnsafeBufferPointer { records in
       guard records[position].presence.isPresent else { return }
-      // In place, as a walk reads (see ``forEachVisibleEntity(ofType:reading:reserving:each:)``).
-      let (names, values) = records[position].fields.unsafeBuffers
-      // Reads what walks kept of the entity's sets (an update after a list view read its
-      // rows finds the tags built), and keeps nothing itself.
-      var reads = EntityReads(
-        document: self, sets: nil, keptSets: entities.setReads(at: position))
-      reads.point(
-        at: position, names: names, values: values,
-        slots: UnsafeBufferPointer(start: nil, count: 0))
-      withUnsafeMutablePointer(to: &reads) { body(StoredFields($0)) }
+      // In place, as a walk reads (see ``forEachVisibleEntity(ofType:reading:_:)``).
+      let (keys, values) = records[position].fields.unsafeBuffers
+      withUnsafeTemporaryAllocation(of: Int?.self, capacity: names.count) { slots in
+        for (slot, name) in names.enumerated() {
+          slots.initializeElement(at: slot, to: keys.firstIndex(of: name))
+        }
+        // Reads what walks kept of the entity's sets (an update after a list view read
+        // its rows finds the tags built), and keeps nothing itself.
+        var reads = EntityReads(
+          document: self, sets: nil, keptSets: entities.setReads(at: position))
+        reads.point(
+          at: position, names: keys, values: values, slots: UnsafeBufferPointer(slots))
+        withUnsafeMutablePointer(to: &reads) { body(StoredFields($0)) }
+      }
     }
   }
 
-  /// Calls `reserving` with the number of visible entities of `type`, then `body` with the
-  /// id and the fields of each, sorted by id; `field(at: i)` of the fields is `names[i]`.
+  /// Calls `body` with the number of visible entities of `type` and a walk over them,
+  /// which calls its argument with the id and the fields of each, sorted by id;
+  /// `field(at: i)` of the fields is the field `names[i]`.
   ///
   /// Entities of a type mostly share one list of field names (``FieldNameLists``): each
   /// field's slot in the last list seen is reused while the list is the same one.
   @usableFromInline
   func forEachVisibleEntity(
-    ofType type: String, reading names: [String], reserving: (Int) -> Void,
-    each body: (String, StoredFields) -> Void
+    ofType type: String, reading names: [String],
+    _ body: (_ count: Int, _ walk: ((String, StoredFields) -> Void) -> Void) -> Void
   ) {
     // The records read in place, through one buffer for the walk: `entities.values[p]`
     // copied a record (three retains and releases a row), and a record's two arrays
@@ -162,15 +171,26 @@ extension Document {
       for position in entities.positions(ofType: type) where records[position].presence.isPresent {
         visible.append(position)
       }
-      reserving(visible.count)
-      guard let first = visible.first else { return }
-      // Each name's slot in the entity's table, found again only when an entity's list of
-      // names is another array than the one before (entities of a type mostly share one,
-      // ``FieldNameLists``); kept in a buffer of the walk's, read without a retain a row.
-      let slots = UnsafeMutableBufferPointer<Int?>.allocate(capacity: names.count)
-      slots.initialize(repeating: nil)
-      defer { slots.deallocate() }
-      var slotNames: UnsafePointer<String>?
+      guard let first = visible.first else {
+        body(0) { _ in }
+        return
+      }
+      // Each name's slot in the entity's table, for the last few lists of names seen
+      // (entities of a type share a few, ``FieldNameLists``: a typed create writes only
+      // what differs from the defaults, so notes with and without a pin alternate), found
+      // again only for a list not among them; kept in buffers of the walk's, read without
+      // a retain a row. One list remembered searched again at every alternation, about
+      // 75 instructions a row of a projection (BENCHMARKS.md, typed reads, sixth pass).
+      let ways = 4
+      let slotTable = UnsafeMutableBufferPointer<Int?>.allocate(capacity: names.count * ways)
+      slotTable.initialize(repeating: nil)
+      defer { slotTable.deallocate() }
+      // The list of names (its storage) each way holds slots for; `nil` for an entity
+      // without fields, whose slots are all `nil` as every way's are at first.
+      let wayNames = UnsafeMutableBufferPointer<UnsafePointer<String>?>.allocate(capacity: ways)
+      wayNames.initialize(repeating: nil)
+      defer { wayNames.deallocate() }
+      var nextWay = 0
       // A walk keeps the sets' visible elements it builds (a list view reads its rows
       // again), reading what earlier walks kept without a lock a field; a read of one
       // model, as an update makes, reads what walks kept and keeps nothing it builds.
@@ -180,17 +200,26 @@ extension Document {
         // One copy of the document for the walk (a copy a row retained its storage a row).
         var reads = EntityReads(document: self, sets: walk)
         withUnsafeMutablePointer(to: &reads) { reads in
-          for index in entities.keyOrder(of: visible) {
-            let position = visible[index]
-            // The record's arrays are the document's, which `reads` holds for the walk.
-            let (keys, values) = records[position].fields.unsafeBuffers
-            if keys.baseAddress != slotNames {
-              slotNames = keys.baseAddress
-              for (slot, name) in names.enumerated() { slots[slot] = keys.firstIndex(of: name) }
+          body(visible.count) { each in
+            for index in entities.keyOrder(of: visible) {
+              let position = visible[index]
+              // The record's arrays are the document's, which `reads` holds for the walk.
+              let (keys, values) = records[position].fields.unsafeBuffers
+              var way = 0
+              while way < ways, wayNames[way] != keys.baseAddress { way += 1 }
+              if way == ways {
+                way = nextWay
+                nextWay = (nextWay + 1) % ways
+                wayNames[way] = keys.baseAddress
+                for (slot, name) in names.enumerated() {
+                  slotTable[way * names.count + slot] = keys.firstIndex(of: name)
+                }
+              }
+              let slots = UnsafeBufferPointer(
+                rebasing: slotTable[(way * names.count)..<((way + 1) * names.count)])
+              reads.pointee.point(at: position, names: keys, values: values, slots: slots)
+              each(entities.id(at: position), StoredFields(reads))
             }
-            reads.pointee.point(
-              at: position, names: keys, values: values, slots: UnsafeBufferPointer(slots))
-            body(entities.id(at: position), StoredFields(reads))
           }
         }
       }
@@ -208,7 +237,7 @@ struct EntityReads {
   /// The entity's field names, `names[i]` naming `values[i]`.
   private var names = UnsafeBufferPointer<String>(start: nil, count: 0)
   fileprivate private(set) var values = UnsafeBufferPointer<FieldState>(start: nil, count: 0)
-  /// For each name of the walk's list, its slot in `values` (empty for reads by name).
+  /// For each name of the read's list, its slot in `values`, if the entity has the field.
   fileprivate private(set) var slots = UnsafeBufferPointer<Int?>(start: nil, count: 0)
   private let document: Document
   /// The entity's position in the document.
@@ -238,9 +267,6 @@ struct EntityReads {
     self.position = position
   }
 
-  /// The slot of the field `name`, if the entity has it.
-  fileprivate func slot(named name: String) -> Int? { names.firstIndex(of: name) }
-
   /// The parent the forest of the parent field in `slot` resolves for the entity.
   func resolvedParent(inSlot slot: Int) -> EntityKey? {
     guard slot < names.count else { return nil }
@@ -248,21 +274,15 @@ struct EntityReads {
   }
 }
 
-/// The fields of one entity, in place, as a model's reads find them: by name, or by the
-/// position of the name in the list a walk over many entities was given (its slot found
-/// once for all entities sharing their field names). Valid only during the call that
+/// The fields of one entity, in place, as a model's reads find them: by the position of
+/// the name in the list of names the read was given (in a walk, its slot found once for
+/// all entities sharing their field names). Valid only during the call that
 /// hands them over.
 @usableFromInline
 struct StoredFields {
   private let reads: UnsafeMutablePointer<EntityReads>
 
   init(_ reads: UnsafeMutablePointer<EntityReads>) { self.reads = reads }
-
-  /// The field `name`.
-  @usableFromInline
-  func field(named name: String) -> StoredField {
-    field(inSlot: reads.pointee.slot(named: name))
-  }
 
   /// The field at `index` of the walk's list of names.
   @usableFromInline

@@ -62,16 +62,81 @@ public protocol EntityModel: Sendable {
 public struct EntitySchema<Model: EntityModel>: Sendable {
   /// The fields, in the order they were listed.
   public let fields: [EntityField<Model>]
+  /// Each field's name, in the order of ``fields``: what a read looks the fields up by.
+  @usableFromInline let names: [String]
+  /// Each field's direct read, `nil` for a field read through its closure.
+  @usableFromInline let directReads: [DirectRead?]
+  /// Whether every field has a direct read (no closure to call).
+  @usableFromInline let readsDirectly: Bool
 
   /// A schema listing `fields`: `.register(…)`, `.set(…)`, `.text(…)`, `.list(…)` and
   /// `.parent(…)`.
   public init(_ fields: EntityField<Model>...) {
-    self.fields = fields
+    self.init(fields: fields)
   }
 
   /// A schema listing `fields`, for schemas built as an array.
   public init(fields: [EntityField<Model>]) {
     self.fields = fields
+    names = fields.map(\.name)
+    directReads = fields.map(\.direct)
+    readsDirectly = directReads.allSatisfy { $0 != nil }
+  }
+
+  /// Sets the properties of `model` from `stored`, whose `field(at: i)` is the field
+  /// of `fields[i]`: the one read of a model, for `get`, `all`, a projection and the read
+  /// an update starts from.
+  ///
+  /// A field with a direct read is set through its offset in the model by a switch over
+  /// its kind, in the module (``StoredFields/read(_:into:)``); the others call their
+  /// read closure. Calling a closure a field (its reabstraction thunk, its context
+  /// retained and released) cost about 85 instructions a field of a list row
+  /// (BENCHMARKS.md, typed reads, sixth pass).
+  @inlinable
+  func read(into model: UnsafeMutablePointer<Model>, from stored: StoredFields) {
+    stored.read(directReads, into: UnsafeMutableRawPointer(model))
+    guard !readsDirectly else { return }
+    for index in fields.indices where directReads[index] == nil {
+      fields[index].read(&model.pointee, stored.field(at: index))
+    }
+  }
+}
+
+/// How a field of a known kind is read into a stored property of a known type at a known
+/// offset in the model (``EntitySchema/read(into:from:)``), without its closure: what
+/// `MemoryLayout<Model>.offset(of:)` reports for a stored property of a struct, with the
+/// conversion the property's type makes (``FieldValueConvertible``). A field of any other
+/// kind or type, or a property without an offset (computed, of a class, with observers),
+/// has none and is read through its closure.
+@usableFromInline
+enum DirectRead: Equatable, Sendable {
+  /// A register read into a `String`.
+  case string(offset: Int)
+  /// A register read into a `Bool`.
+  case bool(offset: Int)
+  /// A register read into an `Int64`.
+  case int64(offset: Int)
+  /// A register read into an `Int`.
+  case int(offset: Int)
+  /// A register read into a `Double`.
+  case double(offset: Int)
+  /// A text field read into a `String`.
+  case text(offset: Int)
+  /// A set field read into a `Set<String>`.
+  case stringSet(offset: Int)
+
+  /// The direct read of a register of `Value` at `keyPath`, if it has one.
+  @inlinable
+  static func register<Model, Value>(_ keyPath: WritableKeyPath<Model, Value>) -> DirectRead? {
+    guard let offset = MemoryLayout<Model>.offset(of: keyPath) else { return nil }
+    // Exact types: an enum with a `String` raw value or an optional is read by its
+    // closure, which converts as its type says.
+    if Value.self == String.self { return .string(offset: offset) }
+    if Value.self == Bool.self { return .bool(offset: offset) }
+    if Value.self == Int64.self { return .int64(offset: offset) }
+    if Value.self == Int.self { return .int(offset: offset) }
+    if Value.self == Double.self { return .double(offset: offset) }
+    return nil
   }
 }
 
@@ -83,6 +148,8 @@ public struct EntityField<Model: EntityModel>: Sendable {
   public let kind: FieldKind
   /// The model's property, so that ``EntityText/init(_:of:)`` can find a field by it.
   let keyPath: PartialKeyPath<Model> & Sendable
+  /// How the field is read without its closure, if its kind and property allow it.
+  @usableFromInline let direct: DirectRead?
   /// Sets the property from the field's stored state. The caller finds the state: one
   /// entity lookup serves every field, and a list of entities sharing their field names
   /// finds each field's slot once.
@@ -103,12 +170,14 @@ public struct EntityField<Model: EntityModel>: Sendable {
   @usableFromInline
   init(
     name: String, kind: FieldKind, keyPath: PartialKeyPath<Model> & Sendable,
+    direct: DirectRead? = nil,
     read: @escaping @Sendable (inout Model, StoredField) -> Void,
     write: @escaping @Sendable (Model, Model, Bool, inout DocumentTransaction, EntityKey) -> Void
   ) {
     self.name = name
     self.kind = kind
     self.keyPath = keyPath
+    self.direct = direct
     self.read = read
     self.write = write
   }
@@ -120,7 +189,7 @@ public struct EntityField<Model: EntityModel>: Sendable {
   ) -> EntityField {
     let property = ModelProperty(keyPath)
     return EntityField(
-      name: name, kind: .register, keyPath: keyPath,
+      name: name, kind: .register, keyPath: keyPath, direct: .register(keyPath),
       read: { model, stored in
         if let stored = stored.registerValue, let value = Value(fieldValue: stored) {
           property.set(value, in: &model)
@@ -143,6 +212,8 @@ public struct EntityField<Model: EntityModel>: Sendable {
     let property = ModelProperty(keyPath)
     return EntityField(
       name: name, kind: .set, keyPath: keyPath,
+      direct: Element.self == String.self
+        ? MemoryLayout<Model>.offset(of: keyPath).map { .stringSet(offset: $0) } : nil,
       read: { model, stored in
         func visible() -> Set<Element> {
           var value = Set<Element>(minimumCapacity: stored.elementCount)
@@ -207,6 +278,7 @@ public struct EntityField<Model: EntityModel>: Sendable {
     let property = ModelProperty(keyPath)
     return EntityField(
       name: name, kind: .text, keyPath: keyPath,
+      direct: MemoryLayout<Model>.offset(of: keyPath).map { .text(offset: $0) },
       read: { model, stored in property.set(stored.string, in: &model) },
       write: { old, new, creating, transaction, key in
         let before = creating ? "" : old[keyPath: keyPath]
@@ -350,5 +422,85 @@ extension FieldContent {
   fileprivate var setEntriesIdentity: (address: UnsafeRawPointer?, count: Int)? {
     guard case .set(let elements) = self else { return nil }
     return elements.entriesIdentity
+  }
+}
+
+extension StoredFields {
+  /// Sets each property of the model at `model` that has a direct read (`directs[i]`,
+  /// for the field at `i`) from its field, leaving the others: the switch over kinds
+  /// that reads most fields of most models without a closure.
+  @usableFromInline
+  func read(_ directs: [DirectRead?], into model: UnsafeMutableRawPointer) {
+    directs.withUnsafeBufferPointer { directs in
+      for index in directs.indices {
+        guard let direct = directs[index] else { continue }
+        field(at: index).read(direct, into: model)
+      }
+    }
+  }
+}
+
+extension StoredField {
+  /// Sets the property `direct` names in the model at `model` from the field, as the
+  /// field's closure does: a register missing, of another kind of value, or a field of
+  /// another kind, leaves the property at its value (the model's default); a text or set
+  /// field missing reads as empty, whatever the default.
+  fileprivate func read(_ direct: DirectRead, into model: UnsafeMutableRawPointer) {
+    // `offset(of:)` guarantees that the property's storage is at `offset`, of the type
+    // the case names: each assignment releases the old value and retains the new one.
+    func property<Value>(at offset: Int, _: Value.Type) -> UnsafeMutablePointer<Value> {
+      (model + offset).assumingMemoryBound(to: Value.self)
+    }
+    // `registerValue` is `nil` for a missing field or another kind.
+    switch direct {
+    case .string(let offset):
+      guard case .string(let value)? = registerValue else { return }
+      property(at: offset, String.self).pointee = value
+    case .bool(let offset):
+      guard case .bool(let value)? = registerValue else { return }
+      property(at: offset, Bool.self).pointee = value
+    case .int64(let offset):
+      guard case .int(let value)? = registerValue else { return }
+      property(at: offset, Int64.self).pointee = value
+    case .int(let offset):
+      guard case .int(let value)? = registerValue, let exact = Int(exactly: value)
+      else { return }
+      property(at: offset, Int.self).pointee = exact
+    case .double(let offset):
+      switch registerValue {
+      case .double(let value)?: property(at: offset, Double.self).pointee = value
+      case .int(let value)?: property(at: offset, Double.self).pointee = Double(value)
+      default: return
+      }
+    case .text(let offset):
+      property(at: offset, String.self).pointee = string
+    case .stringSet(let offset):
+      property(at: offset, Set<String>.self).pointee = visibleStrings()
+    }
+  }
+
+  /// The set field's present string elements, as a `set` field of `Set<String>` reads
+  /// them: the walk's kept value if there is one, else built (and kept, in a walk).
+  private func visibleStrings() -> Set<String> {
+    // In a walk, the kept value read without a retain of the object that holds it.
+    if let entity, let sets = entity.pointee.sets, let field {
+      if let (address, count) = field.pointee.setEntriesIdentity,
+        let kept = SetReadWalk.keptElements(
+          String.self, in: UnsafePointer(sets), address: address, count: count,
+          at: entity.pointee.position, field: slot)
+      {
+        return kept
+      }
+    } else if let kept = keptObject,
+      ObjectIdentifier(type(of: kept)) == ObjectIdentifier(VisibleElements<String>.self)
+    {
+      return unsafeDowncast(kept, to: VisibleElements<String>.self).elements
+    }
+    var elements = Set<String>(minimumCapacity: elementCount)
+    forEachElement { element in
+      if case .string(let element) = element { elements.insert(element) }
+    }
+    if keepsVisibleElements { keep(VisibleElements(elements)) }
+    return elements
   }
 }
