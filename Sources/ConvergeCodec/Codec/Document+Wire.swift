@@ -209,8 +209,7 @@ extension Presence {
       self.init(added: VersionVector(sortedEntries: added), removed: removed)
       return
     }
-    self.init()
-    if let first { mergeAdd(first) }
+    self = first.map(Presence.add) ?? Presence()
   }
 }
 
@@ -221,7 +220,11 @@ protocol WireEntity {
   var presence: Presence { get }
   /// The entity's fields by name: a document's and a delta's share the one table.
   var fields: FieldTable<FieldContent<Text, List>> { get }
-  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws
+  /// Reads an entity, each of its fields checked by `checks` as it is read.
+  init(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
+  ) throws
 }
 
 extension WireEntity {
@@ -241,35 +244,74 @@ extension WireEntity {
         table.contentReading = .deferred(DeferredTexts(reading: reader, table: table))
       }
     }
+    var checks = FieldChecks(context: context)
     let entities: Map = try EntityKey.readMap(from: &reader) { reader in
-      try Self(from: &reader, replicas: &table)
+      try Self(from: &reader, replicas: &table, checks: &checks)
     }
     try table.checkAllReferenced(offset: reader.offset)
     // A deferring load counted no content: the code is the one its writer chose.
     if table.contentReading.deferral == nil {
       try table.documentContent?.checkCanonical(offset: reader.offset)
     }
-    for entity in entities.values {
-      for field in entity.fields.values {
-        switch field {
-        case .register(let register):
-          try FieldWire.checkRegister(
-            register, presence: entity.presence, context: context, offset: reader.offset)
-        case .parent(let register):
-          try FieldWire.checkRegister(
-            register, presence: entity.presence, context: context, offset: reader.offset)
-          if let value = register.value, ParentMove(fieldValue: value) == nil {
-            throw ConvergeDecodingError.invalidValue(
-              offset: reader.offset, reason: "parent field whose value is not a move")
-          }
-        case .list(let list):
-          try list.checkMoves(in: context, offset: reader.offset)
-        case .set, .text:
-          continue
-        }
+    try checks.throwFirstFailure(offset: reader.offset)
+    return (context, entities)
+  }
+}
+
+/// The checks of a body's registers and lists against its causal context: every
+/// register's write is an event of the context and within its entity's version
+/// (``FieldWire/checkRegister(_:presence:context:offset:)``), a parent field holds a
+/// move, and a list's moves are events of the context.
+///
+/// Each field is checked as it is read, while its entity's presence is at hand; the first
+/// failure is thrown once the whole body is read, at its end, after the checks of the
+/// replica table and the content code, as a pass over the entities did then. That pass
+/// read each entity's presence and fields back through another module's accessors, and
+/// was a tenth of the extra cost of a library load after the module split.
+struct FieldChecks {
+  let context: CausalContext
+  /// The first failing check, run again with the body's end offset.
+  private var failure: ((Int) throws -> Void)?
+
+  init(context: CausalContext) { self.context = context }
+
+  /// Checks `field` of the entity whose presence is `presence`.
+  mutating func check<Text, List: ListWire>(
+    _ field: FieldContent<Text, List>, presence: Presence
+  ) {
+    guard failure == nil else { return }
+    let context = self.context
+    do {
+      try Self.check(field, presence: presence, context: context, offset: 0)
+    } catch {
+      failure = { offset in
+        try Self.check(field, presence: presence, context: context, offset: offset)
       }
     }
-    return (context, entities)
+  }
+
+  /// Throws the first failure found, if any, at `offset`.
+  func throwFirstFailure(offset: Int) throws {
+    try failure?(offset)
+  }
+
+  private static func check<Text, List: ListWire>(
+    _ field: FieldContent<Text, List>, presence: Presence, context: CausalContext, offset: Int
+  ) throws {
+    switch field {
+    case .register(let register):
+      try FieldWire.checkRegister(register, presence: presence, context: context, offset: offset)
+    case .parent(let register):
+      try FieldWire.checkRegister(register, presence: presence, context: context, offset: offset)
+      if let value = register.value, ParentMove(fieldValue: value) == nil {
+        throw ConvergeDecodingError.invalidValue(
+          offset: offset, reason: "parent field whose value is not a move")
+      }
+    case .list(let list):
+      try list.checkMoves(in: context, offset: offset)
+    case .set, .text:
+      return
+    }
   }
 }
 
@@ -416,9 +458,11 @@ enum FieldWire {
   /// Reads an entity's fields into a table: a count, then that many (name, field) pairs
   /// with names strictly increasing, a text field's content read by `readText` (a
   /// document's text or a delta's runs). Refuses a name equal (as a `String`:
-  /// canonically equivalent) to an earlier one.
+  /// canonically equivalent) to an earlier one. Each field is checked by `checks`, for
+  /// the entity whose presence is `presence`.
   static func readFields<Text, List: ListWire>(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    presence: Presence, checks: inout FieldChecks,
     readText: (inout ByteReader, inout DecodedReplicaTable) throws -> Text
   ) throws -> FieldTable<FieldContent<Text, List>> {
     // Names in scalar order can still be equal as strings ("é" and "e\u{301}"), and not
@@ -458,6 +502,7 @@ enum FieldWire {
           case .list: .list(try List(from: &reader, replicas: &table))
           case .parent: .parent(try readParent(from: &reader, replicas: &table))
           }
+        checks.check(field, presence: presence)
         if shared >= 0 {
           // The previous list's next name, after its names before it: a valid table's
           // names, none equal to another.
@@ -575,11 +620,18 @@ extension EntityRecord: WireEntity {
     }
   }
 
-  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
-    self.init()
-    presence = try Presence(from: &reader, replicas: &table)
-    fields = try FieldWire.readFields(from: &reader, replicas: &table) { reader, table in
+  init(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
+  ) throws {
+    let presence = try Presence(from: &reader, replicas: &table)
+    let fields: FieldTable<FieldState> = try FieldWire.readFields(
+      from: &reader, replicas: &table, presence: presence, checks: &checks
+    ) { reader, table in
       try TextStorage.read(from: &reader, replicas: &table)
     }
+    self.init()
+    self.presence = presence
+    self.fields = fields
   }
 }

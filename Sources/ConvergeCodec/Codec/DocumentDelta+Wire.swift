@@ -108,10 +108,13 @@ extension EntityDelta: WireEntity {
     }
   }
 
-  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+  init(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
+  ) throws {
     let presence = try Presence(from: &reader, replicas: &table)
     let fields: FieldTable<FieldDelta> = try FieldWire.readFields(
-      from: &reader, replicas: &table
+      from: &reader, replicas: &table, presence: presence, checks: &checks
     ) { reader, table in
       try RGADelta(fromDelta: &reader, replicas: &table)
     }

@@ -17,7 +17,7 @@
 /// - Complexity: `contains` is O(log r + log g) for r replicas and g gaps of that
 ///   replica; `nextDot(for:)` is O(log r); union and difference are O(r + g).
 public struct CausalContext: Hashable, Sendable {
-  private var counters = ReplicaEntries<CounterRanges>()
+  @usableFromInline var counters = ReplicaEntries<CounterRanges>()
 
   /// The empty context: nothing seen.
   public init() {}
@@ -87,8 +87,9 @@ public struct CausalContext: Hashable, Sendable {
   }
 
   /// Whether `dot` is known.
-  public func contains(_ dot: Dot) -> Bool {
-    counters[dot.replica]?.contains(dot.counter) ?? false
+  @inlinable public func contains(_ dot: Dot) -> Bool {
+    let (index, found) = counters.position(of: dot.replica)
+    return found && counters.storage[index].value.contains(dot.counter)
   }
 
   /// Whether every event of `other` is known here.

@@ -55,7 +55,7 @@ public struct CounterRanges: Hashable, Sendable {
   }
 
   /// Whether `counter` is in the set.
-  public func contains(_ counter: UInt64) -> Bool {
+  @inlinable public func contains(_ counter: UInt64) -> Bool {
     guard let index = indexOfRange(atOrBefore: counter) else { return false }
     return ranges[index].upperBound >= counter
   }
@@ -199,7 +199,7 @@ public struct CounterRanges: Hashable, Sendable {
   }
 
   /// The index of the last range whose lower bound is at most `counter`.
-  private func indexOfRange(atOrBefore counter: UInt64) -> Int? {
+  @inlinable func indexOfRange(atOrBefore counter: UInt64) -> Int? {
     let after = ranges.partitioningIndex { $0.lowerBound > counter }
     return after == 0 ? nil : after - 1
   }

@@ -7,9 +7,9 @@
 /// come out already sorted for canonical encodings. Equal contents have equal storage.
 ///
 /// - Complexity: lookup O(log r) for r replicas; adding a replica O(r).
-struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
+@usableFromInline struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
   /// Sorted by replica, one entry per replica.
-  private(set) var storage: [(replica: ReplicaID, value: Value)] = []
+  @usableFromInline private(set) var storage: [(replica: ReplicaID, value: Value)] = []
 
   init() {}
 
@@ -30,7 +30,7 @@ struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
   package var isEmpty: Bool { storage.isEmpty }
 
   /// The position of `replica`, or where it would be inserted.
-  func position(of replica: ReplicaID) -> (index: Int, found: Bool) {
+  @inlinable func position(of replica: ReplicaID) -> (index: Int, found: Bool) {
     let index = storage.partitioningIndex { $0.replica >= replica }
     return (index, index < storage.count && storage[index].replica == replica)
   }
@@ -103,11 +103,11 @@ struct ReplicaEntries<Value: Hashable & Sendable>: Hashable, Sendable {
     storage = merged
   }
 
-  static func == (lhs: Self, rhs: Self) -> Bool {
+  @usableFromInline static func == (lhs: Self, rhs: Self) -> Bool {
     lhs.storage.elementsEqual(rhs.storage) { $0.replica == $1.replica && $0.value == $1.value }
   }
 
-  func hash(into hasher: inout Hasher) {
+  @usableFromInline func hash(into hasher: inout Hasher) {
     hasher.combine(storage.count)
     for entry in storage {
       hasher.combine(entry.replica)

@@ -261,7 +261,14 @@ struct ChangeRecorder {
           key: entry.key, kind: kind, fields: changedFields, textChanges: texts,
           listChanges: entry.lists))
     }
-    if changes.entities.count > 1 { changes.entities.sort { $0.key < $1.key } }
+    if changes.entities.count > 1 {
+      // Sorted through the keys' positions: a sort of the changes themselves copied the
+      // two changes of every comparison (a whole-document apply of 1,000 entities: 15.5 M
+      // instructions in the sort, against 2.3 M before the module split).
+      let keys = changes.entities.map(\.key)
+      let order = keys.indices.sorted { keys[$0] < keys[$1] }
+      changes.entities = order.map { changes.entities[$0] }
+    }
     return changes
   }
 }
