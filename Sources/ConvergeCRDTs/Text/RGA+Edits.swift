@@ -62,6 +62,29 @@ extension RGA {
     return delta
   }
 
+  /// Inserts the `length` scalars whose UTF-8 is `utf8` (taking `utf16` UTF-16 code
+  /// units) so that the first lands at visible position `position` (clamped), with ids
+  /// from `firstDot`, and builds no delta: a document's transaction that types on in one
+  /// field reads the delta of its edits from the text once (``delta(of:counters:)``).
+  /// The bytes, which must be valid UTF-8, are copied into the content as they are.
+  /// Returns whether it inserted; ids already present, an empty insert or counters that
+  /// would overflow leave the text unchanged.
+  ///
+  /// - Complexity: O(log n + k) for k scalars.
+  @discardableResult
+  package mutating func insert(
+    utf8: UnsafeBufferPointer<UInt8>, length: Int, utf16: Int, at position: Int, firstDot: Dot
+  ) -> Bool {
+    guard length > 0, let lamport = nextLamport(for: length),
+      isFresh(firstDot, length: length)
+    else { return false }
+    let (start, utf16, utf8) = appendContent(utf8: utf8, utf16: utf16)
+    insertLocally(
+      firstDot: firstDot, lamport: lamport, contentStart: start, length: length, utf16: utf16,
+      utf8: utf8, at: position)
+    return true
+  }
+
   /// Deletes the visible scalars in `range` (clamped to `0..<count`); the `i`-th deleted
   /// scalar gets the delete dot `firstDot.counter + i`.
   ///
@@ -154,7 +177,7 @@ extension RGA {
   }
 
   /// Deletes a visible range locally, reporting each delete run made.
-  mutating func deleteLocally(
+  package mutating func deleteLocally(
     _ range: Range<Int>, firstDot: Dot, report: (RGADelta.Delete) -> Void
   ) {
     let lower = Swift.min(Swift.max(range.lowerBound, 0), count)

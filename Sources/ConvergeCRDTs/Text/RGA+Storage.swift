@@ -278,11 +278,18 @@ extension RGA {
 
   /// `length` scalars of the content of `run`, from its scalar `offset`.
   func scalars(of run: Run, from offset: Int, count length: Int) -> [Unicode.Scalar] {
-    let start = run.contentStart + prefixCounts(of: run, scalars: offset).utf8
     let through = offset + length
-    let end =
-      run.contentStart
-      + (through == run.length ? run.utf8 : prefixCounts(of: run, scalars: through).utf8)
+    let start: Int
+    let end: Int
+    if through == run.length {
+      // A run's tail (typing that continued the run, a keystroke's delta) is found from
+      // the run's end: counting from its start would walk the whole run.
+      end = run.contentStart + run.utf8
+      start = offset == 0 ? run.contentStart : startOfLastScalars(length, endingAt: end)
+    } else {
+      start = run.contentStart + prefixCounts(of: run, scalars: offset).utf8
+      end = run.contentStart + prefixCounts(of: run, scalars: through).utf8
+    }
     // Written in place: appending scalar by scalar checked the array's uniqueness at each.
     return [Unicode.Scalar](unsafeUninitializedCapacity: length) { scalars, written in
       forEachScalar(inContent: start..<end) { scalar in
@@ -290,6 +297,22 @@ extension RGA {
         scalars.initializeElement(at: written, to: scalar)
         written &+= 1
       }
+    }
+  }
+
+  /// Where the last `count` scalars of the content before `end` start: found by walking
+  /// back over continuation bytes (the content is valid UTF-8).
+  ///
+  /// - Complexity: O(b) for the b bytes of those scalars.
+  func startOfLastScalars(_ count: Int, endingAt end: Int) -> Int {
+    content.withUnsafeBufferPointer { bytes in
+      var position = end
+      var found = 0
+      while found < count, position > 0 {
+        position &-= 1
+        if bytes[position] & 0xC0 != 0x80 { found &+= 1 }
+      }
+      return position
     }
   }
 

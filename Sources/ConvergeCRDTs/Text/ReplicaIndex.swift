@@ -96,6 +96,19 @@ package struct ReplicaIndex: Sendable {
     entry(containing: counter)?.leaf
   }
 
+  /// Calls `body` with each entry holding a counter of `lower..<upper`, in order.
+  ///
+  /// - Complexity: O(log e + k) for e entries, k of them reported.
+  package func forEachEntry(
+    overlapping lower: UInt64, _ upper: UInt64, _ body: (Entry) -> Void
+  ) {
+    var position = position(endingAfter: lower)
+    while let entry = entry(at: position), entry.lower < upper {
+      body(entry)
+      position = after(position)
+    }
+  }
+
   /// Whether no counter of `lower..<upper` is indexed.
   func isDisjoint(from lower: UInt64, _ upper: UInt64) -> Bool {
     guard let entry = entry(at: position(endingAfter: lower)) else { return true }

@@ -222,3 +222,23 @@ extension UTF8Scalars {
     return (decoded.scalars, decoded.scalars.count + decoded.supplementary)
   }
 }
+
+extension UTF8Scalars {
+  /// How many scalars a string's UTF-8 storage (valid already) holds and how many UTF-16
+  /// code units they take, counted without decoding or checking them: a scalar starts at
+  /// each byte that is not a continuation byte, and takes two UTF-16 units when its lead
+  /// byte is 0xF0 or above.
+  ///
+  /// - Complexity: O(n) for n UTF-8 bytes.
+  package static func counts(ofValid utf8: UnsafeBufferPointer<UInt8>) -> (
+    scalars: Int, utf16: Int
+  ) {
+    var scalars = 0
+    var supplementary = 0
+    for byte in utf8 {
+      if byte & 0xC0 != 0x80 { scalars &+= 1 }
+      if byte >= 0xF0 { supplementary &+= 1 }
+    }
+    return (scalars, scalars &+ supplementary)
+  }
+}

@@ -19,10 +19,14 @@ public struct DocumentTransaction: Sendable {
   /// Whether some text field of `delta` holds runs that are not in normal form yet.
   private var textRunsPending = false
   var recorder = ChangeRecorder()
+  /// The text field the latest edit typed into, while nothing else has happened since:
+  /// its later edits make no delta or change record an edit (see ``TextRun``).
+  private var textRun = TextRun()
   /// The inverses of this transaction's edits, in the order made, when an
   /// ``UndoHistory`` records it; `nil` otherwise (then recording costs one check).
   var undoLog: UndoLog?
 
+  @inline(__always)
   init(document: Document, replica: ReplicaID, clock: HybridLogicalClock) {
     self.document = document
     self.replica = replica
@@ -157,7 +161,13 @@ public struct DocumentTransaction: Sendable {
     // One pass over the string for the scalars and their UTF-16 length: counting either
     // view on its own walks the string again (and the UTF-16 count of a non-ASCII string
     // allocates an index cache on it). The text copies the string's UTF-8 as it is.
+    // Typing on in the field of the latest edit (see `TextRun`) only counts the string:
+    // the edit's delta is read from the text once, when the run closes.
     var string = string
+    if textRunHolds(field, of: key) {
+      string.withUTF8 { insertContinuing($0, at: position, in: field, of: key) }
+      return
+    }
     string.withUTF8 { utf8 in
       let (scalars, utf16Count) = UTF8Scalars.scalarsAndUTF16Count(ofValid: utf8)
       insertScalars(scalars, utf16Count: utf16Count, utf8: utf8, at: position, in: field, of: key)
@@ -186,6 +196,34 @@ public struct DocumentTransaction: Sendable {
       field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted, edit: insert)
   }
 
+  /// Inserts the string whose UTF-8 is `utf8` into the field of the open ``TextRun``:
+  /// only counted, not decoded, unless the edit turns out not to follow the run's dots
+  /// and needs runs of its own.
+  private mutating func insertContinuing(
+    _ utf8: UnsafeBufferPointer<UInt8>, at position: Int, in field: String, of key: EntityKey
+  ) {
+    let (scalarCount, utf16Count) = UTF8Scalars.counts(ofValid: utf8)
+    guard scalarCount > 0 else { return }
+    func insert(into text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta, TextChange) {
+      let start = Swift.max(0, Swift.min(position, text.count))
+      let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
+      let change = TextChange(
+        kind: .insert, scalarRange: start..<start + scalarCount,
+        utf16Range: utf16Start..<utf16Start + utf16Count)
+      guard keepsRuns else {
+        text.insert(
+          utf8: utf8, length: scalarCount, utf16: utf16Count, at: start, firstDot: firstDot)
+        return (RGADelta(), change)
+      }
+      let delta = text.insert(
+        UTF8Scalars.decode(valid: utf8).scalars, content: (utf8, utf16Count), at: start,
+        firstDot: firstDot)
+      return (delta, change)
+    }
+    continueTextRun(
+      field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted, edit: insert)
+  }
+
   /// Inserts scalars right after the item `item` of a text field, deleted or not (at the
   /// start for `nil`), and returns the first inserted item's id; `nil`, changing nothing,
   /// if the text does not hold `item`.
@@ -205,11 +243,15 @@ public struct DocumentTransaction: Sendable {
         utf16Range: utf16Start..<utf16Start + utf16Count)
       return (delta, change)
     }
-    return editText(
-      field: field, of: key,
-      dotCount: { text in item.map(text.contains) ?? true ? scalarCount : 0 },
-      undo: .deleteInserted,
-      edit: insert)
+    let dotCount = { (text: inout RGA) in item.map(text.contains) ?? true ? scalarCount : 0 }
+    guard textRunHolds(field, of: key) else {
+      return editText(
+        field: field, of: key, dotCount: dotCount, undo: .deleteInserted, edit: insert)
+    }
+    // The run reads the edit's runs from the text: those built here are dropped.
+    return continueTextRun(
+      field: field, of: key, dotCount: dotCount, undo: .deleteInserted,
+      edit: { text, firstDot, _ in insert(into: &text, firstDot: firstDot) })
   }
 
   /// Deletes the scalars in `range` (clamped to the text) from a text field.
@@ -220,19 +262,39 @@ public struct DocumentTransaction: Sendable {
       let lower = Swift.max(0, Swift.min(range.lowerBound, text.count))
       return lower..<Swift.max(lower, Swift.min(range.upperBound, text.count))
     }
-    func delete(from text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
-      let deleted = clamped(text)
+    func change(deleting deleted: Range<Int>, from text: inout RGA) -> TextChange {
       let utf16Range =
         Self.utf16Offset(
           ofScalarOffset: deleted.lowerBound, in: text)..<Self.utf16Offset(
           ofScalarOffset: deleted.upperBound, in: text)
-      let change = TextChange(kind: .delete, scalarRange: deleted, utf16Range: utf16Range)
+      return TextChange(kind: .delete, scalarRange: deleted, utf16Range: utf16Range)
+    }
+    func delete(from text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
+      let deleted = clamped(text)
+      let change = change(deleting: deleted, from: &text)
       return (text.delete(deleted, firstDot: firstDot), change)
     }
-    editText(
-      field: field, of: key, dotCount: { clamped($0).count },
-      undo: .restoreDeleted,
-      edit: delete)
+    guard textRunHolds(field, of: key) else {
+      editText(
+        field: field, of: key, dotCount: { clamped($0).count }, undo: .restoreDeleted,
+        edit: delete)
+      return
+    }
+    // An undo history takes a delete back from its runs, kept even while the delta is
+    // read from the text (see `TextRun`).
+    let recordsUndo = undoLog != nil
+    func deleteInRun(from text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (
+      RGADelta, TextChange
+    ) {
+      guard !keepsRuns, !recordsUndo else { return delete(from: &text, firstDot: firstDot) }
+      let deleted = clamped(text)
+      let change = change(deleting: deleted, from: &text)
+      text.deleteLocally(deleted, firstDot: firstDot) { _ in }
+      return (RGADelta(), change)
+    }
+    continueTextRun(
+      field: field, of: key, dotCount: { clamped($0).count }, undo: .restoreDeleted,
+      edit: deleteInRun)
   }
 
   /// Replaces the scalars in `range` with `string`: a delete, then an insert at
@@ -275,6 +337,9 @@ public struct DocumentTransaction: Sendable {
   /// takes it back: by deleting the items it inserted (typing that continues the previous
   /// insert joins its action) or by restoring the items its delta deletes.
   ///
+  /// The edit opens a ``TextRun`` of the field, after closing any other; an edit that
+  /// continues it goes through ``continueTextRun(field:of:dotCount:undo:edit:)`` instead.
+  ///
   /// - Returns: the edit's first dot, or `nil` if nothing was edited.
   @discardableResult
   private mutating func editText(
@@ -293,6 +358,7 @@ public struct DocumentTransaction: Sendable {
       // A new entity or field: created only by an edit that takes dots.
       var empty = RGA()
       guard dotCount(&empty) > 0 else { return nil }
+      closeTextRun()  // before the table changes: the run finds its field by position
       let found = document.entities.insertIfAbsent(key)
       document.entities.values[found].fields.set(
         .text(holding: RGA()), for: field, sharingNames: &document.fieldNames)
@@ -318,20 +384,76 @@ public struct DocumentTransaction: Sendable {
     document.noteEvent(ofEntityAt: entity, last)
     let counters = first.counter...(first.counter + dotCount - 1)
     document.context.insert(replica: first.replica, counters: counters)
+    closeTextRun()  // its runs and changes come before this edit's
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
     recorder.noteSingleTextEdit(
       of: key, field: field, wasVisible: visibility.wasVisible,
       isVisible: visibility.isVisible, change: textChange)
+    textRun.open(entity: entity, slot: slot, after: last)
     if undoLog != nil {
-      noteRevival(of: key, wasVisible: visibility.wasVisible, by: last)
-      switch undo {
-      case .deleteInserted:
-        recordUndo(.deleteItems(key, field: field, span: RGA.ItemSpan(first: first, count: count)))
-      case .restoreDeleted:
-        recordUndo(.restoreDeleted(key, field: field, deletes: textDelta.deletes))
-      }
+      recordTextUndo(
+        undo, of: field, of: key, first: first, count: count, deletes: textDelta.deletes,
+        wasVisible: visibility.wasVisible)
     }
     return first
+  }
+
+  /// ``editText(field:of:dotCount:undo:edit:)`` for an edit of the field of the open
+  /// ``TextRun`` (``textRunHolds(_:of:)``): the field is found where the run keeps it,
+  /// and, when the edit's dots follow the run's, it makes no delta or change record of
+  /// its own: `edit` is told (`keepsRuns` false) that its runs are not needed, and
+  /// ``closeTextRun()`` reads them from the text. An edit whose dots do not follow on (a
+  /// fresh replica id) closes the run and opens its own.
+  @discardableResult
+  private mutating func continueTextRun(
+    field: String, of key: EntityKey, dotCount: (inout RGA) -> Int,
+    undo: TextInverse,
+    edit: (inout RGA, Dot, _ keepsRuns: Bool) -> (RGADelta, TextChange)
+  ) -> Dot? {
+    let entity = Int(textRun.entity)
+    let slot = Int(textRun.slot)
+    guard let text = document.entities.values[entity].takeText(at: slot) else { return nil }
+    let count = dotCount(&text.text)
+    let first = count > 0 ? nextDots(UInt64(count)) : nil
+    guard let first, textRun.isContinued(by: first) else {
+      document.entities.values[entity].fields.values[slot] = .text(text)
+      guard count > 0 else { return nil }
+      closeTextRun()
+      return editText(
+        field: field, of: key, dotCount: dotCount, undo: undo, edit: { edit(&$0, $1, true) })
+    }
+    let last = Dot(replica: first.replica, counter: first.counter + UInt64(count - 1))
+    let (textDelta, textChange) = edit(&text.text, first, false)
+    document.entities.values[entity].fields.values[slot] = .text(text)
+    let visibility = document.entities.values[entity].noteLocalEvent(last)
+    document.noteEvent(ofEntityAt: entity, last)
+    let counters = first.counter...last.counter
+    document.context.insert(replica: first.replica, counters: counters)
+    textRun.add(counters, change: textChange)
+    if undoLog != nil {
+      recordTextUndo(
+        undo, of: field, of: key, first: first, count: count, deletes: textDelta.deletes,
+        wasVisible: visibility.wasVisible)
+    }
+    return first
+  }
+
+  /// Records how an ``UndoHistory`` takes back a text edit whose first dot is `first`:
+  /// by deleting the `count` items it inserted (typing that continues the previous insert
+  /// joins its action) or by restoring `deletes`.
+  private mutating func recordTextUndo(
+    _ undo: TextInverse, of field: String, of key: EntityKey, first: Dot, count: Int,
+    deletes: [RGADelta.Delete], wasVisible: Bool
+  ) {
+    noteRevival(
+      of: key, wasVisible: wasVisible,
+      by: Dot(replica: first.replica, counter: first.counter + UInt64(count - 1)))
+    switch undo {
+    case .deleteInserted:
+      recordUndo(.deleteItems(key, field: field, span: RGA.ItemSpan(first: first, count: count)))
+    case .restoreDeleted:
+      recordUndo(.restoreDeleted(key, field: field, deletes: deletes))
+    }
   }
 
   /// Adds a local text edit's runs to the transaction's delta: the delta's one
@@ -350,9 +472,111 @@ public struct DocumentTransaction: Sendable {
     }
   }
 
-  /// Brings the text runs that ``addToDelta(_:counters:last:field:of:)`` appended into
-  /// normal form. The delta is moved out, not copied: the transaction is done with it.
+  /// The text edits of one field that follow each other in a transaction, nothing else
+  /// between them. The first is an edit like any other: its runs join the delta and its
+  /// change the recorder at once, so a transaction of one keystroke pays for nothing
+  /// more. The ones after it, whose dots follow on (one range of one replica's
+  /// counters), only note their changes here; ``closeTextRun()`` reads their runs from
+  /// the text once (``RGA/delta(of:counters:)``): the text's items and deletes of those
+  /// counters, the same runs in normal form as their own deltas joined and normalized.
+  /// Open while `entity` is not negative; the run's state stays in place, never
+  /// optional, so that a keystroke's transaction sets and checks a few words.
+  private struct TextRun {
+    /// Where the field's entity and its slot were at the first edit; the run is checked
+    /// against them (``DocumentTransaction/textRunHolds(_:of:)``), not trusting them.
+    var entity: Int32 = -1
+    var slot: Int32 = 0
+    var replica = ReplicaID(rawValue: 0)
+    /// The counter after the latest edit's.
+    var next: UInt64 = 0
+    /// The first counter of the edits after the first; 0 while there are none (no dot
+    /// has the counter 0).
+    var laterFrom: UInt64 = 0
+    /// The changes of the edits after the first, in the order made; `nil` until there
+    /// is one, so that a keystroke's transaction releases no array.
+    var changes: [TextChange]?
+
+    /// Opens the run with an edit of the field at `slot` of the entity at `entity`, whose
+    /// last dot is `last`. Positions are kept in 32 bits: one cut short is found
+    /// holding another entity or field, and the run is not continued.
+    mutating func open(entity: Int, slot: Int, after last: Dot) {
+      self.entity = Int32(truncatingIfNeeded: entity)
+      self.slot = Int32(truncatingIfNeeded: slot)
+      replica = last.replica
+      next = last.counter &+ 1
+    }
+
+    /// Whether an edit whose first dot is `first` follows on.
+    func isContinued(by first: Dot) -> Bool {
+      first.counter == next && first.replica == replica
+    }
+
+    /// Adds an edit after the first, of the counters `counters`.
+    mutating func add(_ counters: ClosedRange<UInt64>, change: TextChange) {
+      if laterFrom == 0 { laterFrom = counters.lowerBound }
+      next = counters.upperBound &+ 1
+      if changes == nil {
+        changes = [change]
+      } else {
+        changes?.append(change)
+      }
+    }
+  }
+
+  /// Whether the open ``TextRun`` is of `field` of `key`: the entity and the slot where
+  /// the run saw them still hold them. Inlined: called on its own, a method of the
+  /// transaction got a copy of the whole transaction, a `memcpy` every keystroke.
+  @inline(__always)
+  private func textRunHolds(_ field: String, of key: EntityKey) -> Bool {
+    let entity = Int(textRun.entity)
+    guard entity >= 0, document.entities.holds(key, at: entity) else { return false }
+    let names = document.entities.values[entity].fields.keys
+    let slot = Int(textRun.slot)
+    return slot >= 0 && slot < names.count && names[slot] == field
+  }
+
+  /// Closes the open ``TextRun``: the runs of its edits after the first join the delta,
+  /// read from the text, and their changes the recorder, as their own would have. Every
+  /// other edit calls this: inlined, the check costs it a compare.
+  @inline(__always)
+  mutating func closeTextRun() {
+    if textRun.laterFrom != 0 {
+      closeTextRunOfSeveralEdits()
+    } else {
+      textRun.entity = -1
+    }
+  }
+
+  private mutating func closeTextRunOfSeveralEdits() {
+    let entity = Int(textRun.entity)
+    let slot = Int(textRun.slot)
+    textRun.entity = -1
+    let from = textRun.laterFrom
+    textRun.laterFrom = 0
+    let counters = from...(textRun.next &- 1)
+    let key = document.entities.key(at: entity)
+    let field = document.entities.values[entity].fields.keys[slot]
+    var runs = RGADelta()
+    if case .text(let storage) = document.entities.values[entity].fields.values[slot] {
+      runs = storage.text.delta(of: textRun.replica, counters: counters)
+    }
+    addToDelta(
+      runs, counters: counters, last: Dot(replica: textRun.replica, counter: counters.upperBound),
+      field: field, of: key)
+    // The run's first edit noted the entity, so this only sets its visibility after the
+    // latest edit: the entity's now, nothing else having happened since.
+    let isVisible = document.entities.values[entity].isVisible
+    recorder.noteChange(of: key, wasVisible: isVisible, isVisible: isVisible)
+    recorder.noteField(field, of: key, changed: true, text: textRun.changes ?? [])
+    textRun.changes = nil
+  }
+
+  /// Closes the open ``TextRun`` and brings the text runs that
+  /// ``addToDelta(_:counters:last:field:of:)`` appended into normal form. The delta is
+  /// moved out, not copied: the transaction is done with it. Called while the transaction
+  /// still holds its document: the open run's runs are read from its text.
   mutating func finishDelta() -> DocumentDelta {
+    closeTextRun()
     guard textRunsPending else { return takeDelta() }
     textRunsPending = false
     delta.normalizeTextRuns()
@@ -371,6 +595,7 @@ public struct DocumentTransaction: Sendable {
   /// `edit` (if any): the same as committing the delta of that one event, without
   /// building it.
   mutating func commit(event dot: Dot, on key: EntityKey, edit: FieldEdit?) {
+    closeTextRun()
     document.apply(event: dot, on: key, field: edit, recording: &recorder)
     delta.merge(event: dot, on: key, field: edit)
   }
@@ -381,6 +606,7 @@ public struct DocumentTransaction: Sendable {
   }
 
   mutating func commit(_ change: DocumentDelta) {
+    closeTextRun()
     document.apply(change, recording: &recorder)
     delta.merge(change)
   }

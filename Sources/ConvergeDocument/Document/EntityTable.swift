@@ -197,6 +197,13 @@ package struct EntityTable: Sendable, Sequence {
     }
   }
 
+  /// Whether the entity at `position` is `key`: ``index(forKey:)``'s check, for a
+  /// position the caller kept.
+  func holds(_ key: EntityKey, at position: Int) -> Bool {
+    position >= 0 && position < ids.count && hashes[position] == key.hashCode
+      && ids[position] == key.id && types[Int(typeCodeAt[position])].name == key.type
+  }
+
   /// The record of `key`, if the table holds it.
   package subscript(key: EntityKey) -> EntityRecord? {
     index(forKey: key).map { values[$0] }

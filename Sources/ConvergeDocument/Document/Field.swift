@@ -87,10 +87,13 @@ extension FieldContent where Text == TextStorage, List == MovableList {
 /// `@unchecked Sendable`: `text` is mutated only through a reference known to be unique,
 /// so no two threads ever see one storage change.
 package final class TextStorage: @unchecked Sendable, Equatable {
+  // Unchecked: an edit reaches the text only through a storage that `takeText(at:)`
+  // took out of its document (no other access can overlap it), and the dynamic checks
+  // cost two runtime calls, about 160 instructions, an edit.
   /// The text, unless `deferred` holds it.
-  private var decoded: RGA
+  @exclusivity(unchecked) private var decoded: RGA
   /// A deferred text's bytes, until `text` is set.
-  private var deferred: (any DeferredText)?
+  @exclusivity(unchecked) private var deferred: (any DeferredText)?
 
   package init(_ text: RGA) { decoded = text }
 

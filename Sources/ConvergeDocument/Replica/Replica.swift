@@ -95,12 +95,13 @@ public struct Replica: Sendable {
     swap(&transaction.document, &document)
     transaction.document.ownForestCache()
     body(&transaction)
+    // Before the swap: an open run of text edits reads its runs from the document.
+    let delta = transaction.finishDelta()
     swap(&transaction.document, &document)
     undoLog = transaction.undoLog.take()
     id = transaction.replica
     clock = transaction.clock
-    return Commit(
-      delta: transaction.finishDelta(), changes: transaction.recorder.finish(in: document))
+    return Commit(delta: delta, changes: transaction.recorder.finish(in: document))
   }
 
   /// Integrates a delta from another replica (or this one) and reports what changed.

@@ -1,0 +1,135 @@
+import ConvergeTestSupport
+import Testing
+
+@testable import Converge
+@testable import ConvergeCodec
+@testable import ConvergeDocument
+
+/// A transaction's run of text edits in one field (`DocumentTransaction.TextRun`): the
+/// edits after the first make no delta or change record of their own, and the run reads
+/// their runs from the text when it closes. Against the same edits with the run closed
+/// after each (`closeTextRun()`, so that every edit makes its own delta and change, as a
+/// lone keystroke does), on seeded random typing: the same delta bytes, the same changes,
+/// the same document, and the same undo.
+@Suite struct TextRunTests {
+  static let note = EntityKey(type: "note", id: "n1")
+  static let other = EntityKey(type: "note", id: "n2")
+  static let alphabet: [Unicode.Scalar] = ["a", "b", " ", "é", "\u{1F600}", "\n", "ß", "中"]
+
+  /// One random step of a transaction: mostly text edits of the body, sometimes of
+  /// another field or entity, a register write, or a read of the document.
+  static func randomStep(
+    _ tx: inout DocumentTransaction, using random: inout SeededGenerator
+  ) {
+    let length = tx.document.text(of: "body", in: note).unicodeScalars.count
+    let position = Int.random(in: 0...length + 1, using: &random)
+    let string = String(
+      String.UnicodeScalarView(
+        (0..<Int.random(in: 0...4, using: &random)).map { _ in
+          alphabet.randomElement(using: &random) ?? "a"
+        }))
+    switch Int.random(in: 0..<40, using: &random) {
+    case 0..<18: tx.insertText(string, at: position, in: "body", of: note)
+    case 18..<28:
+      tx.deleteText(
+        position..<position + Int.random(in: 0...4, using: &random), in: "body", of: note)
+    case 28..<33:
+      tx.replaceText(
+        position..<position + Int.random(in: 0...3, using: &random), with: string, in: "body",
+        of: note)
+    case 33..<35: tx.insertText(string, at: 0, in: "title", of: note)
+    case 35: tx.insertText(string, at: position, in: "body", of: other)
+    case 36: tx.setValue(.string(string), for: "tag", of: note)
+    case 37: _ = tx.document.text(of: "body", in: note)
+    case 38: tx.delete(note)
+    default: tx.create(note)
+    }
+  }
+
+  /// Two replicas with the same history: some text typed by each and exchanged, so
+  /// that origins and delete targets name either replica.
+  static func startingPair(using random: inout SeededGenerator) -> (Replica, Replica) {
+    var mine = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(0))
+    var theirs = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(0))
+    for _ in 0..<Int.random(in: 0...6, using: &random) {
+      let writer = Bool.random(using: &random)
+      let commit =
+        writer
+        ? mine.transact { randomStep(&$0, using: &random) }
+        : theirs.transact { randomStep(&$0, using: &random) }
+      mine.apply(commit.delta)
+      theirs.apply(commit.delta)
+    }
+    return (mine, mine)  // two copies of one replica: the same dots for the same edits
+  }
+
+  @Test func aRunsDeltaAndChangesAreTheEditByEditOnes() {
+    for seed in UInt64(0x7E4700)..<0x7E4700 + 300 {
+      var random = SeededGenerator(seed: seed)
+      var (batched, editByEdit) = Self.startingPair(using: &random)
+      let steps = Int.random(in: 1...40, using: &random)
+      let script = random.next()
+      var scriptRandom = SeededGenerator(seed: script)
+      let runs = batched.transact { tx in
+        for _ in 0..<steps { Self.randomStep(&tx, using: &scriptRandom) }
+      }
+      scriptRandom = SeededGenerator(seed: script)
+      let lone = editByEdit.transact { tx in
+        for _ in 0..<steps {
+          Self.randomStep(&tx, using: &scriptRandom)
+          tx.closeTextRun()
+        }
+      }
+      #expect(runs.delta.encoded() == lone.delta.encoded(), "seed \(seed)")
+      #expect(runs.delta == lone.delta, "seed \(seed)")
+      #expect(runs.changes == lone.changes, "seed \(seed)")
+      #expect(batched.document == editByEdit.document, "seed \(seed)")
+    }
+  }
+
+  @Test func aRunRecordedForUndoUndoesAsTheEditByEditOne() {
+    for seed in UInt64(0x7E4800)..<0x7E4800 + 150 {
+      var random = SeededGenerator(seed: seed)
+      var (batched, editByEdit) = Self.startingPair(using: &random)
+      var batchedHistory = UndoHistory()
+      var editByEditHistory = UndoHistory()
+      let script = random.next()
+      let steps = Int.random(in: 1...30, using: &random)
+      var scriptRandom = SeededGenerator(seed: script)
+      let runs = batched.transact(recordingUndoIn: &batchedHistory) { tx in
+        for _ in 0..<steps { Self.randomStep(&tx, using: &scriptRandom) }
+      }
+      scriptRandom = SeededGenerator(seed: script)
+      let lone = editByEdit.transact(recordingUndoIn: &editByEditHistory) { tx in
+        for _ in 0..<steps {
+          Self.randomStep(&tx, using: &scriptRandom)
+          tx.closeTextRun()
+        }
+      }
+      #expect(runs.delta.encoded() == lone.delta.encoded(), "seed \(seed)")
+      #expect(runs.changes == lone.changes, "seed \(seed)")
+      // The undo replays the inverses of many text edits in one transaction: a run too.
+      let undone = batched.undo(&batchedHistory)
+      let undoneByEdit = editByEdit.undo(&editByEditHistory)
+      #expect(undone?.delta.encoded() == undoneByEdit?.delta.encoded(), "seed \(seed)")
+      #expect(undone?.changes == undoneByEdit?.changes, "seed \(seed)")
+      #expect(batched.document == editByEdit.document, "seed \(seed)")
+    }
+  }
+
+  /// A peer that receives a run's delta ends with the writer's text.
+  @Test func aRunsDeltaRebuildsTheText() {
+    for seed in UInt64(0x7E4900)..<0x7E4900 + 100 {
+      var random = SeededGenerator(seed: seed)
+      var (writer, _) = Self.startingPair(using: &random)
+      var peer = Replica(id: ReplicaID(rawValue: 0xC3), wallClock: .fixed(0))
+      peer.apply(writer.document.delta(since: CausalContext()))
+      let steps = Int.random(in: 1...60, using: &random)
+      let commit = writer.transact { tx in
+        for _ in 0..<steps { Self.randomStep(&tx, using: &random) }
+      }
+      peer.apply(commit.delta)
+      #expect(peer.document == writer.document, "seed \(seed)")
+    }
+  }
+}
