@@ -92,7 +92,7 @@ extension ORSet: Mergeable {
   }
 
   /// Joins `other`, a whole state or a delta, into this set: each element's presences
-  /// joined (by ``ORSetStore``, as a document's set fields are), and the contexts.
+  /// joined (by `ORSetStore`, as a document's set fields are), and the contexts.
   ///
   /// - Complexity: O((k + m) r + g) for k and m elements ever added, r replicas and g
   ///   gaps in the contexts; O(m (log k + r) + g) when `other` has a few elements.
@@ -108,7 +108,7 @@ extension ORSet: Mergeable {
   /// `peer.merging(delta(since: peer.context)) == peer.merging(self)`.
   ///
   /// The delta holds, whole, every element whose presence may name an event above the
-  /// peer's gap-free prefix (``ORSetStore/delta(since:)``, a document's delta alike), and
+  /// peer's gap-free prefix (`ORSetStore.delta(since:)`, a document's delta alike), and
   /// the context difference. Every add and every remove is an event, so its size grows
   /// with the changes the peer lacks, not with the removals ever made.
   ///

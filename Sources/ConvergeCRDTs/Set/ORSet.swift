@@ -4,7 +4,7 @@ import ConvergeCore
 /// add made concurrently with a remove survives it.
 ///
 /// Every add and every remove is an event with a fresh ``Dot``. The set keeps each
-/// element ever added with its ``Presence`` (the latest add of each replica, and what
+/// element ever added with its `Presence` (the latest add of each replica, and what
 /// the latest removes had observed of each), plus a ``CausalContext`` of every event it
 /// has seen; the element is present while some add is newer than every remove that
 /// observed its replica. Merging joins the presences element by element, so:
@@ -15,7 +15,7 @@ import ConvergeCore
 /// - a late or duplicated old add never brings a removed element back;
 /// - an element removed and added again is present: the new add is newer.
 ///
-/// This is the very store (``ORSetStore``) a document's set fields keep under the
+/// This is the very store (`ORSetStore`) a document's set fields keep under the
 /// document's one causal context: one join, one delta and one invariant check for every
 /// add-wins set. Removed elements stay as entries, so memory grows with the elements
 /// ever added (a document's tags), not with the removes.
