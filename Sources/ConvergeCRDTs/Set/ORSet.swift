@@ -123,9 +123,6 @@ extension ORSet: Sequence {
   public func makeIterator() -> Iterator {
     Iterator(base: store.makeIterator())
   }
-
-  /// The number of present elements.
-  public var underestimatedCount: Int { count }
 }
 
 extension ORSet: CustomStringConvertible {

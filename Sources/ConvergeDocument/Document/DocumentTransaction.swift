@@ -392,8 +392,8 @@ public struct DocumentTransaction: Sendable {
     textRun.open(entity: entity, slot: slot, after: last)
     if undoLog != nil {
       recordTextUndo(
-        undo, of: field, of: key, first: first, count: count, deletes: textDelta.deletes,
-        wasVisible: visibility.wasVisible)
+        undo, of: field, of: key, first: first, last: last, count: count,
+        deletes: textDelta.deletes, wasVisible: visibility.wasVisible)
     }
     return first
   }
@@ -432,22 +432,20 @@ public struct DocumentTransaction: Sendable {
     textRun.add(counters, change: textChange)
     if undoLog != nil {
       recordTextUndo(
-        undo, of: field, of: key, first: first, count: count, deletes: textDelta.deletes,
-        wasVisible: visibility.wasVisible)
+        undo, of: field, of: key, first: first, last: last, count: count,
+        deletes: textDelta.deletes, wasVisible: visibility.wasVisible)
     }
     return first
   }
 
-  /// Records how an ``UndoHistory`` takes back a text edit whose first dot is `first`:
-  /// by deleting the `count` items it inserted (typing that continues the previous insert
-  /// joins its action) or by restoring `deletes`.
+  /// Records how an ``UndoHistory`` takes back a text edit whose dots are `first`
+  /// through `last` (`count` of them): by deleting the items it inserted (typing that
+  /// continues the previous insert joins its action) or by restoring `deletes`.
   private mutating func recordTextUndo(
-    _ undo: TextInverse, of field: String, of key: EntityKey, first: Dot, count: Int,
-    deletes: [RGADelta.Delete], wasVisible: Bool
+    _ undo: TextInverse, of field: String, of key: EntityKey, first: Dot, last: Dot,
+    count: Int, deletes: [RGADelta.Delete], wasVisible: Bool
   ) {
-    noteRevival(
-      of: key, wasVisible: wasVisible,
-      by: Dot(replica: first.replica, counter: first.counter + UInt64(count - 1)))
+    noteRevival(of: key, wasVisible: wasVisible, by: last)
     switch undo {
     case .deleteInserted:
       recordUndo(.deleteItems(key, field: field, span: RGA.ItemSpan(first: first, count: count)))
