@@ -255,6 +255,35 @@ private struct ListDevice {
     #expect(a.list.delta(since: a.context).isEmpty)
   }
 
+  /// A list's parts sit behind one shared reference: a copy taken before an edit, a
+  /// received delta or a merge keeps its items, its order and its derived maps (the edits
+  /// copy the parts first), and an empty list's shared parts stay empty.
+  @Test func aCopyNeverChangesWhenTheOtherEdits() {
+    var (a, b) = twoDevices(["A", "B", "C"])
+    let before = a.list
+    let emptyBefore = MovableList()
+    _ = a.insert("D", at: 1, time: 10)
+    _ = a.move(from: 0, to: 3, time: 11)
+    _ = a.remove(at: 0)
+    #expect(a.list != before && a.list.count == 3)
+    #expect(before.values == [.string("A"), .string("B"), .string("C")])
+    before._checkInvariants()
+    var merged = before
+    merged.merge(a.list)
+    #expect(merged == a.list)
+    #expect(before.values == [.string("A"), .string("B"), .string("C")])
+    let received = b.list
+    b.receive(a.list.delta(since: b.context), context: a.context)
+    #expect(b.list == a.list)
+    #expect(received.values == [.string("A"), .string("B"), .string("C")])
+    #expect(received != b.list)
+    var fresh = MovableList()
+    _ = fresh.insert(
+      .string("X"), at: 0, firstDot: Dot(replica: ReplicaID(rawValue: 9), counter: 1),
+      timestamp: Timestamp(rawValue: 1))
+    #expect(MovableList().isEmpty && emptyBefore.isEmpty && fresh.count == 1)
+  }
+
   /// Changes rebuilt as a `CollectionDifference` turn the old list into the new one, and
   /// move no more items than must move.
   @Test func changesApplyAsACollectionDifference() throws {

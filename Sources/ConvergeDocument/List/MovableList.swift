@@ -62,28 +62,90 @@
 /// (its run's origins and its delete), until a doubly stable cut lets
 /// `collectTombstones(stable:)` drop most of them (`MovableList+Stability.swift`).
 public struct MovableList: Sendable {
+  /// The list's parts behind one reference, copied before a change while shared (as an
+  /// array's storage is). Held inline they were 81 bytes, and a document's field state
+  /// is as large as its largest kind: every register, set and text field of every
+  /// entity took 88 bytes instead of 48 (BENCHMARKS.md, "Resident memory a note back").
+  private var storage: Storage
+
+  /// What a list holds; reached through the accessors below.
+  private struct Parts {
+    var slots = RGA()
+    var items: [FieldValue: MovableListItem] = [:]
+    var shownItem: [Dot: FieldValue] = [:]
+    var orphans: Set<Dot> = []
+    var hasSharedSlot = false
+  }
+
+  /// `@unchecked Sendable`: `parts` is changed only through a reference known to be
+  /// unique (``makeUnique()``), so no two threads ever see one storage change.
+  private final class Storage: @unchecked Sendable {
+    // Unchecked: reached only through a list's accessors, which take a unique
+    // reference first for any change, so no two accesses overlap.
+    @exclusivity(unchecked) var parts: Parts
+
+    init(_ parts: Parts) { self.parts = parts }
+
+    /// The storage of every empty list until its first change, which copies it.
+    static let empty = Storage(Parts())
+  }
+
+  /// Copies the parts first if another list shares them.
+  private mutating func makeUnique() {
+    if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.parts) }
+  }
+
   /// The slots, one placeholder scalar each; an item's current slot is visible.
-  package var slots = RGA()
+  package var slots: RGA {
+    _read { yield storage.parts.slots }
+    _modify {
+      makeUnique()
+      yield &storage.parts.slots
+    }
+  }
   /// Every item ever inserted, with its current slot and its presence.
-  package var items: [FieldValue: MovableListItem] = [:]
+  package var items: [FieldValue: MovableListItem] {
+    _read { yield storage.parts.items }
+    _modify {
+      makeUnique()
+      yield &storage.parts.items
+    }
+  }
   /// Derived from the two above (not part of the state): the item each slot is the
   /// current slot of, for present items (shown if the slot is visible).
-  var shownItem: [Dot: FieldValue] = [:]
+  var shownItem: [Dot: FieldValue] {
+    _read { yield storage.parts.shownItem }
+    _modify {
+      makeUnique()
+      yield &storage.parts.shownItem
+    }
+  }
   /// Derived: the visible slots that are no present item's current slot.
-  var orphans: Set<Dot> = []
+  var orphans: Set<Dot> {
+    _read { yield storage.parts.orphans }
+    _modify {
+      makeUnique()
+      yield &storage.parts.orphans
+    }
+  }
   /// Derived: whether two present items name one slot (only a malformed history makes
   /// that); the smaller value shows, and edits rebuild the derived maps.
-  var hasSharedSlot = false
+  var hasSharedSlot: Bool {
+    get { storage.parts.hasSharedSlot }
+    set {
+      makeUnique()
+      storage.parts.hasSharedSlot = newValue
+    }
+  }
 
   /// The empty list.
-  public init() {}
+  public init() { storage = Storage.empty }
 
   /// The list of these slots and items (a decoded state).
   ///
   /// - Complexity: O(s + k).
   package init(slots: RGA, items: [FieldValue: MovableListItem]) {
-    self.slots = slots
-    self.items = items
+    storage = Storage(Parts(slots: slots, items: items))
     rebuildShown()
   }
 
@@ -228,7 +290,7 @@ public struct MovableList: Sendable {
 extension MovableList: Equatable {
   /// Lists are equal when their slots and items are (the derived maps follow).
   public static func == (lhs: MovableList, rhs: MovableList) -> Bool {
-    lhs.slots == rhs.slots && lhs.items == rhs.items
+    lhs.storage === rhs.storage || (lhs.slots == rhs.slots && lhs.items == rhs.items)
   }
 }
 
