@@ -81,8 +81,8 @@ extension TextStorage {
       return TextStorage(try RGA(state))
     }
     if TextWire.waitsForNothing(state.headers, state.deletes) {
-      return TextStorage(
-        deferred: DeferredTextStorage(
+      return TextStorage.deferred(
+        DeferredTextStorage(
           deferral, at: state.start..<reader.offset,
           latest: TextWire.latestEvent(state.headers, state.deletes)))
     }

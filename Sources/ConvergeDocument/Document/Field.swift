@@ -81,26 +81,38 @@ extension FieldContent where Text == TextStorage, List == MovableList {
 /// (see ``EntityRecord/takeText(at:)``, which copies a shared one first).
 ///
 /// A snapshot loaded by ``Document/init(decoding:tag:key:)`` holds its texts deferred
-/// (``DeferredText``, the codec's `DeferredTextStorage`): decoded on each read until an
-/// edit takes a decoded copy.
+/// (``deferred(_:)``, holding the codec's `DeferredTextStorage`): decoded on each read
+/// until an edit takes a decoded copy.
+///
+/// A storage holds the text alone, 72 bytes with the object's header: a deferred text's
+/// bytes are held by a subclass (``Deferred``) rather than an optional here, whose 16
+/// bytes took every text field's storage to the allocator's next size, 96 bytes.
 ///
 /// `@unchecked Sendable`: `text` is mutated only through a reference known to be unique,
 /// so no two threads ever see one storage change.
-package final class TextStorage: @unchecked Sendable, Equatable {
+package class TextStorage: @unchecked Sendable, Equatable {
   // Unchecked: an edit reaches the text only through a storage that `takeText(at:)`
   // took out of its document (no other access can overlap it), and the dynamic checks
   // cost two runtime calls, about 160 instructions, an edit.
-  /// The text, unless `deferred` holds it.
-  @exclusivity(unchecked) private var decoded: RGA
-  /// A deferred text's bytes, until `text` is set.
-  @exclusivity(unchecked) private var deferred: (any DeferredText)?
+  /// The text, unless the storage is a ``Deferred`` one that holds it.
+  @exclusivity(unchecked) private final var decoded: RGA
 
   package init(_ text: RGA) { decoded = text }
 
-  /// A text decoded from `deferred` on each read, until `text` is set.
-  package init(deferred: any DeferredText) {
-    decoded = Self.unset
-    self.deferred = deferred
+  /// A storage whose text is decoded from `deferred` on each read, until `text` is set.
+  package static func deferred(_ deferred: any DeferredText) -> TextStorage {
+    Deferred(deferred)
+  }
+
+  /// A deferred text's storage: its bytes, until `text` is set. `@unchecked Sendable` as
+  /// its superclass: `source` is dropped only through a reference known to be unique.
+  private final class Deferred: TextStorage, @unchecked Sendable {
+    @exclusivity(unchecked) var source: (any DeferredText)?
+
+    init(_ source: any DeferredText) {
+      self.source = source
+      super.init(TextStorage.unset)
+    }
   }
 
   /// What `decoded` holds while the text is deferred: one empty text shared by every
@@ -111,17 +123,21 @@ package final class TextStorage: @unchecked Sendable, Equatable {
   /// path, in retains and releases).
   private static let unset = RGA()
 
-  package var text: RGA {
+  /// The deferred text's bytes, until `text` is set. A cast to a final class, which
+  /// compares the object's class: as cheap as the optional's test was.
+  private final var deferred: (any DeferredText)? { (self as? Deferred)?.source }
+
+  package final var text: RGA {
     get { deferred?.text ?? decoded }
     set {
       decoded = newValue
-      deferred = nil
+      (self as? Deferred)?.source = nil
     }
     // An edit in place: decoded once if deferred, then never copied.
     _modify {
-      if let deferred {
-        decoded = deferred.text
-        self.deferred = nil
+      if let storage = self as? Deferred, let source = storage.source {
+        decoded = source.text
+        storage.source = nil
       }
       yield &decoded
     }
@@ -129,14 +145,14 @@ package final class TextStorage: @unchecked Sendable, Equatable {
 
   /// Whether the text waits for missing events (``RGA/hasPending``), known without
   /// decoding a deferred text (which never waits).
-  var hasPending: Bool { deferred == nil && decoded.hasPending }
+  final var hasPending: Bool { deferred == nil && decoded.hasPending }
 
   /// Whether `text` is decoded anew on each read (a deferred text no one edited).
-  package var isDeferred: Bool { deferred != nil }
+  package final var isDeferred: Bool { deferred != nil }
 
   /// Whether the text may hold events above `prefix` (``RGA/mayHaveEvents(unknownTo:)``),
   /// known for most deferred texts without decoding them.
-  func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
+  final func mayHaveEvents(unknownTo prefix: VersionVector) -> Bool {
     deferred?.mayHaveEvents(unknownTo: prefix) ?? decoded.mayHaveEvents(unknownTo: prefix)
   }
 
