@@ -220,11 +220,14 @@ protocol WireEntity {
   var presence: Presence { get }
   /// The entity's fields by name: a document's and a delta's share the one table.
   var fields: FieldTable<FieldContent<Text, List>> { get }
-  /// Reads an entity, each of its fields checked by `checks` as it is read.
-  init(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
-    checks: inout FieldChecks
-  ) throws
+  init(presence: Presence, fields: FieldTable<FieldContent<Text, List>>)
+  /// A text field's runs as the entity holds them: a delta's own; `nil` for a document's,
+  /// whose runs are taken once per encoding (``EntityRecord/textRuns()``).
+  static func heldRuns(of field: FieldContent<Text, List>) -> RGADelta?
+  /// Reads a text field's content: a document's text, or a delta's runs.
+  static func readText(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> Text
 }
 
 extension WireEntity {
@@ -255,6 +258,44 @@ extension WireEntity {
     }
     try checks.throwFirstFailure(offset: reader.offset)
     return (context, entities)
+  }
+
+  /// Reads an entity, each of its fields checked by `checks` as it is read.
+  init(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
+  ) throws {
+    let presence = try Presence(from: &reader, replicas: &table)
+    let fields: FieldTable<FieldContent<Text, List>> = try FieldWire.readFields(
+      from: &reader, replicas: &table, presence: presence, checks: &checks,
+      readText: Self.readText)
+    self.init(presence: presence, fields: fields)
+  }
+
+  /// Adds the replicas of the presence and the fields to `builder`; a text field's are
+  /// those of its ``heldRuns(of:)``.
+  package func collectReplicas(into builder: inout ReplicaTable.Builder) {
+    presence.collectReplicas(into: &builder)
+    for field in fields.values {
+      field.collectReplicas(into: &builder, runs: Self.heldRuns(of: field))
+    }
+  }
+
+  /// Writes the presence and the fields; a text field's runs are what `writeText` writes
+  /// for the field's name and content (inlined, so that the closure costs nothing).
+  @inline(__always)
+  func writeFields(
+    to writer: inout ByteWriter, replicas table: ReplicaTable,
+    text writeText: (String, FieldContent<Text, List>, inout ByteWriter) -> Void
+  ) {
+    presence.write(to: &writer, replicas: table)
+    writer.writeVarUInt(fields.count)
+    // The two arrays zipped here, not the table's own iterator: generic, declared in
+    // another module, it ran unspecialized (runtime metadata at every field).
+    for (name, field) in zip(fields.keys, fields.values) {
+      writer.writeString(name)
+      field.write(to: &writer, replicas: table) { writer in writeText(name, field, &writer) }
+    }
   }
 }
 
@@ -578,14 +619,19 @@ extension FieldContent where Text == RGADelta, List == MovableListDelta {
 }
 
 extension EntityRecord: WireEntity {
-  typealias Text = TextStorage
-  typealias List = MovableList
+  init(presence: Presence, fields: FieldTable<FieldState>) {
+    self.init()
+    self.presence = presence
+    self.fields = fields
+  }
 
-  /// Adds the replicas of the presence, registers and sets to `builder`; those of text
-  /// fields come from ``textRuns()``.
-  package func collectReplicas(into builder: inout ReplicaTable.Builder) {
-    presence.collectReplicas(into: &builder)
-    for field in fields.values { field.collectReplicas(into: &builder, runs: nil) }
+  /// None: a document's text runs are taken once per encoding, by ``textRuns()``.
+  static func heldRuns(of field: FieldState) -> RGADelta? { nil }
+
+  static func readText(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> TextStorage {
+    try TextStorage.read(from: &reader, replicas: &table)
   }
 
   /// Every text field's whole state as runs, by field name.
@@ -607,31 +653,9 @@ extension EntityRecord: WireEntity {
     to writer: inout ByteWriter, replicas table: ReplicaTable,
     texts: [String: TextWire.PreparedRuns], content: ([UInt8], inout ByteWriter) -> Void
   ) {
-    presence.write(to: &writer, replicas: table)
-    writer.writeVarUInt(fields.count)
-    // The two arrays zipped here, not the table's own iterator: generic, declared in
-    // another module, it ran unspecialized (runtime metadata at every field).
-    for (name, field) in zip(fields.keys, fields.values) {
-      writer.writeString(name)
-      field.write(to: &writer, replicas: table) { writer in
-        (texts[name] ?? TextWire.PreparedRuns(RGADelta())).write(
-          to: &writer, replicas: table, content: content)
-      }
+    writeFields(to: &writer, replicas: table) { name, _, writer in
+      (texts[name] ?? TextWire.PreparedRuns(RGADelta())).write(
+        to: &writer, replicas: table, content: content)
     }
-  }
-
-  init(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
-    checks: inout FieldChecks
-  ) throws {
-    let presence = try Presence(from: &reader, replicas: &table)
-    let fields: FieldTable<FieldState> = try FieldWire.readFields(
-      from: &reader, replicas: &table, presence: presence, checks: &checks
-    ) { reader, table in
-      try TextStorage.read(from: &reader, replicas: &table)
-    }
-    self.init()
-    self.presence = presence
-    self.fields = fields
   }
 }
