@@ -272,21 +272,30 @@ extension WireEntity {
     self.init(presence: presence, fields: fields)
   }
 
-  /// Adds the replicas of the presence and the fields to `builder`; a text field's are
-  /// those of its ``heldRuns(of:)``.
-  package func collectReplicas(into builder: inout ReplicaTable.Builder) {
+  // The entity's presence and fields are passed to the two below by the conforming type,
+  // not read here: a read through the protocol's getter copied the table (1% more
+  // instructions to encode a library).
+
+  /// Adds the replicas of an entity's `presence` and `fields` to `builder`; a text
+  /// field's are those of its ``heldRuns(of:)``.
+  static func collectReplicas(
+    of presence: Presence, _ fields: FieldTable<FieldContent<Text, List>>,
+    into builder: inout ReplicaTable.Builder
+  ) {
     presence.collectReplicas(into: &builder)
     for field in fields.values {
-      field.collectReplicas(into: &builder, runs: Self.heldRuns(of: field))
+      field.collectReplicas(into: &builder, runs: heldRuns(of: field))
     }
   }
 
-  /// Writes the presence and the fields; a text field's runs are what `writeText` writes
-  /// for the field's name and content (inlined, so that the closure costs nothing).
+  /// Writes an entity's `presence` and `fields`; a text field's runs are what
+  /// `writeText` writes for the field's name and text (inlined, so that the closure
+  /// costs nothing).
   @inline(__always)
-  func writeFields(
+  static func write(
+    _ presence: Presence, _ fields: FieldTable<FieldContent<Text, List>>,
     to writer: inout ByteWriter, replicas table: ReplicaTable,
-    text writeText: (String, FieldContent<Text, List>, inout ByteWriter) -> Void
+    text writeText: (String, Text, inout ByteWriter) -> Void
   ) {
     presence.write(to: &writer, replicas: table)
     writer.writeVarUInt(fields.count)
@@ -294,7 +303,7 @@ extension WireEntity {
     // another module, it ran unspecialized (runtime metadata at every field).
     for (name, field) in zip(fields.keys, fields.values) {
       writer.writeString(name)
-      field.write(to: &writer, replicas: table) { writer in writeText(name, field, &writer) }
+      field.write(to: &writer, replicas: table) { text, writer in writeText(name, text, &writer) }
     }
   }
 }
@@ -590,20 +599,20 @@ extension FieldContent where List: ListWire {
   }
 
   /// Writes the field's tag and payload; a text field's payload is what `writeText`
-  /// writes (inlined, so that the closure costs nothing).
+  /// writes for its text (inlined, so that the closure costs nothing).
   @inline(__always)
   func write(
     to writer: inout ByteWriter, replicas table: ReplicaTable,
-    text writeText: (inout ByteWriter) -> Void
+    text writeText: (Text, inout ByteWriter) -> Void
   ) {
     switch self {
     case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
     case .parent(let register):
       FieldWire.write(register, to: &writer, replicas: table, parent: true)
     case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
-    case .text:
+    case .text(let text):
       writer.writeUInt8(FieldWireTag.text.rawValue)
-      writeText(&writer)
+      writeText(text, &writer)
     case .list(let list):
       list.write(to: &writer, replicas: table, slots: list.wireSlots)
     }
@@ -623,6 +632,12 @@ extension EntityRecord: WireEntity {
     self.init()
     self.presence = presence
     self.fields = fields
+  }
+
+  /// Adds the replicas of the presence, registers and sets to `builder`; those of text
+  /// fields come from ``textRuns()``.
+  package func collectReplicas(into builder: inout ReplicaTable.Builder) {
+    Self.collectReplicas(of: presence, fields, into: &builder)
   }
 
   /// None: a document's text runs are taken once per encoding, by ``textRuns()``.
@@ -653,7 +668,7 @@ extension EntityRecord: WireEntity {
     to writer: inout ByteWriter, replicas table: ReplicaTable,
     texts: [String: TextWire.PreparedRuns], content: ([UInt8], inout ByteWriter) -> Void
   ) {
-    writeFields(to: &writer, replicas: table) { name, _, writer in
+    Self.write(presence, fields, to: &writer, replicas: table) { name, _, writer in
       (texts[name] ?? TextWire.PreparedRuns(RGADelta())).write(
         to: &writer, replicas: table, content: content)
     }

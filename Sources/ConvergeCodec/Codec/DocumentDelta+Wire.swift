@@ -87,11 +87,15 @@ extension DocumentDelta {
 }
 
 extension EntityDelta: WireEntity {
+  package func collectReplicas(into builder: inout ReplicaTable.Builder) {
+    Self.collectReplicas(of: presence, fields, into: &builder)
+  }
+
   static func heldRuns(of field: FieldDelta) -> RGADelta? { field.runs }
 
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
-    writeFields(to: &writer, replicas: table) { _, field, writer in
-      (field.runs ?? RGADelta()).write(to: &writer, replicas: table)
+    Self.write(presence, fields, to: &writer, replicas: table) { _, runs, writer in
+      runs.write(to: &writer, replicas: table)
     }
   }
 
