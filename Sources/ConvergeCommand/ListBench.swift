@@ -136,6 +136,8 @@ enum ListBench {
     }
 
     let sortedBytes = moveBytes.sorted()
+    // A state's bytes against the fresh state's.
+    func ratio(_ bytes: Int) -> String { fixed(Double(bytes) / Double(freshBytes)) + " ×" }
     let rows: [(key: String, label: String, value: String)] = [
       ("items", "cards in the list", "\(items)"),
       ("moves", "moves", "\(moves)"),
@@ -150,26 +152,17 @@ enum ListBench {
       ("move_raw_us", "a move (transaction)", fixed(rawMoveMicroseconds) + " µs"),
       ("fresh_state_bytes", "state, the cards inserted", "\(freshBytes) B"),
       ("uncollected_state_bytes", "state after the moves, uncollected", "\(movedBytes) B"),
-      (
-        "uncollected_state_ratio", "uncollected after moves / fresh",
-        fixed(Double(movedBytes) / Double(freshBytes)) + " ×"
-      ),
+      ("uncollected_state_ratio", "uncollected after moves / fresh", ratio(movedBytes)),
       ("moved_intact", "moved: every card, none twice", "\(intact)"),
       ("cut_every", "device: a stable cut every", "\(cutEvery) moves"),
       ("device_collected_slots", "device: slots collected", "\(collectedByDevice)"),
       ("device_collect_ms", "device: time collecting, in all", fixed(collectMilliseconds) + " ms"),
       ("moved_state_bytes", "device: state after the moves", "\(deviceBytes) B"),
-      (
-        "moved_state_ratio", "device: after moves / fresh",
-        fixed(Double(deviceBytes) / Double(freshBytes)) + " ×"
-      ),
+      ("moved_state_ratio", "device: after moves / fresh", ratio(deviceBytes)),
       ("device_intact", "device: the same cards in order", "\(deviceIntact)"),
       ("once_collected_slots", "collected once at the end: slots", "\(collectedOnce)"),
       ("once_state_bytes", "collected once at the end: state", "\(onceBytes) B"),
-      (
-        "once_state_ratio", "collected once / fresh",
-        fixed(Double(onceBytes) / Double(freshBytes)) + " ×"
-      ),
+      ("once_state_ratio", "collected once / fresh", ratio(onceBytes)),
       ("moved_slot_bytes", "moved: the list's slots", "\(slotBytes.all) B"),
       ("moved_slot_delete_bytes", "moved: the slots' deletes", "\(slotBytes.deletes) B"),
       ("slot_runs", "moved: the slots' runs", "\(neighbours.runs)"),
@@ -177,17 +170,11 @@ enum ListBench {
       ("runs_right_neighbour", "runs whose right origin is the next", "\(neighbours.right)"),
       ("collectable_slots", "collectable slots (dead blocks)", "\(collectable.count)"),
       ("ceiling_slot_bytes", "the slots less the collectable", "\(slotBytes.kept) B"),
-      (
-        "ceiling_state_ratio", "less the collectable / fresh",
-        fixed(Double(projectedBytes) / Double(freshBytes)) + " ×"
-      ),
+      ("ceiling_state_ratio", "less the collectable / fresh", ratio(projectedBytes)),
       ("collected_slots", "collected: slots dropped", "\(dropped)"),
       ("collected_slot_bytes", "collected: the list's slots", "\(collectedSlotBytes) B"),
       ("collected_state_bytes", "collected: state", "\(collectedBytes) B"),
-      (
-        "collected_state_ratio", "collected: state / fresh",
-        fixed(Double(collectedBytes) / Double(freshBytes)) + " ×"
-      ),
+      ("collected_state_ratio", "collected: state / fresh", ratio(collectedBytes)),
       ("collected_intact", "collected: the same items in order", "\(collectedIntact)"),
       ("collection_refused", "collected: the cut refused", "\(collection == nil)"),
       (

@@ -99,9 +99,8 @@ package enum DocumentFixtureScenario {
 
   /// The final document, and the delta the laptop sent for its concurrent edits.
   package static let (document, delta): (Document, DocumentDelta) = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_500))
-    let setup = phone.transact { tx in
+    var devices = FixtureDevices(laptopLead: 500)
+    devices.shared { tx in
       tx.create(note)
       tx.setValue(.string("Groceries"), for: "title", of: note)
       tx.insert(.string("home"), into: "tags", of: note)
@@ -110,29 +109,27 @@ package enum DocumentFixtureScenario {
       tx.create(task)
       tx.setValue(.string("Call Bob"), for: "title", of: task)
     }
-    laptop.apply(setup.delta)
-    let onPhone = phone.transact { tx in
-      tx.remove(.string("work"), from: "tags", of: note)
-      tx.setValue(.int(-2), for: "priority", of: note)
-      tx.setValue(.double(0.5), for: "ratio", of: note)
-      tx.setValue(.bool(true), for: "flagged", of: note)
-      tx.setValue(.null, for: "archived", of: note)
-      tx.setValue(
-        .date(Date(timeIntervalSinceReferenceDate: 790_000_000)), for: "due", of: note)
-      tx.setValue(.bytes([0xCA, 0xFE]), for: "icon", of: note)
-      tx.setValue(
-        .record(["x": .int(3), "column": .string("todo")]), for: "position", of: note)
-      tx.insertText(" and eggs", at: 8, in: "body", of: note)
-      tx.delete(task)
-    }
-    let onLaptop = laptop.transact { tx in
-      tx.insertText("oat ", at: 4, in: "body", of: note)
-      tx.deleteText(0..<4, in: "body", of: note)
-      tx.setValue(.string("Shopping"), for: "title", of: note)
-    }
-    phone.apply(onLaptop.delta)
-    laptop.apply(onPhone.delta)
-    return (phone.document, onLaptop.delta)
+    let edits = devices.exchanged(
+      phone: { tx in
+        tx.remove(.string("work"), from: "tags", of: note)
+        tx.setValue(.int(-2), for: "priority", of: note)
+        tx.setValue(.double(0.5), for: "ratio", of: note)
+        tx.setValue(.bool(true), for: "flagged", of: note)
+        tx.setValue(.null, for: "archived", of: note)
+        tx.setValue(
+          .date(Date(timeIntervalSinceReferenceDate: 790_000_000)), for: "due", of: note)
+        tx.setValue(.bytes([0xCA, 0xFE]), for: "icon", of: note)
+        tx.setValue(
+          .record(["x": .int(3), "column": .string("todo")]), for: "position", of: note)
+        tx.insertText(" and eggs", at: 8, in: "body", of: note)
+        tx.delete(task)
+      },
+      laptop: { tx in
+        tx.insertText("oat ", at: 4, in: "body", of: note)
+        tx.deleteText(0..<4, in: "body", of: note)
+        tx.setValue(.string("Shopping"), for: "title", of: note)
+      })
+    return (devices.phone.document, edits.laptop.delta)
   }()
 }
 
@@ -146,30 +143,26 @@ package enum TextStateFixtureScenario {
   /// The phone's document after the exchanges, and the tablet's first edit, which the
   /// phone never received.
   package static let (document, missing): (Document, DocumentDelta) = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_100))
-    var tablet = Replica(id: ReplicaID(rawValue: 0xC3), wallClock: .fixed(1_700_000_000_200))
-    let typed = phone.transact { tx in
+    var devices = FixtureDevices()
+    devices.shared { tx in
       tx.create(note)
       tx.insertText("Hello 🌍🌱!", at: 0, in: "body", of: note)
     }
-    laptop.apply(typed.delta)
-    tablet.apply(typed.delta)
     // Three inserts after "Hello", concurrently: between the same origins, by id.
-    let onLaptop = laptop.transact { tx in tx.insertText(" dear", at: 5, in: "body", of: note) }
-    let tabletFirst = tablet.transact { tx in tx.insertText(" big", at: 5, in: "body", of: note) }
-    phone.transact { tx in
+    let onLaptop = devices.laptop.transact { $0.insertText(" dear", at: 5, in: "body", of: note) }
+    let tabletFirst = devices.tablet.transact { $0.insertText(" big", at: 5, in: "body", of: note) }
+    devices.phone.transact { tx in
       tx.insertText(",", at: 5, in: "body", of: note)
       tx.deleteText(7..<8, in: "body", of: note)  // the globe
     }
     // The tablet goes on from its own insert: "biggest", then drops the "b".
-    let tabletSecond = tablet.transact { tx in
+    let tabletSecond = devices.tablet.transact { tx in
       tx.insertText("gest", at: 9, in: "body", of: note)
       tx.deleteText(6..<7, in: "body", of: note)
     }
-    phone.apply(onLaptop.delta)
-    phone.apply(tabletSecond.delta)
-    return (phone.document, tabletFirst.delta)
+    devices.phone.apply(onLaptop.delta)
+    devices.phone.apply(tabletSecond.delta)
+    return (devices.phone.document, tabletFirst.delta)
   }()
 }
 
@@ -181,15 +174,13 @@ package enum TextEditFixtureScenario {
   package static let note = EntityKey(type: "note", id: "n1")
 
   package static let (base, edit): (Document, DocumentDelta) = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_500))
-    let typed = phone.transact { tx in
+    var devices = FixtureDevices(laptopLead: 500)
+    devices.shared { tx in
       tx.create(note)
       tx.insertText("Buy milk", at: 0, in: "body", of: note)
     }
-    laptop.apply(typed.delta)
-    let base = laptop.document
-    let edit = laptop.transact { tx in
+    let base = devices.laptop.document
+    let edit = devices.laptop.transact { tx in
       tx.insertText("oat ", at: 4, in: "body", of: note)
       tx.deleteText(0..<4, in: "body", of: note)
     }
@@ -210,7 +201,7 @@ package enum CodedTextFixture {
     """
 
   package static let document: Document = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
+    var phone = FixtureDevices().phone
     phone.transact { tx in
       tx.create(note)
       tx.insertText(paragraph, at: 0, in: "body", of: note)
@@ -237,7 +228,7 @@ package enum LibraryFixture {
   }
 
   package static let document: Document = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
+    var phone = FixtureDevices().phone
     for index in 0..<12 {
       let body = body(index)
       phone.transact { tx in

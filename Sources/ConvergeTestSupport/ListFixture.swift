@@ -8,28 +8,25 @@ package enum ListFixture {
 
   /// The phone's document after the exchange, and its last move's delta.
   package static let (document, move): (Document, DocumentDelta) = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_100))
-    let created = phone.transact { tx in
+    var devices = FixtureDevices()
+    devices.shared { tx in
       tx.setValue(.string("Todo"), for: "title", of: column)
       for (index, card) in ["A", "B", "C", "D"].enumerated() {
         tx.insert(.string(card), at: index, intoList: "cards", of: column)
       }
     }
-    laptop.apply(created.delta)
-    let onPhone = phone.transact { tx in
-      tx.move(from: 0, to: 3, inList: "cards", of: column)
-      tx.remove(at: 0, fromList: "cards", of: column)
-    }
-    let onLaptop = laptop.transact { tx in
-      tx.move(from: 0, to: 1, inList: "cards", of: column)
-      tx.move(from: 2, to: 0, inList: "cards", of: column)
-      tx.insert(.string("E"), at: 4, intoList: "cards", of: column)
-    }
-    phone.apply(onLaptop.delta)
-    laptop.apply(onPhone.delta)
-    let last = phone.transact { tx in tx.move(from: 0, to: 2, inList: "cards", of: column) }
-    return (phone.document, last.delta)
+    devices.exchanged(
+      phone: { tx in
+        tx.move(from: 0, to: 3, inList: "cards", of: column)
+        tx.remove(at: 0, fromList: "cards", of: column)
+      },
+      laptop: { tx in
+        tx.move(from: 0, to: 1, inList: "cards", of: column)
+        tx.move(from: 2, to: 0, inList: "cards", of: column)
+        tx.insert(.string("E"), at: 4, intoList: "cards", of: column)
+      })
+    let last = devices.phone.transact { $0.move(from: 0, to: 2, inList: "cards", of: column) }
+    return (devices.phone.document, last.delta)
   }()
 }
 
@@ -41,8 +38,8 @@ package enum ListFramesFixture {
   /// The frames, and the deltas they carry.
   package static func frames() -> (frames: [[UInt8]], deltas: [DocumentDelta]) {
     let column = ListFixture.column
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_100))
+    let devices = FixtureDevices()
+    var (phone, laptop) = (devices.phone, devices.laptop)
     var commits: [Commit] = []
     for (index, card) in ["A", "B", "C"].enumerated() {
       commits.append(

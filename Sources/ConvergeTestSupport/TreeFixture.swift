@@ -10,19 +10,16 @@ package enum TreeFixture {
 
   /// The phone's document after the exchange, and its last move's delta.
   package static let (document, move): (Document, DocumentDelta) = {
-    var phone = Replica(id: ReplicaID(rawValue: 0xA1), wallClock: .fixed(1_700_000_000_000))
-    var laptop = Replica(id: ReplicaID(rawValue: 0xB2), wallClock: .fixed(1_700_000_000_100))
-    let created = phone.transact { tx in
+    var devices = FixtureDevices()
+    devices.shared { tx in
       tx.setValue(.string("Trip"), for: "title", of: project)
       tx.setParent(project, of: x, in: "parent")
       tx.setParent(project, of: y, in: "parent")
     }
-    laptop.apply(created.delta)
-    let onPhone = phone.transact { tx in tx.setParent(y, of: x, in: "parent") }
-    let onLaptop = laptop.transact { tx in tx.setParent(x, of: y, in: "parent") }
-    phone.apply(onLaptop.delta)
-    laptop.apply(onPhone.delta)
-    let last = phone.transact { tx in tx.setParent(nil, of: y, in: "parent") }
-    return (phone.document, last.delta)
+    devices.exchanged(
+      phone: { $0.setParent(y, of: x, in: "parent") },
+      laptop: { $0.setParent(x, of: y, in: "parent") })
+    let last = devices.phone.transact { $0.setParent(nil, of: y, in: "parent") }
+    return (devices.phone.document, last.delta)
   }()
 }

@@ -220,11 +220,14 @@ protocol WireEntity {
   var presence: Presence { get }
   /// The entity's fields by name: a document's and a delta's share the one table.
   var fields: FieldTable<FieldContent<Text, List>> { get }
-  /// Reads an entity, each of its fields checked by `checks` as it is read.
-  init(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
-    checks: inout FieldChecks
-  ) throws
+  init(presence: Presence, fields: FieldTable<FieldContent<Text, List>>)
+  /// A text field's runs as the entity holds them: a delta's own; `nil` for a document's,
+  /// whose runs are taken once per encoding (``EntityRecord/textRuns()``).
+  static func heldRuns(of field: FieldContent<Text, List>) -> RGADelta?
+  /// Reads a text field's content: a document's text, or a delta's runs.
+  static func readText(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> Text
 }
 
 extension WireEntity {
@@ -255,6 +258,53 @@ extension WireEntity {
     }
     try checks.throwFirstFailure(offset: reader.offset)
     return (context, entities)
+  }
+
+  /// Reads an entity, each of its fields checked by `checks` as it is read.
+  init(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
+  ) throws {
+    let presence = try Presence(from: &reader, replicas: &table)
+    let fields: FieldTable<FieldContent<Text, List>> = try FieldWire.readFields(
+      from: &reader, replicas: &table, presence: presence, checks: &checks,
+      readText: Self.readText)
+    self.init(presence: presence, fields: fields)
+  }
+
+  // The entity's presence and fields are passed to the two below by the conforming type,
+  // not read here: a read through the protocol's getter copied the table (1% more
+  // instructions to encode a library).
+
+  /// Adds the replicas of an entity's `presence` and `fields` to `builder`; a text
+  /// field's are those of its ``heldRuns(of:)``.
+  static func collectReplicas(
+    of presence: Presence, _ fields: FieldTable<FieldContent<Text, List>>,
+    into builder: inout ReplicaTable.Builder
+  ) {
+    presence.collectReplicas(into: &builder)
+    for field in fields.values {
+      field.collectReplicas(into: &builder, runs: heldRuns(of: field))
+    }
+  }
+
+  /// Writes an entity's `presence` and `fields`; a text field's runs are what
+  /// `writeText` writes for the field's name and text (inlined, so that the closure
+  /// costs nothing).
+  @inline(__always)
+  static func write(
+    _ presence: Presence, _ fields: FieldTable<FieldContent<Text, List>>,
+    to writer: inout ByteWriter, replicas table: ReplicaTable,
+    text writeText: (String, Text, inout ByteWriter) -> Void
+  ) {
+    presence.write(to: &writer, replicas: table)
+    writer.writeVarUInt(fields.count)
+    // The two arrays zipped here, not the table's own iterator: generic, declared in
+    // another module, it ran unspecialized (runtime metadata at every field).
+    for (name, field) in zip(fields.keys, fields.values) {
+      writer.writeString(name)
+      field.write(to: &writer, replicas: table) { text, writer in writeText(name, text, &writer) }
+    }
   }
 }
 
@@ -549,20 +599,20 @@ extension FieldContent where List: ListWire {
   }
 
   /// Writes the field's tag and payload; a text field's payload is what `writeText`
-  /// writes (inlined, so that the closure costs nothing).
+  /// writes for its text (inlined, so that the closure costs nothing).
   @inline(__always)
   func write(
     to writer: inout ByteWriter, replicas table: ReplicaTable,
-    text writeText: (inout ByteWriter) -> Void
+    text writeText: (Text, inout ByteWriter) -> Void
   ) {
     switch self {
     case .register(let register): FieldWire.write(register, to: &writer, replicas: table)
     case .parent(let register):
       FieldWire.write(register, to: &writer, replicas: table, parent: true)
     case .set(let elements): FieldWire.write(elements, to: &writer, replicas: table)
-    case .text:
+    case .text(let text):
       writer.writeUInt8(FieldWireTag.text.rawValue)
-      writeText(&writer)
+      writeText(text, &writer)
     case .list(let list):
       list.write(to: &writer, replicas: table, slots: list.wireSlots)
     }
@@ -578,14 +628,25 @@ extension FieldContent where Text == RGADelta, List == MovableListDelta {
 }
 
 extension EntityRecord: WireEntity {
-  typealias Text = TextStorage
-  typealias List = MovableList
+  init(presence: Presence, fields: FieldTable<FieldState>) {
+    self.init()
+    self.presence = presence
+    self.fields = fields
+  }
 
   /// Adds the replicas of the presence, registers and sets to `builder`; those of text
   /// fields come from ``textRuns()``.
   package func collectReplicas(into builder: inout ReplicaTable.Builder) {
-    presence.collectReplicas(into: &builder)
-    for field in fields.values { field.collectReplicas(into: &builder, runs: nil) }
+    Self.collectReplicas(of: presence, fields, into: &builder)
+  }
+
+  /// None: a document's text runs are taken once per encoding, by ``textRuns()``.
+  static func heldRuns(of field: FieldState) -> RGADelta? { nil }
+
+  static func readText(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> TextStorage {
+    try TextStorage.read(from: &reader, replicas: &table)
   }
 
   /// Every text field's whole state as runs, by field name.
@@ -607,31 +668,9 @@ extension EntityRecord: WireEntity {
     to writer: inout ByteWriter, replicas table: ReplicaTable,
     texts: [String: TextWire.PreparedRuns], content: ([UInt8], inout ByteWriter) -> Void
   ) {
-    presence.write(to: &writer, replicas: table)
-    writer.writeVarUInt(fields.count)
-    // The two arrays zipped here, not the table's own iterator: generic, declared in
-    // another module, it ran unspecialized (runtime metadata at every field).
-    for (name, field) in zip(fields.keys, fields.values) {
-      writer.writeString(name)
-      field.write(to: &writer, replicas: table) { writer in
-        (texts[name] ?? TextWire.PreparedRuns(RGADelta())).write(
-          to: &writer, replicas: table, content: content)
-      }
+    Self.write(presence, fields, to: &writer, replicas: table) { name, _, writer in
+      (texts[name] ?? TextWire.PreparedRuns(RGADelta())).write(
+        to: &writer, replicas: table, content: content)
     }
-  }
-
-  init(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
-    checks: inout FieldChecks
-  ) throws {
-    let presence = try Presence(from: &reader, replicas: &table)
-    let fields: FieldTable<FieldState> = try FieldWire.readFields(
-      from: &reader, replicas: &table, presence: presence, checks: &checks
-    ) { reader, table in
-      try TextStorage.read(from: &reader, replicas: &table)
-    }
-    self.init()
-    self.presence = presence
-    self.fields = fields
   }
 }

@@ -87,38 +87,22 @@ extension DocumentDelta {
 }
 
 extension EntityDelta: WireEntity {
-  typealias Text = RGADelta
-  typealias List = MovableListDelta
-
   package func collectReplicas(into builder: inout ReplicaTable.Builder) {
-    presence.collectReplicas(into: &builder)
-    for field in fields.values { field.collectReplicas(into: &builder, runs: field.runs) }
+    Self.collectReplicas(of: presence, fields, into: &builder)
   }
+
+  static func heldRuns(of field: FieldDelta) -> RGADelta? { field.runs }
 
   func write(to writer: inout ByteWriter, replicas table: ReplicaTable) {
-    presence.write(to: &writer, replicas: table)
-    writer.writeVarUInt(fields.count)
-    // The two arrays zipped here, not the table's own iterator: generic, declared in
-    // another module, it ran unspecialized (runtime metadata at every field).
-    for (name, field) in zip(fields.keys, fields.values) {
-      writer.writeString(name)
-      field.write(to: &writer, replicas: table) { writer in
-        (field.runs ?? RGADelta()).write(to: &writer, replicas: table)
-      }
+    Self.write(presence, fields, to: &writer, replicas: table) { _, runs, writer in
+      runs.write(to: &writer, replicas: table)
     }
   }
 
-  init(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
-    checks: inout FieldChecks
-  ) throws {
-    let presence = try Presence(from: &reader, replicas: &table)
-    let fields: FieldTable<FieldDelta> = try FieldWire.readFields(
-      from: &reader, replicas: &table, presence: presence, checks: &checks
-    ) { reader, table in
-      try RGADelta(fromDelta: &reader, replicas: &table)
-    }
-    self.init(presence: presence, fields: fields)
+  static func readText(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+  ) throws -> RGADelta {
+    try RGADelta(fromDelta: &reader, replicas: &table)
   }
 }
 
