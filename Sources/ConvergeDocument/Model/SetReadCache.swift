@@ -224,7 +224,7 @@ struct SetReadWalk {
   /// The object holding `elements` for the walk to keep: the one it built earlier for an
   /// equal set of the same type, else a new one. Rows with the same tags then hold one
   /// `Set`'s storage, and a list view's walk retains the same few objects again instead
-  /// of one of its own a row (a cache miss a row at 50,000 notes; BENCHMARKS.md, typed
+  /// of one of its own a row (about two simulated D1 misses a row; BENCHMARKS.md, typed
   /// reads, seventh pass).
   ///
   /// - Complexity: O(k) expected for k elements (their hash, and a comparison when an
