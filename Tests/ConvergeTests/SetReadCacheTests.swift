@@ -118,6 +118,37 @@ import Testing
     }
   }
 
+  /// Equal tags built in one walk are one kept `Set` (one storage, retained by every row
+  /// holding it), for the closure's reader (`TagValues`) as for the direct one; another
+  /// set, or a set changed afterwards, has its own.
+  @Test func equalTagsBuiltInOneWalkShareOneSet() throws {
+    var replica = Replica(id: ReplicaID(rawValue: 5), wallClock: .fixed(1))
+    var ids: [String] = []
+    for index in 0..<6 {
+      ids.append(
+        replica.create(SampleNote(title: "n\(index)", tags: index < 4 ? ["home", "work"] : ["é"]))
+          .id)
+    }
+    func storage<Element>(_ set: Set<Element>) -> UInt {
+      withUnsafeBytes(of: set) { $0.load(as: UInt.self) }
+    }
+    for _ in 0..<2 {
+      let rows = replica.all(SampleNoteRow.self).map(\.value.tags)
+      #expect(rows == Array(repeating: ["home", "work"], count: 4) + [["é"], ["é"]])
+      #expect(Set(rows.prefix(4).map(storage)).count == 1)
+      #expect(Set(rows.suffix(2).map(storage)).count == 1)
+      #expect(storage(rows[0]) != storage(rows[4]))
+      let values = replica.all(TagValues.self).map(\.value.tags)
+      #expect(Set(values.prefix(4).map(storage)).count == 1)
+      #expect(values[0] == [.string("home"), .string("work")])
+    }
+    try replica.update(SampleNoteRow.self, id: ids[1]) { $0.tags.insert("later") }
+    let rows = replica.all(SampleNoteRow.self).map(\.value.tags)
+    #expect(rows[1] == ["home", "work", "later"])
+    #expect(rows[0] == ["home", "work"] && storage(rows[0]) == storage(rows[2]))
+    #expect(storage(rows[1]) != storage(rows[0]))
+  }
+
   /// Random edits on two devices, walks after each step on both and on a snapshot taken
   /// now and then: every walk reads what the raw reads read.
   @Test func walksReadWhatTheDocumentHolds() throws {

@@ -63,11 +63,14 @@ package struct ORSetStore<Element: Hashable & Sendable>: Sendable, Sequence {
   @inlinable package var count: Int { entries.count }
   @inlinable package var isEmpty: Bool { entries.isEmpty }
 
-  /// The entries' storage and count: the same for two sets only if they hold one array
-  /// (a document's `SetReadCache` keeps values by it).
+  /// The entries' storage: the same for two sets only if they hold one array (a
+  /// document's `SetReadCache` keeps values by it, holding that array so that no one
+  /// changes it in place). Found without reading the storage: its count, read there,
+  /// was a cache miss a row of a list view's walk (BENCHMARKS.md, typed reads, seventh
+  /// pass).
   @inlinable
-  package var entriesIdentity: (address: UnsafeRawPointer?, count: Int) {
-    entries.withUnsafeBufferPointer { (UnsafeRawPointer($0.baseAddress), $0.count) }
+  package var entriesAddress: UnsafeRawPointer? {
+    entries.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
   }
 
   /// Every element's presence.

@@ -232,9 +232,7 @@ public struct EntityField<Model: EntityModel>: Sendable {
           return property.set(
             unsafeDowncast(kept, to: VisibleElements<Element>.self).elements, in: &model)
         }
-        let elements = visible()
-        if stored.keepsVisibleElements { stored.keep(VisibleElements(elements)) }
-        property.set(elements, in: &model)
+        property.set(stored.keep(visible()), in: &model)
       },
       write: { old, new, creating, transaction, key in
         let before = creating ? [] : old[keyPath: keyPath]
@@ -369,37 +367,33 @@ struct StoredField {
     return elements.count
   }
 
-  /// Whether the field is a set with elements read in a walk, whose visible elements
-  /// ``keep(_:)`` keeps.
-  @usableFromInline var keepsVisibleElements: Bool {
-    guard let entity, entity.pointee.sets != nil, let field else { return false }
-    return (field.pointee.setEntriesIdentity?.count ?? 0) > 0
-  }
-
   /// The object a walk kept for the set field's visible elements (``SetReadCache``), if
   /// it was built from the set's very entries; the reader checks its type. Reads of one
   /// model find it too (an update after a list view), and keep nothing.
   @usableFromInline var keptObject: (AnyObject & Sendable)? {
-    guard let entity, let field, let (address, count) = field.pointee.setEntriesIdentity
-    else { return nil }
+    guard let entity, let field, let address = field.pointee.setEntriesAddress else { return nil }
     // Each part read through the pointer: a method of `entity.pointee` copied the read,
     // its document with it, at every set field of a row.
     let position = entity.pointee.position
     if let sets = entity.pointee.sets {
-      return SetReadWalk.kept(
-        in: UnsafePointer(sets), address: address, count: count, at: position, field: slot)
+      return SetReadWalk.kept(in: UnsafePointer(sets), address: address, at: position, field: slot)
     }
-    return entity.pointee.keptSets?.walk().kept(
-      address: address, count: count, at: position, field: slot)
+    return entity.pointee.keptSets?.walk().kept(address: address, at: position, field: slot)
   }
 
-  /// Keeps `object`, built from the set field's visible elements, for the next walks
-  /// (see ``keepsVisibleElements``).
-  @usableFromInline func keep(_ object: AnyObject & Sendable) {
+  /// `elements`, built from the set field's visible elements, as a walk keeps them for
+  /// its next walks: the same `Set` as every equal one built in this walk
+  /// (``SetReadWalk/sharing(_:)``). Outside a walk, or for an empty set, `elements`
+  /// themselves, kept nowhere.
+  @usableFromInline func keep<Element: Hashable & Sendable>(_ elements: Set<Element>) -> Set<
+    Element
+  > {
     guard let entity, let sets = entity.pointee.sets, let field,
-      case .set(let elements) = field.pointee
-    else { return }
-    sets.pointee.keep(object, of: elements, at: entity.pointee.position, field: slot)
+      case .set(let entries) = field.pointee, !entries.isEmpty
+    else { return elements }
+    let object = sets.pointee.sharing(elements)
+    sets.pointee.keep(object, of: entries, at: entity.pointee.position, field: slot)
+    return object.elements
   }
 
   /// Calls `body` with each present element of the set field, in no particular order.
@@ -416,12 +410,12 @@ struct StoredField {
 }
 
 extension FieldContent {
-  /// A set field's entries' storage and count (``SetElements/entriesIdentity``), `nil`
-  /// for another kind: read on the field in place, without copying the field's enum out
-  /// (a copy and its destruction took 88 instructions a read).
-  fileprivate var setEntriesIdentity: (address: UnsafeRawPointer?, count: Int)? {
+  /// A set field's entries' storage (``SetElements/entriesAddress``), `nil` for another
+  /// kind: read on the field in place, without copying the field's enum out (a copy and
+  /// its destruction took 88 instructions a read).
+  fileprivate var setEntriesAddress: UnsafeRawPointer? {
     guard case .set(let elements) = self else { return nil }
-    return elements.entriesIdentity
+    return elements.entriesAddress
   }
 }
 
@@ -484,10 +478,10 @@ extension StoredField {
   private func visibleStrings() -> Set<String> {
     // In a walk, the kept value read without a retain of the object that holds it.
     if let entity, let sets = entity.pointee.sets, let field {
-      if let (address, count) = field.pointee.setEntriesIdentity,
+      if let address = field.pointee.setEntriesAddress,
         let kept = SetReadWalk.keptElements(
-          String.self, in: UnsafePointer(sets), address: address, count: count,
-          at: entity.pointee.position, field: slot)
+          String.self, in: UnsafePointer(sets), address: address, at: entity.pointee.position,
+          field: slot)
       {
         return kept
       }
@@ -500,7 +494,6 @@ extension StoredField {
     forEachElement { element in
       if case .string(let element) = element { elements.insert(element) }
     }
-    if keepsVisibleElements { keep(VisibleElements(elements)) }
-    return elements
+    return keep(elements)
   }
 }

@@ -11,9 +11,10 @@
 /// kept value is valid by the identity of the entries it was built from, which it
 /// retains: while the cache holds that array, no one can change it in
 /// place (copy-on-write copies it first) nor free it and reuse its address, so a set
-/// whose entries are that very array (same buffer, same count) holds exactly those
-/// elements. Any write or merge of the field gives it another array, and the next walk
-/// builds again and replaces the entry. The price: the first write to a set after a
+/// whose entries are that very array (the same storage, whose count is the storage's)
+/// holds exactly those elements. Any write or merge of the field gives it another array, and the next walk
+/// builds again and replaces the entry. Equal sets built in one walk share one kept
+/// value, so rows with the same tags hold one `Set`'s storage. The price: the first write to a set after a
 /// walk read it copies its few entries once, and an entry keeps an old array alive
 /// until its field is read again (one entry a field, so bounded by the fields read).
 ///
@@ -81,8 +82,7 @@ final class SetReadCache: @unchecked Sendable {
     build: () -> Object
   ) -> Object {
     var walk = walk()
-    let (address, count) = elements.entriesIdentity
-    if let kept = walk.kept(address: address, count: count, at: position, field: field)
+    if let kept = walk.kept(address: elements.entriesAddress, at: position, field: field)
       as? Object
     {
       return kept
@@ -102,9 +102,9 @@ struct SetReadWalk {
   struct Kept {
     var field: Int
     /// The entries' storage, compared without touching the array (a copy of it retained
-    /// and released it); valid while `entries` holds that array.
+    /// and released it, its count read a line of it); valid while `entries` holds that
+    /// array.
     var address: UnsafeRawPointer?
-    var count: Int
     var entries: [SetElements.Entry]
     var object: AnyObject & Sendable
     /// `object` without a reference of its own, read without a retain while the entry
@@ -112,12 +112,11 @@ struct SetReadWalk {
     var unretained: Unmanaged<AnyObject>
 
     init(
-      field: Int, address: UnsafeRawPointer?, count: Int, entries: [SetElements.Entry],
+      field: Int, address: UnsafeRawPointer?, entries: [SetElements.Entry],
       object: AnyObject & Sendable
     ) {
       self.field = field
       self.address = address
-      self.count = count
       self.entries = entries
       self.object = object
       unretained = .passUnretained(object)
@@ -138,6 +137,9 @@ struct SetReadWalk {
   private let others: [FieldAt: Kept]
   /// What the walk built, kept by ``SetReadCache/finish(_:)``.
   fileprivate(set) var built: [(FieldAt, Kept)] = []
+  /// The objects the walk built, by their elements' hash value: equal sets share one
+  /// (``sharing(_:)``).
+  private var shared: [Int: [AnyObject]] = [:]
 
   fileprivate init(primary: [Kept?], others: [FieldAt: Kept]) {
     self.primary = primary
@@ -146,63 +148,58 @@ struct SetReadWalk {
   }
 
   /// The kept object for the set field in slot `field` at `position` whose entries'
-  /// storage is `address` and `count` (``SetElements/entriesIdentity``), if it was built
-  /// from these very entries; the reader checks its type.
-  func kept(address: UnsafeRawPointer?, count: Int, at position: Int, field: Int)
-    -> (AnyObject & Sendable)?
-  {
+  /// storage is `address` (``SetElements/entriesAddress``), if it was built from these
+  /// very entries; the reader checks its type.
+  func kept(address: UnsafeRawPointer?, at position: Int, field: Int) -> (AnyObject & Sendable)? {
     withUnsafePointer(to: self) {
-      Self.kept(in: $0, address: address, count: count, at: position, field: field)
+      Self.kept(in: $0, address: address, at: position, field: field)
     }
   }
 
-  /// ``kept(address:count:at:field:)`` of the walk at `walk`, read through the pointer: a
+  /// ``kept(address:at:field:)`` of the walk at `walk`, read through the pointer: a
   /// method called on `walk.pointee` copied the walk, retaining and releasing its arrays,
   /// at every set field of a row.
   static func kept(
-    in walk: UnsafePointer<SetReadWalk>, address: UnsafeRawPointer?, count: Int,
-    at position: Int, field: Int
+    in walk: UnsafePointer<SetReadWalk>, address: UnsafeRawPointer?, at position: Int, field: Int
   ) -> (AnyObject & Sendable)? {
-    guard address != nil, count > 0 else { return nil }
+    // An empty set's storage is the one every empty array shares, never a kept one
+    // (``keep(_:of:at:field:)`` keeps none): it finds nothing.
+    guard address != nil else { return nil }
     let primary = walk.pointee.primaryEntries
     if position < primary.count, let entries = primary.baseAddress,
       entries[position]?.field == field
     {
-      guard entries[position]?.address == address, entries[position]?.count == count else {
-        return nil
-      }
+      guard entries[position]?.address == address else { return nil }
       return entries[position]?.object
     }
     guard !walk.pointee.others.isEmpty else { return nil }
     let place = FieldAt(position: position, field: field)
-    guard let kept = walk.pointee.others[place], kept.address == address, kept.count == count
-    else { return nil }
+    guard let kept = walk.pointee.others[place], kept.address == address else { return nil }
     return kept.object
   }
 
   /// The elements of the ``VisibleElements`` of `Element` kept for the set field in
-  /// slot `field` at `position` whose entries' storage is `address` and `count`, if it
-  /// was built from these very entries by a reader of `Element`s. The kept object of the
+  /// slot `field` at `position` whose entries' storage is `address`, if it was built
+  /// from these very entries by a reader of `Element`s. The kept object of the
   /// field of an entity's first set is read in place without a retain (the walk's copy
   /// of the cache holds it): a retain and a release of it cost about 45 instructions a
   /// row of a projection (BENCHMARKS.md, typed reads, sixth pass).
   static func keptElements<Element: Hashable & Sendable>(
     _: Element.Type, in walk: UnsafePointer<SetReadWalk>, address: UnsafeRawPointer?,
-    count: Int, at position: Int, field: Int
+    at position: Int, field: Int
   ) -> Set<Element>? {
-    guard address != nil, count > 0 else { return nil }
+    guard address != nil else { return nil }
     let primary = walk.pointee.primaryEntries
     guard position < primary.count, let entries = primary.baseAddress,
       entries[position]?.field == field
     else {
-      let kept = kept(in: walk, address: address, count: count, at: position, field: field)
+      let kept = kept(in: walk, address: address, at: position, field: field)
       guard let kept,
         ObjectIdentifier(type(of: kept)) == ObjectIdentifier(VisibleElements<Element>.self)
       else { return nil }
       return unsafeDowncast(kept, to: VisibleElements<Element>.self).elements
     }
-    guard entries[position]?.address == address, entries[position]?.count == count,
-      let object = entries[position]?.unretained
+    guard entries[position]?.address == address, let object = entries[position]?.unretained
     else { return nil }
     return object._withUnsafeGuaranteedRef { object in
       guard ObjectIdentifier(type(of: object)) == ObjectIdentifier(VisibleElements<Element>.self)
@@ -217,12 +214,33 @@ struct SetReadWalk {
   ) {
     let entries = elements.entries
     guard !entries.isEmpty else { return }
-    let address = elements.entriesIdentity.address
     built.append(
       (
         FieldAt(position: position, field: field),
-        Kept(field: field, address: address, count: entries.count, entries: entries, object: object)
+        Kept(field: field, address: elements.entriesAddress, entries: entries, object: object)
       ))
+  }
+
+  /// The object holding `elements` for the walk to keep: the one it built earlier for an
+  /// equal set of the same type, else a new one. Rows with the same tags then hold one
+  /// `Set`'s storage, and a list view's walk retains the same few objects again instead
+  /// of one of its own a row (about two simulated D1 misses a row; BENCHMARKS.md, typed
+  /// reads, seventh pass).
+  ///
+  /// - Complexity: O(k) expected for k elements (their hash, and a comparison when an
+  ///   equal set was built).
+  mutating func sharing<Element: Hashable & Sendable>(_ elements: Set<Element>)
+    -> VisibleElements<Element>
+  {
+    let hash = elements.hashValue
+    for candidate in shared[hash, default: []]
+    where ObjectIdentifier(type(of: candidate)) == ObjectIdentifier(VisibleElements<Element>.self) {
+      let object = unsafeDowncast(candidate, to: VisibleElements<Element>.self)
+      if object.elements == elements { return object }
+    }
+    let object = VisibleElements(elements)
+    shared[hash, default: []].append(object)
+    return object
   }
 }
 
