@@ -26,8 +26,9 @@ public struct DocumentTransaction: Sendable {
     }
   }
   /// The document with an open run's later edits made in its text but their events not
-  /// noted yet (see ``TextRun``): only the run's own edits and its closing use it.
-  private var runningDocument: Document
+  /// noted yet (see ``TextRun``): only the run's own edits and its closing use it, and
+  /// `Replica.transact` to swap it in and out while no run is open.
+  var runningDocument: Document
   /// The replica making the edits. In the (practically unreachable) case that its
   /// counter space runs out, the transaction continues under a fresh random id: a new id
   /// never reuses a dot.
@@ -323,14 +324,22 @@ public struct DocumentTransaction: Sendable {
     if textRunHolds(field, of: key) {
       let entity = Int(textRun.entity)
       let slot = Int(textRun.slot)
-      guard let text = runningDocument.entities.values[entity].takeText(at: slot) else {
-        return nil
+      // The run holds the text from its second edit until it closes: taken out of the
+      // document once, not at every edit.
+      let text: TextStorage
+      if let held = textRun.text {
+        text = held
+      } else {
+        guard let taken = runningDocument.entities.values[entity].takeText(at: slot) else {
+          return nil
+        }
+        text = taken
       }
       let count = dotCount(&text.text)
       if count > 0, let first = textRun.nextDots(UInt64(count), of: replica) {
         let last = Dot(replica: first.replica, counter: first.counter + UInt64(count - 1))
         let (textDelta, textChange) = edit(&text.text, first, false)
-        runningDocument.entities.values[entity].fields.values[slot] = .text(text)
+        if textRun.text == nil { textRun.text = text }
         textRun.add(first.counter...last.counter, change: textChange)
         if undoLog != nil {
           // The run's first edit made the entity visible, and nothing happened since.
@@ -340,7 +349,9 @@ public struct DocumentTransaction: Sendable {
         }
         return first
       }
-      runningDocument.entities.values[entity].fields.values[slot] = .text(text)
+      if textRun.text == nil {
+        runningDocument.entities.values[entity].fields.values[slot] = .text(text)
+      }
       guard count > 0 else { return nil }
       // Dots that do not follow on (the counters ran out): an edit of its own below.
     }
@@ -373,7 +384,7 @@ public struct DocumentTransaction: Sendable {
       return nil
     }
     let dotCount = UInt64(count)
-    let first = nextDots(dotCount)
+    let first = firstOfFreshDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
     let (textDelta, textChange) = edit(&text.text, first, true)
     runningDocument.entities.values[entity].fields.values[slot] = .text(text)
@@ -434,9 +445,9 @@ public struct DocumentTransaction: Sendable {
   /// in the entity's presence and the event index: the same as noting each in turn) and
   /// reads their runs from the text (``RGA/delta(of:counters:)``): the text's items and
   /// deletes of those counters, the same runs in normal form as their own deltas joined
-  /// and normalized. Until then the document's events lack theirs, so everything but
-  /// those edits reaches the document through ``DocumentTransaction/document``, which
-  /// closes the run first.
+  /// and normalized. Until then the document's events lack theirs and the run holds the
+  /// field's text (the field a placeholder), so everything but those edits reaches the
+  /// document through ``DocumentTransaction/document``, which closes the run first.
   /// Open while `entity` is not negative; the run's state stays in place, never
   /// optional, so that a keystroke's transaction sets and checks a few words.
   private struct TextRun {
@@ -453,6 +464,9 @@ public struct DocumentTransaction: Sendable {
     /// The changes of the edits after the first, in the order made; `nil` until there
     /// is one, so that a keystroke's transaction releases no array.
     var changes: [TextChange]?
+    /// The field's text, taken out of the document by the second edit (the field holds
+    /// a placeholder meanwhile) and put back when the run closes; `nil` before.
+    var text: TextStorage?
 
     /// Opens the run with an edit of the field at `slot` of the entity at `entity`, whose
     /// last dot is `last`. Positions are kept in 32 bits: one cut short is found
@@ -516,6 +530,10 @@ public struct DocumentTransaction: Sendable {
     textRun.entity = -1
     let from = textRun.laterFrom
     textRun.laterFrom = 0
+    if let held = textRun.text {
+      runningDocument.entities.values[entity].fields.values[slot] = .text(held)
+      textRun.text = nil
+    }
     let counters = from...(textRun.next &- 1)
     let last = Dot(replica: textRun.replica, counter: counters.upperBound)
     _ = runningDocument.entities.values[entity].noteLocalEvent(last)
@@ -584,8 +602,15 @@ public struct DocumentTransaction: Sendable {
   /// The first of `count` consecutive fresh dots, switching to a fresh replica id if the
   /// current one cannot supply them.
   mutating func nextDots(_ count: UInt64) -> Dot {
+    closeTextRun()  // the context lacks the open run's events until then
+    return firstOfFreshDots(count)
+  }
+
+  /// ``nextDots(_:)`` while no run is open: inlined into a text edit, which closed it.
+  @inline(__always)
+  private mutating func firstOfFreshDots(_ count: UInt64) -> Dot {
     while true {
-      if let first = document.context.nextDot(for: replica),
+      if let first = runningDocument.context.nextDot(for: replica),
         count == 0 || first.counter <= UInt64.max - (count - 1)
       {
         return first
