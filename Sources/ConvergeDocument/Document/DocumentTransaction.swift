@@ -177,13 +177,23 @@ public struct DocumentTransaction: Sendable {
   public mutating func insertText(
     _ string: String, at position: Int, in field: String, of key: EntityKey
   ) {
-    // The string's UTF-8 as it is: counted once for the scalars and their UTF-16 length
+    // The string's UTF-8 as it is, walked once for the scalars and their UTF-16 length
     // (counting either view on its own walks the string again, and the UTF-16 count of
-    // a non-ASCII string allocates an index cache on it), copied by the text, and decoded
-    // into scalars only for an edit that builds its own runs (see `TextRun`).
+    // a non-ASCII string allocates an index cache on it) and copied by the text. Typing
+    // on in the open run's field (see `TextRun`) only counts it: its runs are read from
+    // the text when the run closes; any other edit decodes it as it counts.
     var string = string
+    let continuesRun = textRunHolds(field, of: key)
     string.withUTF8 { utf8 in
-      let (scalarCount, utf16Count) = UTF8Scalars.counts(ofValid: utf8)
+      var scalars: [Unicode.Scalar] = []
+      let scalarCount: Int
+      let utf16Count: Int
+      if continuesRun {
+        (scalarCount, utf16Count) = UTF8Scalars.counts(ofValid: utf8)
+      } else {
+        (scalars, utf16Count) = UTF8Scalars.scalarsAndUTF16Count(ofValid: utf8)
+        scalarCount = scalars.count
+      }
       guard scalarCount > 0 else { return }
       func insert(into text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta, TextChange) {
         let start = Swift.max(0, Swift.min(position, text.count))
@@ -195,9 +205,10 @@ public struct DocumentTransaction: Sendable {
             utf8: utf8, length: scalarCount, utf16: utf16Count, at: start, firstDot: firstDot)
           return (RGADelta(), change)
         }
+        // Counted only, if the run did not take the edit after all (its counters ran out).
         let delta = text.insert(
-          UTF8Scalars.decode(valid: utf8).scalars, content: (utf8, utf16Count), at: start,
-          firstDot: firstDot)
+          continuesRun ? UTF8Scalars.decode(valid: utf8).scalars : scalars,
+          content: (utf8, utf16Count), at: start, firstDot: firstDot)
         return (delta, change)
       }
       editText(
