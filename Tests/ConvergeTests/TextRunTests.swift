@@ -10,7 +10,7 @@ import Testing
 /// their runs from the text when it closes. Against the same edits with the run closed
 /// after each (`closeTextRun()`, so that every edit makes its own delta and change, as a
 /// lone keystroke does), on seeded random typing: the same delta bytes, the same changes,
-/// the same document, and the same undo.
+/// the same document, the same undo, and the same document read mid-transaction.
 @Suite struct TextRunTests {
   static let note = EntityKey(type: "note", id: "n1")
   static let other = EntityKey(type: "note", id: "n2")
@@ -113,6 +113,40 @@ import Testing
       let undoneByEdit = editByEdit.undo(&editByEditHistory)
       #expect(undone?.delta.encoded() == undoneByEdit?.delta.encoded(), "seed \(seed)")
       #expect(undone?.changes == undoneByEdit?.changes, "seed \(seed)")
+      #expect(batched.document == editByEdit.document, "seed \(seed)")
+    }
+  }
+
+  /// The run's later edits note their events (context, presence, event index) only when
+  /// it closes; a read of `tx.document` closes it first, so a reader mid-transaction sees
+  /// the document the edit-by-edit transaction has at the same step: equal, and handing
+  /// out the same delta since the start (which finds entities through the event index).
+  @Test func aReadMidRunSeesTheEditByEditDocument() {
+    for seed in UInt64(0x7E4A00)..<0x7E4A00 + 200 {
+      var random = SeededGenerator(seed: seed)
+      var (batched, editByEdit) = Self.startingPair(using: &random)
+      let start = batched.document.context
+      let steps = Int.random(in: 1...40, using: &random)
+      let script = random.next()
+      let reads = Set((0..<steps).filter { _ in Int.random(in: 0..<4, using: &random) == 0 })
+      func transact(_ replica: inout Replica, closingEachStep: Bool) -> [Document] {
+        var seen: [Document] = []
+        var scriptRandom = SeededGenerator(seed: script)
+        replica.transact { tx in
+          for step in 0..<steps {
+            Self.randomStep(&tx, using: &scriptRandom)
+            if closingEachStep { tx.closeTextRun() }
+            if reads.contains(step) { seen.append(tx.document) }
+          }
+        }
+        return seen
+      }
+      let runs = transact(&batched, closingEachStep: false)
+      let lone = transact(&editByEdit, closingEachStep: true)
+      #expect(runs == lone, "seed \(seed)")
+      #expect(
+        runs.map { $0.delta(since: start).encoded() }
+          == lone.map { $0.delta(since: start).encoded() }, "seed \(seed)")
       #expect(batched.document == editByEdit.document, "seed \(seed)")
     }
   }

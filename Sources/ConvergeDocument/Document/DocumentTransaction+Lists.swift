@@ -130,7 +130,7 @@ extension DocumentTransaction {
   }
 
   /// Notes that the move `undo` took back to now lives on as the item's current move.
-  private func noteRewrite(of undo: ListUndo, substitutions: inout UndoSubstitutions) {
+  private mutating func noteRewrite(of undo: ListUndo, substitutions: inout UndoSubstitutions) {
     guard let previous = undo.previous,
       case .list(let list)? = document.entities[undo.key]?.fields[undo.field],
       let now = list.items[undo.item]?.position.stamp

@@ -9,7 +9,26 @@
 /// removes only the versions it observed.
 public struct DocumentTransaction: Sendable {
   /// The document as the transaction has left it so far.
-  public internal(set) var document: Document
+  ///
+  /// Read and written through here, an open run of text edits (see ``TextRun``) is
+  /// closed first, so every reader sees each edit whole, its event noted in the context,
+  /// the event index and the entity's presence.
+  public internal(set) var document: Document {
+    // Yielded, not returned: a getter's copy retained and released every stored
+    // reference of the document at each internal read.
+    @inline(__always) mutating _read {
+      closeTextRun()
+      yield runningDocument
+    }
+    @inline(__always) _modify {
+      closeTextRun()
+      yield &runningDocument
+    }
+  }
+  /// The document with an open run's later edits made in its text but their events not
+  /// noted yet (see ``TextRun``): only the run's own edits and its closing use it, and
+  /// `Replica.transact` to swap it in and out while no run is open.
+  var runningDocument: Document
   /// The replica making the edits. In the (practically unreachable) case that its
   /// counter space runs out, the transaction continues under a fresh random id: a new id
   /// never reuses a dot.
@@ -28,7 +47,7 @@ public struct DocumentTransaction: Sendable {
 
   @inline(__always)
   init(document: Document, replica: ReplicaID, clock: HybridLogicalClock) {
-    self.document = document
+    self.runningDocument = document
     self.replica = replica
     self.clock = clock
   }
@@ -158,70 +177,44 @@ public struct DocumentTransaction: Sendable {
   public mutating func insertText(
     _ string: String, at position: Int, in field: String, of key: EntityKey
   ) {
-    // One pass over the string for the scalars and their UTF-16 length: counting either
-    // view on its own walks the string again (and the UTF-16 count of a non-ASCII string
-    // allocates an index cache on it). The text copies the string's UTF-8 as it is.
-    // Typing on in the field of the latest edit (see `TextRun`) only counts the string:
-    // the edit's delta is read from the text once, when the run closes.
+    // The string's UTF-8 as it is, walked once for the scalars and their UTF-16 length
+    // (counting either view on its own walks the string again, and the UTF-16 count of
+    // a non-ASCII string allocates an index cache on it) and copied by the text. Typing
+    // on in the open run's field (see `TextRun`) only counts it: its runs are read from
+    // the text when the run closes; any other edit decodes it as it counts.
     var string = string
-    if textRunHolds(field, of: key) {
-      string.withUTF8 { insertContinuing($0, at: position, in: field, of: key) }
-      return
-    }
+    let continuesRun = textRunHolds(field, of: key)
     string.withUTF8 { utf8 in
-      let (scalars, utf16Count) = UTF8Scalars.scalarsAndUTF16Count(ofValid: utf8)
-      insertScalars(scalars, utf16Count: utf16Count, utf8: utf8, at: position, in: field, of: key)
-    }
-  }
-
-  /// Inserts `scalars`, which take `utf16Count` UTF-16 code units and whose UTF-8 is
-  /// `utf8`, into a text field.
-  private mutating func insertScalars(
-    _ scalars: [Unicode.Scalar], utf16Count: Int, utf8: UnsafeBufferPointer<UInt8>,
-    at position: Int, in field: String, of key: EntityKey
-  ) {
-    let scalarCount = scalars.count
-    guard scalarCount > 0 else { return }
-    func insert(into text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
-      let start = Swift.max(0, Swift.min(position, text.count))
-      let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
-      let change = TextChange(
-        kind: .insert, scalarRange: start..<start + scalarCount,
-        utf16Range: utf16Start..<utf16Start + utf16Count)
-      let delta = text.insert(
-        scalars, content: (utf8, utf16Count), at: start, firstDot: firstDot)
-      return (delta, change)
-    }
-    editText(
-      field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted, edit: insert)
-  }
-
-  /// Inserts the string whose UTF-8 is `utf8` into the field of the open ``TextRun``:
-  /// only counted, not decoded, unless the edit turns out not to follow the run's dots
-  /// and needs runs of its own.
-  private mutating func insertContinuing(
-    _ utf8: UnsafeBufferPointer<UInt8>, at position: Int, in field: String, of key: EntityKey
-  ) {
-    let (scalarCount, utf16Count) = UTF8Scalars.counts(ofValid: utf8)
-    guard scalarCount > 0 else { return }
-    func insert(into text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta, TextChange) {
-      let start = Swift.max(0, Swift.min(position, text.count))
-      let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
-      let change = TextChange(
-        kind: .insert, scalarRange: start..<start + scalarCount,
-        utf16Range: utf16Start..<utf16Start + utf16Count)
-      guard keepsRuns else {
-        text.insert(
-          utf8: utf8, length: scalarCount, utf16: utf16Count, at: start, firstDot: firstDot)
-        return (RGADelta(), change)
+      var scalars: [Unicode.Scalar] = []
+      let scalarCount: Int
+      let utf16Count: Int
+      if continuesRun {
+        (scalarCount, utf16Count) = UTF8Scalars.counts(ofValid: utf8)
+      } else {
+        (scalars, utf16Count) = UTF8Scalars.scalarsAndUTF16Count(ofValid: utf8)
+        scalarCount = scalars.count
       }
-      let delta = text.insert(
-        UTF8Scalars.decode(valid: utf8).scalars, content: (utf8, utf16Count), at: start,
-        firstDot: firstDot)
-      return (delta, change)
+      guard scalarCount > 0 else { return }
+      func insert(into text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta, TextChange) {
+        let start = Swift.max(0, Swift.min(position, text.count))
+        let change = TextChange(
+          kind: .insert, scalarRange: start..<start + scalarCount,
+          utf16Range: Self.utf16Range(ofScalarOffset: start, count: utf16Count, in: text))
+        guard keepsRuns else {
+          text.insert(
+            utf8: utf8, length: scalarCount, utf16: utf16Count, at: start, firstDot: firstDot)
+          return (RGADelta(), change)
+        }
+        // Counted only, if the run did not take the edit after all (its counters ran out).
+        let delta = text.insert(
+          continuesRun ? UTF8Scalars.decode(valid: utf8).scalars : scalars,
+          content: (utf8, utf16Count), at: start, firstDot: firstDot)
+        return (delta, change)
+      }
+      editText(
+        field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted,
+        edit: insert)
     }
-    continueTextRun(
-      field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted, edit: insert)
   }
 
   /// Inserts scalars right after the item `item` of a text field, deleted or not (at the
@@ -233,25 +226,21 @@ public struct DocumentTransaction: Sendable {
   ) -> Dot? {
     let scalarCount = scalars.count
     let utf16Count = scalars.reduce(0) { $0 + UTF16.width($1) }
-    func insert(into text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
+    // Its runs are built even within a run, where they are dropped: the run reads them
+    // from the text (see `TextRun`).
+    func insert(into text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta, TextChange) {
       guard let (delta, start) = text.insert(scalars, after: item, firstDot: firstDot) else {
         return (RGADelta(), TextChange(kind: .insert, scalarRange: 0..<0, utf16Range: 0..<0))
       }
-      let utf16Start = Self.utf16Offset(ofScalarOffset: start, in: text)
       let change = TextChange(
         kind: .insert, scalarRange: start..<start + scalarCount,
-        utf16Range: utf16Start..<utf16Start + utf16Count)
+        utf16Range: Self.utf16Range(ofScalarOffset: start, count: utf16Count, in: text))
       return (delta, change)
     }
-    let dotCount = { (text: inout RGA) in item.map(text.contains) ?? true ? scalarCount : 0 }
-    guard textRunHolds(field, of: key) else {
-      return editText(
-        field: field, of: key, dotCount: dotCount, undo: .deleteInserted, edit: insert)
-    }
-    // The run reads the edit's runs from the text: those built here are dropped.
-    return continueTextRun(
-      field: field, of: key, dotCount: dotCount, undo: .deleteInserted,
-      edit: { text, firstDot, _ in insert(into: &text, firstDot: firstDot) })
+    return editText(
+      field: field, of: key,
+      dotCount: { text in item.map(text.contains) ?? true ? scalarCount : 0 },
+      undo: .deleteInserted, edit: insert)
   }
 
   /// Deletes the scalars in `range` (clamped to the text) from a text field.
@@ -262,41 +251,24 @@ public struct DocumentTransaction: Sendable {
       let lower = Swift.max(0, Swift.min(range.lowerBound, text.count))
       return lower..<Swift.max(lower, Swift.min(range.upperBound, text.count))
     }
-    func change(deleting deleted: Range<Int>, from text: inout RGA) -> TextChange {
-      let utf16Range =
-        Self.utf16Offset(
-          ofScalarOffset: deleted.lowerBound, in: text)..<Self.utf16Offset(
-          ofScalarOffset: deleted.upperBound, in: text)
-      return TextChange(kind: .delete, scalarRange: deleted, utf16Range: utf16Range)
-    }
-    func delete(from text: inout RGA, firstDot: Dot) -> (RGADelta, TextChange) {
+    // An undo history takes a delete back from its runs, kept even within a run.
+    let recordsUndo = undoLog != nil
+    func delete(from text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta, TextChange) {
       let deleted = clamped(text)
-      let change = change(deleting: deleted, from: &text)
+      let utf16Lower = Self.utf16Offset(ofScalarOffset: deleted.lowerBound, in: text)
+      let change = TextChange(
+        kind: .delete, scalarRange: deleted,
+        utf16Range: utf16Lower..<Self.utf16Offset(ofScalarOffset: deleted.upperBound, in: text))
+      guard keepsRuns || recordsUndo else {
+        text.deleteLocally(deleted, firstDot: firstDot) { _ in }
+        return (RGADelta(), change)
+      }
       return (text.delete(deleted, firstDot: firstDot), change)
     }
-    guard textRunHolds(field, of: key) else {
-      editText(
-        field: field, of: key, dotCount: { clamped($0).count }, undo: .restoreDeleted,
-        edit: delete)
-      return
-    }
-    // An undo history takes a delete back from its runs, kept even while the delta is
-    // read from the text (see `TextRun`).
-    let recordsUndo = undoLog != nil
-    func deleteInRun(from text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (
-      RGADelta, TextChange
-    ) {
-      guard !keepsRuns, !recordsUndo else { return delete(from: &text, firstDot: firstDot) }
-      let deleted = clamped(text)
-      let change = change(deleting: deleted, from: &text)
-      text.deleteLocally(deleted, firstDot: firstDot) { _ in }
-      return (RGADelta(), change)
-    }
-    continueTextRun(
+    editText(
       field: field, of: key, dotCount: { clamped($0).count }, undo: .restoreDeleted,
-      edit: deleteInRun)
+      edit: delete)
   }
-
   /// Replaces the scalars in `range` with `string`: a delete, then an insert at
   /// `range.lowerBound`.
   ///
@@ -313,6 +285,14 @@ public struct DocumentTransaction: Sendable {
   /// has equal offsets, found without a search.
   private static func utf16Offset(ofScalarOffset offset: Int, in text: RGA) -> Int {
     text.utf16Count == text.count ? offset : text.utf16Offset(ofScalarOffset: offset)
+  }
+
+  /// The UTF-16 range of `count` code units inserted at the scalar offset `offset`.
+  private static func utf16Range(ofScalarOffset offset: Int, count: Int, in text: RGA)
+    -> Range<Int>
+  {
+    let start = utf16Offset(ofScalarOffset: offset, in: text)
+    return start..<start + count
   }
 
   /// How undo takes back a local text edit.
@@ -337,20 +317,60 @@ public struct DocumentTransaction: Sendable {
   /// takes it back: by deleting the items it inserted (typing that continues the previous
   /// insert joins its action) or by restoring the items its delta deletes.
   ///
-  /// The edit opens a ``TextRun`` of the field, after closing any other; an edit that
-  /// continues it goes through ``continueTextRun(field:of:dotCount:undo:edit:)`` instead.
+  /// The one path of every local text edit. An edit of the field of the open
+  /// ``TextRun`` whose dots follow on continues it: the field is found where the run
+  /// keeps it, `edit` is told (`keepsRuns` false) that its runs are not needed, and the
+  /// edit makes no delta or change record and notes no event of its own:
+  /// ``closeTextRun()`` does, once for the run. Any other edit is recorded whole, its
+  /// runs to the delta and its change to the recorder, and opens a run of its field
+  /// after closing any other.
   ///
   /// - Returns: the edit's first dot, or `nil` if nothing was edited.
   @discardableResult
   private mutating func editText(
     field: String, of key: EntityKey, dotCount: (inout RGA) -> Int,
     undo: TextInverse,
-    edit: (inout RGA, Dot) -> (RGADelta, TextChange)
+    edit: (inout RGA, Dot, _ keepsRuns: Bool) -> (RGADelta, TextChange)
   ) -> Dot? {
+    if textRunHolds(field, of: key) {
+      let entity = Int(textRun.entity)
+      let slot = Int(textRun.slot)
+      // The run holds the text from its second edit until it closes: taken out of the
+      // document once, not at every edit.
+      let text: TextStorage
+      if let held = textRun.text {
+        text = held
+      } else {
+        guard let taken = runningDocument.entities.values[entity].takeText(at: slot) else {
+          return nil
+        }
+        text = taken
+      }
+      let count = dotCount(&text.text)
+      if count > 0, let first = textRun.nextDots(UInt64(count), of: replica) {
+        let last = Dot(replica: first.replica, counter: first.counter + UInt64(count - 1))
+        let (textDelta, textChange) = edit(&text.text, first, false)
+        if textRun.text == nil { textRun.text = text }
+        textRun.add(first.counter...last.counter, change: textChange)
+        if undoLog != nil {
+          // The run's first edit made the entity visible, and nothing happened since.
+          recordTextUndo(
+            undo, of: field, of: key, first: first, last: last, count: count,
+            deletes: textDelta.deletes, wasVisible: true)
+        }
+        return first
+      }
+      if textRun.text == nil {
+        runningDocument.entities.values[entity].fields.values[slot] = .text(text)
+      }
+      guard count > 0 else { return nil }
+      // Dots that do not follow on (the counters ran out): an edit of its own below.
+    }
+    closeTextRun()  // its events, runs and changes before this edit's
     let entity: Int
     let slot: Int
-    if let found = document.entities.index(forKey: key),
-      let fieldSlot = document.entities.values[found].fields.index(forKey: field)
+    if let found = runningDocument.entities.index(forKey: key),
+      let fieldSlot = runningDocument.entities.values[found].fields.index(forKey: field)
     {
       entity = found
       slot = fieldSlot
@@ -358,33 +378,31 @@ public struct DocumentTransaction: Sendable {
       // A new entity or field: created only by an edit that takes dots.
       var empty = RGA()
       guard dotCount(&empty) > 0 else { return nil }
-      closeTextRun()  // before the table changes: the run finds its field by position
-      let found = document.entities.insertIfAbsent(key)
-      document.entities.values[found].fields.set(
-        .text(holding: RGA()), for: field, sharingNames: &document.fieldNames)
-      guard let fieldSlot = document.entities.values[found].fields.index(forKey: field)
+      let found = runningDocument.entities.insertIfAbsent(key)
+      runningDocument.entities.values[found].fields.set(
+        .text(holding: RGA()), for: field, sharingNames: &runningDocument.fieldNames)
+      guard let fieldSlot = runningDocument.entities.values[found].fields.index(forKey: field)
       else { return nil }
       entity = found
       slot = fieldSlot
     }
-    guard let text = document.entities.values[entity].takeText(at: slot) else {
+    guard let text = runningDocument.entities.values[entity].takeText(at: slot) else {
       return nil  // the field holds another kind; a text edit cannot apply to it
     }
     let count = dotCount(&text.text)
     guard count > 0 else {
-      document.entities.values[entity].fields.values[slot] = .text(text)
+      runningDocument.entities.values[entity].fields.values[slot] = .text(text)
       return nil
     }
     let dotCount = UInt64(count)
-    let first = nextDots(dotCount)
+    let first = firstOfFreshDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
-    let (textDelta, textChange) = edit(&text.text, first)
-    document.entities.values[entity].fields.values[slot] = .text(text)
-    let visibility = document.entities.values[entity].noteLocalEvent(last)
-    document.noteEvent(ofEntityAt: entity, last)
+    let (textDelta, textChange) = edit(&text.text, first, true)
+    runningDocument.entities.values[entity].fields.values[slot] = .text(text)
+    let visibility = runningDocument.entities.values[entity].noteLocalEvent(last)
+    runningDocument.noteEvent(ofEntityAt: entity, last)
     let counters = first.counter...(first.counter + dotCount - 1)
-    document.context.insert(replica: first.replica, counters: counters)
-    closeTextRun()  // its runs and changes come before this edit's
+    runningDocument.context.insert(replica: first.replica, counters: counters)
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
     recorder.noteSingleTextEdit(
       of: key, field: field, wasVisible: visibility.wasVisible,
@@ -397,47 +415,6 @@ public struct DocumentTransaction: Sendable {
     }
     return first
   }
-
-  /// ``editText(field:of:dotCount:undo:edit:)`` for an edit of the field of the open
-  /// ``TextRun`` (``textRunHolds(_:of:)``): the field is found where the run keeps it,
-  /// and, when the edit's dots follow the run's, it makes no delta or change record of
-  /// its own: `edit` is told (`keepsRuns` false) that its runs are not needed, and
-  /// ``closeTextRun()`` reads them from the text. An edit whose dots do not follow on (a
-  /// fresh replica id) closes the run and opens its own.
-  @discardableResult
-  private mutating func continueTextRun(
-    field: String, of key: EntityKey, dotCount: (inout RGA) -> Int,
-    undo: TextInverse,
-    edit: (inout RGA, Dot, _ keepsRuns: Bool) -> (RGADelta, TextChange)
-  ) -> Dot? {
-    let entity = Int(textRun.entity)
-    let slot = Int(textRun.slot)
-    guard let text = document.entities.values[entity].takeText(at: slot) else { return nil }
-    let count = dotCount(&text.text)
-    let first = count > 0 ? nextDots(UInt64(count)) : nil
-    guard let first, textRun.isContinued(by: first) else {
-      document.entities.values[entity].fields.values[slot] = .text(text)
-      guard count > 0 else { return nil }
-      closeTextRun()
-      return editText(
-        field: field, of: key, dotCount: dotCount, undo: undo, edit: { edit(&$0, $1, true) })
-    }
-    let last = Dot(replica: first.replica, counter: first.counter + UInt64(count - 1))
-    let (textDelta, textChange) = edit(&text.text, first, false)
-    document.entities.values[entity].fields.values[slot] = .text(text)
-    let visibility = document.entities.values[entity].noteLocalEvent(last)
-    document.noteEvent(ofEntityAt: entity, last)
-    let counters = first.counter...last.counter
-    document.context.insert(replica: first.replica, counters: counters)
-    textRun.add(counters, change: textChange)
-    if undoLog != nil {
-      recordTextUndo(
-        undo, of: field, of: key, first: first, last: last, count: count,
-        deletes: textDelta.deletes, wasVisible: visibility.wasVisible)
-    }
-    return first
-  }
-
   /// Records how an ``UndoHistory`` takes back a text edit whose dots are `first`
   /// through `last` (`count` of them): by deleting the items it inserted (typing that
   /// continues the previous insert joins its action) or by restoring `deletes`.
@@ -474,9 +451,14 @@ public struct DocumentTransaction: Sendable {
   /// between them. The first is an edit like any other: its runs join the delta and its
   /// change the recorder at once, so a transaction of one keystroke pays for nothing
   /// more. The ones after it, whose dots follow on (one range of one replica's
-  /// counters), only note their changes here; ``closeTextRun()`` reads their runs from
-  /// the text once (``RGA/delta(of:counters:)``): the text's items and deletes of those
-  /// counters, the same runs in normal form as their own deltas joined and normalized.
+  /// counters), change the text and note their changes here, nothing else;
+  /// ``closeTextRun()`` notes their events once (the counters in the context, the last
+  /// in the entity's presence and the event index: the same as noting each in turn) and
+  /// reads their runs from the text (``RGA/delta(of:counters:)``): the text's items and
+  /// deletes of those counters, the same runs in normal form as their own deltas joined
+  /// and normalized. Until then the document's events lack theirs and the run holds the
+  /// field's text (the field a placeholder), so everything but those edits reaches the
+  /// document through ``DocumentTransaction/document``, which closes the run first.
   /// Open while `entity` is not negative; the run's state stays in place, never
   /// optional, so that a keystroke's transaction sets and checks a few words.
   private struct TextRun {
@@ -493,6 +475,9 @@ public struct DocumentTransaction: Sendable {
     /// The changes of the edits after the first, in the order made; `nil` until there
     /// is one, so that a keystroke's transaction releases no array.
     var changes: [TextChange]?
+    /// The field's text, taken out of the document by the second edit (the field holds
+    /// a placeholder meanwhile) and put back when the run closes; `nil` before.
+    var text: TextStorage?
 
     /// Opens the run with an edit of the field at `slot` of the entity at `entity`, whose
     /// last dot is `last`. Positions are kept in 32 bits: one cut short is found
@@ -504,9 +489,13 @@ public struct DocumentTransaction: Sendable {
       next = last.counter &+ 1
     }
 
-    /// Whether an edit whose first dot is `first` follows on.
-    func isContinued(by first: Dot) -> Bool {
-      first.counter == next && first.replica == replica
+    /// The first of `count` dots of `current` (the transaction's replica) that follow
+    /// on, or `nil` if they do not (another replica, or its counters ran out). Not
+    /// looked up in the context, which lacks the run's later events until it closes:
+    /// the run's first edit took the context's next dot, and nothing else took one since.
+    func nextDots(_ count: UInt64, of current: ReplicaID) -> Dot? {
+      guard current == replica, next != 0, count - 1 <= UInt64.max - next else { return nil }
+      return Dot(replica: replica, counter: next)
     }
 
     /// Adds an edit after the first, of the counters `counters`.
@@ -527,15 +516,16 @@ public struct DocumentTransaction: Sendable {
   @inline(__always)
   private func textRunHolds(_ field: String, of key: EntityKey) -> Bool {
     let entity = Int(textRun.entity)
-    guard entity >= 0, document.entities.holds(key, at: entity) else { return false }
-    let names = document.entities.values[entity].fields.keys
+    guard entity >= 0, runningDocument.entities.holds(key, at: entity) else { return false }
+    let names = runningDocument.entities.values[entity].fields.keys
     let slot = Int(textRun.slot)
     return slot >= 0 && slot < names.count && names[slot] == field
   }
 
-  /// Closes the open ``TextRun``: the runs of its edits after the first join the delta,
-  /// read from the text, and their changes the recorder, as their own would have. Every
-  /// other edit calls this: inlined, the check costs it a compare.
+  /// Closes the open ``TextRun``: the events of its edits after the first are noted in
+  /// the document, their runs join the delta, read from the text, and their changes the
+  /// recorder, as their own would have. Every read or write of ``document`` calls this:
+  /// inlined, the check costs it a compare.
   @inline(__always)
   mutating func closeTextRun() {
     if textRun.laterFrom != 0 {
@@ -551,19 +541,25 @@ public struct DocumentTransaction: Sendable {
     textRun.entity = -1
     let from = textRun.laterFrom
     textRun.laterFrom = 0
+    if let held = textRun.text {
+      runningDocument.entities.values[entity].fields.values[slot] = .text(held)
+      textRun.text = nil
+    }
     let counters = from...(textRun.next &- 1)
-    let key = document.entities.key(at: entity)
-    let field = document.entities.values[entity].fields.keys[slot]
+    let last = Dot(replica: textRun.replica, counter: counters.upperBound)
+    _ = runningDocument.entities.values[entity].noteLocalEvent(last)
+    runningDocument.noteEvent(ofEntityAt: entity, last)
+    runningDocument.context.insert(replica: last.replica, counters: counters)
+    let key = runningDocument.entities.key(at: entity)
+    let field = runningDocument.entities.values[entity].fields.keys[slot]
     var runs = RGADelta()
-    if case .text(let storage) = document.entities.values[entity].fields.values[slot] {
+    if case .text(let storage) = runningDocument.entities.values[entity].fields.values[slot] {
       runs = storage.text.delta(of: textRun.replica, counters: counters)
     }
-    addToDelta(
-      runs, counters: counters, last: Dot(replica: textRun.replica, counter: counters.upperBound),
-      field: field, of: key)
+    addToDelta(runs, counters: counters, last: last, field: field, of: key)
     // The run's first edit noted the entity, so this only sets its visibility after the
     // latest edit: the entity's now, nothing else having happened since.
-    let isVisible = document.entities.values[entity].isVisible
+    let isVisible = runningDocument.entities.values[entity].isVisible
     recorder.noteChange(of: key, wasVisible: isVisible, isVisible: isVisible)
     recorder.noteField(field, of: key, changed: true, text: textRun.changes ?? [])
     textRun.changes = nil
@@ -594,7 +590,7 @@ public struct DocumentTransaction: Sendable {
   /// building it.
   mutating func commit(event dot: Dot, on key: EntityKey, edit: FieldEdit?) {
     closeTextRun()
-    document.apply(event: dot, on: key, field: edit, recording: &recorder)
+    runningDocument.apply(event: dot, on: key, field: edit, recording: &recorder)
     delta.merge(event: dot, on: key, field: edit)
   }
 
@@ -605,7 +601,7 @@ public struct DocumentTransaction: Sendable {
 
   mutating func commit(_ change: DocumentDelta) {
     closeTextRun()
-    document.apply(change, recording: &recorder)
+    runningDocument.apply(change, recording: &recorder)
     delta.merge(change)
   }
 
@@ -617,8 +613,15 @@ public struct DocumentTransaction: Sendable {
   /// The first of `count` consecutive fresh dots, switching to a fresh replica id if the
   /// current one cannot supply them.
   mutating func nextDots(_ count: UInt64) -> Dot {
+    closeTextRun()  // the context lacks the open run's events until then
+    return firstOfFreshDots(count)
+  }
+
+  /// ``nextDots(_:)`` while no run is open: inlined into a text edit, which closed it.
+  @inline(__always)
+  private mutating func firstOfFreshDots(_ count: UInt64) -> Dot {
     while true {
-      if let first = document.context.nextDot(for: replica),
+      if let first = runningDocument.context.nextDot(for: replica),
         count == 0 || first.counter <= UInt64.max - (count - 1)
       {
         return first

@@ -183,7 +183,7 @@ struct UndoSubstitutions: Sendable {
 }
 
 extension DocumentTransaction {
-  func isVisible(_ key: EntityKey) -> Bool {
+  mutating func isVisible(_ key: EntityKey) -> Bool {
     document.entities[key]?.isVisible ?? false
   }
 
@@ -206,7 +206,7 @@ extension DocumentTransaction {
   }
 
   /// The text field `field` of `key`, if it holds text.
-  private func text(_ field: String, of key: EntityKey) -> RGA? {
+  private mutating func text(_ field: String, of key: EntityKey) -> RGA? {
     guard case .text(let text)? = document.entities[key]?.fields[field] else { return nil }
     return text.text
   }

@@ -92,12 +92,14 @@ public struct Replica: Sendable {
     var transaction = DocumentTransaction(
       document: Self.placeholder, replica: id, clock: clock)
     transaction.undoLog = undoLog.take()
-    swap(&transaction.document, &document)
-    transaction.document.ownForestCache()
+    // Swapped as stored: no run of text edits is open before `body` or after
+    // `finishDelta()` (see `DocumentTransaction.document`).
+    swap(&transaction.runningDocument, &document)
+    transaction.runningDocument.ownForestCache()
     body(&transaction)
     // Before the swap: an open run of text edits reads its runs from the document.
     let delta = transaction.finishDelta()
-    swap(&transaction.document, &document)
+    swap(&transaction.runningDocument, &document)
     undoLog = transaction.undoLog.take()
     id = transaction.replica
     clock = transaction.clock
