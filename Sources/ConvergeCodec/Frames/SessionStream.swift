@@ -19,6 +19,12 @@
 /// previous one's. Deltas that are neither one replica's edit of one text field nor such
 /// a list edit travel embedded, as their complete message.
 ///
+/// A self-contained text edit message (``MessageKind/textEditDelta``) is the same
+/// records under an empty state: the target and the author in full, then the runs, with
+/// the predictions carried from record to record inside the message (see
+/// `DocumentDelta+Compact.swift`). One writer (``writeRuns(_:of:_:to:)``) and one reader
+/// (``readRecords(_:from:canonical:)``) serve both.
+///
 /// The shared state is only sound while both sides have seen the same frames in the same
 /// order. Every frame's checksum covers its sequence number, which is not on the wire, so
 /// a lost, duplicated, reordered or damaged frame fails to decode, with a typed error and
@@ -193,8 +199,9 @@ extension SessionStream {
   }
 
   /// Writes one replica's runs of the field `field` of `key` (a text's, or a list's
-  /// slots), with the target and author records they need first.
-  private mutating func writeRuns(
+  /// slots), with the target and author records they need first: a frame's records, or,
+  /// from an empty stream, a text edit message's body.
+  mutating func writeRuns(
     _ runs: RGADelta, of key: EntityKey, _ field: String, to body: inout ByteWriter
   ) {
     if target?.key != key || target?.field != field {
