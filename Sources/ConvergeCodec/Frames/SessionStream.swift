@@ -331,13 +331,20 @@ extension SessionStream {
     }
   }
 
+  /// Entries a dictionary is searched through in order before it is hashed: a stream
+  /// names a few replicas, keys and fields, and a message one of each or two.
+  static let linearLookupLimit = 8
+
   /// Writes a dictionary reference: `0` and the value in full (kept when there is room),
   /// or the value's position plus one.
   private func writeReference<Value: Hashable>(
     _ value: Value, in table: inout [Value], index: inout [Value: Int],
     to body: inout ByteWriter, literal: (Value, inout ByteWriter) -> Void
   ) {
-    if let position = index[value] {
+    // The hash table is built only once the dictionary outgrows a search in order.
+    let position =
+      table.count <= Self.linearLookupLimit ? table.firstIndex(of: value) : index[value]
+    if let position {
       body.writeVarUInt(position + 1)
       return
     }
@@ -345,8 +352,14 @@ extension SessionStream {
     let start = body.count
     literal(value, &body)
     if table.count < Self.dictionaryLimit && body.count - start <= Self.storedNameLimit + 8 {
-      index[value] = table.count
       table.append(value)
+      if table.count > Self.linearLookupLimit {
+        if index.isEmpty {
+          for (position, entry) in table.enumerated() { index[entry] = position }
+        } else {
+          index[value] = table.count - 1
+        }
+      }
     }
   }
 
