@@ -113,110 +113,31 @@ extension SessionStream {
 
   /// Reads a frame's records into the delta they carry.
   private mutating func readBody(_ reader: inout ByteReader) throws -> DocumentDelta {
-    let tag = try reader.readUInt8()
+    var tag = try reader.readUInt8()
     if tag == RecordType.embedded.rawValue {
       let message = try reader.readLengthPrefixedBytes()
       try reader.expectEnd()
       return try DocumentDelta(decoding: message)
     }
-    let records = try readRecords(tag, from: &reader, canonical: false)
-    // In the order written, which is the sender's: the frame reproduces its delta exactly.
-    var runs = RGADelta()
-    runs.inserts = records.inserts
-    runs.deletes = records.deletes
-    guard !runs.hasRunsSharingCounters else {
-      throw ConvergeDecodingError.invalidValue(
-        offset: reader.offset, reason: "runs that share a counter")
-    }
-    if let listItem = records.listItem {
-      let edit = DocumentDelta.ListEdit(
-        key: records.key, field: records.field, runs: runs, value: listItem.value,
-        timestamp: listItem.timestamp)
-      // One insert run, so the runs have one author and at least one dot.
-      guard let delta = DocumentDelta.listEdit(edit) else {
-        throw ConvergeDecodingError.invalidValue(offset: reader.offset, reason: "list edit")
-      }
-      return delta
-    }
-    // The same form of a text edit as the transaction and the text edit decoder make.
-    guard let delta = DocumentDelta.textEdit(runs, field: records.field, of: records.key)
-    else {
-      throw ConvergeDecodingError.invalidValue(offset: reader.offset, reason: "frame without runs")
-    }
-    return delta
-  }
-
-  /// What a sequence of records carries: the runs of one field, and a list edit's item.
-  struct Records {
-    var key: EntityKey
-    var field: String
     var inserts: [RGADelta.Insert] = []
     var deletes: [RGADelta.Delete] = []
     var listItem: (value: FieldValue, timestamp: Timestamp)?
-  }
-
-  /// Reads the records of a frame's body, or of a text edit message's body (from an
-  /// empty stream), the first of whose tags, `tag`, is read already, to the end of
-  /// `reader`.
-  ///
-  /// `canonical` reads a message, which has exactly one encoding: its target record
-  /// first, its author record second, then at least one run, in counter order, joined
-  /// as ``RGADelta/canonicalRuns()`` joins them, with every field the state predicts
-  /// left out and every name the state holds referred to, and no list item record.
-  /// A frame is only checked for what it means.
-  mutating func readRecords(_ tag: UInt8, from reader: inout ByteReader, canonical: Bool)
-    throws -> Records
-  {
-    var tag = tag
-    var inserts: [RGADelta.Insert] = []
-    var deletes: [RGADelta.Delete] = []
-    var listItem: (value: FieldValue, timestamp: Timestamp)?
-    var recordIndex = 0
-    // In a message: whether the previous record was an insert run (a delete run), which
-    // the next one of its kind must not continue.
-    var previousIsInsert = false
     while true {
       let offset = reader.offset - 1
-      let noRunsYet = inserts.isEmpty && deletes.isEmpty
       switch RecordType(rawValue: tag & 0x07) {
-      case .target
-      where noRunsYet && tag == RecordType.target.rawValue && (!canonical || recordIndex == 0):
-        let key = try readReference(in: &keys, from: &reader, canonical: canonical) { reader in
+      case .target where inserts.isEmpty && deletes.isEmpty && tag == RecordType.target.rawValue:
+        let key = try readReference(in: &keys, from: &reader) { reader in
           EntityKey(type: try reader.readString(), id: try reader.readString())
         }
-        let field = try readReference(in: &fields, from: &reader, canonical: canonical) {
-          try $0.readString()
-        }
+        let field = try readReference(in: &fields, from: &reader) { try $0.readString() }
         target = (key, field)
-      case .author
-      where noRunsYet && tag == RecordType.author.rawValue && (!canonical || recordIndex == 1):
-        noteAuthor(try readReplica(from: &reader, canonical: canonical))
+      case .author where inserts.isEmpty && deletes.isEmpty && tag == RecordType.author.rawValue:
+        noteAuthor(try readReplica(from: &reader))
       case .insert, .insertWithRightOrigin:
-        let continuing =
-          canonical && previousIsInsert && tag & 0x78 == 0x18
-          && tag & 0x07 == RecordType.insert.rawValue
-        if continuing {
-          // Counter, Lamport number, origin and right origin all predicted: the run
-          // continues the previous one, which the message joins with it.
-          throw ConvergeDecodingError.invalidValue(
-            offset: offset, reason: "insert run that continues the previous one")
-        }
-        inserts.append(try readInsert(tag, at: offset, from: &reader, canonical: canonical))
-        previousIsInsert = true
+        inserts.append(try readInsert(tag, at: offset, from: &reader))
       case .delete:
-        let delete = try readDelete(tag, at: offset, from: &reader, canonical: canonical)
-        if canonical {
-          if let last = deletes.last, TextWire.canExtend(last, with: delete) {
-            throw ConvergeDecodingError.invalidValue(
-              offset: offset, reason: "delete run that continues the previous one")
-          }
-          guard delete.count <= TextWire.maximumDeleteRun else {
-            throw ConvergeDecodingError.invalidValue(offset: offset, reason: "delete run too long")
-          }
-        }
-        deletes.append(delete)
-        previousIsInsert = false
-      case .listItem where !canonical && tag == RecordType.listItem.rawValue:
+        deletes.append(try readDelete(tag, at: offset, from: &reader))
+      case .listItem where tag == RecordType.listItem.rawValue:
         // After the one slot it places (and the one it frees), and last.
         guard inserts.count == 1, inserts[0].length == 1, deletes.count <= 1,
           deletes.allSatisfy({ $0.count == 1 })
@@ -236,7 +157,6 @@ extension SessionStream {
         throw ConvergeDecodingError.invalidValue(
           offset: offset, reason: "unknown or misplaced record")
       }
-      recordIndex += 1
       if reader.isAtEnd { break }
       tag = try reader.readUInt8()
     }
@@ -244,17 +164,36 @@ extension SessionStream {
       throw ConvergeDecodingError.invalidValue(
         offset: reader.offset, reason: "runs without a text field")
     }
-    return Records(
-      key: target.key, field: target.field, inserts: inserts, deletes: deletes,
-      listItem: listItem)
+    // In the order written, which is the sender's: the frame reproduces its delta exactly.
+    var runs = RGADelta()
+    runs.inserts = inserts
+    runs.deletes = deletes
+    guard !runs.hasRunsSharingCounters else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: reader.offset, reason: "runs that share a counter")
+    }
+    if let listItem {
+      let edit = DocumentDelta.ListEdit(
+        key: target.key, field: target.field, runs: runs, value: listItem.value,
+        timestamp: listItem.timestamp)
+      // One insert run, so the runs have one author and at least one dot.
+      guard let delta = DocumentDelta.listEdit(edit) else {
+        throw ConvergeDecodingError.invalidValue(offset: reader.offset, reason: "list edit")
+      }
+      return delta
+    }
+    // The same form of a text edit as the transaction and the text edit decoder make.
+    guard let delta = DocumentDelta.textEdit(runs, field: target.field, of: target.key) else {
+      throw ConvergeDecodingError.invalidValue(offset: reader.offset, reason: "frame without runs")
+    }
+    return delta
   }
 
-  private mutating func readInsert(
-    _ tag: UInt8, at offset: Int, from reader: inout ByteReader, canonical: Bool
-  ) throws -> RGADelta.Insert {
+  private mutating func readInsert(_ tag: UInt8, at offset: Int, from reader: inout ByteReader)
+    throws -> RGADelta.Insert
+  {
     let author = try Self.required(self.author, at: offset, reason: "run before its author")
-    let counter = try readCounter(
-      predicted: tag & 0x08 != 0, at: offset, from: &reader, canonical: canonical)
+    let counter = try readCounter(predicted: tag & 0x08 != 0, at: offset, from: &reader)
     var length = 1
     if tag & 0x80 == 0 {
       let lengthOffset = reader.offset
@@ -267,14 +206,7 @@ extension SessionStream {
     let step = UInt64(length)
     let lamportOffset = reader.offset
     var lamport = nextLamport
-    if tag & 0x10 == 0 {
-      let difference = try reader.readVarInt()
-      guard !canonical || difference != 0 else {
-        throw ConvergeDecodingError.invalidValue(
-          offset: lamportOffset, reason: "Lamport number that is the predicted one")
-      }
-      lamport = nextLamport &+ UInt64(bitPattern: difference)
-    }
+    if tag & 0x10 == 0 { lamport = nextLamport &+ UInt64(bitPattern: try reader.readVarInt()) }
     let (lamportEnd, lamportOverflow) = lamport.addingReportingOverflow(step)
     guard !lamportOverflow, lamportEnd <= RGA.lamportLimit else {
       throw ConvergeDecodingError.invalidValue(
@@ -295,20 +227,12 @@ extension SessionStream {
       }
       origin = Dot(replica: author, counter: counter - 1 - distance)
     default:
-      let replica = try readReplica(from: &reader, canonical: canonical)
+      let replica = try readReplica(from: &reader)
       let originCounter = try reader.readVarUInt()
       guard originCounter > 0 else {
         throw ConvergeDecodingError.invalidValue(offset: originOffset, reason: "counter 0")
       }
-      guard !canonical || replica != author || originCounter >= counter else {
-        throw ConvergeDecodingError.invalidValue(
-          offset: originOffset, reason: "explicit origin that has a shorter form")
-      }
       origin = Dot(replica: replica, counter: originCounter)
-    }
-    if canonical, tag & 0x60 != 0, let origin, origin == lastInserted {
-      throw ConvergeDecodingError.invalidValue(
-        offset: originOffset, reason: "origin that is the predicted one")
     }
     if let origin, origin.replica == author, origin.counter >= counter, origin.counter < end {
       throw ConvergeDecodingError.invalidValue(
@@ -320,9 +244,7 @@ extension SessionStream {
       rightOrigin = try TextWire.readRightOrigin(
         from: &reader, origin: origin, replica: author, counter: counter, end: end
       ) { reader in
-        Dot(
-          replica: try readReplica(from: &reader, canonical: canonical),
-          counter: try reader.readVarUInt())
+        Dot(replica: try readReplica(from: &reader), counter: try reader.readVarUInt())
       }
       guard rightOrigin != lastRightOrigin else {
         throw ConvergeDecodingError.invalidValue(
@@ -341,12 +263,11 @@ extension SessionStream {
       id: id, lamport: lamport, origin: origin, rightOrigin: rightOrigin, scalars: scalars)
   }
 
-  private mutating func readDelete(
-    _ tag: UInt8, at offset: Int, from reader: inout ByteReader, canonical: Bool
-  ) throws -> RGADelta.Delete {
+  private mutating func readDelete(_ tag: UInt8, at offset: Int, from reader: inout ByteReader)
+    throws -> RGADelta.Delete
+  {
     let author = try Self.required(self.author, at: offset, reason: "run before its author")
-    let counter = try readCounter(
-      predicted: tag & 0x08 != 0, at: offset, from: &reader, canonical: canonical)
+    let counter = try readCounter(predicted: tag & 0x08 != 0, at: offset, from: &reader)
     var count: UInt64 = 1
     if tag & 0x40 == 0 {
       let countOffset = reader.offset
@@ -367,19 +288,10 @@ extension SessionStream {
     case 1:
       let predicted = try Self.required(
         predictedDeleteTarget, at: offset, reason: "no predicted target")
-      let difference = try reader.readVarInt()
-      guard !canonical || difference != 0 else {
-        throw ConvergeDecodingError.invalidValue(
-          offset: targetOffset, reason: "delete target that is the predicted one")
-      }
-      let counter = predicted.counter &+ UInt64(bitPattern: difference)
+      let counter = predicted.counter &+ UInt64(bitPattern: try reader.readVarInt())
       target = Dot(replica: predicted.replica, counter: counter)
     case 2:
-      let replica = try readReplica(from: &reader, canonical: canonical)
-      guard !canonical || replica != predictedDeleteTarget?.replica else {
-        throw ConvergeDecodingError.invalidValue(
-          offset: targetOffset, reason: "delete target that has a shorter form")
-      }
+      let replica = try readReplica(from: &reader)
       target = Dot(replica: replica, counter: try reader.readVarUInt())
     default:
       throw ConvergeDecodingError.invalidValue(offset: offset, reason: "unknown target mode")
@@ -394,12 +306,9 @@ extension SessionStream {
     return delete
   }
 
-  /// A run's first counter. In a message (`canonical`) runs come in counter order, each
-  /// after the last counter of the one before, and a counter is written only when it is
-  /// not the predicted one.
-  private func readCounter(
-    predicted: Bool, at offset: Int, from reader: inout ByteReader, canonical: Bool
-  ) throws -> UInt64 {
+  private func readCounter(predicted: Bool, at offset: Int, from reader: inout ByteReader)
+    throws -> UInt64
+  {
     if predicted {
       return try Self.required(nextCounter, at: offset, reason: "no predicted counter")
     }
@@ -407,11 +316,6 @@ extension SessionStream {
     let counter = try reader.readVarUInt()
     guard counter > 0 else {
       throw ConvergeDecodingError.invalidValue(offset: counterOffset, reason: "counter 0")
-    }
-    if canonical, let nextCounter, counter <= nextCounter {
-      throw ConvergeDecodingError.invalidValue(
-        offset: counterOffset,
-        reason: counter == nextCounter ? "counter that is the predicted one" : "runs out of order")
     }
     return counter
   }
@@ -428,18 +332,13 @@ extension SessionStream {
     return value
   }
 
-  private mutating func readReplica(from reader: inout ByteReader, canonical: Bool) throws
-    -> ReplicaID
-  {
-    try readReference(in: &replicas, from: &reader, canonical: canonical) {
-      ReplicaID(rawValue: try $0.readUInt64())
-    }
+  private mutating func readReplica(from reader: inout ByteReader) throws -> ReplicaID {
+    try readReference(in: &replicas, from: &reader) { ReplicaID(rawValue: try $0.readUInt64()) }
   }
 
-  /// Reads a dictionary reference written by `writeReference`; in a message
-  /// (`canonical`), a value in full must be one the dictionary does not hold.
-  private func readReference<Value: Equatable>(
-    in table: inout [Value], from reader: inout ByteReader, canonical: Bool,
+  /// Reads a dictionary reference written by `writeReference`.
+  private func readReference<Value>(
+    in table: inout [Value], from reader: inout ByteReader,
     literal: (inout ByteReader) throws -> Value
   ) throws -> Value {
     let offset = reader.offset
@@ -452,11 +351,6 @@ extension SessionStream {
     }
     let start = reader.offset
     let value = try literal(&reader)
-    // At most `dictionaryLimit` entries, so a message's check is bounded.
-    if canonical && table.contains(value) {
-      throw ConvergeDecodingError.invalidValue(
-        offset: offset, reason: "value in full that has a reference")
-    }
     if table.count < Self.dictionaryLimit && reader.offset - start <= Self.storedNameLimit + 8 {
       table.append(value)
     }

@@ -19,12 +19,6 @@
 /// previous one's. Deltas that are neither one replica's edit of one text field nor such
 /// a list edit travel embedded, as their complete message.
 ///
-/// A self-contained text edit message (``MessageKind/textEditDelta``) is the same
-/// records under an empty state: the target and the author in full, then the runs, with
-/// the predictions carried from record to record inside the message (see
-/// `DocumentDelta+Compact.swift`). One writer (``writeRuns(_:of:_:to:)``) and one reader
-/// (``readRecords(_:from:canonical:)``) serve both.
-///
 /// The shared state is only sound while both sides have seen the same frames in the same
 /// order. Every frame's checksum covers its sequence number, which is not on the wire, so
 /// a lost, duplicated, reordered or damaged frame fails to decode, with a typed error and
@@ -199,9 +193,8 @@ extension SessionStream {
   }
 
   /// Writes one replica's runs of the field `field` of `key` (a text's, or a list's
-  /// slots), with the target and author records they need first: a frame's records, or,
-  /// from an empty stream, a text edit message's body.
-  mutating func writeRuns(
+  /// slots), with the target and author records they need first.
+  private mutating func writeRuns(
     _ runs: RGADelta, of key: EntityKey, _ field: String, to body: inout ByteWriter
   ) {
     if target?.key != key || target?.field != field {
@@ -331,20 +324,13 @@ extension SessionStream {
     }
   }
 
-  /// Entries a dictionary is searched through in order before it is hashed: a stream
-  /// names a few replicas, keys and fields, and a message one of each or two.
-  static let linearLookupLimit = 8
-
   /// Writes a dictionary reference: `0` and the value in full (kept when there is room),
   /// or the value's position plus one.
   private func writeReference<Value: Hashable>(
     _ value: Value, in table: inout [Value], index: inout [Value: Int],
     to body: inout ByteWriter, literal: (Value, inout ByteWriter) -> Void
   ) {
-    // The hash table is built only once the dictionary outgrows a search in order.
-    let position =
-      table.count <= Self.linearLookupLimit ? table.firstIndex(of: value) : index[value]
-    if let position {
+    if let position = index[value] {
       body.writeVarUInt(position + 1)
       return
     }
@@ -352,14 +338,8 @@ extension SessionStream {
     let start = body.count
     literal(value, &body)
     if table.count < Self.dictionaryLimit && body.count - start <= Self.storedNameLimit + 8 {
+      index[value] = table.count
       table.append(value)
-      if table.count > Self.linearLookupLimit {
-        if index.isEmpty {
-          for (position, entry) in table.enumerated() { index[entry] = position }
-        } else {
-          index[value] = table.count - 1
-        }
-      }
     }
   }
 
