@@ -10,7 +10,7 @@
 public struct DocumentTransaction: Sendable {
   /// The document as the transaction has left it so far.
   ///
-  /// Read and written through here, an open run of text edits (see ``TextRun``) is
+  /// Read and written through here, an open run of text edits (`TextRun`) is
   /// closed first, so every reader sees each edit whole, its event noted in the context,
   /// the event index and the entity's presence.
   public internal(set) var document: Document {
