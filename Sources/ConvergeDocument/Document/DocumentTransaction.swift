@@ -269,6 +269,7 @@ public struct DocumentTransaction: Sendable {
       field: field, of: key, dotCount: { clamped($0).count }, undo: .restoreDeleted,
       edit: delete)
   }
+
   /// Replaces the scalars in `range` with `string`: a delete, then an insert at
   /// `range.lowerBound`.
   ///
@@ -401,7 +402,7 @@ public struct DocumentTransaction: Sendable {
     runningDocument.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = runningDocument.entities.values[entity].noteLocalEvent(last)
     runningDocument.noteEvent(ofEntityAt: entity, last)
-    let counters = first.counter...(first.counter + dotCount - 1)
+    let counters = first.counter...last.counter
     runningDocument.context.insert(replica: first.replica, counters: counters)
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
     recorder.noteSingleTextEdit(
@@ -415,6 +416,7 @@ public struct DocumentTransaction: Sendable {
     }
     return first
   }
+
   /// Records how an ``UndoHistory`` takes back a text edit whose dots are `first`
   /// through `last` (`count` of them): by deleting the items it inserted (typing that
   /// continues the previous insert joins its action) or by restoring `deletes`.
