@@ -179,11 +179,12 @@ public struct DocumentTransaction: Sendable {
   ) {
     // The string's UTF-8 as it is, walked once for the scalars and their UTF-16 length
     // (counting either view on its own walks the string again, and the UTF-16 count of
-    // a non-ASCII string allocates an index cache on it) and copied by the text. Typing
-    // on in the open run's field (see `TextRun`) only counts it: its runs are read from
-    // the text when the run closes; any other edit decodes it as it counts.
+    // a non-ASCII string allocates an index cache on it) and copied by the text. While a
+    // run is open (see `TextRun`) it is only counted: typing on, its runs are read from
+    // the text when the run closes; an edit the run does not take (another field)
+    // decodes it then, a second walk. Which field the run is of, `editText` asks once.
     var string = string
-    let continuesRun = textRunHolds(field, of: key)
+    let continuesRun = textRun.entity >= 0
     string.withUTF8 { utf8 in
       var scalars: [Unicode.Scalar] = []
       let scalarCount: Int
@@ -205,7 +206,8 @@ public struct DocumentTransaction: Sendable {
             utf8: utf8, length: scalarCount, utf16: utf16Count, at: start, firstDot: firstDot)
           return (RGADelta(), change)
         }
-        // Counted only, if the run did not take the edit after all (its counters ran out).
+        // Counted only, if the run did not take the edit after all (another field, or
+        // its counters ran out).
         let delta = text.insert(
           continuesRun ? UTF8Scalars.decode(valid: utf8).scalars : scalars,
           content: (utf8, utf16Count), at: start, firstDot: firstDot)
