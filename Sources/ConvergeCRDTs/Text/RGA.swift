@@ -244,31 +244,32 @@ public struct RGA: Sendable {
 
   /// Delete targets not integrated yet, per target replica (in ``lookups``).
   package var unresolvedDeletes: UnresolvedDeletes {
-    get { lookups.read { $0.pointee.unresolvedDeletes } ?? UnresolvedDeletes() }
-    _modify {
-      var deletes = lookups.take(\.unresolvedDeletes, empty: UnresolvedDeletes())
-      defer { putBack(deletes, at: \.unresolvedDeletes, isEmpty: deletes.isEmpty) }
-      yield &deletes
-    }
+    get { self[lookup: \.unresolvedDeletes] }
+    _modify { yield &self[lookup: \.unresolvedDeletes] }
   }
 
   /// Inserts waiting for their origin, without overlaps, indexed by id and by origin (in
   /// ``lookups``).
   package var pendingInserts: PendingBuffer {
-    get { lookups.read { $0.pointee.pendingInserts } ?? PendingBuffer() }
-    _modify {
-      var inserts = lookups.take(\.pendingInserts, empty: PendingBuffer())
-      defer { putBack(inserts, at: \.pendingInserts, isEmpty: inserts.isEmpty) }
-      yield &inserts
-    }
+    get { self[lookup: \.pendingInserts] }
+    _modify { yield &self[lookup: \.pendingInserts] }
   }
 
-  /// Puts a part taken out of ``lookups`` back, making their box only if it is not empty.
-  private mutating func putBack<Part>(
-    _ part: Part, at path: WritableKeyPath<Lookups, Part>, isEmpty: Bool
-  ) {
-    guard !isEmpty || !lookups.isEmpty else { return }
-    lookups.update(creating: Lookups.init) { $0[keyPath: path] = part }
+  /// The part of ``lookups`` at `path`, empty while there are none. A change takes the
+  /// part out, so that it is edited in place and held alone, then puts it back, making
+  /// the lookups' box only if the part is not empty.
+  @inline(__always)
+  private subscript<Part: LookupsPart>(lookup path: WritableKeyPath<Lookups, Part>) -> Part {
+    get { lookups.read { $0.pointee[keyPath: path] } ?? Part() }
+    _modify {
+      var part = lookups.take(path, empty: Part())
+      defer {
+        if !part.isEmpty || !lookups.isEmpty {
+          lookups.update(creating: Lookups.init) { $0[keyPath: path] = part }
+        }
+      }
+      yield &part
+    }
   }
 
   /// A copy of the id index (empty while there is none), for walks; lookups read it in
@@ -332,14 +333,7 @@ public struct RGA: Sendable {
     // The runs' UTF-8 copied straight into the string's storage, which checks it again.
     return content.withUnsafeBufferPointer { content in
       String(unsafeUninitializedCapacity: utf8Count) { buffer in
-        var written = 0
-        forEachVisibleRange(upTo: length) { range in
-          guard range.count <= buffer.count - written else { return }
-          let target = UnsafeMutableBufferPointer(rebasing: buffer[written..<written + range.count])
-          written += target.initialize(
-            fromContentsOf: UnsafeBufferPointer(rebasing: content[range]))
-        }
-        return written
+        copyVisibleContent(upTo: length, from: content, into: buffer)
       }
     }
   }
@@ -363,17 +357,26 @@ public struct RGA: Sendable {
         return String(copying: UTF8Span(unchecked: bytes.span, isKnownASCII: ascii))
       }
       return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: utf8Count) { buffer in
-        var written = 0
-        forEachVisibleRange(upTo: scalars) { range in
-          guard range.count <= buffer.count - written else { return }
-          let target = UnsafeMutableBufferPointer(rebasing: buffer[written..<written + range.count])
-          written += target.initialize(
-            fromContentsOf: UnsafeBufferPointer(rebasing: content[range]))
-        }
+        let written = copyVisibleContent(upTo: scalars, from: content, into: buffer)
         let bytes = UnsafeBufferPointer(rebasing: buffer[..<written])
         return String(copying: UTF8Span(unchecked: bytes.span, isKnownASCII: ascii))
       }
     }
+  }
+
+  /// Copies the UTF-8 of the first `length` visible scalars (`content`'s bytes, run by
+  /// run) to the start of `buffer`, as much as fits; returns how many bytes it wrote.
+  private func copyVisibleContent(
+    upTo length: Int, from content: UnsafeBufferPointer<UInt8>,
+    into buffer: UnsafeMutableBufferPointer<UInt8>
+  ) -> Int {
+    var written = 0
+    forEachVisibleRange(upTo: length) { range in
+      guard range.count <= buffer.count - written else { return }
+      let target = UnsafeMutableBufferPointer(rebasing: buffer[written..<written + range.count])
+      written += target.initialize(fromContentsOf: UnsafeBufferPointer(rebasing: content[range]))
+    }
+    return written
   }
 
   /// Calls `body` with the visible scalars in order, the first `length` of them; `length`
@@ -415,6 +418,16 @@ public struct RGA: Sendable {
     return overflow ? .max : sum
   }
 }
+
+/// A part of `RGA.Lookups` that reads as empty while a text has no lookups: what the
+/// text's `lookup` subscript takes out for a change and puts back.
+private protocol LookupsPart {
+  init()
+  var isEmpty: Bool { get }
+}
+
+extension PendingBuffer: LookupsPart {}
+extension UnresolvedDeletes: LookupsPart {}
 
 /// A (replica, counters) range of items, `lower..<upper`; ordered by replica, then
 /// lower bound.
