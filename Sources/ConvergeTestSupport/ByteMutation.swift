@@ -52,6 +52,7 @@ public func reencodeMessage(_ bytes: [UInt8]) throws -> [UInt8]? {
   case .documentState: try Document(decoding: bytes).encoded()
   case .legacyDocumentState: try Document(decoding: bytes).legacyEncoded()
   case .documentDelta, .textEditDelta: try DocumentDelta(decoding: bytes).encoded()
+  case .legacyTextEditDelta: try DocumentDelta(decoding: bytes).legacyEncoded()
   case .syncMessage: nil
   }
 }

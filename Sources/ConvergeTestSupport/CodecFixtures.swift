@@ -12,7 +12,8 @@ import Converge
 /// `converge fixtures --write DIR` writes ``files`` (after a deliberate format change: a
 /// new format version, never an edit of an earlier one); the codec's tests check that the
 /// committed files equal what this build encodes and decode to the scenarios' values.
-/// Version 1 files and the legacy document states are read, never written.
+/// Version 1 files, the legacy document states and the text edit of the earlier form
+/// (`text-edit-delta-v2.bin`) are read, never written.
 package enum CodecFixtures {
   package static let versionVector = VersionVector([
     ReplicaID(rawValue: 0x0123_4567_89AB_CDEF): 42,
@@ -39,7 +40,7 @@ package enum CodecFixtures {
       ("causal-context-v2.bin", causalContext.encoded()),
       ("document-v2.bin", DocumentFixtureScenario.document.encoded()),
       ("document-delta-v2.bin", DocumentFixtureScenario.delta.encoded()),
-      ("text-edit-delta-v2.bin", TextEditFixtureScenario.edit.encoded()),
+      ("text-edit-records-v2.bin", TextEditFixtureScenario.edit.encoded()),
       ("text-state-v2.bin", TextStateFixtureScenario.document.encoded()),
       ("text-coded-v2.bin", CodedTextFixture.document.encoded()),
       ("library-v2.bin", LibraryFixture.document.encoded()),
@@ -166,8 +167,9 @@ package enum TextStateFixtureScenario {
   }()
 }
 
-/// The scenario behind `text-edit-delta-v2.bin`: the phone types "Buy milk" into a note;
-/// the laptop, having received it, replaces "Buy " with "oat " in one transaction. That
+/// The scenario behind `text-edit-records-v2.bin` (and `text-edit-delta-v2.bin`, its
+/// earlier form): the phone types "Buy milk" into a note; the laptop, having received
+/// it, replaces "Buy " with "oat " in one transaction. That
 /// live edit (inserts and deletes of one replica in one text field, with an origin and
 /// targets of the other replica) has the compact text edit form.
 package enum TextEditFixtureScenario {

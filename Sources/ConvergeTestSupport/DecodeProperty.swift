@@ -116,14 +116,24 @@ public enum DecodeProperty {
       let legacy = try Envelope.open(bytes).kind == .legacyDocumentState
       return legacy ? document.legacyEncoded() : document.encoded()
     }
+    // A text edit of the earlier form is read, never written, but its decoder must be as
+    // strict.
+    let legacyEdit = (try? Envelope.open(bytes).kind) == .legacyTextEditDelta
     try expectCanonical("delta", bytes) { bytes in
       let delta = try DocumentDelta(decoding: bytes)
       var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
       replica.apply(delta)
       _ = replica.encodedState()
-      return delta.encoded()
+      return legacyEdit ? delta.legacyEncoded() : delta.encoded()
     }
-    try expectCanonical("sync message", bytes) { try SyncMessage(decoding: $0).encoded() }
+    try expectCanonical("sync message", bytes) { bytes in
+      let message = try SyncMessage(decoding: bytes)
+      // A live push of the earlier form: its delta alone.
+      if legacyEdit, message.context == nil, let delta = message.delta {
+        return delta.legacyEncoded()
+      }
+      return message.encoded()
+    }
     do {
       _ = try MessageSummary(decoding: bytes)
     } catch is ConvergeDecodingError {

@@ -88,6 +88,16 @@ import Testing
     }
   }
 
+  /// A text edit of the earlier form (message kind 6): read, never written.
+  @Test func legacyTextEditStillDecodes() throws {
+    let bytes = try load("text-edit-delta-v2.bin")
+    #expect(try Envelope.open(bytes).kind == .legacyTextEditDelta)
+    let delta = try DocumentDelta(decoding: bytes)
+    #expect(delta == TextEditFixtureScenario.edit)
+    #expect(delta.legacyEncoded() == bytes)
+    #expect(try Envelope.open(delta.encoded()).kind == .textEditDelta)
+  }
+
   @Test func fixturesMatchTheirGenerators() throws {
     for (name, bytes) in CodecFixtures.files {
       #expect(try load(name) == bytes, "\(name) differs from what this build encodes")

@@ -105,14 +105,14 @@ import Testing
     var encoder = SessionStream(streamID: 7)
     var decoder = SessionStream()
     _ = try decoder.decode(encoder.encode(created.delta)[...])
-    let before = encoder.lastTimestamp
+    let before = encoder.records.lastTimestamp
     // The target and author are known: the frame holds the insert, the delete, the item.
     let frame = encoder.encode(moved.delta)
     #expect(!(try Self.isEmbedded(frame)))
     var item = ByteWriter()
     item.writeUInt8(SessionStream.RecordType.listItem.rawValue)
     FieldValue.string("A").write(to: &item)
-    item.writeVarInt(Int64(truncatingIfNeeded: encoder.lastTimestamp &- before))
+    item.writeVarInt(Int64(truncatingIfNeeded: encoder.records.lastTimestamp &- before))
     let header = try SessionStream.header(of: frame[...])
     let body = Array(frame[(frame.count - 4 - header.bodyLength)..<(frame.count - 4)])
     try #require(Array(body.suffix(item.count)) == item.bytes)

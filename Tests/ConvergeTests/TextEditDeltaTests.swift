@@ -12,11 +12,27 @@ import Testing
   }
 
   @Test func fixtureDecodesAppliesAndReencodesExactly() throws {
-    let bytes = try load("text-edit-delta-v2.bin")
+    let bytes = try load("text-edit-records-v2.bin")
     #expect(bytes[5] == MessageKind.textEditDelta.rawValue)
     let delta = try DocumentDelta(decoding: bytes)
     #expect(delta == TextEditFixtureScenario.edit)
     #expect(delta.encoded() == bytes)
+    var document = TextEditFixtureScenario.base
+    document.apply(delta)
+    #expect(document.text(of: "body", in: TextEditFixtureScenario.note) == "oat milk")
+  }
+
+  /// The same edit in the earlier form (kind 6), which a store's log or a relay's rows
+  /// may still hold: read by its own decoder into the same delta, never written again.
+  @Test func theEarlierFormStillDecodes() throws {
+    let bytes = try load("text-edit-delta-v2.bin")
+    #expect(bytes[5] == MessageKind.legacyTextEditDelta.rawValue)
+    let delta = try DocumentDelta(decoding: bytes)
+    #expect(delta == TextEditFixtureScenario.edit)
+    #expect(delta.storedTextEdit != nil)
+    #expect(delta.legacyEncoded() == bytes)
+    #expect(delta.encoded() == (try load("text-edit-records-v2.bin")))
+    #expect(try SyncMessage(decoding: bytes).delta == delta)
     var document = TextEditFixtureScenario.base
     document.apply(delta)
     #expect(document.text(of: "body", in: TextEditFixtureScenario.note) == "oat milk")
@@ -39,9 +55,10 @@ import Testing
       }
       let bytes = typed.delta.encoded()
       #expect(bytes[5] == MessageKind.textEditDelta.rawValue)
-      // Envelope 11, table 9, key 6, field name 5, runs (with the right origin) and
-      // content 13.
-      #expect(bytes.count == 44, "\(bytes.count) bytes")
+      // Envelope 11; target record 16 (tag, the key and the field name in full); author
+      // record 10 (tag, the replica in full); insert record 5 (tag, counter, Lamport
+      // difference, origin distance, the scalar; its right origin predicted: the end).
+      #expect(bytes.count == 42, "\(bytes.count) bytes")
       #expect(try DocumentDelta(decoding: bytes) == typed.delta)
       #expect(try DocumentDelta(decoding: Data(bytes)) == typed.delta)
       try laptop.apply(encodedDelta: bytes)
@@ -96,7 +113,8 @@ import Testing
     let note = EntityKey(type: "n", id: "1")
     var replica = Replica(id: ReplicaID(rawValue: 1), wallClock: .fixed(0))
     let delta = replica.transact { $0.insertText("a", at: 0, in: "b", of: note) }.delta
-    let compact = delta.encoded()
+    // The earlier form's body has the general form's parts.
+    let compact = delta.legacyEncoded()
     let body = Array(try Envelope.open(compact).body)
     // Compact body: table (9 bytes), key (4), name (2), text.
     let table = body[0..<9]
@@ -113,14 +131,81 @@ import Testing
     var damaged = body
     damaged[9] = 0x7F
     #expect(throws: ConvergeDecodingError.self) {
-      try DocumentDelta(decoding: Envelope.seal(kind: .textEditDelta, body: damaged))
+      try DocumentDelta(decoding: Envelope.seal(kind: .legacyTextEditDelta, body: damaged))
     }
+    // So is a text edit message with a damaged key length.
+    var records = Array(try Envelope.open(delta.encoded()).body)
+    #expect(records[0] == 2 && records[1] == 0)  // a target record, the key in full
+    records[2] = 0x7F
+    #expect(throws: ConvergeDecodingError.self) {
+      try DocumentDelta(decoding: Envelope.seal(kind: .textEditDelta, body: records))
+    }
+  }
+
+  /// A text edit message has one encoding: the records a frame would accept, written
+  /// another way than the encoder writes them, are refused.
+  @Test func recordsWrittenAnotherWayAreRefused() throws {
+    let bytes = try load("text-edit-records-v2.bin")
+    let body = Array(try Envelope.open(bytes).body)
+    let deleteAt = body.count - 4
+    // The delete record: tag, count 4, replica reference 2 (0xA1), counter 2.
+    #expect(Array(body[deleteAt...]) == [0x29, 0x04, 0x02, 0x02])
+    let head = Array(body[..<deleteAt])
+    let variants: [(String, [UInt8])] = [
+      // The delete dot written out although it is the predicted one (5).
+      ("a stated predicted counter", head + [0x21, 0x05, 0x04, 0x02, 0x02]),
+      // 0xA1 in full although the dictionary holds it.
+      ("a value in full", head + [0x29, 0x04, 0x00, 0xA1, 0, 0, 0, 0, 0, 0, 0, 0x02]),
+      // The delete (naming 0xA1 in full) before the insert (referring to it): runs out of
+      // counter order.
+      (
+        "runs out of order",
+        Array(head[..<26]) + [0x21, 0x05, 0x04, 0x00, 0xA1, 0, 0, 0, 0, 0, 0, 0, 0x02]
+          + [0x65, 0x01, 0x04, 0x10, 0x02, 0x05, 0x02, 0x6F, 0x61, 0x74, 0x20]
+      ),
+      // An embedded record, which only a frame may hold.
+      ("an embedded record", [0x04] + [UInt8(bytes.count)] + bytes),
+    ]
+    for (name, variant) in variants {
+      #expect(throws: ConvergeDecodingError.self, "\(name)") {
+        try DocumentDelta(decoding: Envelope.seal(kind: .textEditDelta, body: variant))
+      }
+    }
+    let decoded = try DocumentDelta(decoding: Envelope.seal(kind: .textEditDelta, body: body))
+    #expect(decoded == TextEditFixtureScenario.edit)
+  }
+
+  /// A message names each replica in full once and refers to it after that, also past
+  /// the few its writer searches in order: deletes of twelve replicas' scalars, twice.
+  @Test func aMessageOfManyReplicasRefersToEachNamedOnce() throws {
+    let author = ReplicaID(rawValue: 0xA0)
+    var deletes: [RGADelta.Delete] = []
+    for round: UInt64 in 0..<2 {
+      for index: UInt64 in 0..<12 {
+        deletes.append(
+          RGADelta.Delete(
+            dot: Dot(replica: author, counter: 1 + round * 12 + index),
+            target: Dot(replica: ReplicaID(rawValue: 0xB0 + index), counter: 1 + round * 2),
+            count: 1, isDescending: false))
+      }
+    }
+    let runs = RGADelta(inserts: [], deletes: deletes)
+    let delta = try #require(
+      DocumentDelta.textEdit(runs, field: "body", of: EntityKey(type: "note", id: "n1")))
+    let bytes = delta.encoded()
+    #expect(try Envelope.open(bytes).kind == .textEditDelta)
+    // The author and twelve replicas in full (8 bytes each), none twice.
+    let body = Array(try Envelope.open(bytes).body)
+    #expect(body.count < 13 * 8 + 24 * 4 + 20)
+    #expect(try DocumentDelta(decoding: bytes) == delta)
   }
 
   @Test func randomMutationsOfTextEditsAreRejectedOrCanonical() throws {
     let seed = baseSeed(0x7E_D1)
     var random = SeededGenerator(seed: seed)
-    var messages: [[UInt8]] = [try load("text-edit-delta-v2.bin")]
+    var messages: [[UInt8]] = [
+      try load("text-edit-delta-v2.bin"), try load("text-edit-records-v2.bin"),
+    ]
     var replica = Replica(id: ReplicaID(rawValue: 0xC0FF_EE00_0000_0001), wallClock: .fixed(0))
     let note = EntityKey(type: "note", id: "n1")
     for index in 0..<20 {

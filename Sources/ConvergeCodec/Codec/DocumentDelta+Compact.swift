@@ -1,19 +1,23 @@
-/// The compact wire form of the commonest delta, a live text edit (see `FORMAT.md`,
+/// The self-contained message of the commonest delta, a live text edit (see `FORMAT.md`,
 /// "Text edit delta"): one replica's inserts and deletes in one text field of one entity,
 /// and nothing else.
 ///
 /// Such a delta's causal context is exactly the dots of its runs, and its entity
-/// presence exactly the latest of them, so the compact form leaves both out and the
-/// decoder derives them:
+/// presence exactly the latest of them, so the message leaves both out and the decoder
+/// derives them. Its body is the records a session frame writes (`RunCoder`), from an
+/// empty context: the target (key and field) and the author in full, then the runs,
+/// each stating only what the records before it in the message do not predict:
 ///
 /// ```
-/// text-edit := replica-table  type:string  id:string  name:string  text
+/// text-edit := target-record  author-record  run-record…
 /// ```
 ///
 /// ``DocumentDelta/encoded()`` writes this form (message kind
-/// ``MessageKind/textEditDelta``) whenever it applies and the general form otherwise;
-/// the general decoder refuses a delta that has the compact form, so every delta still
-/// has exactly one encoding. Either kind decodes with ``DocumentDelta/init(decoding:)``.
+/// ``MessageKind/textEditDelta``) whenever the records can carry the delta and the
+/// general form otherwise; the general decoder refuses a delta that has this form, so
+/// every delta still has exactly one encoding. Either kind, and the earlier form of a
+/// text edit (``MessageKind/legacyTextEditDelta``, read, never written), decodes with
+/// ``DocumentDelta/init(decoding:)``.
 extension DocumentDelta {
   /// What a text edit message (or a frame's runs) writes of a delta that has the compact
   /// form.
@@ -55,104 +59,174 @@ extension DocumentDelta {
     return TextEditBody(key: key, field: field, runs: runs)
   }
 
-  /// Writes the body of a ``MessageKind/textEditDelta`` message.
-  static func writeTextEdit(_ edit: TextEditBody, to writer: inout ByteWriter) {
-    if writeSingleRunTextEdit(edit, to: &writer) { return }
-    writeTextEditInGeneral(edit, to: &writer)
+  /// The delta's parts if it is a text edit the message of ``MessageKind/textEditDelta``
+  /// carries: its ``textEditBody``, with the runs as that message writes them
+  /// (``messageRuns(of:)``).
+  var textEditMessage: TextEditBody? {
+    guard var edit = textEditBody else { return nil }
+    // A keystroke's runs as they are: no second body to build and destroy.
+    if Self.isMessageKeystroke(edit.runs) { return edit }
+    guard let runs = Self.messageRunsInGeneral(of: edit.runs) else { return nil }
+    edit.runs = runs
+    return edit
   }
 
-  /// Writes the body of a ``MessageKind/textEditDelta`` message through the general run
-  /// encoder (canonical runs, replica table builder).
-  static func writeTextEditInGeneral(_ edit: TextEditBody, to writer: inout ByteWriter) {
-    var builder = ReplicaTable.Builder()
-    edit.runs.collectReplicas(into: &builder)
-    let table = builder.build()
-    table.write(to: &writer)
-    edit.key.write(to: &writer)
-    writer.writeString(edit.field)
-    edit.runs.write(to: &writer, replicas: table)
-  }
-
-  /// Writes the body of a text edit that is one insert run with content, or one delete
-  /// run, byte for byte as ``writeTextEditInGeneral(_:to:)`` would, without building the
-  /// canonical runs, the replica table or the content buffer. Returns `false`, having
-  /// written nothing, for any other shape.
+  /// `runs` in the canonical shape (``RGADelta/canonicalRuns()``: in counter order,
+  /// joined into maximal runs), as the records of a text edit message carry them, or
+  /// `nil` when they cannot: an insert run the same runs delete (whose content a
+  /// message leaves out, which records cannot), or an insert and a delete sharing a
+  /// counter. Scalars whose content was dropped (tombstones a peer already deleted)
+  /// travel as U+FFFD, as they do in a state.
   ///
-  /// A single run is already canonical, the table holds at most two replicas, and a
-  /// message without inserts implies only the first delete dot of its replica.
-  static func writeSingleRunTextEdit(_ edit: TextEditBody, to writer: inout ByteWriter) -> Bool {
-    let runs = edit.runs
-    // A right origin of a third replica needs the general table.
-    if runs.deletes.isEmpty, runs.inserts.count == 1, let insert = runs.inserts.first,
-      !insert.content.isEmpty,
-      insert.rightOrigin.map({
-        $0.replica == insert.id.replica || $0.replica == insert.origin?.replica
-      }) ?? true
-    {
-      let replica = insert.id.replica
-      let table = SmallReplicaTable(replica, insert.origin?.replica ?? replica)
-      table.write(to: &writer)
-      edit.key.write(to: &writer)
-      writer.writeString(edit.field)
-      let counter = insert.id.counter
-      writer.writeVarUInt(1)  // one group of insert runs
-      writer.writeVarUInt(table.index(of: replica))
-      writer.writeVarUInt(1)  // one run
-      writer.writeVarUInt(counter - 1)
-      writer.writeVarUInt(insert.content.count)
-      writer.writeVarInt(Int64(bitPattern: insert.lamport &- counter))
-      switch insert.origin {
-      case nil:
-        writer.writeVarUInt(TextWire.headOrigin)
-      case let origin? where origin.replica == replica && origin.counter < counter:
-        writer.writeVarUInt(TextWire.firstOwnOrigin + (counter - 1 - origin.counter))
-      case let origin?:
-        writer.writeVarUInt(TextWire.explicitOrigin)
-        writer.writeVarUInt(table.index(of: origin.replica))
-        writer.writeVarUInt(origin.counter)
-      }
-      if let code = TextWire.rightOriginCode(
-        insert.rightOrigin, of: insert.id, origin: insert.origin)
-      {
-        writer.writeVarUInt(code)
-      } else if let right = insert.rightOrigin {
-        writer.writeVarUInt(TextWire.explicitOrigin)
-        writer.writeVarUInt(table.index(of: right.replica))
-        writer.writeVarUInt(right.counter)
-      }
-      writer.writeTextContent(insert.content)
-      writer.writeVarUInt(0)  // no delete groups
-      return true
+  /// The choice depends on the runs' ids alone, never on their content, so a delta and
+  /// its decoded copy take the same form.
+  ///
+  /// - Complexity: O(1) for one run; O(d log d) for d runs.
+  static func messageRuns(of runs: RGADelta) -> RGADelta? {
+    isMessageKeystroke(runs) ? runs : messageRunsInGeneral(of: runs)
+  }
+
+  /// Whether `runs` are a keystroke's, canonical as they are: one insert run with its
+  /// content, or one delete run.
+  @inline(__always)
+  static func isMessageKeystroke(_ runs: RGADelta) -> Bool {
+    if runs.deletes.isEmpty, runs.inserts.count == 1 {
+      return !runs.inserts[0].content.isEmpty
     }
-    if runs.inserts.isEmpty, runs.deletes.count == 1, let delete = runs.deletes.first,
-      delete.count > 0, delete.count <= TextWire.maximumDeleteRun
-    {
-      let replica = delete.dot.replica
-      let table = SmallReplicaTable(replica, delete.target.replica)
-      table.write(to: &writer)
-      edit.key.write(to: &writer)
-      writer.writeString(edit.field)
-      writer.writeVarUInt(0)  // no insert groups
-      writer.writeVarUInt(0)  // no content
-      writer.writeVarUInt(1)  // one group of delete runs
-      writer.writeVarUInt(table.index(of: replica))
-      writer.writeVarUInt(1)  // one run
-      let impliedDot = delete.dot.counter == 1
-      let explicit = delete.target.replica != replica
-      writer.writeVarUInt(
-        delete.count << 3 | (impliedDot ? 4 : 0) | (delete.isDescending ? 2 : 0)
-          | (explicit ? 1 : 0))
-      if !impliedDot { writer.writeVarUInt(delete.dot.counter - 1) }
-      if explicit { writer.writeVarUInt(table.index(of: delete.target.replica)) }
-      writer.writeVarInt(Int64(bitPattern: delete.target.counter))
-      return true
+    return runs.inserts.isEmpty && runs.deletes.count == 1 && runs.deletes[0].count > 0
+      && runs.deletes[0].count <= TextWire.maximumDeleteRun
+  }
+
+  /// ``messageRuns(of:)`` without its shortcut for a keystroke's runs (its tests compare
+  /// the two).
+  static func messageRunsInGeneral(of runs: RGADelta) -> RGADelta? {
+    let (insertRuns, deletes) = runs.canonicalRuns()
+    var inserts: [RGADelta.Insert] = []
+    inserts.reserveCapacity(insertRuns.count)
+    for run in insertRuns {
+      var scalars: [Unicode.Scalar] = []
+      scalars.reserveCapacity(run.length)
+      for part in run.parts {
+        if part.isContentDropped {
+          scalars.append(contentsOf: repeatElement(TextWire.placeholder, count: part.length))
+        } else {
+          scalars.append(contentsOf: part.content)
+        }
+      }
+      let header = run.header
+      inserts.append(
+        RGADelta.Insert(
+          id: header.id, lamport: header.lamport, origin: header.origin,
+          rightOrigin: header.rightOrigin, scalars: scalars))
+    }
+    guard !inserts.isEmpty || !deletes.isEmpty, !deletesOwnInsert(inserts, deletes) else {
+      return nil
+    }
+    // The records go in counter order; a counter both kinds of run use is refused there.
+    var nextInsert = 0
+    var nextDelete = 0
+    var end: UInt64 = 0
+    while nextInsert < inserts.count || nextDelete < deletes.count {
+      let start: UInt64
+      let length: UInt64
+      if nextDelete == deletes.count
+        || (nextInsert < inserts.count
+          && inserts[nextInsert].id.counter < deletes[nextDelete].dot.counter)
+      {
+        start = inserts[nextInsert].id.counter
+        length = UInt64(inserts[nextInsert].length)
+        nextInsert += 1
+      } else {
+        start = deletes[nextDelete].dot.counter
+        length = deletes[nextDelete].count
+        nextDelete += 1
+      }
+      guard start >= end else { return nil }
+      end = start + length
+    }
+    var canonical = RGADelta()
+    canonical.inserts = inserts
+    canonical.deletes = deletes
+    return canonical
+  }
+
+  /// Whether one of `deletes` removes a scalar of `inserts`: one replica's insert runs,
+  /// in counter order, none overlapping.
+  ///
+  /// - Complexity: O(d log i) for d delete runs and i insert runs.
+  static func deletesOwnInsert(_ inserts: [RGADelta.Insert], _ deletes: [RGADelta.Delete])
+    -> Bool
+  {
+    guard let author = inserts.first?.id.replica else { return false }
+    for delete in deletes where delete.target.replica == author {
+      let targets = delete.targetRange
+      // The first insert run that ends after the first target.
+      var low = 0
+      var high = inserts.count
+      while low < high {
+        let middle = (low + high) / 2
+        let insert = inserts[middle]
+        if insert.id.counter + UInt64(insert.length) <= targets.lower {
+          low = middle + 1
+        } else {
+          high = middle
+        }
+      }
+      if low < inserts.count, inserts[low].id.counter < targets.upper { return true }
     }
     return false
   }
 
+  /// Writes the body of a ``MessageKind/textEditDelta`` message: `edit`'s records, from
+  /// an empty context (`edit` as ``textEditMessage`` gives it).
+  static func writeTextEdit(_ edit: TextEditBody, to writer: inout ByteWriter) {
+    var records = RunCoder<MessageNames>()
+    records.writeRuns(edit.runs, of: edit.key, edit.field, to: &writer)
+  }
+
   /// Reads the body of a ``MessageKind/textEditDelta`` message and derives the context
   /// and presence it leaves out.
+  ///
+  /// The records are checked as a frame's are (the Lamport limit, well-formed deletes,
+  /// counters, lengths, UTF-8), and as canonical besides: exactly what
+  /// ``writeTextEdit(_:to:)`` writes for the delta they decode to.
   static func readTextEditBody(_ reader: inout ByteReader) throws -> DocumentDelta {
+    let start = reader.offset
+    var records = RunCoder<MessageNames>()
+    let read = try records.readRecords(reader.readUInt8(), from: &reader)
+    guard !deletesOwnInsert(read.inserts, read.deletes) else {
+      throw ConvergeDecodingError.invalidValue(
+        offset: start, reason: "text edit that deletes a scalar it inserts")
+    }
+    let runs = RGADelta(inserts: read.inserts, deletes: read.deletes)
+    guard let delta = textEdit(runs, field: read.field, of: read.key) else {
+      throw ConvergeDecodingError.invalidValue(offset: start, reason: "text edit without runs")
+    }
+    return delta
+  }
+
+  // MARK: The earlier form, read and never written
+
+  /// The delta as a ``MessageKind/legacyTextEditDelta`` message when it is one replica's
+  /// edit of one text field (``textEditBody``), as earlier builds wrote it; its
+  /// ``encoded()`` message otherwise. For tests of the legacy decoder.
+  package func legacyEncoded() -> [UInt8] {
+    guard let edit = textEditBody else { return encoded() }
+    return Envelope.seal(kind: .legacyTextEditDelta) { writer in
+      var builder = ReplicaTable.Builder()
+      edit.runs.collectReplicas(into: &builder)
+      let table = builder.build()
+      table.write(to: &writer)
+      edit.key.write(to: &writer)
+      writer.writeString(edit.field)
+      edit.runs.write(to: &writer, replicas: table)
+    }
+  }
+
+  /// Reads the body of a ``MessageKind/legacyTextEditDelta`` message (a replica table,
+  /// the key, the field name and the runs in the form of a state's text) and derives the
+  /// context and presence it leaves out.
+  static func readLegacyTextEditBody(_ reader: inout ByteReader) throws -> DocumentDelta {
     var table = try DecodedReplicaTable(from: &reader)
     let key = try EntityKey(from: &reader)
     let field = try reader.readString()
@@ -164,30 +238,5 @@ extension DocumentDelta {
         offset: runsStart, reason: "text edit without runs, or with runs of several replicas")
     }
     return delta
-  }
-}
-
-/// The replica table of a message that mentions one or two replicas.
-private struct SmallReplicaTable {
-  var first: ReplicaID
-  var second: ReplicaID?
-
-  init(_ one: ReplicaID, _ other: ReplicaID) {
-    if one == other {
-      first = one
-    } else {
-      first = Swift.min(one, other)
-      second = Swift.max(one, other)
-    }
-  }
-
-  /// The index of `replica`, one of the two the table was made of.
-  func index(of replica: ReplicaID) -> Int { replica == first ? 0 : 1 }
-
-  /// Writes the table as ``ReplicaTable/write(to:)`` does.
-  func write(to writer: inout ByteWriter) {
-    writer.writeVarUInt(second == nil ? 1 : 2)
-    writer.writeUInt64(first.rawValue)
-    if let second { writer.writeUInt64(second.rawValue) }
   }
 }

@@ -22,8 +22,8 @@
 /// - Complexity: O(d log d) for a delta of d bytes, both ways.
 extension DocumentDelta {
   /// The delta as a message: a ``MessageKind/textEditDelta`` if it is one replica's edit
-  /// of one text field (see `DocumentDelta+Compact.swift`), a
-  /// ``MessageKind/documentDelta`` otherwise.
+  /// of one text field that the text edit records carry (see
+  /// `DocumentDelta+Compact.swift`), a ``MessageKind/documentDelta`` otherwise.
   public func encoded() -> [UInt8] {
     var writer = ByteWriter(capacity: 64)
     encode(appendingTo: &writer)
@@ -33,10 +33,20 @@ extension DocumentDelta {
   /// Appends the message ``encoded()`` returns to `writer`.
   package func encode(appendingTo writer: inout ByteWriter) {
     if let edit = textEditBody {
-      Envelope.seal(kind: .textEditDelta, appendingTo: &writer) {
-        Self.writeTextEdit(edit, to: &$0)
+      // A keystroke's runs are written as they are (`textEditMessage` builds no second
+      // body for them); other runs in their canonical shape, if records carry them.
+      if Self.isMessageKeystroke(edit.runs) {
+        Envelope.seal(kind: .textEditDelta, appendingTo: &writer) {
+          Self.writeTextEdit(edit, to: &$0)
+        }
+        return
       }
-      return
+      if let runs = Self.messageRunsInGeneral(of: edit.runs) {
+        Envelope.seal(kind: .textEditDelta, appendingTo: &writer) {
+          Self.writeTextEdit(TextEditBody(key: edit.key, field: edit.field, runs: runs), to: &$0)
+        }
+        return
+      }
     }
     var builder = ReplicaTable.Builder()
     builder.insert(contentsOf: context.replicas)
@@ -65,20 +75,25 @@ extension DocumentDelta {
     self = try Self.decode(Envelope.slice(bytes))
   }
 
-  /// Decodes either delta kind; any other kind is `unexpectedMessageKind` (expecting
-  /// ``MessageKind/documentDelta``).
+  /// Decodes either delta kind, or the earlier form of a text edit; any other kind is
+  /// `unexpectedMessageKind` (expecting ``MessageKind/documentDelta``).
   @usableFromInline
   static func decode(_ bytes: ArraySlice<UInt8>) throws -> DocumentDelta {
-    try Envelope.decode(bytes, as: [.documentDelta, .textEditDelta]) { kind, reader in
-      kind == .textEditDelta ? try readTextEditBody(&reader) : try readBody(&reader)
+    try Envelope.decode(bytes, as: [.documentDelta, .textEditDelta, .legacyTextEditDelta]) {
+      kind, reader in
+      switch kind {
+      case .textEditDelta: try readTextEditBody(&reader)
+      case .legacyTextEditDelta: try readLegacyTextEditBody(&reader)
+      default: try readBody(&reader)
+      }
     }
   }
 
   static func readBody(_ reader: inout ByteReader) throws -> DocumentDelta {
     var delta = DocumentDelta()
     (delta.context, delta.entities) = try EntityDelta.readBody(from: &reader)
-    // A delta with the compact form has no other encoding.
-    guard delta.textEditBody == nil else {
+    // A delta that has the text edit form has no other encoding.
+    guard delta.textEditMessage == nil else {
       throw ConvergeDecodingError.invalidValue(
         offset: reader.offset, reason: "delta written in the general form has the text edit form")
     }

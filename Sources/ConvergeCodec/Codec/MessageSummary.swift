@@ -44,7 +44,7 @@ public struct MessageSummary: Sendable {
       lines += Self.describe(try CausalContext(decoding: bytes))
     case .documentState, .legacyDocumentState:
       lines += Self.describe(try Document(decoding: bytes))
-    case .documentDelta, .textEditDelta:
+    case .documentDelta, .textEditDelta, .legacyTextEditDelta:
       lines += Self.describe(try DocumentDelta(decoding: bytes))
     case .syncMessage:
       let message = try SyncMessage(decoding: bytes)

@@ -54,7 +54,7 @@ extension SyncMessage {
     let bytes = Envelope.slice(message)
     let (kind, _) = try Envelope.open(bytes)
     switch kind {
-    case .documentDelta, .textEditDelta:
+    case .documentDelta, .textEditDelta, .legacyTextEditDelta:
       self.init(context: nil, delta: try DocumentDelta(decoding: bytes))
     case .syncMessage:
       self = try Envelope.decode(bytes, as: .syncMessage) { reader in

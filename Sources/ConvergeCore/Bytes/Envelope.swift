@@ -8,7 +8,7 @@
 ///
 /// Values are fixed forever once released: a new kind takes a new value, and a decoder
 /// that meets a value it does not know answers ``ConvergeDecodingError/unknownMessageKind(_:)``.
-/// 0 is never a kind; 8 to 127 are free for future kinds; 128 to 255 are application
+/// 0 is never a kind; 9 to 127 are free for future kinds; 128 to 255 are application
 /// kinds: messages of the programs built on Converge (the relay's acknowledgements, say),
 /// in the same frame, which Converge's own decoders refuse as unknown kinds.
 public enum MessageKind: UInt8, Sendable, CaseIterable {
@@ -25,12 +25,16 @@ public enum MessageKind: UInt8, Sendable, CaseIterable {
   /// A handshake message: a context and maybe a delta (live pushes travel as plain
   /// ``documentDelta`` messages).
   case syncMessage = 5
-  /// A delta holding one replica's edit of one text field, in the compact form that
-  /// leaves out what its runs imply (a live typed character).
-  case textEditDelta = 6
+  /// A text edit in the form before ``textEditDelta`` (its runs as a state writes them,
+  /// `FORMAT.md` §8.5.1): still read (stored logs, a relay's rows), never written.
+  case legacyTextEditDelta = 6
   /// A whole document's state: a snapshot to store or to load into a fresh replica. Its
   /// texts share one content code (`FORMAT.md` §8.4.1).
   case documentState = 7
+  /// A delta holding one replica's edit of one text field, in the compact form that
+  /// leaves out what its runs imply (a live typed character): the records of a session
+  /// frame, from an empty stream.
+  case textEditDelta = 8
 }
 
 /// The frame around every Converge message: magic, version, kind, length, body, checksum.
