@@ -350,7 +350,13 @@ public struct DocumentTransaction: Sendable {
         text = taken
       }
       let count = dotCount(&text.text)
-      if count > 0, let first = textRun.nextDots(UInt64(count), of: replica) {
+      // The run's inserts do not look their ids up: taking the text, it asks once
+      // whether the text holds any id of the run's replica from its next dot on (a
+      // received delta's text may hold ids its context lacks), and only the run's own
+      // edits change the text until it closes.
+      if count > 0, let first = textRun.nextDots(UInt64(count), of: replica),
+        textRun.text != nil || text.text.holdsNoInsert(of: first.replica, from: first.counter)
+      {
         let last = Dot(replica: first.replica, counter: first.counter + UInt64(count - 1))
         let (textDelta, textChange) = edit(&text.text, first, false)
         if textRun.text == nil { textRun.text = text }
@@ -367,7 +373,8 @@ public struct DocumentTransaction: Sendable {
         runningDocument.entities.values[entity].fields.values[slot] = .text(text)
       }
       guard count > 0 else { return nil }
-      // Dots that do not follow on (the counters ran out): an edit of its own below.
+      // Dots that do not follow on (the counters ran out) or may not be fresh: an edit of
+      // its own below, which looks its ids up.
     }
     closeTextRun()  // its events, runs and changes before this edit's
     let entity: Int
