@@ -196,6 +196,7 @@ public struct DocumentTransaction: Sendable {
         scalarCount = scalars.count
       }
       guard scalarCount > 0 else { return }
+      @inline(__always)
       func insert(into text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta?, TextChange) {
         let start = Swift.max(0, Swift.min(position, text.count))
         let change = TextChange(
@@ -255,6 +256,7 @@ public struct DocumentTransaction: Sendable {
     }
     // An undo history takes a delete back from its runs, kept even within a run.
     let recordsUndo = undoLog != nil
+    @inline(__always)
     func delete(from text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta?, TextChange) {
       let deleted = clamped(text)
       let utf16Lower = Self.utf16Offset(ofScalarOffset: deleted.lowerBound, in: text)
@@ -315,8 +317,9 @@ public struct DocumentTransaction: Sendable {
   /// it over by value would copy the RGA's header on every keystroke.
   ///
   /// The entity and the field are each looked up once, and the RGA is moved out of the
-  /// document while it is edited, so its storage is uniquely referenced and edited in
-  /// place rather than copied. `undo` tells how an ``UndoHistory`` that records the edit
+  /// document while it is edited, so its storage is uniquely referenced (and decoded:
+  /// the edit reaches `TextStorage.decoded` directly) and edited in place rather than
+  /// copied. `undo` tells how an ``UndoHistory`` that records the edit
   /// takes it back: by deleting the items it inserted (typing that continues the previous
   /// insert joins its action) or by restoring the items its delta deletes.
   ///
@@ -354,7 +357,7 @@ public struct DocumentTransaction: Sendable {
         }
         text = taken
       }
-      let count = dotCount(&text.text)
+      let count = dotCount(&text.decoded)
       // The run's inserts do not look their ids up: taking the text, it asks once
       // whether the text holds any id of the run's replica from its next dot on (a
       // received delta's text may hold ids its context lacks), and only the run's own
@@ -363,7 +366,7 @@ public struct DocumentTransaction: Sendable {
         textRun.text != nil || text.text.holdsNoInsert(of: first.replica, from: first.counter)
       {
         let last = Dot(replica: first.replica, counter: first.counter + UInt64(count - 1))
-        let (textDelta, textChange) = edit(&text.text, first, false)
+        let (textDelta, textChange) = edit(&text.decoded, first, false)
         if textRun.text == nil { textRun.text = text }
         textRun.add(first.counter...last.counter, change: textChange)
         if undoLog != nil {
@@ -404,7 +407,7 @@ public struct DocumentTransaction: Sendable {
     guard let text = runningDocument.entities.values[entity].takeText(at: slot) else {
       return nil  // the field holds another kind; a text edit cannot apply to it
     }
-    let count = dotCount(&text.text)
+    let count = dotCount(&text.decoded)
     guard count > 0 else {
       runningDocument.entities.values[entity].fields.values[slot] = .text(text)
       return nil
@@ -412,7 +415,7 @@ public struct DocumentTransaction: Sendable {
     let dotCount = UInt64(count)
     let first = firstOfFreshDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
-    let (runs, textChange) = edit(&text.text, first, true)
+    let (runs, textChange) = edit(&text.decoded, first, true)
     let textDelta = runs ?? RGADelta()
     runningDocument.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = runningDocument.entities.values[entity].noteLocalEvent(last)
@@ -515,7 +518,9 @@ public struct DocumentTransaction: Sendable {
       return Dot(replica: replica, counter: next)
     }
 
-    /// Adds an edit after the first, of the counters `counters`.
+    /// Adds an edit after the first, of the counters `counters`. Inlined into every
+    /// edit of a run.
+    @inline(__always)
     mutating func add(_ counters: ClosedRange<UInt64>, change: TextChange) {
       if laterFrom == 0 { laterFrom = counters.lowerBound }
       next = counters.upperBound &+ 1
