@@ -151,6 +151,44 @@ import Testing
     }
   }
 
+  /// A received delta's text can hold ids of this replica that its context lacks (a
+  /// decoded message's registers are checked against its context, its text runs are
+  /// not), so the dots a transaction takes from the context are not fresh by
+  /// construction. The run asks the text once whether it holds any id of the run's
+  /// replica from its next dot on, and if it does, every edit looks its ids up as a lone
+  /// edit does: one whose ids the text holds is refused, and no id is ever given to two
+  /// items. Stale ids ahead of the typing and among it; the same document as typing
+  /// edit by edit.
+  @Test func aRunRefusesIdsTheTextAlreadyHolds() {
+    let me = ReplicaID(rawValue: 0xB2)
+    for (stale, expected) in [(UInt64(5), "xyzaaaaa"), (UInt64(30), "xyzaaaaaaaa")] {
+      var documents: [Document] = []
+      for closingEachStep in [false, true] {
+        var replica = Replica(id: me, wallClock: .fixed(0))
+        replica.transact { $0.create(Self.note) }  // the dot 1
+        var forged = RGA()
+        let runs = forged.insert(
+          "xyz".unicodeScalars, at: 0, firstDot: Dot(replica: me, counter: stale))
+        var delta = DocumentDelta()
+        delta.entities[Self.note] = EntityDelta(fields: ["body": .text(runs)])
+        replica.apply(delta)
+        #expect(replica.document.context.nextDot(for: me)?.counter == 2)
+        replica.transact { tx in
+          // The dots 2 through 9; with stale ids from 5, the dots 5, 6 and 7 are taken.
+          for _ in 0..<8 {
+            tx.insertText("a", at: .max, in: "body", of: Self.note)
+            if closingEachStep { tx.closeTextRun() }
+          }
+        }
+        let text = replica.document.text(of: "body", in: Self.note)
+        #expect(text == expected, "stale from \(stale), closing each step: \(closingEachStep)")
+        replica.document.sequence(of: "body", in: Self.note)?._checkInvariants()
+        documents.append(replica.document)
+      }
+      #expect(documents[0] == documents[1], "stale from \(stale)")
+    }
+  }
+
   /// A peer that receives a run's delta ends with the writer's text.
   @Test func aRunsDeltaRebuildsTheText() {
     for seed in UInt64(0x7E4900)..<0x7E4900 + 100 {

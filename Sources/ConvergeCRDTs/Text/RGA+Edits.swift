@@ -67,16 +67,21 @@ extension RGA {
   /// from `firstDot`, and builds no delta: a document's transaction that types on in one
   /// field reads the delta of its edits from the text once (``delta(of:counters:)``).
   /// The bytes, which must be valid UTF-8, are copied into the content as they are.
-  /// Returns whether it inserted; ids already present, an empty insert or counters that
-  /// would overflow leave the text unchanged.
+  /// Returns whether it inserted; an empty insert or counters that would overflow leave
+  /// the text unchanged.
+  ///
+  /// The ids are not looked up: the caller has found that the text holds none of
+  /// `firstDot`'s replica from some counter at or below `firstDot.counter` on
+  /// (``holdsNoInsert(of:from:)``), and nothing but its own such inserts and deletes has
+  /// changed the text since. The run asks once for all its edits, instead of once an edit.
   ///
   /// - Complexity: O(log n + k) for k scalars.
   @discardableResult
   package mutating func insert(
     utf8: UnsafeBufferPointer<UInt8>, length: Int, utf16: Int, at position: Int, firstDot: Dot
   ) -> Bool {
-    guard length > 0, let lamport = nextLamport(for: length),
-      isFresh(firstDot, length: length)
+    guard length > 0, let lamport = nextLamport(for: length), firstDot.counter > 0,
+      !firstDot.counter.addingReportingOverflow(UInt64(length)).overflow
     else { return false }
     let (start, utf16, utf8) = appendContent(utf8: utf8, utf16: utf16)
     insertLocally(
@@ -113,6 +118,16 @@ extension RGA {
     guard !overflow else { return false }
     guard integratesNone(of: firstDot.replica, firstDot.counter, end) else { return false }
     return !pendingInserts.overlaps(replica: firstDot.replica, firstDot.counter..<end)
+  }
+
+  /// Whether the text holds no insert of `replica` from `counter` on, integrated or
+  /// waiting: then every id of `replica` from `counter` up is fresh (``isFresh(_:length:)``)
+  /// until something else than inserts of those ids adds one.
+  ///
+  /// - Complexity: O(log n + log p), or O(r) in a text of one leaf of r runs.
+  package func holdsNoInsert(of replica: ReplicaID, from counter: UInt64) -> Bool {
+    counter > 0 && integratesNone(of: replica, counter, .max)
+      && !pendingInserts.overlaps(replica: replica, counter ..< .max)
   }
 
   /// Inserts already-appended content as a new local run; returns its origins: the item
