@@ -132,8 +132,9 @@ import Testing
         replica.create(SampleNote(title: "n\(index)", tags: index % 2 == 0 ? ["a"] : [])).id)
     }
     for index in [0, 3, 4, 7] { replica.delete(SampleNote.self, id: ids[index]) }
-    let inOrder = try #require(replica.document.entities.positionsInIDOrder(ofType: "note"))
+    let inOrder = try #require(replica.document.entities.typeInIDOrder("note"))
     #expect(inOrder.count == 8)
+    #expect(inOrder.last == 7)
     let visible = [1, 2, 5, 6].map { ids[$0] }
     #expect(replica.all(SampleNote.self).map(\.id) == visible)
     #expect(replica.all(SampleNoteRow.self).map(\.id) == visible)
@@ -142,7 +143,7 @@ import Testing
 
     // An id before the others: the type is out of id order, and the walk sorts.
     replica.create(SampleNote(title: "first"), id: "-")
-    #expect(replica.document.entities.positionsInIDOrder(ofType: "note") == nil)
+    #expect(replica.document.entities.typeInIDOrder("note") == nil)
     #expect(replica.all(SampleNoteRow.self).map(\.id) == ["-"] + visible)
     Self.expectReadsAgree(replica, seed: 0)
   }

@@ -88,12 +88,13 @@ package struct EntityTable: Sendable, Sequence {
     return ids.indices.lazy.filter { [typeCodeAt] in codes.contains(typeCodeAt[$0]) }
   }
 
-  /// The positions of the entities of `type` if they are in id order (one spelling of
+  /// The code of `type` if its entities' positions are their id order (one spelling of
   /// the type, whose entities arrived in the order of their ids, as a replica's own do),
-  /// with their number, visible or not, and the type's ``SetReadCache``; `nil` if they
-  /// are not, or there are none.
-  func positionsInIDOrder(ofType type: String)
-    -> (positions: LazyFilterSequence<Range<Int>>, count: Int, setReads: SetReadCache)?
+  /// with the position of its last entity, their number, visible or not, and the type's
+  /// ``SetReadCache``; `nil` if they are not, or there are none. Its positions are those
+  /// up to `last` that ``hasTypeCode(_:at:)``.
+  func typeInIDOrder(_ type: String)
+    -> (code: UInt32, last: Int, count: Int, setReads: SetReadCache)?
   {
     var found: Int?
     for code in types.indices where types[code].name == type {
@@ -102,11 +103,13 @@ package struct EntityTable: Sendable, Sequence {
       found = code
     }
     guard let found, types[found].inIDOrder, types[found].count > 0 else { return nil }
-    let code = UInt32(truncatingIfNeeded: found)
-    return (
-      ids.indices.lazy.filter { [typeCodeAt] in typeCodeAt[$0] == code }, types[found].count,
-      types[found].setReads
-    )
+    let entry = types[found]
+    return (UInt32(truncatingIfNeeded: found), entry.latest, entry.count, entry.setReads)
+  }
+
+  /// Whether the entity at `position` is of the type whose code is `code`.
+  func hasTypeCode(_ code: UInt32, at position: Int) -> Bool {
+    typeCodeAt[position] == code
   }
 
   /// The indices of `positions` in the order of their keys (type, then id, by UTF-8, as

@@ -169,7 +169,7 @@ extension Document {
       // presence read as the walk comes to its record. Listing the visible ones first
       // read every record twice, a cache miss a row or more once the records outgrow the
       // cache (BENCHMARKS.md, typed reads, eighth pass). Others are listed and sorted.
-      let inOrder = entities.positionsInIDOrder(ofType: type)
+      let inOrder = entities.typeInIDOrder(type)
       var visible: [Int] = []
       let count: Int
       let cache: SetReadCache
@@ -204,6 +204,17 @@ extension Document {
       let wayNames = UnsafeMutableBufferPointer<UnsafePointer<String>?>.allocate(capacity: ways)
       wayNames.initialize(repeating: nil)
       defer { wayNames.deallocate() }
+      // Each way's part of the table, made once: sliced a row, its checked arithmetic was
+      // about a dozen instructions.
+      let waySlots = UnsafeMutableBufferPointer<UnsafeBufferPointer<Int?>>.allocate(
+        capacity: ways)
+      for way in 0..<ways {
+        waySlots.initializeElement(
+          at: way,
+          to: UnsafeBufferPointer(
+            rebasing: slotTable[(way * names.count)..<((way + 1) * names.count)]))
+      }
+      defer { waySlots.deallocate() }
       var nextWay = 0
       // A walk keeps the sets' visible elements it builds (a list view reads its rows
       // again), reading what earlier walks kept without a lock a field; a read of one
@@ -227,13 +238,17 @@ extension Document {
                   slotTable[way * names.count + slot] = keys.firstIndex(of: name)
                 }
               }
-              let slots = UnsafeBufferPointer(
-                rebasing: slotTable[(way * names.count)..<((way + 1) * names.count)])
-              reads.pointee.point(at: position, names: keys, values: values, slots: slots)
+              reads.pointee.point(
+                at: position, names: keys, values: values, slots: waySlots[way])
               each(entities.id(at: position), StoredFields(reads))
             }
             if let inOrder {
-              for position in inOrder.positions where records[position].presence.isPresent {
+              // The type's code checked in the loop: a lazy filter called its closure a
+              // position.
+              for position in 0...inOrder.last
+              where entities.hasTypeCode(inOrder.code, at: position)
+                && records[position].presence.isPresent
+              {
                 visit(position)
               }
             } else {
