@@ -39,8 +39,6 @@ package struct EntityTable: Sendable, Sequence {
     var name: String
     /// The position of the type's latest entity, or -1.
     var latest = -1
-    /// How many entities of the type the table holds, visible or not.
-    var count = 0
     /// Whether every entity of the type arrived after the ones its id follows (a
     /// replica's own ids, named after their creation, do), so that their positions are
     /// their id order and a read sorts nothing (see ``keyOrder(of:)``).
@@ -86,30 +84,6 @@ package struct EntityTable: Sendable, Sequence {
       return ids.indices.lazy.filter { [typeCodeAt] in typeCodeAt[$0] == code }
     }
     return ids.indices.lazy.filter { [typeCodeAt] in codes.contains(typeCodeAt[$0]) }
-  }
-
-  /// The code of `type` if its entities' positions are their id order (one spelling of
-  /// the type, whose entities arrived in the order of their ids, as a replica's own do),
-  /// with the position of its last entity, their number, visible or not, and the type's
-  /// ``SetReadCache``; `nil` if they are not, or there are none. Its positions are those
-  /// up to `last` that ``hasTypeCode(_:at:)``.
-  func typeInIDOrder(_ type: String)
-    -> (code: UInt32, last: Int, count: Int, setReads: SetReadCache)?
-  {
-    var found: Int?
-    for code in types.indices where types[code].name == type {
-      // Canonically equivalent spellings of the type: their positions interleave.
-      guard found == nil else { return nil }
-      found = code
-    }
-    guard let found, types[found].inIDOrder, types[found].count > 0 else { return nil }
-    let entry = types[found]
-    return (UInt32(truncatingIfNeeded: found), entry.latest, entry.count, entry.setReads)
-  }
-
-  /// Whether the entity at `position` is of the type whose code is `code`.
-  func hasTypeCode(_ code: UInt32, at position: Int) -> Bool {
-    typeCodeAt[position] == code
   }
 
   /// The indices of `positions` in the order of their keys (type, then id, by UTF-8, as
@@ -257,7 +231,6 @@ package struct EntityTable: Sendable, Sequence {
       types[type].inIDOrder = false
     }
     types[type].latest = ids.count
-    types[type].count += 1
     typeCodeAt.append(code)
     ids.append(key.id)
     hashes.append(key.hashCode)
@@ -308,7 +281,6 @@ package struct EntityTable: Sendable, Sequence {
     for code in types.indices {
       let positions = ids.indices.filter { typeCodeAt[$0] == UInt32(code) }
       precondition(types[code].latest == positions.last ?? -1, "type \(code)'s latest entity")
-      precondition(types[code].count == positions.count, "type \(code)'s count of entities")
       if types[code].inIDOrder {
         precondition(
           zip(positions, positions.dropFirst()).allSatisfy { utf8Precedes(ids[$0], ids[$1]) },

@@ -11,10 +11,9 @@
 package struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Sequence {
   /// The field names, sorted.
   package private(set) var keys: [String] = []
-  /// The fields, in the order of ``keys``, as many as there are keys; edited in place at
-  /// an index from ``index(forKey:)`` (set only in this module, which keeps the counts
-  /// equal: a read takes the count of the values from the names, ``unsafeBuffers``).
-  package internal(set) var values: [Value] = []
+  /// The fields, in the order of ``keys``; edited in place at an index from
+  /// ``index(forKey:)``.
+  package var values: [Value] = []
 
   package init() {}
 
@@ -28,12 +27,8 @@ package struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Seq
   /// The table of `keys`, sorted by ``fieldNameOrder`` and no two equal, and their
   /// `values` (a decoder checks its input's order before it calls this).
   package init(sortedKeys keys: [String], values: [Value]) {
-    // A decoder appends a name and its field together; were the counts ever to differ,
-    // the extra ones are dropped rather than read past.
-    assert(keys.count == values.count, "\(keys.count) names for \(values.count) fields")
-    let count = Swift.min(keys.count, values.count)
-    self.keys = keys.count == count ? keys : Array(keys[..<count])
-    self.values = values.count == count ? values : Array(values[..<count])
+    self.keys = keys
+    self.values = values
   }
 
   /// Adds the field `name`, which must come after every name in the table (a decoder
@@ -47,15 +42,8 @@ package struct FieldTable<Value: Sendable & Equatable>: Sendable, Equatable, Seq
 
   /// The storage of the two arrays, taken without retaining them: valid while the table
   /// (or the document holding it) is held unchanged, as a typed walk holds its document.
-  ///
-  /// The values' count is the names': entities of a type share one list of names, which
-  /// a walk finds in cache, while the values' own count sits in their array's header, in
-  /// a cache line that a read of the second field and the ones after does not otherwise
-  /// touch (a list row of a note reads three of its four).
   var unsafeBuffers: (keys: UnsafeBufferPointer<String>, values: UnsafeBufferPointer<Value>) {
-    let keys = keys.withUnsafeBufferPointer { $0 }
-    let values = values.withUnsafeBufferPointer { $0.baseAddress }
-    return (keys, UnsafeBufferPointer(start: values, count: values == nil ? 0 : keys.count))
+    (keys.withUnsafeBufferPointer { $0 }, values.withUnsafeBufferPointer { $0 })
   }
   var isEmpty: Bool { keys.isEmpty }
 

@@ -148,9 +148,8 @@ extension Document {
     }
   }
 
-  /// Calls `body` with at most the number of entities of `type` (the visible ones, or
-  /// all of them when their positions are their id order) and a walk over the visible
-  /// ones, which calls its argument with the id and the fields of each, sorted by id;
+  /// Calls `body` with the number of visible entities of `type` and a walk over them,
+  /// which calls its argument with the id and the fields of each, sorted by id;
   /// `field(at: i)` of the fields is the field `names[i]`.
   ///
   /// Entities of a type mostly share one list of field names (``FieldNameLists``): each
@@ -165,29 +164,16 @@ extension Document {
     // taken with `withUnsafeBufferPointer` retained and released each (BENCHMARKS.md,
     // typed reads, fifth pass).
     entities.values.withUnsafeBufferPointer { records in
-      // A replica's own entities sit in id order: walked once, in storage order, each
-      // presence read as the walk comes to its record. Listing the visible ones first
-      // read every record twice, a cache miss a row or more once the records outgrow the
-      // cache (BENCHMARKS.md, typed reads, eighth pass). Others are listed and sorted.
-      let inOrder = entities.typeInIDOrder(type)
       var visible: [Int] = []
-      let count: Int
-      let cache: SetReadCache
-      if let inOrder {
-        (count, cache) = (inOrder.count, inOrder.setReads)
-      } else {
-        visible.reserveCapacity(entities.count)
-        // The presence alone: `isVisible` of the record copied the whole record for the
-        // presence's out-of-line read, three retains and releases a row.
-        for position in entities.positions(ofType: type)
-        where records[position].presence.isPresent {
-          visible.append(position)
-        }
-        guard let first = visible.first else {
-          body(0) { _ in }
-          return
-        }
-        (count, cache) = (visible.count, entities.setReads(at: first))
+      visible.reserveCapacity(entities.count)
+      // The presence alone: `isVisible` of the record copied the whole record for the
+      // presence's out-of-line read, three retains and releases a row.
+      for position in entities.positions(ofType: type) where records[position].presence.isPresent {
+        visible.append(position)
+      }
+      guard let first = visible.first else {
+        body(0) { _ in }
+        return
       }
       // Each name's slot in the entity's table, for the last few lists of names seen
       // (entities of a type share a few, ``FieldNameLists``: a typed create writes only
@@ -204,28 +190,19 @@ extension Document {
       let wayNames = UnsafeMutableBufferPointer<UnsafePointer<String>?>.allocate(capacity: ways)
       wayNames.initialize(repeating: nil)
       defer { wayNames.deallocate() }
-      // Each way's part of the table, made once: sliced a row, its checked arithmetic was
-      // about a dozen instructions.
-      let waySlots = UnsafeMutableBufferPointer<UnsafeBufferPointer<Int?>>.allocate(
-        capacity: ways)
-      for way in 0..<ways {
-        waySlots.initializeElement(
-          at: way,
-          to: UnsafeBufferPointer(
-            rebasing: slotTable[(way * names.count)..<((way + 1) * names.count)]))
-      }
-      defer { waySlots.deallocate() }
       var nextWay = 0
       // A walk keeps the sets' visible elements it builds (a list view reads its rows
       // again), reading what earlier walks kept without a lock a field; a read of one
       // model, as an update makes, reads what walks kept and keeps nothing it builds.
+      let cache = entities.setReads(at: first)
       var walk = cache.walk()
       withUnsafeMutablePointer(to: &walk) { walk in
         // One copy of the document for the walk (a copy a row retained its storage a row).
         var reads = EntityReads(document: self, sets: walk)
         withUnsafeMutablePointer(to: &reads) { reads in
-          body(count) { each in
-            func visit(_ position: Int) {
+          body(visible.count) { each in
+            for index in entities.keyOrder(of: visible) {
+              let position = visible[index]
               // The record's arrays are the document's, which `reads` holds for the walk.
               let (keys, values) = records[position].fields.unsafeBuffers
               var way = 0
@@ -238,21 +215,10 @@ extension Document {
                   slotTable[way * names.count + slot] = keys.firstIndex(of: name)
                 }
               }
-              reads.pointee.point(
-                at: position, names: keys, values: values, slots: waySlots[way])
+              let slots = UnsafeBufferPointer(
+                rebasing: slotTable[(way * names.count)..<((way + 1) * names.count)])
+              reads.pointee.point(at: position, names: keys, values: values, slots: slots)
               each(entities.id(at: position), StoredFields(reads))
-            }
-            if let inOrder {
-              // The type's code checked in the loop: a lazy filter called its closure a
-              // position.
-              for position in 0...inOrder.last
-              where entities.hasTypeCode(inOrder.code, at: position)
-                && records[position].presence.isPresent
-              {
-                visit(position)
-              }
-            } else {
-              for index in entities.keyOrder(of: visible) { visit(visible[index]) }
             }
           }
         }
