@@ -76,4 +76,34 @@ import Testing
     #expect(replica.get(Shaped.self, id: ids[9])?.count == 9_000)
     #expect(replica.get(Shaped.self, id: ids[9])?.stored == "body 9")
   }
+
+  /// An update reads the old and new model's properties through the same offsets or key
+  /// paths: it records the properties that changed, stored or computed, and nothing for
+  /// an update that changes none.
+  @Test func updatesReadPropertiesThroughOffsetsOrKeyPaths() throws {
+    var replica = Replica(id: ReplicaID(rawValue: 6), wallClock: .fixed(1))
+    var model = Shaped()
+    model.heading.title = "before"
+    model.shouted = "quiet"
+    model.tags = ["a"]
+    let id = replica.create(model).id
+    let unchanged = try replica.update(Shaped.self, id: id) { $0.count = 0 }
+    #expect(unchanged.delta.isEmpty)
+    try replica.update(Shaped.self, id: id) {
+      $0.heading.flag = true
+      $0.count = 12
+      $0.shouted = "LOUDER"
+      $0.tags.insert("b")
+    }
+    var expected = model
+    expected.heading.flag = true
+    expected.count = 12
+    expected.stored = "louder"
+    expected.tags = ["a", "b"]
+    #expect(replica.get(Shaped.self, id: id) == expected)
+    let key = EntityKey(type: Shaped.entityType, id: id)
+    // The computed property is written as it reads: upper case.
+    #expect(replica.document.text(of: "shouted", in: key) == "LOUDER")
+    #expect(replica.document.value(of: "count", in: key) == .int(12))
+  }
 }

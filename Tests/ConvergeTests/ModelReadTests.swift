@@ -119,4 +119,26 @@ import Testing
     #expect(loaded.all(SampleNote.self).map(\.value) == replica.all(SampleNote.self).map(\.value))
     Self.expectReadsAgree(loaded, seed: 0)
   }
+
+  /// A walk over a replica's own notes leaves the deleted ones out (the first, the last,
+  /// two together): the rows are the visible ones in id order, before and after an id
+  /// arrives out of the order of creation.
+  @Test func aWalkLeavesTheDeletedOut() throws {
+    var replica = Replica(id: ReplicaID(rawValue: 4), wallClock: .fixed(1))
+    var ids: [String] = []
+    for index in 0..<8 {
+      ids.append(
+        replica.create(SampleNote(title: "n\(index)", tags: index % 2 == 0 ? ["a"] : [])).id)
+    }
+    for index in [0, 3, 4, 7] { replica.delete(SampleNote.self, id: ids[index]) }
+    let visible = [1, 2, 5, 6].map { ids[$0] }
+    #expect(replica.all(SampleNote.self).map(\.id) == visible)
+    #expect(replica.all(SampleNoteRow.self).map(\.id) == visible)
+    #expect(replica.all(SampleNoteRow.self).map(\.value.title) == ["n1", "n2", "n5", "n6"])
+    Self.expectReadsAgree(replica, seed: 0)
+
+    replica.create(SampleNote(title: "first"), id: "-")
+    #expect(replica.all(SampleNoteRow.self).map(\.id) == ["-"] + visible)
+    Self.expectReadsAgree(replica, seed: 0)
+  }
 }

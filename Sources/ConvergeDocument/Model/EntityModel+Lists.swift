@@ -15,14 +15,15 @@ extension EntityField {
   public static func list<Element: FieldValueConvertible & Hashable>(
     _ name: String, _ keyPath: WritableKeyPath<Model, [Element]> & Sendable
   ) -> EntityField {
-    EntityField(
+    let property = ModelProperty(keyPath)
+    return EntityField(
       name: name, kind: .list, keyPath: keyPath,
       read: { model, stored in
-        model[keyPath: keyPath] = stored.listValues.compactMap { Element(fieldValue: $0) }
+        property.set(stored.listValues.compactMap { Element(fieldValue: $0) }, in: &model)
       },
       write: { old, new, creating, transaction, key in
-        let after = new[keyPath: keyPath]
-        guard creating || after != old[keyPath: keyPath] else { return }
+        let after = property.get(from: new)
+        guard creating || after != property.get(from: old) else { return }
         transaction.writeList(after.map(\.fieldValue), to: name, of: key)
       })
   }
@@ -89,13 +90,14 @@ extension EntityField {
   public static func parent(
     _ name: String, _ keyPath: WritableKeyPath<Model, EntityKey?> & Sendable
   ) -> EntityField {
-    EntityField(
+    let property = ModelProperty(keyPath)
+    return EntityField(
       name: name, kind: .parent, keyPath: keyPath,
-      read: { model, stored in model[keyPath: keyPath] = stored.parentKey },
+      read: { model, stored in property.set(stored.parentKey, in: &model) },
       write: { old, new, creating, transaction, key in
-        let after = new[keyPath: keyPath]
+        let after = property.get(from: new)
         // A new node without a parent is a root already; it writes nothing.
-        guard creating ? after != nil : after != old[keyPath: keyPath] else { return }
+        guard creating ? after != nil : after != property.get(from: old) else { return }
         transaction.setParent(after, of: key, in: name)
       })
   }

@@ -196,10 +196,10 @@ public struct EntityField<Model: EntityModel>: Sendable {
         }
       },
       write: { old, new, _, transaction, key in
-        let value = new[keyPath: keyPath]
+        let value = property.get(from: new)
         // A new entity records only what differs from the default, so that a concurrent
         // creation of the same entity elsewhere keeps its own values for the rest.
-        guard value != old[keyPath: keyPath] else { return }
+        guard value != property.get(from: old) else { return }
         transaction.setValue(value.fieldValue, for: name, of: key)
       })
   }
@@ -235,8 +235,8 @@ public struct EntityField<Model: EntityModel>: Sendable {
         property.set(stored.keep(visible()), in: &model)
       },
       write: { old, new, creating, transaction, key in
-        let before = creating ? [] : old[keyPath: keyPath]
-        let after = new[keyPath: keyPath]
+        let before = creating ? [] : property.get(from: old)
+        let after = property.get(from: new)
         guard before != after else { return }
         // Sorted so the dots are handed out in the same order on every run. Looked up in
         // place: building the two differences as sets cost more than the writes.
@@ -279,8 +279,8 @@ public struct EntityField<Model: EntityModel>: Sendable {
       direct: MemoryLayout<Model>.offset(of: keyPath).map { .text(offset: $0) },
       read: { model, stored in property.set(stored.string, in: &model) },
       write: { old, new, creating, transaction, key in
-        let before = creating ? "" : old[keyPath: keyPath]
-        let after = new[keyPath: keyPath]
+        let before = creating ? "" : property.get(from: old)
+        let after = property.get(from: new)
         // Unchanged, the two share their storage and compare in O(1).
         guard before != after else { return }
         transaction.replaceText(before, with: after, in: name, of: key)
@@ -288,11 +288,13 @@ public struct EntityField<Model: EntityModel>: Sendable {
   }
 }
 
-/// One stored property of a model, as a field's read sets it: through its offset in the
-/// model when the key path names the model's own inline storage (a stored property of a
-/// struct, which `MemoryLayout.offset(of:)` reports), else through the key path. Writes
-/// through the runtime's key path took about 230 instructions of a three-field list row's
-/// read (BENCHMARKS.md, typed reads at list speed).
+/// One stored property of a model, as a field's read sets it and its write reads it:
+/// through its offset in the model when the key path names the model's own inline
+/// storage (a stored property of a struct, which `MemoryLayout.offset(of:)` reports), else
+/// through the key path. Writes through the runtime's key path took about 230
+/// instructions of a three-field list row's read (BENCHMARKS.md, typed reads at list
+/// speed); reads through it, about 460 instructions each, eight of them in an update of
+/// a four-field note (BENCHMARKS.md, typed reads, eighth pass).
 @usableFromInline
 struct ModelProperty<Model, Value>: Sendable {
   @usableFromInline let keyPath: WritableKeyPath<Model, Value> & Sendable
@@ -303,6 +305,16 @@ struct ModelProperty<Model, Value>: Sendable {
   @inlinable init(_ keyPath: WritableKeyPath<Model, Value> & Sendable) {
     self.keyPath = keyPath
     offset = MemoryLayout<Model>.offset(of: keyPath)
+  }
+
+  /// The property of `model`.
+  @inlinable func get(from model: Model) -> Value {
+    guard let offset else { return model[keyPath: keyPath] }
+    // `offset(of:)` guarantees that the property's storage is at `offset`, of type
+    // `Value`: the read copies it (a retain) as the key path's did.
+    return withUnsafePointer(to: model) { model in
+      UnsafeRawPointer(model).advanced(by: offset).assumingMemoryBound(to: Value.self).pointee
+    }
   }
 
   /// Sets the property of `model` to `value`.
