@@ -105,9 +105,7 @@ extension RunCoder {
   private mutating func readInsert(
     _ tag: UInt8, at offset: Int, from reader: inout ByteReader
   ) throws -> RGADelta.Insert {
-    let author = try Self.required(self.author, at: offset, reason: "run before its author")
-    let counter = try readCounter(
-      predicted: tag & 0x08 != 0, at: offset, from: &reader)
+    let (author, counter) = try readFirstDot(tag, at: offset, from: &reader)
     var length = 1
     if tag & 0x80 == 0 {
       let lengthOffset = reader.offset
@@ -197,9 +195,7 @@ extension RunCoder {
   private mutating func readDelete(
     _ tag: UInt8, at offset: Int, from reader: inout ByteReader
   ) throws -> RGADelta.Delete {
-    let author = try Self.required(self.author, at: offset, reason: "run before its author")
-    let counter = try readCounter(
-      predicted: tag & 0x08 != 0, at: offset, from: &reader)
+    let (author, counter) = try readFirstDot(tag, at: offset, from: &reader)
     var count: UInt64 = 1
     if tag & 0x40 == 0 {
       let countOffset = reader.offset
@@ -247,14 +243,16 @@ extension RunCoder {
     return delete
   }
 
-  /// A run's first counter. In a message (`canonical`) runs come in counter order, each
-  /// after the last counter of the one before, and a counter is written only when it is
-  /// not the predicted one.
-  private func readCounter(
-    predicted: Bool, at offset: Int, from reader: inout ByteReader
-  ) throws -> UInt64 {
-    if predicted {
-      return try Self.required(nextCounter, at: offset, reason: "no predicted counter")
+  /// A run's first dot: the current author's, and the counter the record at `offset`
+  /// gives (predicted when its tag's bit 0x08 is set). In a message (`canonical`) runs
+  /// come in counter order, each after the last counter of the one before, and a counter
+  /// is written only when it is not the predicted one.
+  private func readFirstDot(
+    _ tag: UInt8, at offset: Int, from reader: inout ByteReader
+  ) throws -> (author: ReplicaID, counter: UInt64) {
+    let author = try Self.required(self.author, at: offset, reason: "run before its author")
+    if tag & 0x08 != 0 {
+      return (author, try Self.required(nextCounter, at: offset, reason: "no predicted counter"))
     }
     let counterOffset = reader.offset
     let counter = try reader.readVarUInt()
@@ -266,7 +264,7 @@ extension RunCoder {
         offset: counterOffset,
         reason: counter == nextCounter ? "counter that is the predicted one" : "runs out of order")
     }
-    return counter
+    return (author, counter)
   }
 
   /// `value`, which a record at `offset` relies on (the author, a prediction): a frame
