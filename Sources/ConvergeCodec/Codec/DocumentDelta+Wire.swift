@@ -33,8 +33,10 @@ extension DocumentDelta {
   /// Appends the message ``encoded()`` returns to `writer`.
   package func encode(appendingTo writer: inout ByteWriter) {
     if let edit = textEditBody {
-      // A keystroke's runs are written as they are (`textEditMessage` builds no second
-      // body for them); other runs in their canonical shape, if records carry them.
+      // A keystroke's runs are written as they are; other runs in their canonical shape,
+      // if records carry them. `textEditMessage` decides the same, but the body returned
+      // through its optional cost a keystroke's transaction and `encoded()` 2.55% more
+      // instructions (BENCHMARKS.md, the nineteenth session's review).
       if Self.isMessageKeystroke(edit.runs) {
         Envelope.seal(kind: .textEditDelta, appendingTo: &writer) {
           Self.writeTextEdit(edit, to: &$0)

@@ -11,16 +11,14 @@ extension RunCoder {
     _ runs: RGADelta, of key: EntityKey, _ field: String, to body: inout ByteWriter
   ) {
     // A message states its one target first and never again, so it keeps none.
-    if Names.isCanonical {
+    if Names.isCanonical || targetKey != key || targetField != field {
       body.writeUInt8(RecordType.target.rawValue)
       names.writeKey(key, to: &body)
       names.writeField(field, to: &body)
-    } else if targetKey != key || targetField != field {
-      body.writeUInt8(RecordType.target.rawValue)
-      names.writeKey(key, to: &body)
-      names.writeField(field, to: &body)
-      targetKey = key
-      targetField = field
+      if !Names.isCanonical {
+        targetKey = key
+        targetField = field
+      }
     }
     // `textEditBody` and `listEdit` guarantee one replica made every run.
     let runAuthor = runs.inserts.first?.id.replica ?? runs.deletes.first?.dot.replica

@@ -133,8 +133,9 @@ struct NameTable<Value: RecordLiteral>: Sendable, Equatable {
     }
   }
 
-  /// Reads a reference; `canonical` refuses a value in full the table holds.
-  mutating func read(from reader: inout ByteReader, canonical: Bool) throws -> Value {
+  /// Reads a reference (a frame's, so a value in full that the table holds is read as
+  /// it is).
+  mutating func read(from reader: inout ByteReader) throws -> Value {
     let offset = reader.offset
     let reference = try reader.readVarUInt()
     guard reference == 0 else {
@@ -145,11 +146,6 @@ struct NameTable<Value: RecordLiteral>: Sendable, Equatable {
     }
     let start = reader.offset
     let value = try Value.readLiteral(from: &reader)
-    // At most `dictionaryLimit` entries, so a message's check is bounded.
-    if canonical && values.contains(value) {
-      throw ConvergeDecodingError.invalidValue(
-        offset: offset, reason: "value in full that has a reference")
-    }
     if values.count < SessionStream.dictionaryLimit
       && reader.offset - start <= SessionStream.storedNameLimit + 8
     {
@@ -177,13 +173,13 @@ struct StreamNames: RecordNames {
     replicas.write(replica, to: &body)
   }
   mutating func readKey(from reader: inout ByteReader) throws -> EntityKey {
-    try keys.read(from: &reader, canonical: false)
+    try keys.read(from: &reader)
   }
   mutating func readField(from reader: inout ByteReader) throws -> String {
-    try fields.read(from: &reader, canonical: false)
+    try fields.read(from: &reader)
   }
   mutating func readReplica(from reader: inout ByteReader) throws -> ReplicaID {
-    try replicas.read(from: &reader, canonical: false)
+    try replicas.read(from: &reader)
   }
 }
 
