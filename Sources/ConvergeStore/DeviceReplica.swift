@@ -7,13 +7,14 @@ import Observation
 /// for tests and previews, through the same code), records this device's undo history,
 /// knows what each peer acknowledged and therefore what is pending, and announces every
 /// change: it is `@Observable` for SwiftUI, and ``changes()`` and ``events()`` stream what
-/// happens. Every local edit goes through its ``transact(_:)``:
+/// happens. Every local edit goes through it: the typed ``create(_:id:)``,
+/// ``update(_:id:_:)`` and ``delete(_:id:)``, or any ``transact(_:)``:
 ///
 /// ```swift
 /// let notes = try DeviceReplica(directory: notesFolder.path)  // on the main actor
 /// let changes = notes.changes()  // subscribed now: no later change is missed
 /// Task { for await change in changes { refreshList(change) } }
-/// notes.transact { $0.create(Note(title: "Groceries"), id: "groceries") }
+/// notes.create(Note(title: "Groceries"), id: "groceries")
 /// let badge = notes.pendingCount  // 1: no peer has it yet
 /// try notes.close()  // when the app quits
 /// ```

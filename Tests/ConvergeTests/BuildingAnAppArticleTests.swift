@@ -27,17 +27,15 @@ struct NoteRow: EntityModel {
     notes = try DeviceReplica(directory: folder)
   }
 
-  var rows: [(id: String, value: NoteRow)] { notes.replica.all(NoteRow.self) }
+  var rows: [(id: String, value: NoteRow)] { notes.all(NoteRow.self) }
   var badge: Int { notes.pendingCount }  // notes no peer has acknowledged
 
   func add(title: String) -> String {
-    var id = ""
-    notes.transact { id = $0.create(Note(title: title)) }
-    return id
+    notes.create(Note(title: title)).id
   }
 
-  func rename(_ id: String, to title: String) {
-    notes.transact { $0.update(NoteRow.self, id: id) { $0.title = title } }
+  func rename(_ id: String, to title: String) throws {
+    try notes.update(NoteRow.self, id: id) { $0.title = title }
   }
 }
 
@@ -83,7 +81,7 @@ struct NotesBackend: Sendable {
     defer { try? FileManager.default.removeItem(at: folder) }
     let model = try NotesViewModel(folder: folder.path)
     let id = model.add(title: "Groceries")
-    model.rename(id, to: "Shopping")
+    try model.rename(id, to: "Shopping")
     try model.edit(note: id, utf16Range: 0..<0, replacement: "milk")
     try model.edit(note: id, utf16Range: 0..<0, replacement: "oat ")
     #expect(model.rows.map(\.value.title) == ["Shopping"])
@@ -127,7 +125,7 @@ struct NotesBackend: Sendable {
     await syncing.value
     #expect(synced, "the relay holds the note and the badge cleared")
     let listening = Task { @MainActor in await model.listen() }
-    model.rename(id, to: "Shopping")
+    try model.rename(id, to: "Shopping")
     #expect(model.rows.map(\.value.title) == ["Shopping"])
     #expect(model.badge == 1)
     listening.cancel()

@@ -73,7 +73,7 @@ import Testing
     let notes = try DeviceReplica(directory: notesFolder.path)  // on the main actor
     let changes = notes.changes()  // subscribed now: no later change is missed
     Task { for await change in changes { refreshList(change) } }
-    notes.transact { $0.create(Note(title: "Groceries"), id: "groceries") }
+    notes.create(Note(title: "Groceries"), id: "groceries")
     let badge = notes.pendingCount  // 1: no peer has it yet
     try notes.close()  // when the app quits
 

@@ -127,7 +127,7 @@ import Testing
 
     // On the main actor:
     let notes = try openNotes()
-    notes.transact { $0.create(Note(title: "Groceries"), id: "groceries") }
+    notes.create(Note(title: "Groceries"), id: "groceries")
     notes.apply(deltaFromAnotherDevice)
 
     let groceries = EntityKey(type: "note", id: "groceries")
@@ -201,7 +201,7 @@ import Testing
     func send(_ message: SyncMessage) { app.send(message) }
     var laptop = Replica()
     laptop.create(Note(title: "Call Mum"), id: "call-mum")
-    notes.transact { $0.create(Note(title: "Groceries"), id: "groceries") }
+    notes.create(Note(title: "Groceries"), id: "groceries")
     try notes.flush()  // durable, so the session may send it
     var session = SyncSession()
     var laptopSession = SyncSession()

@@ -42,17 +42,19 @@ import Testing
     let notesFolder = Self.temporaryFolder()
     defer { try? FileManager.default.removeItem(at: notesFolder) }
     let relay = RelayConnection()
-    let note = EntityKey(type: "note", id: "groceries")
 
     let notes = try DeviceReplica(directory: notesFolder.path)
     notes.onDurable = { deltas in relay.send(deltas) }  // only durable deltas leave the device
-    notes.transact { $0.setValue(.string("Groceries"), for: "title", of: note) }
+    let (id, _) = notes.create(Note(title: "Groceries"))
+    try notes.update(Note.self, id: id) { $0.tags.insert("home") }
     try notes.flush()  // when the app goes to the background
     try notes.close()  // marks a clean shutdown
 
-    #expect(relay.sent.count == 1)
+    #expect(relay.sent.count == 2)
     let reopened = try DeviceReplica(directory: notesFolder.path)
-    #expect(reopened.replica.document.value(of: "title", in: note) == .string("Groceries"))
+    let note = EntityKey(type: "note", id: id)
+    #expect(reopened.get(Note.self, id: id)?.title == "Groceries")
+    #expect(reopened.get(Note.self, id: id)?.tags == ["home"])
     #expect(reopened.id == notes.id && reopened.identityChanges.isEmpty)
     #expect(reopened.pendingEntities == [note])
   }
