@@ -164,7 +164,14 @@ extension RGA {
     start: Int, utf16: Int, utf8: Int
   ) {
     let start = content.count
-    content.append(contentsOf: utf8)
+    if utf8.count <= 16 {
+      // A keystroke or a word: appended byte by byte, as ``appendUTF8(ofScalars:to:)``
+      // does. `append(contentsOf:)` of a buffer pointer costs a call and a `memcpy`
+      // whatever its length, about 90 instructions for one byte.
+      for byte in utf8 { content.append(byte) }
+    } else {
+      content.append(contentsOf: utf8)
+    }
     return (start, utf16, utf8.count)
   }
 

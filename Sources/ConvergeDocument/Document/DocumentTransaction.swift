@@ -179,45 +179,74 @@ public struct DocumentTransaction: Sendable {
   ) {
     // The string's UTF-8 as it is, walked once for the scalars and their UTF-16 length
     // (counting either view on its own walks the string again, and the UTF-16 count of
-    // a non-ASCII string allocates an index cache on it) and copied by the text. While a
-    // run is open (see `TextRun`) it is only counted: typing on, its runs are read from
-    // the text when the run closes; an edit the run does not take (another field)
-    // decodes it then, a second walk. Which field the run is of, `editText` asks once.
-    var string = string
-    let continuesRun = textRun.entity >= 0
-    string.withUTF8 { utf8 in
-      var scalars: [Unicode.Scalar] = []
-      let scalarCount: Int
-      let utf16Count: Int
-      if continuesRun {
-        (scalarCount, utf16Count) = UTF8Scalars.counts(ofValid: utf8)
-      } else {
-        (scalars, utf16Count) = UTF8Scalars.scalarsAndUTF16Count(ofValid: utf8)
-        scalarCount = scalars.count
-      }
-      guard scalarCount > 0 else { return }
-      @inline(__always)
-      func insert(into text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta?, TextChange) {
-        let start = Swift.max(0, Swift.min(position, text.count))
-        let change = TextChange(
-          kind: .insert, scalarRange: start..<start + scalarCount,
-          utf16Range: Self.utf16Range(ofScalarOffset: start, count: utf16Count, in: text))
-        guard keepsRuns else {
-          text.insert(
-            utf8: utf8, length: scalarCount, utf16: utf16Count, at: start, firstDot: firstDot)
-          return (nil, change)
-        }
-        // Counted only, if the run did not take the edit after all (another field, or
-        // its counters ran out).
-        let delta = text.insert(
-          continuesRun ? UTF8Scalars.decode(valid: utf8).scalars : scalars,
-          content: (utf8, utf16Count), at: start, firstDot: firstDot)
-        return (delta, change)
-      }
-      editText(
-        field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted,
-        edit: insert)
+    // a non-ASCII string allocates an index cache on it) and copied by the text. Read in
+    // place, not through a copy's `withUTF8`: the copy retained and released the string
+    // every keystroke.
+    guard
+      string.utf8.withContiguousStorageIfAvailable({ utf8 in
+        insertText(utf8: utf8, at: position, in: field, of: key)
+      }) != nil
+    else {
+      // Not contiguous UTF-8 (a bridged string): inserted as a native copy, which is.
+      // The body below is inlined once, here: a second site stopped `editText` and its
+      // closures being inlined into either, +7% an edit of a run.
+      var native = string
+      native.makeContiguousUTF8()
+      insertText(native, at: position, in: field, of: key)
+      return
     }
+  }
+
+  /// ``insertText(_:at:in:of:)`` of valid UTF-8 (a string's own storage). While a run is
+  /// open (see `TextRun`) the bytes are only counted: typing on, its runs are read from
+  /// the text when the run closes; an edit the run does not take (another field) decodes
+  /// them then, a second walk. Otherwise they are decoded, and counted, in one walk (a
+  /// note's whole body, walked twice, was 9% of `bench --library 1000`'s raw build).
+  /// Which field the run is of, `editText` asks once.
+  @inline(__always)
+  private mutating func insertText(
+    utf8: UnsafeBufferPointer<UInt8>, at position: Int, in field: String, of key: EntityKey
+  ) {
+    // `nil` while a run is open: the bytes are not decoded then.
+    let scalars: [Unicode.Scalar]?
+    let scalarCount: Int
+    let utf16Count: Int
+    if textRun.entity >= 0 {
+      scalars = nil
+      (scalarCount, utf16Count) = UTF8Scalars.counts(ofValid: utf8)
+    } else {
+      let decoded = UTF8Scalars.scalarsAndUTF16Count(ofValid: utf8)
+      scalars = decoded.scalars
+      scalarCount = decoded.scalars.count
+      utf16Count = decoded.utf16Count
+    }
+    guard scalarCount > 0 else { return }
+    @inline(__always)
+    func insert(into text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta?, TextChange) {
+      let start = Swift.max(0, Swift.min(position, text.count))
+      let change = TextChange(
+        kind: .insert, scalarRange: start..<start + scalarCount,
+        utf16Range: Self.utf16Range(ofScalarOffset: start, count: utf16Count, in: text))
+      guard keepsRuns else {
+        text.insert(
+          utf8: utf8, length: scalarCount, utf16: utf16Count, at: start, firstDot: firstDot)
+        return (nil, change)
+      }
+      // Counted only, if the run did not take the edit after all (another field, or
+      // its counters ran out).
+      let delta: RGADelta
+      if let scalars {
+        delta = text.insert(scalars, content: (utf8, utf16Count), at: start, firstDot: firstDot)
+      } else {
+        delta = text.insert(
+          UTF8Scalars.decode(valid: utf8).scalars, content: (utf8, utf16Count), at: start,
+          firstDot: firstDot)
+      }
+      return (delta, change)
+    }
+    editText(
+      field: field, of: key, dotCount: { _ in scalarCount }, undo: .deleteInserted,
+      edit: insert)
   }
 
   /// Inserts scalars right after the item `item` of a text field, deleted or not (at the
