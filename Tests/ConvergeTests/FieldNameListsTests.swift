@@ -80,4 +80,34 @@ import Testing
     }
     #expect(decoded == replica.document)
   }
+
+  /// Two spellings of one name (canonically equivalent, other bytes) are two lists: an
+  /// entity given the other's list would hold, encode and send its field under the other
+  /// spelling, and two replicas' bytes would differ.
+  @Test func aCanonicallyEquivalentNameKeepsItsOwnBytes() throws {
+    let (precomposed, decomposed) = ("\u{E9}", "e\u{301}")
+    let (first, second) = (EntityKey(type: "note", id: "a"), EntityKey(type: "note", id: "b"))
+    var replica = Replica(id: ReplicaID(rawValue: 1))
+    var peer = Replica(id: ReplicaID(rawValue: 2))
+    let commit = replica.transact { tx in
+      tx.create(first)
+      tx.setValue(.int(1), for: "d", of: first)
+      tx.setValue(.int(2), for: precomposed, of: first)
+      tx.create(second)
+      tx.setValue(.int(3), for: "d", of: second)
+      tx.setValue(.int(4), for: decomposed, of: second)
+    }
+    peer.apply(commit.delta)
+    for document in [replica.document, peer.document] {
+      let names = [first, second].map { document.entities[$0]?.fields.keys ?? [] }
+      #expect(
+        names.map { $0.map { Array($0.utf8) } }
+          == [["d", precomposed], ["d", decomposed]].map {
+            $0.map { Array($0.utf8) }
+          })
+    }
+    let bytes = replica.document.encoded()
+    #expect(bytes == peer.document.encoded())
+    #expect(try Document(decoding: bytes).encoded() == bytes)
+  }
 }

@@ -19,9 +19,11 @@ struct FieldNameLists: Sendable {
 
   /// `names` with `name` inserted at `position`: a held list if one is equal to that.
   mutating func inserting(_ name: String, at position: Int, into names: [String]) -> [String] {
-    for list in lists where list.count == names.count + 1 && list[position] == name {
-      if list[..<position].elementsEqual(names[..<position])
-        && list[(position + 1)...].elementsEqual(names[position...])
+    // Names compared by their bytes, not as `String`s: a list holding a canonically
+    // equivalent spelling ("e\u{301}" for "é") names other fields, in another order.
+    for list in lists where list.count == names.count + 1 && utf8Equal(list[position], name) {
+      if list[..<position].elementsEqual(names[..<position], by: utf8Equal)
+        && list[(position + 1)...].elementsEqual(names[position...], by: utf8Equal)
       {
         return list
       }
@@ -35,9 +37,19 @@ struct FieldNameLists: Sendable {
   /// A held list equal to `names`, or `names`, which is then held.
   mutating func shared(_ names: [String]) -> [String] {
     if names.isEmpty { return names }
-    for list in lists where list == names { return list }
+    for list in lists where Self.holdsTheSame(list, names) { return list }
     hold(names)
     return names
+  }
+
+  /// Whether `lhs` and `rhs` hold the same names, byte for byte: at once if they are
+  /// one list (a decoder's entities share their predecessor's).
+  private static func holdsTheSame(_ lhs: [String], _ rhs: [String]) -> Bool {
+    guard lhs.count == rhs.count else { return false }
+    let same = lhs.withUnsafeBufferPointer { lhs in
+      rhs.withUnsafeBufferPointer { lhs.baseAddress == $0.baseAddress }
+    }
+    return same || lhs.elementsEqual(rhs, by: utf8Equal)
   }
 
   private mutating func hold(_ list: [String]) {
