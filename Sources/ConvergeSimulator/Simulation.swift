@@ -173,7 +173,6 @@ public struct Simulation: Sendable {
 /// What a run counted besides the network's own statistics.
 struct RunStatistics: Sendable {
   var operations = 0
-  var emptyOperations = 0
   var skippedOperations = 0
   var handshakes = 0
   var finalHandshakes = 0
@@ -210,12 +209,11 @@ struct RunStatistics: Sendable {
   var unquietPairs: [(Int, Int)] = []
   var timings = PhaseTimings()
   /// Stability during the run (see `SimulationRun+Stability.swift`): devices that left,
-  /// were retired, came back and rejoined (and of those, rejoins that re-applied offline
-  /// edits); forgets that ran and the deleted entities they dropped; forgets given up
-  /// for want of a member's bound or of a cut; messages refused as retired.
+  /// were retired and rejoined (and of those, rejoins that re-applied offline edits);
+  /// forgets that ran and the deleted entities they dropped; forgets given up for want of
+  /// a member's bound or of a cut; messages refused as retired.
   var leaves = 0
   var retirements = 0
-  var returns = 0
   var rejoins = 0
   var rejoinsReapplying = 0
   var forgets = 0
@@ -440,7 +438,6 @@ struct SimulationRun {
     deletedCards.formUnion(workloads[author].lastCardEvents.deleted)
     statistics.operations += 1
     if configuration.hasStability { noteDeletedNodes(in: commit, by: author) }
-    if commit.delta.isEmpty { statistics.emptyOperations += 1 }
     pushDurable(from: author)
   }
 

@@ -146,7 +146,6 @@ extension SimulationRun {
       if stability.retired[device], network.awayUntil[device] <= now {
         // Back, and refused as retired: it rejoins once the others are ready.
         stability.leftAt[device] = nil
-        statistics.returns += 1
       }
     }
     if stability.rejoin == nil,

@@ -41,13 +41,25 @@ import Testing
 
   // MARK: Hand-made bodies
 
-  /// A delta body with one replica (id 1), an empty context and one entity `n/1` whose
-  /// field `body` is text with the runs `text` writes.
-  private static func textDelta(_ text: (inout ByteWriter) -> Void) -> [UInt8] {
+  /// A causal context holding every counter of replica #0, `1…2^64 - 1`: a text's runs
+  /// must be in their message's context.
+  private static let everyCounter: [UInt8] = {
+    var writer = ByteWriter()
+    writer.writeBytes([1, 0, 1, 1])  // one replica, #0, one range from 1
+    writer.writeVarUInt(UInt64.max - 1)  // its width: up to 2^64 - 1
+    return writer.bytes
+  }()
+
+  /// A delta body with one replica (id 1), the context `context` (by default empty, so
+  /// that offsets stay short: only a body that is read to its end is refused for it) and
+  /// one entity `n/1` whose field `body` is text with the runs `text` writes.
+  private static func textDelta(
+    context: [UInt8] = [0], _ text: (inout ByteWriter) -> Void
+  ) -> [UInt8] {
     Envelope.seal(kind: .documentDelta) { writer in
       writer.writeVarUInt(1)
       writer.writeUInt64(1)
-      writer.writeVarUInt(0)  // context
+      writer.writeBytes(context)
       writer.writeVarUInt(1)  // one entity
       writer.writeString("n")
       writer.writeString("1")
@@ -62,9 +74,9 @@ import Testing
   /// One insert group of replica #0 holding one run, then `content`, then no deletes.
   private static func oneRun(
     gap: UInt64 = 0, length: UInt64 = 1, skew: Int64 = 0, origin: [UInt8] = [0],
-    rightOrigin: [UInt8] = [0], content: [UInt8] = [0x61]
+    rightOrigin: [UInt8] = [0], content: [UInt8] = [0x61], context: [UInt8] = [0]
   ) -> [UInt8] {
-    textDelta { writer in
+    textDelta(context: context) { writer in
       writer.writeBytes([1, 0, 1])
       writer.writeVarUInt(gap)
       writer.writeVarUInt(length)
@@ -81,9 +93,10 @@ import Testing
   /// `count << 3 | implied dot << 2 | descending << 1 | explicit`, the dot implied (the
   /// first free counter, 1) when `gap` is 0.
   private static func oneDelete(
-    packedCount: UInt64, target: Int64, gap: UInt64 = 0, explicitTarget: [UInt8] = []
+    packedCount: UInt64, target: Int64, gap: UInt64 = 0, explicitTarget: [UInt8] = [],
+    context: [UInt8] = [0]
   ) -> [UInt8] {
-    textDelta { writer in
+    textDelta(context: context) { writer in
       writer.writeBytes([0, 0])  // no insert groups, empty content
       writer.writeBytes([1, 0, 1])
       writer.writeVarUInt((packedCount >> 2) << 3 | (gap == 0 ? 4 : 0) | packedCount & 3)
@@ -110,8 +123,9 @@ import Testing
 
   @Test func handMadeRunsAreCheckedExactly() throws {
     // The well-formed baseline decodes and re-encodes exactly.
-    let valid = Self.oneRun()
+    let valid = Self.oneRun(context: Self.everyCounter)
     #expect(try DocumentDelta(decoding: valid).encoded() == valid)
+    #expect(Self.reason(Self.oneRun()) == "text run that is not in the message's context")
     #expect(Self.reason(Self.oneRun(length: 0, content: [])) == "empty run")
     #expect(Self.reason(Self.oneRun(content: [0xFE])) == "string at byte 39 is not valid UTF-8")
     // 0xFF starts coded content (FORMAT.md §8.3.1), here cut short.
@@ -132,9 +146,8 @@ import Testing
     #expect(
       Self.reason(Self.oneRun(gap: 3, origin: [1, 0, 2]))
         == "explicit origin that has a shorter form")
-    #expect(
-      try DocumentDelta(decoding: Self.oneRun(gap: 3, origin: [3])).encoded()
-        == Self.oneRun(gap: 3, origin: [3]))
+    let ownOrigin = Self.oneRun(gap: 3, origin: [3], context: Self.everyCounter)
+    #expect(try DocumentDelta(decoding: ownOrigin).encoded() == ownOrigin)
     // Right origins: inside the run, before counter 1, a longer form than needed, the
     // id after a missing origin.
     #expect(Self.reason(Self.oneRun(rightOrigin: [1, 0, 1])) == "right origin inside its own run")
@@ -150,7 +163,8 @@ import Testing
       Self.reason(Self.oneRun(rightOrigin: [2]))
         == "right origin after an origin that has no next id")
     for form: (origin: [UInt8], right: [UInt8]) in [([3], [2]), ([4], [3]), ([0], [1, 0, 9])] {
-      let message = Self.oneRun(gap: 3, origin: form.origin, rightOrigin: form.right)
+      let message = Self.oneRun(
+        gap: 3, origin: form.origin, rightOrigin: form.right, context: Self.everyCounter)
       #expect(try DocumentDelta(decoding: message).encoded() == message)
     }
     // Deletes: zero, a single one marked descending, targets running out of range.
@@ -164,8 +178,11 @@ import Testing
     #expect(
       Self.reason(Self.oneDelete(packedCount: 9, target: 1, explicitTarget: [0]))
         == "explicit target replica that is implied")
-    let validDelete = Self.oneDelete(packedCount: 8, target: 1)
+    let validDelete = Self.oneDelete(packedCount: 8, target: 1, context: Self.everyCounter)
     #expect(try DocumentDelta(decoding: validDelete).encoded() == validDelete)
+    #expect(
+      Self.reason(Self.oneDelete(packedCount: 8, target: 1))
+        == "text run that is not in the message's context")
   }
 
   /// Found by the fuzzer (`CONVERGE_FUZZ_ITERATIONS=30 CONVERGE_SEED=31337`): a text run
@@ -186,7 +203,8 @@ import Testing
 
   @Test func hugeButValidRunsDecodeAndApplyQuickly() throws {
     // 2^61 - 1 deletes of missing targets: one record, buffered as one range.
-    let huge = Self.oneDelete(packedCount: ((1 << 61) - 1) << 2, target: 1)
+    let huge = Self.oneDelete(
+      packedCount: ((1 << 61) - 1) << 2, target: 1, context: Self.everyCounter)
     let delta = try DocumentDelta(decoding: huge)
     #expect(delta.encoded() == huge)
     var document = Document()
@@ -196,10 +214,12 @@ import Testing
 
   @Test func runsAtTheTopOfTheCounterSpaceApplyWithoutTraps() throws {
     // The id 2^64 - 2 (the last one a run can end at) with Lamport number 1 (wrapping).
-    let top = Self.oneRun(gap: .max - 2, skew: 3)
+    let top = Self.oneRun(gap: .max - 2, skew: 3, context: Self.everyCounter)
     #expect(Self.reason(Self.oneRun(gap: .max - 1)) != nil)
-    let deleteTop = Self.oneDelete(packedCount: 4, target: -2, gap: .max - 2)  // 2^64 - 2
-    let deleteDown = Self.oneDelete(packedCount: 10, target: -2)  // 2^64 - 2, 2^64 - 3
+    let deleteTop = Self.oneDelete(  // 2^64 - 2
+      packedCount: 4, target: -2, gap: .max - 2, context: Self.everyCounter)
+    let deleteDown = Self.oneDelete(  // 2^64 - 2, 2^64 - 3
+      packedCount: 10, target: -2, context: Self.everyCounter)
     var document = Document()
     for message in [top, deleteTop, deleteDown] {
       let delta = try DocumentDelta(decoding: message)
@@ -213,9 +233,12 @@ import Testing
   @Test func deleteRunsLongerThanOneRecordAreSplit() throws {
     // The longest run one record holds, then five more deletes that continue it.
     let longest: UInt64 = (1 << 61) - 1
-    let first = try DocumentDelta(decoding: Self.oneDelete(packedCount: longest << 2, target: 1))
+    let first = try DocumentDelta(
+      decoding: Self.oneDelete(packedCount: longest << 2, target: 1, context: Self.everyCounter))
     let second = try DocumentDelta(
-      decoding: Self.oneDelete(packedCount: 5 << 2, target: Int64(longest) + 1, gap: longest))
+      decoding: Self.oneDelete(
+        packedCount: 5 << 2, target: Int64(longest) + 1, gap: longest,
+        context: Self.everyCounter))
     let joined = first.merging(second)
     let bytes = joined.encoded()
     let decoded = try DocumentDelta(decoding: bytes)

@@ -96,14 +96,18 @@ import Testing
   }
 
   /// Forgery 2: text runs with B's next six ids, in a delta whose context is `A:1`.
-  func textForgery(_ victim: Replica) -> DocumentDelta {
+  /// Its context holds the run's ids, as a text's must (the decoder refuses a run outside
+  /// its message's context, `inContext: false`, before any authorship check).
+  func textForgery(_ victim: Replica, inContext: Bool = true) -> DocumentDelta {
     let next = victim.context.counters(of: b).maximum + 1
+    let scalars = Array("forged".unicodeScalars)
     let run = RGADelta.Insert(
       id: Dot(replica: b, counter: next), lamport: 1_000, origin: nil, rightOrigin: nil,
-      scalars: Array("forged".unicodeScalars))
+      scalars: scalars)
     var entity = EntityDelta(presence: .add(Dot(replica: a, counter: 1)))
     entity.fields["body"] = .text(RGADelta(inserts: [run], deletes: []))
-    return forged(entity)
+    let ids = (0..<UInt64(scalars.count)).map { Dot(replica: b, counter: next + $0) }
+    return forged(entity, context: inContext ? ids : [])
   }
 
   /// Forgery 3: a removal of the note claiming it observed `B: 2^40`.
@@ -138,6 +142,9 @@ import Testing
     var victim = try await victimsNote(on: relay, space: "s")
     let before = try await relay.store.read(space: "s", after: 0)
     #expect(try await pushForgery(textForgery(victim), to: relay, space: "s") == .replicaNotGranted)
+    #expect(
+      try await pushForgery(textForgery(victim, inContext: false), to: relay, space: "s")
+        == .malformedMessage)
     #expect(try await relay.store.read(space: "s", after: 0) == before)
 
     // B's next edit takes exactly the ids the forgery used.

@@ -224,9 +224,11 @@ protocol WireEntity {
   /// A text field's runs as the entity holds them: a delta's own; `nil` for a document's,
   /// whose runs are taken once per encoding (``EntityRecord/textRuns()``).
   static func heldRuns(of field: FieldContent<Text, List>) -> RGADelta?
-  /// Reads a text field's content: a document's text, or a delta's runs.
+  /// Reads a text field's content: a document's text, or a delta's runs, whose insert
+  /// ids and delete dots it hands to `checks` (``FieldChecks/checkText(_:_:)``).
   static func readText(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
   ) throws -> Text
 }
 
@@ -234,8 +236,9 @@ extension WireEntity {
   /// Reads what a document's and a delta's bodies share: the replica table, the causal
   /// context, a document state's content code (`sharedContent`), and the entities sorted
   /// by key; then checks that the body uses every
-  /// replica of the table and that every register's write is in the context and within
-  /// its entity's version (``FieldWire/checkRegister(_:presence:context:offset:)``).
+  /// replica of the table, that every register's write is in the context and within
+  /// its entity's version (``FieldWire/checkRegister(_:presence:context:offset:)``), and
+  /// that every text run's ids and delete dots are in the context.
   static func readBody<Map: DecodedEntityMap>(
     from reader: inout ByteReader, sharedContent: Bool = false, deferringTexts: Bool = false
   ) throws -> (context: CausalContext, entities: Map) where Map.Entity == Self {
@@ -308,10 +311,11 @@ extension WireEntity {
   }
 }
 
-/// The checks of a body's registers and lists against its causal context: every
+/// The checks of a body's registers, lists and texts against its causal context: every
 /// register's write is an event of the context and within its entity's version
 /// (``FieldWire/checkRegister(_:presence:context:offset:)``), a parent field holds a
-/// move, and a list's moves are events of the context.
+/// move, a list's moves are events of the context, and so is every insert id and delete
+/// dot of a text's runs (``checkText(_:_:)``).
 ///
 /// Each field is checked as it is read, while its entity's presence is at hand; the first
 /// failure is thrown once the whole body is read, at its end, after the checks of the
@@ -323,7 +327,60 @@ struct FieldChecks {
   /// The first failing check, run again with the body's end offset.
   private var failure: ((Int) throws -> Void)?
 
+  /// The context's counters of the replica whose text events were checked last: a
+  /// text's runs are mostly one replica's, and a library's texts a few replicas'.
+  private var knownReplica: ReplicaID?
+  private var known = CounterRanges()
+
   init(context: CausalContext) { self.context = context }
+
+  /// Checks that every insert id and delete dot of a text's runs (`headers` and
+  /// `deletes`, as a state's or a delta's text is read) is an event of the context: a
+  /// text that held ids beyond it would break the invariant a merge relies on (the
+  /// context covers every dot its data holds), and one holding this replica's ids
+  /// would make its own next keystrokes look stale. A run is one replica's consecutive
+  /// counters, so each run is one range test.
+  mutating func checkText(_ headers: [TextWire.RunHeader], _ deletes: [RGADelta.Delete]) {
+    for header in headers {
+      checkTextEvents(of: header.id.replica, from: header.id.counter, count: header.length)
+    }
+    checkTextDeletes(deletes)
+  }
+
+  /// ``checkText(_:_:)`` for the runs of a delta's text.
+  mutating func checkText(_ runs: RGADelta) {
+    for insert in runs.inserts {
+      checkTextEvents(of: insert.id.replica, from: insert.id.counter, count: insert.length)
+    }
+    checkTextDeletes(runs.deletes)
+  }
+
+  private mutating func checkTextDeletes(_ deletes: [RGADelta.Delete]) {
+    for delete in deletes {
+      checkTextEvents(of: delete.dot.replica, from: delete.dot.counter, count: delete.count)
+    }
+  }
+
+  private mutating func checkTextEvents(of replica: ReplicaID, from lower: UInt64, count: Int) {
+    guard count > 0 else { return }
+    checkTextEvents(of: replica, from: lower, count: UInt64(count))
+  }
+
+  /// Records a failure unless the counters `lower ..< lower + count` of `replica` are
+  /// events of the context.
+  private mutating func checkTextEvents(of replica: ReplicaID, from lower: UInt64, count: UInt64) {
+    guard failure == nil, count > 0 else { return }
+    if knownReplica != replica {
+      knownReplica = replica
+      known = context.counters(of: replica)
+    }
+    let (last, overflow) = lower.addingReportingOverflow(count - 1)
+    guard overflow || !known.contains(lower...last) else { return }
+    failure = { offset in
+      throw ConvergeDecodingError.invalidValue(
+        offset: offset, reason: "text run that is not in the message's context")
+    }
+  }
 
   /// Checks `field` of the entity whose presence is `presence`.
   mutating func check<Text, List: ListWire>(
@@ -513,7 +570,7 @@ enum FieldWire {
   static func readFields<Text, List: ListWire>(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
     presence: Presence, checks: inout FieldChecks,
-    readText: (inout ByteReader, inout DecodedReplicaTable) throws -> Text
+    readText: (inout ByteReader, inout DecodedReplicaTable, inout FieldChecks) throws -> Text
   ) throws -> FieldTable<FieldContent<Text, List>> {
     // Names in scalar order can still be equal as strings ("é" and "e\u{301}"), and not
     // next to each other: past a few fields, a set finds them without a quadratic scan.
@@ -548,7 +605,7 @@ enum FieldWire {
           case .register: .register(try readRegister(from: &reader, replicas: &table))
           case .emptyRegister: .register(LWWRegister())
           case .set: .set(try readSet(from: &reader, replicas: &table))
-          case .text: .text(try readText(&reader, &table))
+          case .text: .text(try readText(&reader, &table, &checks))
           case .list: .list(try List(from: &reader, replicas: &table))
           case .parent: .parent(try readParent(from: &reader, replicas: &table))
           }
@@ -644,9 +701,10 @@ extension EntityRecord: WireEntity {
   static func heldRuns(of field: FieldState) -> RGADelta? { nil }
 
   static func readText(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
   ) throws -> TextStorage {
-    try TextStorage.read(from: &reader, replicas: &table)
+    try TextStorage.read(from: &reader, replicas: &table, checks: &checks)
   }
 
   /// Every text field's whole state as runs, by field name.

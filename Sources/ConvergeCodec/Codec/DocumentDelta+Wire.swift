@@ -117,9 +117,12 @@ extension EntityDelta: WireEntity {
   }
 
   static func readText(
-    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
   ) throws -> RGADelta {
-    try RGADelta(fromDelta: &reader, replicas: &table)
+    let runs = try RGADelta(fromDelta: &reader, replicas: &table)
+    checks.checkText(runs)
+    return runs
   }
 }
 
