@@ -123,27 +123,13 @@ extension DocumentDelta {
       return nil
     }
     // The records go in counter order; a counter both kinds of run use is refused there.
-    var nextInsert = 0
-    var nextDelete = 0
     var end: UInt64 = 0
-    while nextInsert < inserts.count || nextDelete < deletes.count {
-      let start: UInt64
-      let length: UInt64
-      if nextDelete == deletes.count
-        || (nextInsert < inserts.count
-          && inserts[nextInsert].id.counter < deletes[nextDelete].dot.counter)
-      {
-        start = inserts[nextInsert].id.counter
-        length = UInt64(inserts[nextInsert].length)
-        nextInsert += 1
-      } else {
-        start = deletes[nextDelete].dot.counter
-        length = deletes[nextDelete].count
-        nextDelete += 1
-      }
-      guard start >= end else { return nil }
+    let ordered = RGADelta.inCounterOrder(inserts, deletes) { start, length in
+      guard start >= end else { return false }
       end = start + length
+      return true
     }
+    guard ordered else { return nil }
     var canonical = RGADelta()
     canonical.inserts = inserts
     canonical.deletes = deletes
@@ -238,5 +224,42 @@ extension DocumentDelta {
         offset: runsStart, reason: "text edit without runs, or with runs of several replicas")
     }
     return delta
+  }
+}
+
+extension RGADelta {
+  /// Visits one replica's insert and delete runs merged by their first counter, a delete
+  /// first at a tie (the order a text edit message and a frame write their records in),
+  /// calling `insert` or `delete` with each run's index; `visit` is told each run's first
+  /// counter and length first, and stops the walk by returning `false`.
+  ///
+  /// - Returns: whether the walk reached the end.
+  @inline(__always)
+  static func inCounterOrder(
+    _ inserts: [Insert], _ deletes: [Delete],
+    visit: (_ start: UInt64, _ length: UInt64) -> Bool = { _, _ in true },
+    insert: (Int) -> Void = { _ in }, delete: (Int) -> Void = { _ in }
+  ) -> Bool {
+    var nextInsert = 0
+    var nextDelete = 0
+    while nextInsert < inserts.count || nextDelete < deletes.count {
+      if nextDelete == deletes.count
+        || (nextInsert < inserts.count
+          && inserts[nextInsert].id.counter < deletes[nextDelete].dot.counter)
+      {
+        guard visit(inserts[nextInsert].id.counter, UInt64(inserts[nextInsert].length)) else {
+          return false
+        }
+        insert(nextInsert)
+        nextInsert += 1
+      } else {
+        guard visit(deletes[nextDelete].dot.counter, deletes[nextDelete].count) else {
+          return false
+        }
+        delete(nextDelete)
+        nextDelete += 1
+      }
+    }
+    return true
   }
 }

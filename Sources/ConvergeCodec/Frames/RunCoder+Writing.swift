@@ -30,20 +30,9 @@ extension RunCoder {
     // In counter order, so that each run's first counter is the predicted one.
     let inserts = runs.inserts
     let deletes = runs.deletes
-    var nextInsert = 0
-    var nextDelete = 0
-    while nextInsert < inserts.count || nextDelete < deletes.count {
-      if nextDelete == deletes.count
-        || (nextInsert < inserts.count
-          && inserts[nextInsert].id.counter < deletes[nextDelete].dot.counter)
-      {
-        writeInsert(inserts[nextInsert], to: &body)
-        nextInsert += 1
-      } else {
-        writeDelete(deletes[nextDelete], to: &body)
-        nextDelete += 1
-      }
-    }
+    _ = RGADelta.inCounterOrder(
+      inserts, deletes, insert: { writeInsert(inserts[$0], to: &body) },
+      delete: { writeDelete(deletes[$0], to: &body) })
   }
 
   private mutating func writeInsert(_ insert: RGADelta.Insert, to body: inout ByteWriter) {
