@@ -342,7 +342,8 @@ struct FieldChecks {
   /// counters, so each run is one range test.
   mutating func checkText(_ headers: [TextWire.RunHeader], _ deletes: [RGADelta.Delete]) {
     for header in headers {
-      checkTextEvents(of: header.id.replica, from: header.id.counter, count: header.length)
+      checkTextEvents(
+        of: header.id.replica, from: header.id.counter, count: UInt64(clamping: header.length))
     }
     checkTextDeletes(deletes)
   }
@@ -350,7 +351,8 @@ struct FieldChecks {
   /// ``checkText(_:_:)`` for the runs of a delta's text.
   mutating func checkText(_ runs: RGADelta) {
     for insert in runs.inserts {
-      checkTextEvents(of: insert.id.replica, from: insert.id.counter, count: insert.length)
+      checkTextEvents(
+        of: insert.id.replica, from: insert.id.counter, count: UInt64(clamping: insert.length))
     }
     checkTextDeletes(runs.deletes)
   }
@@ -359,11 +361,6 @@ struct FieldChecks {
     for delete in deletes {
       checkTextEvents(of: delete.dot.replica, from: delete.dot.counter, count: delete.count)
     }
-  }
-
-  private mutating func checkTextEvents(of replica: ReplicaID, from lower: UInt64, count: Int) {
-    guard count > 0 else { return }
-    checkTextEvents(of: replica, from: lower, count: UInt64(count))
   }
 
   /// Records a failure unless the counters `lower ..< lower + count` of `replica` are
