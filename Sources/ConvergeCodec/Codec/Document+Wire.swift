@@ -315,7 +315,12 @@ extension WireEntity {
 /// register's write is an event of the context and within its entity's version
 /// (``FieldWire/checkRegister(_:presence:context:offset:)``), a parent field holds a
 /// move, a list's moves are events of the context, and so is every insert id and delete
-/// dot of a text's runs (``checkText(_:_:)``).
+/// dot of a text's runs (``checkText(_:_:)``) and of a list's slots (``checkSlots(_:)``).
+///
+/// Presences are not checked against the context: a presence is a summary (each
+/// replica's latest add, and what removals observed), and a delta carries a changed
+/// entity's, set element's or list item's whole presence, so its adds may be events the
+/// receiver was known to hold and the message's context leaves out (FORMAT.md §8.2).
 ///
 /// Each field is checked as it is read, while its entity's presence is at hand; the first
 /// failure is thrown once the whole body is read, at its end, after the checks of the
@@ -327,10 +332,22 @@ struct FieldChecks {
   /// The first failing check, run again with the body's end offset.
   private var failure: ((Int) throws -> Void)?
 
-  /// The context's counters of the replica whose text events were checked last: a
+  /// The context's counters of the replica whose run events were checked last: a
   /// text's runs are mostly one replica's, and a library's texts a few replicas'.
   private var knownReplica: ReplicaID?
   private var known = CounterRanges()
+
+  /// What holds the runs a failing range came from, for the error's reason.
+  private enum RunHolder {
+    case text, list
+
+    var reason: String {
+      switch self {
+      case .text: "text run that is not in the message's context"
+      case .list: "list slot that is not in the message's context"
+      }
+    }
+  }
 
   init(context: CausalContext) { self.context = context }
 
@@ -342,30 +359,46 @@ struct FieldChecks {
   /// counters, so each run is one range test.
   mutating func checkText(_ headers: [TextWire.RunHeader], _ deletes: [RGADelta.Delete]) {
     for header in headers {
-      checkTextEvents(
-        of: header.id.replica, from: header.id.counter, count: UInt64(clamping: header.length))
+      checkEvents(
+        of: header.id.replica, from: header.id.counter, count: UInt64(clamping: header.length),
+        in: .text)
     }
-    checkTextDeletes(deletes)
+    checkDeletes(deletes, in: .text)
   }
 
   /// ``checkText(_:_:)`` for the runs of a delta's text.
   mutating func checkText(_ runs: RGADelta) {
-    for insert in runs.inserts {
-      checkTextEvents(
-        of: insert.id.replica, from: insert.id.counter, count: UInt64(clamping: insert.length))
-    }
-    checkTextDeletes(runs.deletes)
+    checkRuns(runs, in: .text)
   }
 
-  private mutating func checkTextDeletes(_ deletes: [RGADelta.Delete]) {
+  /// Checks that every slot id and delete dot of a list's slots is an event of the
+  /// context, as a text's are (``checkText(_:_:)``): a list that held slot ids beyond
+  /// it would hand its replica's next insert a slot id it already holds, two slots
+  /// with one id.
+  mutating func checkSlots(_ runs: RGADelta) {
+    checkRuns(runs, in: .list)
+  }
+
+  private mutating func checkRuns(_ runs: RGADelta, in holder: RunHolder) {
+    for insert in runs.inserts {
+      checkEvents(
+        of: insert.id.replica, from: insert.id.counter, count: UInt64(clamping: insert.length),
+        in: holder)
+    }
+    checkDeletes(runs.deletes, in: holder)
+  }
+
+  private mutating func checkDeletes(_ deletes: [RGADelta.Delete], in holder: RunHolder) {
     for delete in deletes {
-      checkTextEvents(of: delete.dot.replica, from: delete.dot.counter, count: delete.count)
+      checkEvents(of: delete.dot.replica, from: delete.dot.counter, count: delete.count, in: holder)
     }
   }
 
   /// Records a failure unless the counters `lower ..< lower + count` of `replica` are
   /// events of the context.
-  private mutating func checkTextEvents(of replica: ReplicaID, from lower: UInt64, count: UInt64) {
+  private mutating func checkEvents(
+    of replica: ReplicaID, from lower: UInt64, count: UInt64, in holder: RunHolder
+  ) {
     guard failure == nil, count > 0 else { return }
     if knownReplica != replica {
       knownReplica = replica
@@ -373,9 +406,9 @@ struct FieldChecks {
     }
     let (last, overflow) = lower.addingReportingOverflow(count - 1)
     guard overflow || !known.contains(lower...last) else { return }
+    let reason = holder.reason
     failure = { offset in
-      throw ConvergeDecodingError.invalidValue(
-        offset: offset, reason: "text run that is not in the message's context")
+      throw ConvergeDecodingError.invalidValue(offset: offset, reason: reason)
     }
   }
 
@@ -603,7 +636,7 @@ enum FieldWire {
           case .emptyRegister: .register(LWWRegister())
           case .set: .set(try readSet(from: &reader, replicas: &table))
           case .text: .text(try readText(&reader, &table, &checks))
-          case .list: .list(try List(from: &reader, replicas: &table))
+          case .list: .list(try List(from: &reader, replicas: &table, checks: &checks))
           case .parent: .parent(try readParent(from: &reader, replicas: &table))
           }
         checks.check(field, presence: presence)
