@@ -225,7 +225,7 @@ protocol WireEntity {
   /// whose runs are taken once per encoding (``EntityRecord/textRuns()``).
   static func heldRuns(of field: FieldContent<Text, List>) -> RGADelta?
   /// Reads a text field's content: a document's text, or a delta's runs, whose insert
-  /// ids and delete dots it hands to `checks` (``FieldChecks/checkText(_:_:)``).
+  /// ids and delete dots it hands to `checks` (``FieldChecks/checkRuns(_:_:of:)``).
   static func readText(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
     checks: inout FieldChecks
@@ -315,7 +315,7 @@ extension WireEntity {
 /// register's write is an event of the context and within its entity's version
 /// (``FieldWire/checkRegister(_:presence:context:offset:)``), a parent field holds a
 /// move, a list's moves are events of the context, and so is every insert id and delete
-/// dot of a text's runs (``checkText(_:_:)``) and of a list's slots (``checkSlots(_:)``).
+/// dot of a text's runs and of a list's slots (``checkRuns(_:_:of:)``).
 ///
 /// Presences are not checked against the context: a presence is a summary (each
 /// replica's latest add, and what removals observed), and a delta carries a changed
@@ -333,12 +333,16 @@ struct FieldChecks {
   private var failure: ((Int) throws -> Void)?
 
   /// The context's counters of the replica whose run events were checked last: a
-  /// text's runs are mostly one replica's, and a library's texts a few replicas'.
+  /// text's runs are mostly one replica's, and a library's texts a few replicas'. When
+  /// they are one range (a replica that missed nothing), `knownSpan` is that range, and a
+  /// run is tested against it inline.
   private var knownReplica: ReplicaID?
   private var known = CounterRanges()
+  private var knownSpan: ClosedRange<UInt64>?
 
-  /// What holds the runs a failing range came from, for the error's reason.
-  private enum RunHolder {
+  /// What holds the runs checked: a text or a list's slots (§8.3, §8.3.2), named by the
+  /// error's reason.
+  enum RunHolder {
     case text, list
 
     var reason: String {
@@ -351,44 +355,22 @@ struct FieldChecks {
 
   init(context: CausalContext) { self.context = context }
 
-  /// Checks that every insert id and delete dot of a text's runs (`headers` and
-  /// `deletes`, as a state's or a delta's text is read) is an event of the context: a
-  /// text that held ids beyond it would break the invariant a merge relies on (the
-  /// context covers every dot its data holds), and one holding this replica's ids
-  /// would make its own next keystrokes look stale. A run is one replica's consecutive
-  /// counters, so each run is one range test.
-  mutating func checkText(_ headers: [TextWire.RunHeader], _ deletes: [RGADelta.Delete]) {
+  /// Checks that every insert id and delete dot of a text's runs, or of a list's slots,
+  /// is an event of the context (`headers` and `deletes`, as a state's or a delta's runs
+  /// are read: ``RGADelta/init(from:replicas:inspecting:)``). A text or a list that held
+  /// ids beyond it would break the invariant a merge relies on (the context covers every
+  /// dot its data holds): one holding this replica's ids would make its own next
+  /// keystrokes look stale, and hand its next list insert a slot id it already holds,
+  /// so that the insert changes nothing. A run is one replica's consecutive counters, so
+  /// each run is one range test.
+  mutating func checkRuns(
+    _ headers: [TextWire.RunHeader], _ deletes: [RGADelta.Delete], of holder: RunHolder
+  ) {
     for header in headers {
       checkEvents(
         of: header.id.replica, from: header.id.counter, count: UInt64(clamping: header.length),
-        in: .text)
-    }
-    checkDeletes(deletes, in: .text)
-  }
-
-  /// ``checkText(_:_:)`` for the runs of a delta's text.
-  mutating func checkText(_ runs: RGADelta) {
-    checkRuns(runs, in: .text)
-  }
-
-  /// Checks that every slot id and delete dot of a list's slots is an event of the
-  /// context, as a text's are (``checkText(_:_:)``): a list that held slot ids beyond
-  /// it would hand its replica's next insert a slot id it already holds, two slots
-  /// with one id.
-  mutating func checkSlots(_ runs: RGADelta) {
-    checkRuns(runs, in: .list)
-  }
-
-  private mutating func checkRuns(_ runs: RGADelta, in holder: RunHolder) {
-    for insert in runs.inserts {
-      checkEvents(
-        of: insert.id.replica, from: insert.id.counter, count: UInt64(clamping: insert.length),
         in: holder)
     }
-    checkDeletes(runs.deletes, in: holder)
-  }
-
-  private mutating func checkDeletes(_ deletes: [RGADelta.Delete], in holder: RunHolder) {
     for delete in deletes {
       checkEvents(of: delete.dot.replica, from: delete.dot.counter, count: delete.count, in: holder)
     }
@@ -403,9 +385,16 @@ struct FieldChecks {
     if knownReplica != replica {
       knownReplica = replica
       known = context.counters(of: replica)
+      knownSpan = known.ranges.count == 1 ? known.ranges.first : nil
     }
     let (last, overflow) = lower.addingReportingOverflow(count - 1)
-    guard overflow || !known.contains(lower...last) else { return }
+    if !overflow {
+      if let span = knownSpan {
+        if span.lowerBound <= lower, last <= span.upperBound { return }
+      } else if known.contains(lower...last) {
+        return
+      }
+    }
     let reason = holder.reason
     failure = { offset in
       throw ConvergeDecodingError.invalidValue(offset: offset, reason: reason)

@@ -9,7 +9,7 @@ protocol ListWire: ListItemStamps {
   var wireSlots: RGADelta { get }
   var wireItems: [FieldValue: MovableListItem] { get }
   /// Reads a list field's payload (after its tag), handing its slots' ids and delete
-  /// dots to `checks` (``FieldChecks/checkSlots(_:)``).
+  /// dots to `checks` (``FieldChecks/checkRuns(_:_:of:)``).
   init(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
     checks: inout FieldChecks
@@ -26,9 +26,8 @@ extension MovableList: ListWire {
   ) throws {
     // A state may hold runs that share a counter (from separate messages), as a text's.
     let (runs, items) = try ListWireFields.read(from: &reader, replicas: &table) {
-      try RGADelta(from: &$0, replicas: &$1)
+      try RGADelta(from: &$0, replicas: &$1) { checks.checkRuns($0, $1, of: .list) }
     }
-    checks.checkSlots(runs)
     var slots = RGA()
     slots.apply(runs)
     self.init(slots: slots, items: items)
@@ -44,9 +43,8 @@ extension MovableListDelta: ListWire {
     checks: inout FieldChecks
   ) throws {
     let (runs, items) = try ListWireFields.read(from: &reader, replicas: &table) {
-      try RGADelta(fromDelta: &$0, replicas: &$1)
+      try RGADelta(fromDelta: &$0, replicas: &$1) { checks.checkRuns($0, $1, of: .list) }
     }
-    checks.checkSlots(runs)
     self.init(slots: runs, items: items)
   }
 }
