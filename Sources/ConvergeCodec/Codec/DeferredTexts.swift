@@ -74,13 +74,13 @@ extension TextStorage {
   /// texts (``ContentReading/deferred(_:)``) and for a text that waits for nothing, its
   /// runs alone, keeping where its bytes are for ``DeferredTexts/text(at:)``. Either
   /// way its runs' ids and delete dots are checked against the message's context
-  /// (``FieldChecks/checkText(_:_:)``) now, so that a bad message is refused whole.
+  /// (``FieldChecks/checkRuns(_:_:of:)``) now, so that a bad message is refused whole.
   static func read(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
     checks: inout FieldChecks
   ) throws -> TextStorage {
     var state = try TextWire.readState(from: &reader, replicas: &table)
-    checks.checkText(state.headers, state.deletes)
+    checks.checkRuns(state.headers, state.deletes, of: .text)
     guard let deferral = table.contentReading.deferral as? DeferredTexts else {
       return TextStorage(try RGA(state))
     }

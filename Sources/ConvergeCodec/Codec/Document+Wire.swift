@@ -225,7 +225,7 @@ protocol WireEntity {
   /// whose runs are taken once per encoding (``EntityRecord/textRuns()``).
   static func heldRuns(of field: FieldContent<Text, List>) -> RGADelta?
   /// Reads a text field's content: a document's text, or a delta's runs, whose insert
-  /// ids and delete dots it hands to `checks` (``FieldChecks/checkText(_:_:)``).
+  /// ids and delete dots it hands to `checks` (``FieldChecks/checkRuns(_:_:of:)``).
   static func readText(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
     checks: inout FieldChecks
@@ -315,7 +315,12 @@ extension WireEntity {
 /// register's write is an event of the context and within its entity's version
 /// (``FieldWire/checkRegister(_:presence:context:offset:)``), a parent field holds a
 /// move, a list's moves are events of the context, and so is every insert id and delete
-/// dot of a text's runs (``checkText(_:_:)``).
+/// dot of a text's runs and of a list's slots (``checkRuns(_:_:of:)``).
+///
+/// Presences are not checked against the context: a presence is a summary (each
+/// replica's latest add, and what removals observed), and a delta carries a changed
+/// entity's, set element's or list item's whole presence, so its adds may be events the
+/// receiver was known to hold and the message's context leaves out (FORMAT.md §8.2).
 ///
 /// Each field is checked as it is read, while its entity's presence is at hand; the first
 /// failure is thrown once the whole body is read, at its end, after the checks of the
@@ -327,55 +332,72 @@ struct FieldChecks {
   /// The first failing check, run again with the body's end offset.
   private var failure: ((Int) throws -> Void)?
 
-  /// The context's counters of the replica whose text events were checked last: a
-  /// text's runs are mostly one replica's, and a library's texts a few replicas'.
+  /// The context's counters of the replica whose run events were checked last: a
+  /// text's runs are mostly one replica's, and a library's texts a few replicas'. When
+  /// they are one range (a replica that missed nothing), `knownSpan` is that range, and a
+  /// run is tested against it inline.
   private var knownReplica: ReplicaID?
   private var known = CounterRanges()
+  private var knownSpan: ClosedRange<UInt64>?
+
+  /// What holds the runs checked: a text or a list's slots (§8.3, §8.3.2), named by the
+  /// error's reason.
+  enum RunHolder {
+    case text, list
+
+    var reason: String {
+      switch self {
+      case .text: "text run that is not in the message's context"
+      case .list: "list slot that is not in the message's context"
+      }
+    }
+  }
 
   init(context: CausalContext) { self.context = context }
 
-  /// Checks that every insert id and delete dot of a text's runs (`headers` and
-  /// `deletes`, as a state's or a delta's text is read) is an event of the context: a
-  /// text that held ids beyond it would break the invariant a merge relies on (the
-  /// context covers every dot its data holds), and one holding this replica's ids
-  /// would make its own next keystrokes look stale. A run is one replica's consecutive
-  /// counters, so each run is one range test.
-  mutating func checkText(_ headers: [TextWire.RunHeader], _ deletes: [RGADelta.Delete]) {
+  /// Checks that every insert id and delete dot of a text's runs, or of a list's slots,
+  /// is an event of the context (`headers` and `deletes`, as a state's or a delta's runs
+  /// are read: ``RGADelta/init(from:replicas:inspecting:)``). A text or a list that held
+  /// ids beyond it would break the invariant a merge relies on (the context covers every
+  /// dot its data holds): one holding this replica's ids would make its own next
+  /// keystrokes look stale, and hand its next list insert a slot id it already holds,
+  /// so that the insert changes nothing. A run is one replica's consecutive counters, so
+  /// each run is one range test.
+  mutating func checkRuns(
+    _ headers: [TextWire.RunHeader], _ deletes: [RGADelta.Delete], of holder: RunHolder
+  ) {
     for header in headers {
-      checkTextEvents(
-        of: header.id.replica, from: header.id.counter, count: UInt64(clamping: header.length))
+      checkEvents(
+        of: header.id.replica, from: header.id.counter, count: UInt64(clamping: header.length),
+        in: holder)
     }
-    checkTextDeletes(deletes)
-  }
-
-  /// ``checkText(_:_:)`` for the runs of a delta's text.
-  mutating func checkText(_ runs: RGADelta) {
-    for insert in runs.inserts {
-      checkTextEvents(
-        of: insert.id.replica, from: insert.id.counter, count: UInt64(clamping: insert.length))
-    }
-    checkTextDeletes(runs.deletes)
-  }
-
-  private mutating func checkTextDeletes(_ deletes: [RGADelta.Delete]) {
     for delete in deletes {
-      checkTextEvents(of: delete.dot.replica, from: delete.dot.counter, count: delete.count)
+      checkEvents(of: delete.dot.replica, from: delete.dot.counter, count: delete.count, in: holder)
     }
   }
 
   /// Records a failure unless the counters `lower ..< lower + count` of `replica` are
   /// events of the context.
-  private mutating func checkTextEvents(of replica: ReplicaID, from lower: UInt64, count: UInt64) {
+  private mutating func checkEvents(
+    of replica: ReplicaID, from lower: UInt64, count: UInt64, in holder: RunHolder
+  ) {
     guard failure == nil, count > 0 else { return }
     if knownReplica != replica {
       knownReplica = replica
       known = context.counters(of: replica)
+      knownSpan = known.ranges.count == 1 ? known.ranges.first : nil
     }
     let (last, overflow) = lower.addingReportingOverflow(count - 1)
-    guard overflow || !known.contains(lower...last) else { return }
+    if !overflow {
+      if let span = knownSpan {
+        if span.lowerBound <= lower, last <= span.upperBound { return }
+      } else if known.contains(lower...last) {
+        return
+      }
+    }
+    let reason = holder.reason
     failure = { offset in
-      throw ConvergeDecodingError.invalidValue(
-        offset: offset, reason: "text run that is not in the message's context")
+      throw ConvergeDecodingError.invalidValue(offset: offset, reason: reason)
     }
   }
 
@@ -603,7 +625,7 @@ enum FieldWire {
           case .emptyRegister: .register(LWWRegister())
           case .set: .set(try readSet(from: &reader, replicas: &table))
           case .text: .text(try readText(&reader, &table, &checks))
-          case .list: .list(try List(from: &reader, replicas: &table))
+          case .list: .list(try List(from: &reader, replicas: &table, checks: &checks))
           case .parent: .parent(try readParent(from: &reader, replicas: &table))
           }
         checks.check(field, presence: presence)

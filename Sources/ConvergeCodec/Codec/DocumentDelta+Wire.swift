@@ -120,9 +120,7 @@ extension EntityDelta: WireEntity {
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
     checks: inout FieldChecks
   ) throws -> RGADelta {
-    let runs = try RGADelta(fromDelta: &reader, replicas: &table)
-    checks.checkText(runs)
-    return runs
+    try RGADelta(fromDelta: &reader, replicas: &table) { checks.checkRuns($0, $1, of: .text) }
   }
 }
 
@@ -131,8 +129,18 @@ extension RGADelta {
   /// a counter (``hasRunsSharingCounters``), which a state may hold from separate
   /// messages but no single delta does.
   init(fromDelta reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    try self.init(fromDelta: &reader, replicas: &table) { _, _ in }
+  }
+
+  /// Reads the runs of a delta, showing `inspect` their headers and deletes
+  /// (``init(from:replicas:inspecting:)``).
+  @inline(__always)
+  init(
+    fromDelta reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    inspecting inspect: ([TextWire.RunHeader], [RGADelta.Delete]) -> Void
+  ) throws {
     let start = reader.offset
-    try self.init(from: &reader, replicas: &table)
+    try self.init(from: &reader, replicas: &table, inspecting: inspect)
     guard !hasRunsSharingCounters else {
       throw ConvergeDecodingError.invalidValue(offset: start, reason: "runs that share a counter")
     }

@@ -8,18 +8,25 @@ protocol ListWire: ListItemStamps {
   /// The slots' runs and the items, as they go on the wire.
   var wireSlots: RGADelta { get }
   var wireItems: [FieldValue: MovableListItem] { get }
-  /// Reads a list field's payload (after its tag).
-  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws
+  /// Reads a list field's payload (after its tag), handing its slots' ids and delete
+  /// dots to `checks` (``FieldChecks/checkRuns(_:_:of:)``).
+  init(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
+  ) throws
 }
 
 extension MovableList: ListWire {
   var wireSlots: RGADelta { slots.delta(since: CausalContext()) }
   var wireItems: [FieldValue: MovableListItem] { items }
 
-  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+  init(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
+  ) throws {
     // A state may hold runs that share a counter (from separate messages), as a text's.
     let (runs, items) = try ListWireFields.read(from: &reader, replicas: &table) {
-      try RGADelta(from: &$0, replicas: &$1)
+      try RGADelta(from: &$0, replicas: &$1) { checks.checkRuns($0, $1, of: .list) }
     }
     var slots = RGA()
     slots.apply(runs)
@@ -31,9 +38,12 @@ extension MovableListDelta: ListWire {
   var wireSlots: RGADelta { slots }
   var wireItems: [FieldValue: MovableListItem] { items }
 
-  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+  init(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    checks: inout FieldChecks
+  ) throws {
     let (runs, items) = try ListWireFields.read(from: &reader, replicas: &table) {
-      try RGADelta(fromDelta: &$0, replicas: &$1)
+      try RGADelta(fromDelta: &$0, replicas: &$1) { checks.checkRuns($0, $1, of: .list) }
     }
     self.init(slots: runs, items: items)
   }

@@ -104,6 +104,18 @@ extension RGADelta {
   ///   maximal, Lamport numbers out of range, origins inside their own run, and content
   ///   that does not match the run lengths.
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
+    try self.init(from: &reader, replicas: &table) { _, _ in }
+  }
+
+  /// Reads runs as ``init(from:replicas:)`` does, showing `inspect` their insert runs'
+  /// headers and their deletes as read, before content is attached: a message's checks
+  /// of their ids (``FieldChecks/checkRuns(_:_:of:)``) read those plain values, not
+  /// the runs, which copy a reference each.
+  @inline(__always)
+  init(
+    from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
+    inspecting inspect: ([TextWire.RunHeader], [RGADelta.Delete]) -> Void
+  ) throws {
     let (headers, content) = try TextWire.readInsertHeaders(from: &reader, replicas: &table)
     // Built only when there are delete runs to read.
     let deletes = try TextWire.readDeletes(
@@ -111,6 +123,7 @@ extension RGADelta {
       insertIDs: TextWire.InsertIDs(
         headers.map { ($0.id.replica, $0.id.counter..<$0.id.counter + UInt64($0.length)) }),
       replicas: &table)
+    inspect(headers, deletes)
     let inserts = try TextWire.attachContent(
       content, to: headers, deleted: RGADelta.DeletedRanges(deletes))
     self.init(inserts: inserts, deletes: deletes)
