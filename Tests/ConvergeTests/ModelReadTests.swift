@@ -123,6 +123,22 @@ import Testing
   /// A walk over a replica's own notes leaves the deleted ones out (the first, the last,
   /// two together): the rows are the visible ones in id order, before and after an id
   /// arrives out of the order of creation.
+  /// A walk touches the field arrays of its rows a block ahead of reading them: at every
+  /// count around a block's size (16), every row reads as a read by id does, in id order.
+  @Test(arguments: [0, 1, 15, 16, 17, 31, 32, 33, 50])
+  func aWalkReadsEveryRowAcrossItsBlocks(count: Int) {
+    var replica = Replica(id: ReplicaID(rawValue: 5), wallClock: .fixed(1))
+    for index in 0..<count {
+      let tags: Set<String> = index % 3 == 0 ? ["a", "b"] : ["c"]
+      replica.create(
+        SampleNote(title: "n\(index)", body: "b\(index)", tags: tags, pinned: index % 2 == 0))
+    }
+    let rows = replica.all(SampleNoteRow.self)
+    #expect(rows.map(\.value.title) == (0..<count).map { "n\($0)" })
+    for row in rows { #expect(replica.get(SampleNoteRow.self, id: row.id) == row.value) }
+    Self.expectReadsAgree(replica, seed: 0)
+  }
+
   @Test func aWalkLeavesTheDeletedOut() throws {
     var replica = Replica(id: ReplicaID(rawValue: 4), wallClock: .fixed(1))
     var ids: [String] = []

@@ -201,7 +201,27 @@ extension Document {
         var reads = EntityReads(document: self, sets: walk)
         withUnsafeMutablePointer(to: &reads) { reads in
           body(visible.count) { each in
-            for index in entities.keyOrder(of: visible) {
+            let order = entities.keyOrder(of: visible)
+            // The field arrays of the next `ahead` rows touched together, one block of
+            // rows ahead of the reads: each entity's array is an allocation of its own,
+            // and a row's reads wait on its lines from memory. Touched a row at a time,
+            // each row still waited once (the reads of a row are more instructions than
+            // the processor looks ahead); a block's touches wait together. Twice as fast
+            // by the clock at 50,000 notes (BENCHMARKS.md, typed reads, tenth pass).
+            let ahead = 16
+            func touchRows(from block: Int) {
+              let start = Swift.min(block, order.count)
+              let end = Swift.min(start + ahead, order.count)
+              var touched: UInt8 = 0
+              for index in order[start..<end] {
+                touched &+= Self.touch(records[visible[index]].fields.unsafeBuffers.values)
+              }
+              // Kept where the walk's reader can see it, so that the reads stay.
+              reads.pointee.touched = touched
+            }
+            touchRows(from: 0)
+            for (step, index) in order.enumerated() {
+              if step % ahead == 0 { touchRows(from: step + ahead) }
               let position = visible[index]
               // The record's arrays are the document's, which `reads` holds for the walk.
               let (keys, values) = records[position].fields.unsafeBuffers
@@ -226,6 +246,24 @@ extension Document {
       cache.finish(walk)
     }
   }
+
+  /// Reads a byte at each end of each field of `fields` (the first byte of its payload
+  /// and its case's tag, which every case initializes), so that the memory lines the
+  /// fields span are on their way to the cache: their sum, for the caller to keep.
+  private static func touch(_ fields: UnsafeBufferPointer<FieldState>) -> UInt8 {
+    guard let base = fields.baseAddress else { return 0 }
+    let raw = UnsafeRawPointer(base)
+    let stride = MemoryLayout<FieldState>.stride
+    let last = MemoryLayout<FieldState>.size - 1
+    var sum: UInt8 = 0
+    var offset = 0
+    for _ in 0..<fields.count {
+      sum &+= raw.load(fromByteOffset: offset, as: UInt8.self)
+      sum &+= raw.load(fromByteOffset: offset + last, as: UInt8.self)
+      offset += stride
+    }
+    return sum
+  }
 }
 
 /// One entity's fields as a read finds them, and what the read needs beyond them: the
@@ -247,6 +285,9 @@ struct EntityReads {
   let sets: UnsafeMutablePointer<SetReadWalk>?
   /// In a read by name, the cache whose kept values it reads (without keeping any).
   let keptSets: SetReadCache?
+  /// What a walk's touches of the rows ahead read (``Document/forEachVisibleEntity(ofType:reading:_:)``),
+  /// stored where the rows' reads could see it so that the touches are not dropped.
+  var touched: UInt8 = 0
 
   init(
     document: Document, sets: UnsafeMutablePointer<SetReadWalk>?, keptSets: SetReadCache? = nil
