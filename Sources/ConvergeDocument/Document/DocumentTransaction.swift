@@ -565,7 +565,8 @@ public struct DocumentTransaction: Sendable {
       return Dot(replica: replica, counter: next)
     }
 
-    /// Notes the bits of the names of the run's entity and field as `document` holds them: read from its entity table and the entity's field names, so that the
+    /// Notes the bits of the names of the run's entity and field as `document` holds
+    /// them: read from its entity table and the entity's field names, so that the
     /// strings they point to live as long as those are unchanged (while the run is open:
     /// everything else reaches the document through ``DocumentTransaction/document``,
     /// which closes the run).
