@@ -189,6 +189,46 @@ import Testing
     }
   }
 
+  /// A long run in a text of many leaves (its ids found through the index, its runs split
+  /// among leaves and out of counter order in them): the run's delta, read from the text
+  /// in counter order and joined as it is read, is the edit-by-edit one, byte for byte,
+  /// and so are its changes.
+  @Test func aLongRunOverManyLeavesReadsBackTheEditByEditDelta() {
+    for seed in UInt64(0x7E4B00)..<0x7E4B00 + 12 {
+      var random = SeededGenerator(seed: seed)
+      var (batched, editByEdit) = Self.startingPair(using: &random)
+      let start = batched.document.count(of: EntityText("body", of: Self.note))
+      let script = random.next()
+      func type(_ tx: inout DocumentTransaction, closingEachStep: Bool) {
+        var random = SeededGenerator(seed: script)
+        var length = start  // kept here: reading the document would close the run
+        for _ in 0..<600 {
+          let position = Int.random(in: 0...length, using: &random)
+          if Int.random(in: 0..<3, using: &random) == 0 {
+            let end = Swift.min(length, position + Int.random(in: 1...3, using: &random))
+            tx.deleteText(position..<end, in: "body", of: Self.note)
+            length -= end - position
+          } else {
+            let scalars = (0..<Int.random(in: 1...3, using: &random)).map { _ in
+              Self.alphabet.randomElement(using: &random) ?? "a"
+            }
+            tx.insertText(
+              String(String.UnicodeScalarView(scalars)), at: position, in: "body", of: Self.note)
+            length += scalars.count
+          }
+          if closingEachStep { tx.closeTextRun() }
+        }
+      }
+      let runs = batched.transact { type(&$0, closingEachStep: false) }
+      let lone = editByEdit.transact { type(&$0, closingEachStep: true) }
+      #expect(runs.delta.encoded() == lone.delta.encoded(), "seed \(seed)")
+      #expect(runs.delta == lone.delta, "seed \(seed)")
+      #expect(runs.changes == lone.changes, "seed \(seed)")
+      #expect(batched.document == editByEdit.document, "seed \(seed)")
+      #expect((batched.document.sequence(of: "body", in: Self.note)?.leaves.count ?? 0) > 1)
+    }
+  }
+
   /// A peer that receives a run's delta ends with the writer's text.
   @Test func aRunsDeltaRebuildsTheText() {
     for seed in UInt64(0x7E4900)..<0x7E4900 + 100 {

@@ -133,48 +133,6 @@ extension RGA {
     return RGADelta(inserts: inserts, deletes: deletes)
   }
 
-  /// The delta of the local events `counters` of `replica`, in normal form: the runs the
-  /// text holds with those ids (a later delete does not change an insert) and the
-  /// deletes the delete log holds with those dots. A document's transaction sends this
-  /// for the text edits it made, built once when it is done with the field instead of a
-  /// delta an edit joined and sorted at commit; the items are the same, and so is the
-  /// normal form.
-  ///
-  /// - Complexity: O(log n + k) for the k runs and deletes of those events, plus a
-  ///   leaf's runs for each of the index's ranges they lie in.
-  package func delta(of replica: ReplicaID, counters: ClosedRange<UInt64>) -> RGADelta {
-    let lower = counters.lowerBound
-    // No item has the counter `UInt64.max` (its run would end past the counter space).
-    let upper = counters.upperBound == .max ? .max : counters.upperBound + 1
-    var inserts: [RGADelta.Insert] = []
-    if leaves.count == 1 {
-      appendInserts(replica: replica, lower: lower, upper: upper, leaf: 0, to: &inserts)
-    } else {
-      lookups.read { lookups in
-        lookups.pointee.index[replica]?.forEachEntry(overlapping: lower, upper) { entry in
-          appendInserts(
-            replica: replica, lower: Swift.max(lower, entry.lower),
-            upper: Swift.min(upper, entry.upper), leaf: entry.leaf, to: &inserts)
-        }
-      }
-    }
-    var deletes: [RGADelta.Delete] = []
-    lookups.read { lookups in
-      guard let log = lookups.pointee.deleteLog[replica] else { return }
-      var position = log.partitioningIndex { $0.dot.counter + $0.count > lower }
-      while position < log.count, log[position].dot.counter <= counters.upperBound {
-        let delete = log[position]
-        let from = Swift.max(lower, delete.dot.counter)
-        let to = Swift.min(counters.upperBound, delete.dot.counter + (delete.count - 1))
-        deletes.append(delete.slice(from: from - delete.dot.counter, count: to - from + 1))
-        position += 1
-      }
-    }
-    var delta = RGADelta(inserts: inserts, deletes: deletes)
-    delta.normalize()
-    return delta
-  }
-
   /// Appends the integrated items `lower..<upper` of `replica`, all held by `leaf`.
   private func appendInserts(
     replica: ReplicaID, lower: UInt64, upper: UInt64, leaf: Int,

@@ -330,6 +330,12 @@ public struct RGADelta: Sendable, Equatable {
   mutating func normalizeInGeneral() {
     // Decoded and freshly typed runs are usually in order and maximal already: checking
     // that costs a comparison per run, where sorting or rebuilding would move every run.
+    normalizeInserts()
+    normalizeDeletes()
+  }
+
+  /// Sorts the insert runs, drops exact duplicates and joins runs that continue each other.
+  private mutating func normalizeInserts() {
     inserts.sortIfNeeded { ($0.lamport, $0.id) < ($1.lamport, $1.id) }
     inserts.coalesce(
       dropping: { $0.length == 0 },
@@ -339,6 +345,11 @@ public struct RGADelta: Sendable, Equatable {
         last.append(insert)
         return true
       })
+  }
+
+  /// Sorts the delete runs, drops exact duplicates and joins runs that continue each
+  /// other: ``normalize()`` of a delta whose inserts are in normal form already.
+  package mutating func normalizeDeletes() {
     deletes.sortIfNeeded { ($0.dot, $0.target) < ($1.dot, $1.target) }
     deletes.coalesce(
       dropping: { $0.count == 0 },

@@ -374,31 +374,40 @@ public struct DocumentTransaction: Sendable {
     undo: TextInverse,
     edit: (inout RGA, Dot, _ keepsRuns: Bool) -> (RGADelta?, TextChange)
   ) -> Dot? {
-    if textRunHolds(field, of: key) {
+    if textRun.holdsNames(field, of: key) || textRunHolds(field, of: key) {
       let entity = Int(textRun.entity)
       let slot = Int(textRun.slot)
       // The run holds the text from its second edit until it closes: taken out of the
-      // document once, not at every edit.
-      let text: TextStorage
-      if let held = textRun.text {
-        text = held
-      } else {
+      // document once, not at every edit, and handed back below if this edit does not
+      // continue the run after all.
+      let takesText = textRun.text == nil
+      if takesText {
         guard let taken = runningDocument.entities.values[entity].takeText(at: slot) else {
           return nil
         }
-        text = taken
+        textRun.text = taken
       }
-      let count = dotCount(&text.decoded)
+      // Edited through an unretained reference while `textRun.text` holds it (nothing
+      // below replaces that before the edit is done): a strong one, or an unowned one,
+      // was a retain and a release an edit.
+      let text: Unmanaged<TextStorage>
+      if let held = textRun.text { text = .passUnretained(held) } else { return nil }
+      let count = text._withUnsafeGuaranteedRef { dotCount(&$0.decoded) }
       // The run's inserts do not look their ids up: taking the text, it asks once
       // whether the text holds any id of the run's replica from its next dot on (a
       // received delta's text may hold ids its context lacks), and only the run's own
       // edits change the text until it closes.
       if count > 0, let first = textRun.nextDots(UInt64(count), of: replica),
-        textRun.text != nil || text.text.holdsNoInsert(of: first.replica, from: first.counter)
+        !takesText
+          || text._withUnsafeGuaranteedRef({
+            $0.text.holdsNoInsert(of: first.replica, from: first.counter)
+          })
       {
         let last = Dot(replica: first.replica, counter: first.counter + UInt64(count - 1))
-        let (textDelta, textChange) = edit(&text.decoded, first, false)
-        if textRun.text == nil { textRun.text = text }
+        let (textDelta, textChange) = text._withUnsafeGuaranteedRef {
+          edit(&$0.decoded, first, false)
+        }
+        if takesText { textRun.noteNames(of: runningDocument) }
         textRun.add(first.counter...last.counter, change: textChange)
         if undoLog != nil {
           // The run's first edit made the entity visible, and nothing happened since.
@@ -408,8 +417,8 @@ public struct DocumentTransaction: Sendable {
         }
         return first
       }
-      if textRun.text == nil {
-        runningDocument.entities.values[entity].fields.values[slot] = .text(text)
+      if takesText, let held = textRun.text.take() {
+        runningDocument.entities.values[entity].fields.values[slot] = .text(held)
       }
       guard count > 0 else { return nil }
       // Dots that do not follow on (the counters ran out) or may not be fresh: an edit of
@@ -529,6 +538,13 @@ public struct DocumentTransaction: Sendable {
     /// The field's text, taken out of the document by the second edit (the field holds
     /// a placeholder meanwhile) and put back when the run closes; `nil` before.
     var text: TextStorage?
+    /// The raw bits of the entity's type and id and of the field's name as the document
+    /// holds them, noted when the run takes the text and valid while it holds it (see
+    /// ``holdsNames(_:of:)``). Bits, not strings: owning strings made every transaction
+    /// retain and release them (a lone keystroke's +0.87%).
+    var typeBits = StringBits()
+    var idBits = StringBits()
+    var fieldBits = StringBits()
 
     /// Opens the run with an edit of the field at `slot` of the entity at `entity`, whose
     /// last dot is `last`. Positions are kept in 32 bits: one cut short is found
@@ -549,6 +565,29 @@ public struct DocumentTransaction: Sendable {
       return Dot(replica: replica, counter: next)
     }
 
+    /// Notes the bits of the names of the run's entity and field as `document` holds
+    /// them: read from its entity table and the entity's field names, so that the
+    /// strings they point to live as long as those are unchanged (while the run is open:
+    /// everything else reaches the document through ``DocumentTransaction/document``,
+    /// which closes the run).
+    mutating func noteNames(of document: Document) {
+      let held = document.entities.key(at: Int(entity))
+      typeBits = StringBits(held.type)
+      idBits = StringBits(held.id)
+      fieldBits = StringBits(document.entities.values[Int(entity)].fields.keys[Int(slot)])
+    }
+
+    /// Whether the run holds the text of `field` of `key`, known from the strings' bits
+    /// alone: equal to the bits of the document's own strings, which are alive while the
+    /// run holds the text, they are those strings. `false` (not known) for equal strings
+    /// stored elsewhere, which ``DocumentTransaction/textRunHolds(_:of:)`` compares in the
+    /// document's tables.
+    @inline(__always)
+    func holdsNames(_ field: String, of key: EntityKey) -> Bool {
+      StringBits.areStrings && text != nil && fieldBits == StringBits(field)
+        && idBits == StringBits(key.id) && typeBits == StringBits(key.type)
+    }
+
     /// Adds an edit after the first, of the counters `counters`. Inlined into every
     /// edit of a run.
     @inline(__always)
@@ -560,6 +599,28 @@ public struct DocumentTransaction: Sendable {
       } else {
         changes?.append(change)
       }
+    }
+  }
+
+  /// A string's representation, two words, read without retaining the string: equal bits
+  /// are the same string, as long as one of the two strings is alive (small strings
+  /// hold their UTF-8 in their bits; others point to their storage).
+  struct StringBits: Equatable {
+    private var low: UInt64 = 0
+    private var high: UInt64 = 0
+
+    /// Whether a string is two words, as on 64-bit platforms; elsewhere no bits are
+    /// read (all zero) and none are compared.
+    static var areStrings: Bool {
+      MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size
+    }
+
+    init() {}
+
+    @inline(__always)
+    init(_ string: String) {
+      guard Self.areStrings else { return }
+      (low, high) = unsafeBitCast(string, to: (UInt64, UInt64).self)
     }
   }
 
