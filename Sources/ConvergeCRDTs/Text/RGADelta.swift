@@ -363,8 +363,10 @@ public struct RGADelta: Sendable, Equatable {
 }
 
 extension Array {
-  /// Sorts the array unless it is sorted already (checked in one pass).
-  mutating func sortIfNeeded(by areInIncreasingOrder: (Element, Element) -> Bool) {
+  /// Sorts the array unless it is sorted already (checked in one pass: an array of one
+  /// element or none is never copied).
+  @inlinable
+  package mutating func sortIfNeeded(by areInIncreasingOrder: (Element, Element) -> Bool) {
     if indices.dropFirst().contains(where: { areInIncreasingOrder(self[$0], self[$0 - 1]) }) {
       sort(by: areInIncreasingOrder)
     }
@@ -394,7 +396,7 @@ extension Array {
 
 extension Array where Element: Comparable {
   /// Sorts the array unless it is sorted already (checked in one pass).
-  mutating func sortIfNeeded() { sortIfNeeded(by: <) }
+  @inlinable package mutating func sortIfNeeded() { sortIfNeeded(by: <) }
 }
 
 extension RGADelta.Insert: CustomStringConvertible {

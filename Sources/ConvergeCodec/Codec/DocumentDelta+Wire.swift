@@ -125,19 +125,14 @@ extension EntityDelta: WireEntity {
 }
 
 extension RGADelta {
-  /// Reads the runs of a delta: as ``init(from:replicas:)``, and refusing runs that share
-  /// a counter (``hasRunsSharingCounters``), which a state may hold from separate
-  /// messages but no single delta does.
-  init(fromDelta reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
-    try self.init(fromDelta: &reader, replicas: &table) { _, _ in }
-  }
-
-  /// Reads the runs of a delta, showing `inspect` their headers and deletes
-  /// (``init(from:replicas:inspecting:)``).
+  /// Reads the runs of a delta: as ``init(from:replicas:inspecting:)`` (showing `inspect`
+  /// their headers and deletes), and refusing runs that share a counter
+  /// (``hasRunsSharingCounters``), which a state may hold from separate messages but no
+  /// single delta does.
   @inline(__always)
   init(
     fromDelta reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
-    inspecting inspect: ([TextWire.RunHeader], [RGADelta.Delete]) -> Void
+    inspecting inspect: ([TextWire.RunHeader], [RGADelta.Delete]) -> Void = { _, _ in }
   ) throws {
     let start = reader.offset
     try self.init(from: &reader, replicas: &table, inspecting: inspect)

@@ -103,18 +103,14 @@ extension RGADelta {
   ///   `invalidValue` for zero-length runs, runs out of order, overlapping or not
   ///   maximal, Lamport numbers out of range, origins inside their own run, and content
   ///   that does not match the run lengths.
-  init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
-    try self.init(from: &reader, replicas: &table) { _, _ in }
-  }
-
-  /// Reads runs as ``init(from:replicas:)`` does, showing `inspect` their insert runs'
-  /// headers and their deletes as read, before content is attached: a message's checks
-  /// of their ids (``FieldChecks/checkRuns(_:_:of:)``) read those plain values, not
-  /// the runs, which copy a reference each.
+  ///
+  /// `inspect` is shown the insert runs' headers and the deletes as read, before content
+  /// is attached: a message's checks of their ids (``FieldChecks/checkRuns(_:_:of:)``)
+  /// read those plain values, not the runs, which copy a reference each.
   @inline(__always)
   init(
     from reader: inout ByteReader, replicas table: inout DecodedReplicaTable,
-    inspecting inspect: ([TextWire.RunHeader], [RGADelta.Delete]) -> Void
+    inspecting inspect: ([TextWire.RunHeader], [RGADelta.Delete]) -> Void = { _, _ in }
   ) throws {
     let (headers, content) = try TextWire.readInsertHeaders(from: &reader, replicas: &table)
     // Built only when there are delete runs to read.
@@ -160,9 +156,9 @@ extension RGA {
   /// and builds the text those runs make at once (``init(loading:deletes:content:at:)``),
   /// exactly as applying them to a fresh text would.
   ///
-  /// - Throws: what ``RGADelta/init(from:replicas:)`` throws, and `invalidValue` if the
-  ///   text cannot hold every run (an insert not younger than its origin is ignored by
-  ///   the sequence, so such a state has no encoding).
+  /// - Throws: what ``RGADelta/init(from:replicas:inspecting:)`` throws, and
+  ///   `invalidValue` if the text cannot hold every run (an insert not younger than its
+  ///   origin is ignored by the sequence, so such a state has no encoding).
   init(from reader: inout ByteReader, replicas table: inout DecodedReplicaTable) throws {
     let state = try TextWire.readState(from: &reader, replicas: &table)
     try self.init(state)

@@ -290,16 +290,6 @@ public struct EntityField<Model: EntityModel>: Sendable {
   }
 }
 
-extension [FieldValue] {
-  /// Sorts the values in place, and only if there are two or more: an update adding one
-  /// tag sorted a copy of its one value, an array allocated and freed (681 of the typed
-  /// small-delta round trip's 38,856 instructions; BENCHMARKS.md, the typed small delta,
-  /// twenty-first session). The order is `sorted()`'s.
-  @inlinable mutating func sortIfNeeded() {
-    if count > 1 { sort() }
-  }
-}
-
 /// One stored property of a model, as a field's read sets it and its write reads it:
 /// through its offset in the model when the key path names the model's own inline
 /// storage (a stored property of a struct, which `MemoryLayout.offset(of:)` reports), else
