@@ -110,7 +110,9 @@ public struct EntityChange: Sendable, Equatable {
   public var kind: Kind
   /// The fields whose visible value changed, sorted.
   public var fields: [String]
-  /// For text fields, the edits in visible coordinates, in the order they apply.
+  /// For text fields, the edits in visible coordinates, in the order they apply; an edit
+  /// that continues the one before (typing on, backspacing) is joined with it, so typing a
+  /// word is one insert.
   public var textChanges: [String: [TextChange]]
   /// The changes of each list field that changed, by field name (see ``ListChange``):
   /// what a view animates, a remote move included, with its from and to indices.
@@ -144,18 +146,21 @@ struct ChangeRecorder {
   /// Notes an edit of the text field `field` of `key`, the entity's visibility
   /// before and after it, and its one visible edit: the same as ``noteChange(of:wasVisible:isVisible:)``
   /// followed by ``noteField(_:of:text:)``.
+  ///
+  /// - Returns: the field's latest change now: `change`, or an earlier one joined with it.
+  @discardableResult
   mutating func noteSingleTextEdit(
     of key: EntityKey, field: String, wasVisible: Bool, isVisible: Bool, change: TextChange
-  ) {
+  ) -> TextChange {
     guard !entries.isEmpty || singleTextEdit != nil else {
       singleTextEdit = DocumentChanges.SingleTextChange(
         key: key,
         kind: EntityChange.Kind(wasVisible: wasVisible, isVisible: isVisible, fieldsChanged: true),
         field: field, change: change)
-      return
+      return change
     }
     noteChange(of: key, wasVisible: wasVisible, isVisible: isVisible)
-    noteField(field, of: key, text: change)
+    return noteField(field, of: key, text: change)
   }
 
   /// Moves a noted ``SingleTextEdit`` into `entries`, before any other change is noted.
@@ -210,13 +215,34 @@ struct ChangeRecorder {
     if !entries[index].fields.contains(name) { entries[index].fields.append(name) }
     guard !text.isEmpty else { return }
     if let slot = entries[index].texts.lastIndex(where: { $0.field == name }) {
-      entries[index].texts[slot].changes.append(contentsOf: text)
-    } else {
+      entries[index].texts[slot].changes.append(joining: text)
+    } else if text.count == 1 {
       entries[index].texts.append((name, text))
+    } else {
+      var joined: [TextChange] = []
+      joined.append(joining: text)
+      entries[index].texts.append((name, joined))
     }
   }
 
-  /// Notes a changed text field of `key` and its one visible edit.
+  /// Notes the changes of the text field `name` of `key` from its latest noted change on:
+  /// `changes` start with that change (joined with those after it, if they continue it)
+  /// and replace it.
+  mutating func noteText(_ name: String, of key: EntityKey, fromLastChange changes: [TextChange]) {
+    materializeSingleTextEdit()
+    guard let first = changes.first, let index = position(of: key),
+      let slot = entries[index].texts.lastIndex(where: { $0.field == name }),
+      !entries[index].texts[slot].changes.isEmpty
+    else {
+      // Not noted before (never so for a transaction's run): noted as they are.
+      noteField(name, of: key, changed: true, text: changes)
+      return
+    }
+    let last = entries[index].texts[slot].changes.count - 1
+    entries[index].texts[slot].changes[last] = first
+    entries[index].texts[slot].changes.append(contentsOf: changes.dropFirst())
+  }
+
   /// Notes the changes of the list field `name` of `key` (noted changed already).
   mutating func noteList(_ name: String, of key: EntityKey, changes: [ListChange]) {
     materializeSingleTextEdit()
@@ -224,15 +250,22 @@ struct ChangeRecorder {
     entries[index].lists[name, default: []].append(contentsOf: changes)
   }
 
-  mutating func noteField(_ name: String, of key: EntityKey, text change: TextChange) {
+  /// Notes a changed text field of `key` and its one visible edit.
+  ///
+  /// - Returns: the field's latest change now: `change`, or an earlier one joined with it.
+  @discardableResult
+  mutating func noteField(_ name: String, of key: EntityKey, text change: TextChange)
+    -> TextChange
+  {
     materializeSingleTextEdit()
-    guard let index = position(of: key) else { return }
+    guard let index = position(of: key) else { return change }
     if !entries[index].fields.contains(name) { entries[index].fields.append(name) }
     if let slot = entries[index].texts.lastIndex(where: { $0.field == name }) {
-      entries[index].texts[slot].changes.append(change)
-    } else {
-      entries[index].texts.append((name, [change]))
+      entries[index].texts[slot].changes.append(joining: change)
+      return entries[index].texts[slot].changes.last ?? change
     }
+    entries[index].texts.append((name, [change]))
+    return change
   }
 
   func finish(in document: Document) -> DocumentChanges {

@@ -463,10 +463,10 @@ public struct DocumentTransaction: Sendable {
     let counters = first.counter...last.counter
     runningDocument.context.insert(replica: first.replica, counters: counters)
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
-    recorder.noteSingleTextEdit(
+    let noted = recorder.noteSingleTextEdit(
       of: key, field: field, wasVisible: visibility.wasVisible,
       isVisible: visibility.isVisible, change: textChange)
-    textRun.open(entity: entity, slot: slot, after: last)
+    textRun.open(entity: entity, slot: slot, after: last, change: noted)
     if undoLog != nil {
       recordTextUndo(
         undo, of: field, of: key, first: first, last: last, count: count,
@@ -532,9 +532,14 @@ public struct DocumentTransaction: Sendable {
     /// The first counter of the edits after the first; 0 while there are none (no dot
     /// has the counter 0).
     var laterFrom: UInt64 = 0
-    /// The changes of the edits after the first, in the order made; `nil` until there
-    /// is one, so that a keystroke's transaction releases no array.
+    /// The changes of the run's edits, the first included, in the order made, each joined
+    /// with the one before when it continues it (``TextChange/joined(with:)``, as the
+    /// recorder joins them, so the same edits give the same changes in a run or not): all
+    /// but the latest, `nil` until there is one, so that a keystroke's transaction
+    /// releases no array and typing on (joined into the latest) touches none.
     var changes: [TextChange]?
+    /// The latest of those changes.
+    var lastChange = TextChange(kind: .insert, scalarRange: 0..<0, utf16Range: 0..<0)
     /// The field's text, taken out of the document by the second edit (the field holds
     /// a placeholder meanwhile) and put back when the run closes; `nil` before.
     var text: TextStorage?
@@ -549,11 +554,14 @@ public struct DocumentTransaction: Sendable {
     /// Opens the run with an edit of the field at `slot` of the entity at `entity`, whose
     /// last dot is `last`. Positions are kept in 32 bits: one cut short is found
     /// holding another entity or field, and the run is not continued.
-    mutating func open(entity: Int, slot: Int, after last: Dot) {
+    /// `change` is the field's latest change as the recorder holds it: the edit's own,
+    /// or an earlier one it joined.
+    mutating func open(entity: Int, slot: Int, after last: Dot, change: TextChange) {
       self.entity = Int32(truncatingIfNeeded: entity)
       self.slot = Int32(truncatingIfNeeded: slot)
       replica = last.replica
       next = last.counter &+ 1
+      lastChange = change
     }
 
     /// The first of `count` dots of `current` (the transaction's replica) that follow
@@ -592,13 +600,30 @@ public struct DocumentTransaction: Sendable {
     /// edit of a run.
     @inline(__always)
     mutating func add(_ counters: ClosedRange<UInt64>, change: TextChange) {
-      if laterFrom == 0 { laterFrom = counters.lowerBound }
       next = counters.upperBound &+ 1
-      if changes == nil {
-        changes = [change]
+      if laterFrom == 0 { laterFrom = counters.lowerBound }
+      if let joined = lastChange.joined(with: change) {
+        lastChange = joined
       } else {
-        changes?.append(change)
+        addLastChange()
+        lastChange = change
       }
+    }
+
+    /// Moves `lastChange` to `changes`: an edit that does not continue it came.
+    private mutating func addLastChange() {
+      if changes == nil {
+        changes = [lastChange]
+      } else {
+        changes?.append(lastChange)
+      }
+    }
+
+    /// The changes of the run's edits, in order (see ``changes``): the first starts with
+    /// the first edit's, which the recorder holds already; none are left.
+    mutating func takeChanges() -> [TextChange] {
+      addLastChange()
+      return changes.take() ?? []
     }
   }
 
@@ -675,8 +700,7 @@ public struct DocumentTransaction: Sendable {
     // latest edit: the entity's now, nothing else having happened since.
     let isVisible = runningDocument.entities.values[entity].isVisible
     recorder.noteChange(of: key, wasVisible: isVisible, isVisible: isVisible)
-    recorder.noteField(field, of: key, changed: true, text: textRun.changes ?? [])
-    textRun.changes = nil
+    recorder.noteText(field, of: key, fromLastChange: textRun.takeChanges())
   }
 
   /// Closes the open ``TextRun`` and brings the text runs that

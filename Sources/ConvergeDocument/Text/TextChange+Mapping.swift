@@ -50,6 +50,75 @@ extension TextChange {
   }
 }
 
+extension TextChange {
+  /// The one change that does what this change and then `next` do, when `next` continues
+  /// it: an insert inside or at either end of the text this one inserted (typing on), or
+  /// a delete whose range reaches the place this one deleted (backspacing, or deleting
+  /// forward); `nil` otherwise. The same in both units, so ``map(_:through:in:)`` moves
+  /// every offset through the joined change as through the two.
+  ///
+  /// What a transaction's observers get: consecutive edits of one text are joined as they
+  /// are recorded, so typing a paragraph is one change, not one a keystroke.
+  @inline(__always)
+  func joined(with next: TextChange) -> TextChange? {
+    guard kind == next.kind else { return nil }
+    let scalars: (Int, Int)
+    let utf16: (Int, Int)
+    switch kind {
+    case .insert:
+      // `next` starts within the inserted text: together they insert one range.
+      guard scalarRange.reaches(next.scalarRange.lowerBound),
+        utf16Range.reaches(next.utf16Range.lowerBound)
+      else { return nil }
+      scalars = (scalarRange.lowerBound, scalarRange.upperBound + next.scalarRange.count)
+      utf16 = (utf16Range.lowerBound, utf16Range.upperBound + next.utf16Range.count)
+    case .delete:
+      // `next` (in the text after this delete) covers or touches the place it deleted:
+      // together they delete from `next`'s start to this one's end plus what `next`
+      // removed after that place.
+      guard next.scalarRange.reaches(scalarRange.lowerBound),
+        next.utf16Range.reaches(utf16Range.lowerBound)
+      else { return nil }
+      scalars = (
+        next.scalarRange.lowerBound,
+        scalarRange.upperBound + (next.scalarRange.upperBound - scalarRange.lowerBound)
+      )
+      utf16 = (
+        next.utf16Range.lowerBound,
+        utf16Range.upperBound + (next.utf16Range.upperBound - utf16Range.lowerBound)
+      )
+    }
+    // Ordered by construction: each upper bound is at least its lower one.
+    return TextChange(
+      kind: kind, scalarRange: Range(uncheckedBounds: scalars),
+      utf16Range: Range(uncheckedBounds: utf16))
+  }
+}
+
+extension Array where Element == TextChange {
+  /// Appends `change`, joined with the last change when it continues it
+  /// (``TextChange/joined(with:)``).
+  mutating func append(joining change: TextChange) {
+    if let last = self.last, let joined = last.joined(with: change) {
+      self[endIndex - 1] = joined
+    } else {
+      append(change)
+    }
+  }
+
+  /// Appends `changes` in order, each joined with the one before when it continues it.
+  mutating func append(joining changes: [TextChange]) {
+    for change in changes { append(joining: change) }
+  }
+}
+
+extension Range<Int> {
+  /// Whether `offset` lies in this range or at its end.
+  fileprivate func reaches(_ offset: Int) -> Bool {
+    lowerBound <= offset && offset <= upperBound
+  }
+}
+
 extension DocumentChanges {
   /// Where `range` of the text field `field` of `key`, as it was before these changes,
   /// lies after them (unchanged if they did not touch that text); see
