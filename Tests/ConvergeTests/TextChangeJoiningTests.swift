@@ -87,6 +87,14 @@ import Testing
         model[..<offset].reduce(0) { $0 + UTF16.width($1) }
       }
       let commit = replica.transact { tx in
+        func delete(_ range: Range<Int>) {
+          expected.append(
+            TextChange(
+              kind: .delete, scalarRange: range,
+              utf16Range: utf16(range.lowerBound)..<utf16(range.upperBound)))
+          tx.deleteText(range, in: "body", of: note)
+          model.removeSubrange(range)
+        }
         for _ in 0..<Int.random(in: 1...24, using: &random) {
           switch Int.random(in: 0..<10, using: &random) {
           case 0..<5:  // type at the cursor
@@ -101,22 +109,10 @@ import Testing
                 utf16Range: start..<utf16(cursor + scalars.count)))
             cursor += scalars.count
           case 5..<7 where cursor > 0:  // backspace
-            let range = cursor - 1..<cursor
-            expected.append(
-              TextChange(
-                kind: .delete, scalarRange: range,
-                utf16Range: utf16(range.lowerBound)..<utf16(range.upperBound)))
-            tx.deleteText(range, in: "body", of: note)
-            model.removeSubrange(range)
+            delete(cursor - 1..<cursor)
             cursor -= 1
           case 7 where cursor < model.count:  // delete forward
-            let range = cursor..<Swift.min(model.count, cursor + 2)
-            expected.append(
-              TextChange(
-                kind: .delete, scalarRange: range,
-                utf16Range: utf16(range.lowerBound)..<utf16(range.upperBound)))
-            tx.deleteText(range, in: "body", of: note)
-            model.removeSubrange(range)
+            delete(cursor..<Swift.min(model.count, cursor + 2))
           case 8:  // another field: the text's run closes
             tx.setValue(.string("t\(cursor)"), for: "title", of: note)
           default:  // the cursor moves
