@@ -177,6 +177,21 @@ public struct DocumentTransaction: Sendable {
   public mutating func insertText(
     _ string: String, at position: Int, in field: String, of key: EntityKey
   ) {
+    // Two calls in tail position: a call that returned to fall back kept every argument
+    // for the fallback, 33 instructions of each insert of a run.
+    if textRun.text != nil {
+      insertContinuingHeldRun(string, at: position, in: field, of: key)
+    } else {
+      insertTextInGeneral(string, at: position, in: field, of: key)
+    }
+  }
+
+  /// ``insertText(_:at:in:of:)`` but for ``insertContinuingHeldRun(_:at:in:of:)``: its own
+  /// function, so that typing on does not set up this one's frame.
+  @inline(never)
+  private mutating func insertTextInGeneral(
+    _ string: String, at position: Int, in field: String, of key: EntityKey
+  ) {
     // The string's UTF-8 as it is, walked once for the scalars and their UTF-16 length
     // (counting either view on its own walks the string again, and the UTF-16 count of
     // a non-ASCII string allocates an index cache on it) and copied by the text. Read in
@@ -192,7 +207,7 @@ public struct DocumentTransaction: Sendable {
       // closures being inlined into either, +7% an edit of a run.
       var native = string
       native.makeContiguousUTF8()
-      insertText(native, at: position, in: field, of: key)
+      insertTextInGeneral(native, at: position, in: field, of: key)
       return
     }
   }
@@ -224,9 +239,7 @@ public struct DocumentTransaction: Sendable {
     @inline(__always)
     func insert(into text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta?, TextChange) {
       let start = Swift.max(0, Swift.min(position, text.count))
-      let change = TextChange(
-        kind: .insert, scalarRange: start..<start + scalarCount,
-        utf16Range: Self.utf16Range(ofScalarOffset: start, count: utf16Count, in: text))
+      let change = Self.insertChange(at: start, scalars: scalarCount, utf16: utf16Count, in: &text)
       guard keepsRuns else {
         text.insert(
           utf8: utf8, length: scalarCount, utf16: utf16Count, at: start, firstDot: firstDot)
@@ -266,9 +279,8 @@ public struct DocumentTransaction: Sendable {
       guard let (delta, start) = text.insert(scalars, after: item, firstDot: firstDot) else {
         return (nil, TextChange(kind: .insert, scalarRange: 0..<0, utf16Range: 0..<0))
       }
-      let change = TextChange(
-        kind: .insert, scalarRange: start..<start + scalarCount,
-        utf16Range: Self.utf16Range(ofScalarOffset: start, count: utf16Count, in: text))
+      // The text before `start` is as it was: its UTF-16 offset is the same.
+      let change = Self.insertChange(at: start, scalars: scalarCount, utf16: utf16Count, in: &text)
       return (delta, change)
     }
     return editText(
@@ -281,19 +293,26 @@ public struct DocumentTransaction: Sendable {
   ///
   /// - Complexity: O(log n + k) for k deleted scalars in a text of n scalars.
   public mutating func deleteText(_ range: Range<Int>, in field: String, of key: EntityKey) {
-    func clamped(_ text: RGA) -> Range<Int> {
-      let lower = Swift.max(0, Swift.min(range.lowerBound, text.count))
-      return lower..<Swift.max(lower, Swift.min(range.upperBound, text.count))
+    if textRun.text != nil {
+      deleteContinuingHeldRun(range, in: field, of: key)
+    } else {
+      deleteTextInGeneral(range, in: field, of: key)
     }
+  }
+
+  /// ``deleteText(_:in:of:)`` but for ``deleteContinuingHeldRun(_:in:of:)``, as
+  /// ``insertTextInGeneral(_:at:in:of:)``.
+  @inline(never)
+  private mutating func deleteTextInGeneral(
+    _ range: Range<Int>, in field: String, of key: EntityKey
+  ) {
+    func clamped(_ text: inout RGA) -> Range<Int> { Self.clamped(range, to: text.count) }
     // An undo history takes a delete back from its runs, kept even within a run.
     let recordsUndo = undoLog != nil
     @inline(__always)
     func delete(from text: inout RGA, firstDot: Dot, keepsRuns: Bool) -> (RGADelta?, TextChange) {
-      let deleted = clamped(text)
-      let utf16Lower = Self.utf16Offset(ofScalarOffset: deleted.lowerBound, in: text)
-      let change = TextChange(
-        kind: .delete, scalarRange: deleted,
-        utf16Range: utf16Lower..<Self.utf16Offset(ofScalarOffset: deleted.upperBound, in: text))
+      let deleted = clamped(&text)
+      let change = Self.deleteChange(deleted, in: &text)
       guard keepsRuns || recordsUndo else {
         text.deleteLocally(deleted, firstDot: firstDot) { _ in }
         return (nil, change)
@@ -301,7 +320,7 @@ public struct DocumentTransaction: Sendable {
       return (text.delete(deleted, firstDot: firstDot), change)
     }
     editText(
-      field: field, of: key, dotCount: { clamped($0).count }, undo: .restoreDeleted,
+      field: field, of: key, dotCount: { clamped(&$0).count }, undo: .restoreDeleted,
       edit: delete)
   }
 
@@ -319,16 +338,100 @@ public struct DocumentTransaction: Sendable {
   /// The UTF-16 offset of a scalar offset, for the edit's ``TextChange``. A text whose
   /// scalars all take one UTF-16 unit (no scalar above U+FFFF: the two counts are equal)
   /// has equal offsets, found without a search.
-  private static func utf16Offset(ofScalarOffset offset: Int, in text: RGA) -> Int {
+  private static func utf16Offset(ofScalarOffset offset: Int, in text: inout RGA) -> Int {
     text.utf16Count == text.count ? offset : text.utf16Offset(ofScalarOffset: offset)
   }
 
-  /// The UTF-16 range of `count` code units inserted at the scalar offset `offset`.
-  private static func utf16Range(ofScalarOffset offset: Int, count: Int, in text: RGA)
-    -> Range<Int>
+  /// The change of `scalars` scalars (`utf16` UTF-16 units) inserted at `start` of
+  /// `text` (before the insert, or after: the text before `start` is the same).
+  @inline(__always)
+  private static func insertChange(at start: Int, scalars: Int, utf16: Int, in text: inout RGA)
+    -> TextChange
   {
-    let start = utf16Offset(ofScalarOffset: offset, in: text)
-    return start..<start + count
+    let utf16Start = utf16Offset(ofScalarOffset: start, in: &text)
+    return TextChange(
+      kind: .insert, scalarRange: start..<start + scalars,
+      utf16Range: utf16Start..<utf16Start + utf16)
+  }
+
+  /// The change of deleting `range` (clamped already) from `text`, in its coordinates.
+  @inline(__always)
+  private static func deleteChange(_ range: Range<Int>, in text: inout RGA) -> TextChange {
+    let lower = utf16Offset(ofScalarOffset: range.lowerBound, in: &text)
+    let upper = utf16Offset(ofScalarOffset: range.upperBound, in: &text)
+    return TextChange(kind: .delete, scalarRange: range, utf16Range: lower..<upper)
+  }
+
+  /// `range` clamped to `0...count`.
+  @inline(__always)
+  private static func clamped(_ range: Range<Int>, to count: Int) -> Range<Int> {
+    let lower = Swift.max(0, Swift.min(range.lowerBound, count))
+    return lower..<Swift.max(lower, Swift.min(range.upperBound, count))
+  }
+
+  /// An insert into the text an open run holds already (its third edit on: typing on),
+  /// when no undo history records the transaction: what the run branch of
+  /// ``editText(field:of:dotCount:undo:edit:)`` does for it, in a function of its own.
+  /// There, inlined into the general path, the frame and the spills of all its cases were
+  /// about 60 instructions of every such insert. Anything else (another field, undo
+  /// recorded, nothing to insert, dots that do not follow on, a string not stored as
+  /// UTF-8) goes the general way, everything as it was.
+  @inline(never)
+  private mutating func insertContinuingHeldRun(
+    _ string: String, at position: Int, in field: String, of key: EntityKey
+  ) {
+    guard undoLog == nil, textRun.holdsNames(field, of: key), let text = heldRunText(),
+      let edit = string.utf8.withContiguousStorageIfAvailable({
+        utf8 -> (first: Dot, count: Int, change: TextChange)? in
+        let (scalarCount, utf16Count) = UTF8Scalars.counts(ofValid: utf8)
+        guard scalarCount > 0, let first = textRun.nextDots(UInt64(scalarCount), of: replica)
+        else { return nil }
+        return text._withUnsafeGuaranteedRef { storage in
+          let start = Swift.max(0, Swift.min(position, storage.decoded.count))
+          let change = Self.insertChange(
+            at: start, scalars: scalarCount, utf16: utf16Count, in: &storage.decoded)
+          storage.decoded.insert(
+            utf8: utf8, length: scalarCount, utf16: utf16Count, at: start, firstDot: first)
+          return (first, scalarCount, change)
+        }
+      }) ?? nil
+    else {
+      insertTextInGeneral(string, at: position, in: field, of: key)
+      return
+    }
+    textRun.add(
+      edit.first.counter...edit.first.counter + UInt64(edit.count - 1), change: edit.change)
+  }
+
+  /// ``insertContinuingHeldRun(_:at:in:of:)`` for a delete of `range`.
+  @inline(never)
+  private mutating func deleteContinuingHeldRun(
+    _ range: Range<Int>, in field: String, of key: EntityKey
+  ) {
+    guard undoLog == nil, textRun.holdsNames(field, of: key), let text = heldRunText() else {
+      deleteTextInGeneral(range, in: field, of: key)
+      return
+    }
+    let deleted = text._withUnsafeGuaranteedRef { Self.clamped(range, to: $0.decoded.count) }
+    guard !deleted.isEmpty, let first = textRun.nextDots(UInt64(deleted.count), of: replica)
+    else {
+      deleteTextInGeneral(range, in: field, of: key)
+      return
+    }
+    let change = text._withUnsafeGuaranteedRef { storage in
+      let change = Self.deleteChange(deleted, in: &storage.decoded)
+      storage.decoded.deleteLocally(deleted, firstDot: first) { _ in }
+      return change
+    }
+    textRun.add(first.counter...first.counter + UInt64(deleted.count - 1), change: change)
+  }
+
+  /// The text the open run holds, unretained: `textRun.text` keeps it alive until the run
+  /// puts it back (a strong reference was a retain and a release an edit).
+  @inline(__always)
+  private func heldRunText() -> Unmanaged<TextStorage>? {
+    guard let held = textRun.text else { return nil }
+    return .passUnretained(held)
   }
 
   /// How undo takes back a local text edit.
@@ -354,7 +457,9 @@ public struct DocumentTransaction: Sendable {
   /// takes it back: by deleting the items it inserted (typing that continues the previous
   /// insert joins its action) or by restoring the items its delta deletes.
   ///
-  /// The one path of every local text edit. An edit of the field of the open
+  /// The one path of every local text edit (an insert or a delete into the text a run
+  /// holds already, with no undo recorded, is the same step specialized:
+  /// ``insertContinuingHeldRun(_:at:in:of:)``). An edit of the field of the open
   /// ``TextRun`` whose dots follow on continues it: the field is found where the run
   /// keeps it, `edit` is told (`keepsRuns` false) that its runs are not needed, and the
   /// edit makes no delta or change record and notes no event of its own:
