@@ -136,15 +136,20 @@ public final class PostgresRelayStore: RelayStore {
       space text PRIMARY KEY, stable bytea NOT NULL)
     """,
     // The version of each space's device records (``RelayDeviceRecords``); a database
-    // from before it counts the records it holds.
+    // from before it counts the records it holds. Raised, never lowered, to the count: a
+    // node starting at the same time counts from a snapshot taken before its statement
+    // runs, and with `DO NOTHING` a stale count it inserted first stayed (seen in CI as a
+    // version of 1 for 2 records); a version at or above the count (it rises with every
+    // record added, and records are never removed) is left as it is.
     """
     CREATE TABLE IF NOT EXISTS converge_relay_device_versions(
       space text PRIMARY KEY, version bigint NOT NULL)
     """,
     """
-    INSERT INTO converge_relay_device_versions(space, version)
+    INSERT INTO converge_relay_device_versions AS v(space, version)
     SELECT space, count(*) FROM converge_relay_devices GROUP BY space
-    ON CONFLICT (space) DO NOTHING
+    ON CONFLICT (space) DO UPDATE SET version = excluded.version
+    WHERE v.version < excluded.version
     """,
   ]
 

@@ -224,6 +224,36 @@ final class InterleavingRelayStore: ForwardingRelayStore {
     await reopened.close()
   }
 
+  /// A node that starts while another fills the versions of a database from before them
+  /// may count a space's records from a snapshot older than the last one added, and insert
+  /// that stale count first (seen once in CI: a version of 1 for 2 records). The next fill
+  /// raises it to the count; a version above the count is left as it is.
+  @Test func aStaleCountFromAConcurrentFillIsRaisedToTheRecords() async throws {
+    guard StoreKind.available.contains(.postgres) else { return }
+    let fixture = StoreFixture(.postgres)
+    let store = try #require(try await fixture.open() as? PostgresRelayStore)
+    let space = fixture.space("cut-race-stale-count")
+    try await store.record(
+      space: space,
+      devices: [
+        Self.record(Self.writer, seen: CausalContext()),
+        Self.record(Self.laptop, seen: CausalContext()),
+      ])
+    // What the other node's fill left: the count before the second record.
+    try await store.client.query(
+      "UPDATE converge_relay_device_versions SET version = 1 WHERE space = \(space)")
+    await store.close()
+    let reopened = try #require(try await fixture.open() as? PostgresRelayStore)
+    #expect(try await reopened.deviceRecords(space: space).version == 2)
+    // Above the count (two adds at once both moved it): left.
+    try await reopened.client.query(
+      "UPDATE converge_relay_device_versions SET version = 7 WHERE space = \(space)")
+    await reopened.close()
+    let again = try #require(try await fixture.open() as? PostgresRelayStore)
+    #expect(try await again.deviceRecords(space: space).version == 7)
+    await again.close()
+  }
+
   /// PostgreSQL runs each statement at READ COMMITTED: a cut's compare-and-swap whose
   /// snapshot predates a rejoin's record committed while it runs must still see it, or the
   /// process that wrote the record could read the cut before this one commits a cut that
