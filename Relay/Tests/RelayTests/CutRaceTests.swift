@@ -192,20 +192,10 @@ final class InterleavingRelayStore: ForwardingRelayStore {
   /// read at that count is recorded and one read before an added record is refused.
   @Test func aPostgresDatabaseFromBeforeTheVersionsCountsItsRecords() async throws {
     guard StoreKind.available.contains(.postgres) else { return }
-    let fixture = StoreFixture(.postgres)
-    let store = try #require(try await fixture.open() as? PostgresRelayStore)
-    let space = fixture.space("cut-race-migration")
-    try await store.record(
-      space: space,
-      devices: [
-        Self.record(Self.writer, seen: CausalContext()),
-        Self.record(Self.laptop, seen: CausalContext()),
-      ])
     // As a database written before the table existed: no version row for the space.
-    try await store.client.query(
-      "DELETE FROM converge_relay_device_versions WHERE space = \(space)")
-    await store.close()
-    let reopened = try #require(try await fixture.open() as? PostgresRelayStore)
+    let (reopened, space) = try await Self.reopenedWithTwoRecords(in: "cut-race-migration") {
+      "DELETE FROM converge_relay_device_versions WHERE space = \($0)"
+    }
     let read = try await reopened.deviceRecords(space: space)
     #expect(read.version == 2)
     let cut = RelayStableCut(
@@ -230,28 +220,38 @@ final class InterleavingRelayStore: ForwardingRelayStore {
   /// raises it to the count; a version above the count is left as it is.
   @Test func aStaleCountFromAConcurrentFillIsRaisedToTheRecords() async throws {
     guard StoreKind.available.contains(.postgres) else { return }
-    let fixture = StoreFixture(.postgres)
-    let store = try #require(try await fixture.open() as? PostgresRelayStore)
-    let space = fixture.space("cut-race-stale-count")
-    try await store.record(
-      space: space,
-      devices: [
-        Self.record(Self.writer, seen: CausalContext()),
-        Self.record(Self.laptop, seen: CausalContext()),
-      ])
     // What the other node's fill left: the count before the second record.
-    try await store.client.query(
-      "UPDATE converge_relay_device_versions SET version = 1 WHERE space = \(space)")
-    await store.close()
-    let reopened = try #require(try await fixture.open() as? PostgresRelayStore)
+    let (reopened, space) = try await Self.reopenedWithTwoRecords(in: "cut-race-stale-count") {
+      "UPDATE converge_relay_device_versions SET version = 1 WHERE space = \($0)"
+    }
     #expect(try await reopened.deviceRecords(space: space).version == 2)
     // Above the count (two adds at once both moved it): left.
     try await reopened.client.query(
       "UPDATE converge_relay_device_versions SET version = 7 WHERE space = \(space)")
     await reopened.close()
-    let again = try #require(try await fixture.open() as? PostgresRelayStore)
+    let again = try #require(try await StoreFixture(.postgres).open() as? PostgresRelayStore)
     #expect(try await again.deviceRecords(space: space).version == 7)
     await again.close()
+  }
+
+  /// A PostgreSQL store whose space `name` (made unique) holds the writer's and the
+  /// laptop's records, closed after `rewrite` (given the space) ran on its version row, and
+  /// opened again: what a node that connects then reads.
+  static func reopenedWithTwoRecords(
+    in name: String, rewrite: (String) -> PostgresQuery
+  ) async throws -> (PostgresRelayStore, String) {
+    let fixture = StoreFixture(.postgres)
+    let store = try #require(try await fixture.open() as? PostgresRelayStore)
+    let space = fixture.space(name)
+    try await store.record(
+      space: space,
+      devices: [
+        record(writer, seen: CausalContext()),
+        record(laptop, seen: CausalContext()),
+      ])
+    try await store.client.query(rewrite(space))
+    await store.close()
+    return (try #require(try await fixture.open() as? PostgresRelayStore), space)
   }
 
   /// PostgreSQL runs each statement at READ COMMITTED: a cut's compare-and-swap whose

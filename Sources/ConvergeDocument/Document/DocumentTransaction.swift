@@ -337,7 +337,8 @@ public struct DocumentTransaction: Sendable {
 
   /// The UTF-16 offset of a scalar offset, for the edit's ``TextChange``. A text whose
   /// scalars all take one UTF-16 unit (no scalar above U+FFFF: the two counts are equal)
-  /// has equal offsets, found without a search.
+  /// has equal offsets, found without a search. `inout`, only read: by value, the text's
+  /// header was copied to read its two counts.
   private static func utf16Offset(ofScalarOffset offset: Int, in text: inout RGA) -> Int {
     text.utf16Count == text.count ? offset : text.utf16Offset(ofScalarOffset: offset)
   }
