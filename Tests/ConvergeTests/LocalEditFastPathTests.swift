@@ -383,4 +383,126 @@ import Testing
       #expect(normalized.deletes == expected.deletes, "step \(step)")
     }
   }
+
+  /// A text typed and edited by one replica at random, and the delta of all its edits,
+  /// in normal form.
+  static func typedDelta(
+    by replica: ReplicaID, using random: inout SeededGenerator
+  ) -> RGADelta {
+    var text = RGA()
+    var counter: UInt64 = 1
+    for _ in 0..<Int.random(in: 5...40, using: &random) {
+      if text.count > 0, Int.random(in: 0..<3, using: &random) == 0 {
+        let lower = Int.random(in: 0..<text.count, using: &random)
+        let upper = Swift.min(text.count, lower + Int.random(in: 1...4, using: &random))
+        text.delete(lower..<upper, firstDot: Dot(replica: replica, counter: counter))
+        counter += UInt64(upper - lower)
+      } else {
+        let scalars = (0..<Int.random(in: 1...3, using: &random)).map { _ in
+          alphabet.randomElement(using: &random) ?? "a"
+        }
+        let position = Int.random(in: 0...text.count, using: &random)
+        text.insert(scalars, at: position, firstDot: Dot(replica: replica, counter: counter))
+        counter += UInt64(scalars.count)
+      }
+    }
+    return text.delta(of: replica, counters: 1...counter - 1)
+  }
+
+  /// `delta`'s runs cut in two at a random place, maybe within a run (then the two
+  /// pieces must join again): both halves in normal form.
+  static func cut(_ delta: RGADelta, using random: inout SeededGenerator) -> (
+    RGADelta, RGADelta
+  ) {
+    var first = RGADelta()
+    var second = RGADelta()
+    let insertCut = Int.random(in: 0...delta.inserts.count, using: &random)
+    first.inserts = Array(delta.inserts[..<insertCut])
+    second.inserts = Array(delta.inserts[insertCut...])
+    if let split = second.inserts.first, split.length > 1, Bool.random(using: &random) {
+      let offset = Int.random(in: 1..<split.length, using: &random)
+      first.inserts.append(split.slice(from: 0, length: offset))
+      second.inserts[0] = split.slice(from: offset, length: split.length - offset)
+    }
+    let deleteCut = Int.random(in: 0...delta.deletes.count, using: &random)
+    first.deletes = Array(delta.deletes[..<deleteCut])
+    second.deletes = Array(delta.deletes[deleteCut...])
+    if let split = second.deletes.first, split.count > 1, Bool.random(using: &random) {
+      let offset = UInt64.random(in: 1..<split.count, using: &random)
+      first.deletes.append(split.slice(from: 0, count: offset))
+      second.deletes[0] = split.slice(from: offset, count: split.count - offset)
+    }
+    return (first, second)
+  }
+
+  /// A transaction adds a run of edits' runs to the ones before them through
+  /// `appendKeepingNormalForm`, which checks the two ends only: whenever it says the
+  /// result is in normal form, it is the general normalization of the two appended, run
+  /// for run; when it does not, normalizing the result gives that. Halves of one typed
+  /// delta (the second follows the first: always in normal form, the delta itself, the
+  /// pieces of a cut run joined again) and two unrelated deltas.
+  @Test func appendingRunsKeepsNormalFormExactlyWhenItSays() {
+    var joins = 0
+    for seed in UInt64(0xA9E0)..<0xA9E0 + 200 {
+      print("appendingRunsKeepsNormalFormExactlyWhenItSays seed \(seed)")
+      var random = SeededGenerator(seed: seed)
+      let whole = Self.typedDelta(by: ReplicaID(rawValue: 1), using: &random)
+      let (first, second) = Self.cut(whole, using: &random)
+      var appended = first
+      let isNormal = appended.appendKeepingNormalForm(second)
+      #expect(isNormal, "seed \(seed): halves of one delta in normal form")
+      #expect(appended.inserts == whole.inserts, "seed \(seed)")
+      #expect(appended.deletes == whole.deletes, "seed \(seed)")
+      if appended.inserts.count < first.inserts.count + second.inserts.count
+        || appended.deletes.count < first.deletes.count + second.deletes.count
+      {
+        joins += 1
+      }
+
+      let other = Self.typedDelta(
+        by: ReplicaID(rawValue: UInt64.random(in: 1...2, using: &random)), using: &random)
+      for (earlier, later) in [(whole, other), (other, whole), (second, first)] {
+        var raw = earlier
+        raw.inserts.append(contentsOf: later.inserts)
+        raw.deletes.append(contentsOf: later.deletes)
+        let expected = Self.generalNormalized(raw)
+        var result = earlier
+        if result.appendKeepingNormalForm(later) {
+          #expect(result.inserts == expected.inserts, "seed \(seed)")
+          #expect(result.deletes == expected.deletes, "seed \(seed)")
+        } else {
+          let normalized = Self.generalNormalized(result)
+          #expect(normalized.inserts == expected.inserts, "seed \(seed)")
+          #expect(normalized.deletes == expected.deletes, "seed \(seed)")
+        }
+      }
+    }
+    #expect(joins > 40, "the halves' ends were hardly joined: \(joins)")
+  }
+
+  /// A transaction's delta is in normal form: a delete over two pieces of the text whose
+  /// ids continue each other (an item deleted before lies between them) is one run, and
+  /// undo still restores both pieces where they were.
+  @Test func aDeleteAcrossADeletedItemIsOneRunInTheDelta() {
+    let me = ReplicaID(rawValue: 1)
+    var replica = Replica(id: me, wallClock: .fixed(0))
+    var undo = UndoHistory()
+    replica.transact { $0.create(Self.note) }  // the dot 1
+    replica.transact { $0.insertText("abcd", at: 0, in: "body", of: Self.note) }  // 2...5
+    replica.transact { $0.insertText("X", at: 2, in: "body", of: Self.note) }  // 6
+    replica.transact { $0.deleteText(2..<3, in: "body", of: Self.note) }  // 7, the X
+    let commit = replica.transact(recordingUndoIn: &undo) {
+      $0.deleteText(1..<3, in: "body", of: Self.note)  // 8 and 9, the b and the c
+    }
+    let runs = commit.delta.storedTextEdit?.runs
+    #expect(
+      runs?.deletes == [
+        RGADelta.Delete(
+          dot: Dot(replica: me, counter: 8), target: Dot(replica: me, counter: 3), count: 2,
+          isDescending: false)
+      ])
+    #expect(replica.document.text(of: "body", in: Self.note) == "ad")
+    replica.undo(&undo)
+    #expect(replica.document.text(of: "body", in: Self.note) == "abcd")
+  }
 }

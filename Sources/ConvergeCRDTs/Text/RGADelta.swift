@@ -313,6 +313,60 @@ public struct RGADelta: Sendable, Equatable {
     return false
   }
 
+  /// Appends `later`'s runs after these and returns whether the result is in normal form,
+  /// both being in it: it is when `later`'s first insert and first delete each come after
+  /// this delta's last in normal order, the two joined when one continues the other (as
+  /// ``normalize()`` would join them; nothing further can join, each side being joined
+  /// already). Otherwise the runs are appended as they are, for ``normalize()`` to sort.
+  /// A transaction that adds a run of edits' runs to the ones before them checks the two
+  /// ends instead of every run (a typed paper's 12,500 inserts, normalized again, were 6
+  /// instructions an edit).
+  ///
+  /// - Complexity: O(k) for the k runs of `later`.
+  package mutating func appendKeepingNormalForm(_ later: consuming RGADelta) -> Bool {
+    let insertsFollow = Self.append(
+      &later.inserts, to: &inserts, follows: { ($0.lamport, $0.id) < ($1.lamport, $1.id) },
+      joined: { last, first in
+        guard last.isContinued(by: first) else { return nil }
+        var joined = last
+        joined.append(first)
+        return joined
+      })
+    let deletesFollow = Self.append(
+      &later.deletes, to: &deletes, follows: { ($0.dot, $0.target) < ($1.dot, $1.target) },
+      joined: { $0.joined(with: $1) })
+    return insertsFollow && deletesFollow
+  }
+
+  /// Appends `later` to `runs`, the last of `runs` and the first of `later` joined into
+  /// one when `joined` joins them, and returns whether `later`'s first `follows` the
+  /// last of `runs`; `later` is left empty or spent. The shorter array is the one copied,
+  /// into the other: a run's many runs after its first edit's one are not.
+  private static func append<Run>(
+    _ later: inout [Run], to runs: inout [Run], follows: (Run, Run) -> Bool,
+    joined: (Run, Run) -> Run?
+  ) -> Bool {
+    guard let last = runs.last, let first = later.first else {
+      runs.append(contentsOf: later)
+      return true
+    }
+    guard follows(last, first) else {
+      runs.append(contentsOf: later)
+      return false
+    }
+    if let both = joined(last, first) {
+      runs.removeLast()
+      later[0] = both
+    }
+    if runs.count < later.count {
+      later.insert(contentsOf: runs, at: 0)
+      swap(&runs, &later)
+    } else {
+      runs.append(contentsOf: later)
+    }
+    return true
+  }
+
   /// Sorts the runs, drops exact duplicates and joins runs that continue each other.
   package mutating func normalize() {
     // At most one non-empty run of each kind (a keystroke) is in normal form already;

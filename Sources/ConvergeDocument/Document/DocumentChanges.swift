@@ -239,6 +239,12 @@ struct ChangeRecorder {
       return
     }
     let last = entries[index].texts[slot].changes.count - 1
+    guard last > 0 else {
+      // Only the change they start with (a run's first edit's): they are the field's
+      // changes, taken as they are instead of copied after it.
+      entries[index].texts[slot].changes = changes
+      return
+    }
     entries[index].texts[slot].changes[last] = first
     entries[index].texts[slot].changes.append(contentsOf: changes.dropFirst())
   }

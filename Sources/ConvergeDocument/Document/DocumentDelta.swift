@@ -123,11 +123,13 @@ public struct DocumentDelta: Sendable, Equatable {
   /// Joins the local text edit `runs` of `field` of `key`, made with the counters
   /// `counters` of `replica`, into the delta of a transaction: the edit itself when the
   /// delta is empty, an extension of the delta's text edit when it continues it (the
-  /// same field and replica, the next counters), the tables otherwise. Returns whether
-  /// the field's runs now hold runs appended unsorted (``normalizeTextRuns()`` brings
-  /// them into normal form).
+  /// same field and replica, the next counters), the tables otherwise. `runs` must be in
+  /// normal form. Returns whether the field's runs may now be out of it
+  /// (``normalizeTextRuns()`` brings them back): not when `runs` follow the field's
+  /// earlier runs in normal order (``RGADelta/appendKeepingNormalForm(_:)``), as a run
+  /// of typing does.
   mutating func joinLocalTextEdit(
-    _ runs: RGADelta, replica: ReplicaID, counters: ClosedRange<UInt64>, field: String,
+    _ runs: consuming RGADelta, replica: ReplicaID, counters: ClosedRange<UInt64>, field: String,
     of key: EntityKey
   ) -> Bool {
     if isEmpty {
@@ -140,11 +142,10 @@ public struct DocumentDelta: Sendable, Equatable {
       edit.counters.upperBound &+ 1 == counters.lowerBound, edit.key == key, edit.field == field
     {
       storedTextEdit = nil  // so the runs below are uniquely referenced
-      edit.runs.inserts.append(contentsOf: runs.inserts)
-      edit.runs.deletes.append(contentsOf: runs.deletes)
+      let isNormal = edit.runs.appendKeepingNormalForm(runs)
       edit.counters = edit.counters.lowerBound...counters.upperBound
       storedTextEdit = edit
-      return true
+      return !isNormal
     }
     context.insert(replica: replica, counters: counters)
     return entities[key, default: EntityDelta()].appendLocalTextRuns(
@@ -298,9 +299,12 @@ package struct EntityDelta: Sendable, Equatable {
     fields.values[position] = existing.merged(with: change)
   }
 
-  /// Joins a local text edit's runs, whose latest dot is `last`, into the field `field`;
-  /// returns whether they were appended to the field's earlier runs unsorted.
-  mutating func appendLocalTextRuns(_ runs: RGADelta, last: Dot, field: String) -> Bool {
+  /// Joins a local text edit's runs (in normal form), whose latest dot is `last`, into the
+  /// field `field`; returns whether the field's runs may now be out of normal form (see
+  /// ``DocumentDelta/joinLocalTextEdit(_:replica:counters:field:of:)``).
+  mutating func appendLocalTextRuns(_ runs: consuming RGADelta, last: Dot, field: String)
+    -> Bool
+  {
     presence.mergeAdd(last)
     guard let position = fields.index(forKey: field),
       case .text(var earlier) = fields.values[position]
@@ -309,10 +313,9 @@ package struct EntityDelta: Sendable, Equatable {
       return false
     }
     fields.values[position].vacate()  // the runs are now uniquely referenced
-    earlier.inserts.append(contentsOf: runs.inserts)
-    earlier.deletes.append(contentsOf: runs.deletes)
+    let isNormal = earlier.appendKeepingNormalForm(runs)
     fields.values[position] = .text(earlier)
-    return true
+    return !isNormal
   }
 
   /// Brings the runs of every text field into normal form, each in its slot.

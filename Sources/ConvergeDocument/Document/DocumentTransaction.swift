@@ -563,12 +563,19 @@ public struct DocumentTransaction: Sendable {
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
     let (runs, textChange) = edit(&text.decoded, first, true)
     let textDelta = runs ?? RGADelta()
+    // The delta's runs in normal form, as ``addToDelta(_:counters:last:field:of:)`` takes
+    // them: a delete's runs over two pieces whose ids continue each other (an item
+    // deleted before lies between them) join. Undo keeps them apart: it restores a run's
+    // items where they lie, piece by piece. One run of each kind, a keystroke's, is in
+    // normal form already.
+    var normalRuns = textDelta
+    normalRuns.normalize()
     runningDocument.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = runningDocument.entities.values[entity].noteLocalEvent(last)
     runningDocument.noteEvent(ofEntityAt: entity, last)
     let counters = first.counter...last.counter
     runningDocument.context.insert(replica: first.replica, counters: counters)
-    addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
+    addToDelta(normalRuns, counters: counters, last: last, field: field, of: key)
     let noted = recorder.noteSingleTextEdit(
       of: key, field: field, wasVisible: visibility.wasVisible,
       isVisible: visibility.isVisible, change: textChange)
@@ -599,11 +606,12 @@ public struct DocumentTransaction: Sendable {
 
   /// Adds a local text edit's runs to the transaction's delta: the delta's one
   /// ``DocumentDelta/TextEdit`` while the transaction edits one text field and nothing
-  /// else. Runs join the field's earlier runs unsorted; ``finishDelta()`` brings them into
-  /// normal form once, so a transaction of many edits does not re-sort its runs after
-  /// each one.
+  /// else. Runs that follow the field's earlier runs in normal order (typing on) keep
+  /// them in normal form; others join them unsorted, and ``finishDelta()`` brings them
+  /// into normal form once, so a transaction of many edits does not re-sort its runs
+  /// after each one.
   private mutating func addToDelta(
-    _ textDelta: RGADelta, counters: ClosedRange<UInt64>, last: Dot, field: String,
+    _ textDelta: consuming RGADelta, counters: ClosedRange<UInt64>, last: Dot, field: String,
     of key: EntityKey
   ) {
     if delta.joinLocalTextEdit(
