@@ -189,6 +189,45 @@ import Testing
     }
   }
 
+  /// The same for delete dots: a received delta's text can hold a delete with a dot of
+  /// this replica that its context lacks, and a delete whose dot the text's log holds
+  /// deletes nothing. The run asks the text once whether it holds any delete dot of its
+  /// replica from its next dot on too (the run's deletes skip the log's lookup), and if
+  /// it does, every delete looks its dot up as a lone one does. A stale dot among the
+  /// run's dots and one after them; the same document as deleting edit by edit.
+  @Test func aRunRefusesDeleteDotsTheTextAlreadyHolds() {
+    let me = ReplicaID(rawValue: 0xB2)
+    let other = ReplicaID(rawValue: 0xC3)
+    for (stale, expected) in [(UInt64(5), "5678"), (UInt64(30), "678")] {
+      var documents: [Document] = []
+      for closingEachStep in [false, true] {
+        var replica = Replica(id: me, wallClock: .fixed(0))
+        replica.transact { $0.create(Self.note) }  // the dot 1
+        var forged = RGA()
+        var runs = forged.insert(
+          "0123456789".unicodeScalars, at: 0, firstDot: Dot(replica: other, counter: 1))
+        runs.merge(forged.delete(9..<10, firstDot: Dot(replica: me, counter: stale)))
+        var delta = DocumentDelta()
+        delta.context.insert(replica: other, counters: CounterRanges(1...10))
+        delta.entities[Self.note] = EntityDelta(fields: ["body": .text(runs)])
+        replica.apply(delta)
+        #expect(replica.document.context.nextDot(for: me)?.counter == 2)
+        replica.transact { tx in
+          // The dots 2 through 7, one scalar each; a stale dot 5 deletes nothing.
+          for _ in 0..<6 {
+            tx.deleteText(0..<1, in: "body", of: Self.note)
+            if closingEachStep { tx.closeTextRun() }
+          }
+        }
+        let text = replica.document.text(of: "body", in: Self.note)
+        #expect(text == expected, "stale from \(stale), closing each step: \(closingEachStep)")
+        replica.document.sequence(of: "body", in: Self.note)?._checkInvariants()
+        documents.append(replica.document)
+      }
+      #expect(documents[0] == documents[1], "stale from \(stale)")
+    }
+  }
+
   /// A long run in a text of many leaves (its ids found through the index, its runs split
   /// among leaves and out of counter order in them): the run's delta, read from the text
   /// in counter order and joined as it is read, is the edit-by-edit one, byte for byte,

@@ -314,7 +314,8 @@ public struct DocumentTransaction: Sendable {
       let deleted = clamped(&text)
       let change = Self.deleteChange(deleted, in: &text)
       guard keepsRuns || recordsUndo else {
-        text.deleteLocally(deleted, firstDot: firstDot) { _ in }
+        // Within a run: its dots were found fresh when it took the text.
+        text.deleteLocally(deleted, firstDot: firstDot, dotsKnownFresh: true) { _ in }
         return (nil, change)
       }
       return (text.delete(deleted, firstDot: firstDot), change)
@@ -421,7 +422,7 @@ public struct DocumentTransaction: Sendable {
     }
     let change = text._withUnsafeGuaranteedRef { storage in
       let change = Self.deleteChange(deleted, in: &storage.decoded)
-      storage.decoded.deleteLocally(deleted, firstDot: first) { _ in }
+      storage.decoded.deleteLocally(deleted, firstDot: first, dotsKnownFresh: true) { _ in }
       return change
     }
     textRun.add(first.counter...first.counter + UInt64(deleted.count - 1), change: change)
@@ -499,14 +500,14 @@ public struct DocumentTransaction: Sendable {
       let text: Unmanaged<TextStorage>
       if let held = textRun.text { text = .passUnretained(held) } else { return nil }
       let count = text._withUnsafeGuaranteedRef { dotCount(&$0.decoded) }
-      // The run's inserts do not look their ids up: taking the text, it asks once
-      // whether the text holds any id of the run's replica from its next dot on (a
-      // received delta's text may hold ids its context lacks), and only the run's own
-      // edits change the text until it closes.
+      // The run's edits do not look their dots up: taking the text, it asks once
+      // whether the text holds any id or delete dot of the run's replica from its next
+      // dot on (a received delta's text may hold ones its context lacks), and only the
+      // run's own edits change the text until it closes.
       if count > 0, let first = textRun.nextDots(UInt64(count), of: replica),
         !takesText
           || text._withUnsafeGuaranteedRef({
-            $0.text.holdsNoInsert(of: first.replica, from: first.counter)
+            $0.text.holdsNoEvent(of: first.replica, from: first.counter)
           })
       {
         let last = Dot(replica: first.replica, counter: first.counter + UInt64(count - 1))
