@@ -416,21 +416,28 @@ import Testing
   ) {
     var first = RGADelta()
     var second = RGADelta()
-    let insertCut = Int.random(in: 0...delta.inserts.count, using: &random)
-    first.inserts = Array(delta.inserts[..<insertCut])
-    second.inserts = Array(delta.inserts[insertCut...])
-    if let split = second.inserts.first, split.length > 1, Bool.random(using: &random) {
-      let offset = Int.random(in: 1..<split.length, using: &random)
-      first.inserts.append(split.slice(from: 0, length: offset))
-      second.inserts[0] = split.slice(from: offset, length: split.length - offset)
-    }
-    let deleteCut = Int.random(in: 0...delta.deletes.count, using: &random)
-    first.deletes = Array(delta.deletes[..<deleteCut])
-    second.deletes = Array(delta.deletes[deleteCut...])
-    if let split = second.deletes.first, split.count > 1, Bool.random(using: &random) {
-      let offset = UInt64.random(in: 1..<split.count, using: &random)
-      first.deletes.append(split.slice(from: 0, count: offset))
-      second.deletes[0] = split.slice(from: offset, count: split.count - offset)
+    (first.inserts, second.inserts) = cut(
+      delta.inserts, length: \.length, slice: { $0.slice(from: $1, length: $2) },
+      using: &random)
+    (first.deletes, second.deletes) = cut(
+      delta.deletes, length: { Int($0.count) },
+      slice: { $0.slice(from: UInt64($1), count: UInt64($2)) }, using: &random)
+    return (first, second)
+  }
+
+  /// `runs` cut in two at a random place, maybe within a run (`slice(run, offset,
+  /// length)` its pieces).
+  static func cut<Run>(
+    _ runs: [Run], length: (Run) -> Int, slice: (Run, Int, Int) -> Run,
+    using random: inout SeededGenerator
+  ) -> ([Run], [Run]) {
+    let at = Int.random(in: 0...runs.count, using: &random)
+    var first = Array(runs[..<at])
+    var second = Array(runs[at...])
+    if let split = second.first, length(split) > 1, Bool.random(using: &random) {
+      let offset = Int.random(in: 1..<length(split), using: &random)
+      first.append(slice(split, 0, offset))
+      second[0] = slice(split, offset, length(split) - offset)
     }
     return (first, second)
   }
