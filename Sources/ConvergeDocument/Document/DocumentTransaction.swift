@@ -563,29 +563,29 @@ public struct DocumentTransaction: Sendable {
     let first = firstOfFreshDots(dotCount)
     let last = Dot(replica: first.replica, counter: first.counter + (dotCount - 1))
     let (runs, textChange) = edit(&text.decoded, first, true)
-    let textDelta = runs ?? RGADelta()
-    // The delta's runs in normal form, as ``addToDelta(_:counters:last:field:of:)`` takes
-    // them: a delete's runs over two pieces whose ids continue each other (an item
-    // deleted before lies between them) join. Undo keeps them apart: it restores a run's
-    // items where they lie, piece by piece. One run of each kind, a keystroke's, is in
-    // normal form already.
-    var normalRuns = textDelta
-    normalRuns.normalize()
+    var textDelta = runs ?? RGADelta()
     runningDocument.entities.values[entity].fields.values[slot] = .text(text)
     let visibility = runningDocument.entities.values[entity].noteLocalEvent(last)
     runningDocument.noteEvent(ofEntityAt: entity, last)
     let counters = first.counter...last.counter
     runningDocument.context.insert(replica: first.replica, counters: counters)
-    addToDelta(normalRuns, counters: counters, last: last, field: field, of: key)
-    let noted = recorder.noteSingleTextEdit(
-      of: key, field: field, wasVisible: visibility.wasVisible,
-      isVisible: visibility.isVisible, change: textChange)
-    textRun.open(entity: entity, slot: slot, after: last, change: noted)
     if undoLog != nil {
+      // A delete's runs as the edit made them: undo restores a run's items where they
+      // lie, piece by piece.
       recordTextUndo(
         undo, of: field, of: key, first: first, last: last, count: count,
         deletes: textDelta.deletes, wasVisible: visibility.wasVisible)
     }
+    // The delta's runs in normal form, as ``addToDelta(_:counters:last:field:of:)`` takes
+    // them: a delete's runs over two pieces whose ids continue each other (an item
+    // deleted before lies between them) join. An edit's one insert run, and one delete
+    // run, are in normal form already.
+    if textDelta.deletes.count > 1 { textDelta.normalizeDeletes() }
+    addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
+    let noted = recorder.noteSingleTextEdit(
+      of: key, field: field, wasVisible: visibility.wasVisible,
+      isVisible: visibility.isVisible, change: textChange)
+    textRun.open(entity: entity, slot: slot, after: last, change: noted)
     return first
   }
 
