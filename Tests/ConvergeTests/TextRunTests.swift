@@ -160,31 +160,14 @@ import Testing
   /// items. Stale ids ahead of the typing and among it; the same document as typing
   /// edit by edit.
   @Test func aRunRefusesIdsTheTextAlreadyHolds() {
-    let me = ReplicaID(rawValue: 0xB2)
     for (stale, expected) in [(UInt64(5), "xyzaaaaa"), (UInt64(30), "xyzaaaaaaaa")] {
-      var documents: [Document] = []
-      for closingEachStep in [false, true] {
-        var replica = Replica(id: me, wallClock: .fixed(0))
-        replica.transact { $0.create(Self.note) }  // the dot 1
-        var forged = RGA()
-        let runs = forged.insert(
-          "xyz".unicodeScalars, at: 0, firstDot: Dot(replica: me, counter: stale))
-        var delta = DocumentDelta()
-        delta.entities[Self.note] = EntityDelta(fields: ["body": .text(runs)])
-        replica.apply(delta)
-        #expect(replica.document.context.nextDot(for: me)?.counter == 2)
-        replica.transact { tx in
-          // The dots 2 through 9; with stale ids from 5, the dots 5, 6 and 7 are taken.
-          for _ in 0..<8 {
-            tx.insertText("a", at: .max, in: "body", of: Self.note)
-            if closingEachStep { tx.closeTextRun() }
-          }
-        }
-        let text = replica.document.text(of: "body", in: Self.note)
-        #expect(text == expected, "stale from \(stale), closing each step: \(closingEachStep)")
-        replica.document.sequence(of: "body", in: Self.note)?._checkInvariants()
-        documents.append(replica.document)
-      }
+      var forged = RGA()
+      let runs = forged.insert(
+        "xyz".unicodeScalars, at: 0, firstDot: Dot(replica: Self.me, counter: stale))
+      // The dots 2 through 9; with stale ids from 5, the dots 5, 6 and 7 are taken.
+      let documents = Self.documentsAfterEditsOverForgedText(
+        runs, edits: 8, expecting: expected, "stale from \(stale)"
+      ) { $0.insertText("a", at: .max, in: "body", of: Self.note) }
       #expect(documents[0] == documents[1], "stale from \(stale)")
     }
   }
@@ -196,36 +179,53 @@ import Testing
   /// it does, every delete looks its dot up as a lone one does. A stale dot among the
   /// run's dots and one after them; the same document as deleting edit by edit.
   @Test func aRunRefusesDeleteDotsTheTextAlreadyHolds() {
-    let me = ReplicaID(rawValue: 0xB2)
     let other = ReplicaID(rawValue: 0xC3)
     for (stale, expected) in [(UInt64(5), "5678"), (UInt64(30), "678")] {
-      var documents: [Document] = []
-      for closingEachStep in [false, true] {
-        var replica = Replica(id: me, wallClock: .fixed(0))
-        replica.transact { $0.create(Self.note) }  // the dot 1
-        var forged = RGA()
-        var runs = forged.insert(
-          "0123456789".unicodeScalars, at: 0, firstDot: Dot(replica: other, counter: 1))
-        runs.merge(forged.delete(9..<10, firstDot: Dot(replica: me, counter: stale)))
-        var delta = DocumentDelta()
-        delta.context.insert(replica: other, counters: CounterRanges(1...10))
-        delta.entities[Self.note] = EntityDelta(fields: ["body": .text(runs)])
-        replica.apply(delta)
-        #expect(replica.document.context.nextDot(for: me)?.counter == 2)
-        replica.transact { tx in
-          // The dots 2 through 7, one scalar each; a stale dot 5 deletes nothing.
-          for _ in 0..<6 {
-            tx.deleteText(0..<1, in: "body", of: Self.note)
-            if closingEachStep { tx.closeTextRun() }
-          }
-        }
-        let text = replica.document.text(of: "body", in: Self.note)
-        #expect(text == expected, "stale from \(stale), closing each step: \(closingEachStep)")
-        replica.document.sequence(of: "body", in: Self.note)?._checkInvariants()
-        documents.append(replica.document)
-      }
+      var forged = RGA()
+      var runs = forged.insert(
+        "0123456789".unicodeScalars, at: 0, firstDot: Dot(replica: other, counter: 1))
+      runs.merge(forged.delete(9..<10, firstDot: Dot(replica: Self.me, counter: stale)))
+      // The dots 2 through 7, one scalar each; a stale dot 5 deletes nothing.
+      let documents = Self.documentsAfterEditsOverForgedText(
+        runs, context: CausalContext(replica: other, counters: 1...10), edits: 6,
+        expecting: expected, "stale from \(stale)"
+      ) { $0.deleteText(0..<1, in: "body", of: Self.note) }
       #expect(documents[0] == documents[1], "stale from \(stale)")
     }
+  }
+
+  static let me = ReplicaID(rawValue: 0xB2)
+
+  /// The documents of a replica `me` that made the note (its dot 1), then received
+  /// `forged` as the body's runs with `context` (lacking those of `me`), and then made
+  /// `edits` edits with `edit` in one transaction: with the run left open, and closed
+  /// after every edit (as edit by edit). Checks the context and the text (`expected`).
+  static func documentsAfterEditsOverForgedText(
+    _ forged: RGADelta, context: CausalContext = CausalContext(), edits: Int,
+    expecting expected: String, _ comment: String,
+    edit: (inout DocumentTransaction) -> Void
+  ) -> [Document] {
+    var documents: [Document] = []
+    for closingEachStep in [false, true] {
+      var replica = Replica(id: me, wallClock: .fixed(0))
+      replica.transact { $0.create(note) }  // the dot 1
+      var delta = DocumentDelta()
+      delta.context = context
+      delta.entities[note] = EntityDelta(fields: ["body": .text(forged)])
+      replica.apply(delta)
+      #expect(replica.document.context.nextDot(for: me)?.counter == 2, "\(comment)")
+      replica.transact { tx in
+        for _ in 0..<edits {
+          edit(&tx)
+          if closingEachStep { tx.closeTextRun() }
+        }
+      }
+      let text = replica.document.text(of: "body", in: note)
+      #expect(text == expected, "\(comment), closing each step: \(closingEachStep)")
+      replica.document.sequence(of: "body", in: note)?._checkInvariants()
+      documents.append(replica.document)
+    }
+    return documents
   }
 
   /// A long run in a text of many leaves (its ids found through the index, its runs split

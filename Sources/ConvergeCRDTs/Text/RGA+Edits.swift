@@ -132,11 +132,8 @@ extension RGA {
     guard counter > 0, integratesNone(of: replica, counter, .max),
       !pendingInserts.overlaps(replica: replica, counter ..< .max)
     else { return false }
-    return lookups.read { lookups in
-      guard let last = lookups.pointee.deleteLog[replica]?.last else { return true }
-      let (end, overflow) = last.dot.counter.addingReportingOverflow(last.count)
-      return !overflow && end <= counter
-    } ?? true
+    return lookups.read { $0.pointee.deleteLog.holdsNoDelete(of: replica, from: counter) }
+      ?? true
   }
 
   /// Inserts already-appended content as a new local run; returns its origins: the item
@@ -289,10 +286,17 @@ extension RGA {
 extension ReplicaMap where Value == [RGADelta.Delete] {
   /// Whether no delete of `dot` is logged.
   func isFresh(deleteDot dot: Dot) -> Bool {
-    guard let last = self[dot.replica]?.last else { return true }
-    if last.dot.counter + last.count <= dot.counter { return true }
+    if holdsNoDelete(of: dot.replica, from: dot.counter) { return true }
     return newParts(of: RGADelta.Delete(dot: dot, target: dot, count: 1, isDescending: false))
       .count == 1
+  }
+
+  /// Whether no delete of `replica` with a dot from `counter` on is logged: the log of a
+  /// replica is sorted by dot, so its last delete tells.
+  func holdsNoDelete(of replica: ReplicaID, from counter: UInt64) -> Bool {
+    guard let last = self[replica]?.last else { return true }
+    let (end, overflow) = last.dot.counter.addingReportingOverflow(last.count)
+    return !overflow && end <= counter
   }
 
   /// The parts of `delete` whose delete dots are not in the log yet.

@@ -346,17 +346,13 @@ public struct RGADelta: Sendable, Equatable {
     _ later: inout [Run], to runs: inout [Run], follows: (Run, Run) -> Bool,
     joined: (Run, Run) -> Run?
   ) -> Bool {
-    guard let last = runs.last, let first = later.first else {
-      runs.append(contentsOf: later)
-      return true
-    }
-    guard follows(last, first) else {
-      runs.append(contentsOf: later)
-      return false
-    }
-    if let both = joined(last, first) {
-      runs.removeLast()
-      later[0] = both
+    var isInOrder = true
+    if let last = runs.last, let first = later.first {
+      isInOrder = follows(last, first)
+      if isInOrder, let both = joined(last, first) {
+        runs.removeLast()
+        later[0] = both
+      }
     }
     if runs.count < later.count {
       later.insert(contentsOf: runs, at: 0)
@@ -364,7 +360,7 @@ public struct RGADelta: Sendable, Equatable {
     } else {
       runs.append(contentsOf: later)
     }
-    return true
+    return isInOrder
   }
 
   /// Sorts the runs, drops exact duplicates and joins runs that continue each other.

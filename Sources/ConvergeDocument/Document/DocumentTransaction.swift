@@ -578,8 +578,9 @@ public struct DocumentTransaction: Sendable {
     }
     // The delta's runs in normal form, as ``addToDelta(_:counters:last:field:of:)`` takes
     // them: a delete's runs over two pieces whose ids continue each other (an item
-    // deleted before lies between them) join. An edit's one insert run, and one delete
-    // run, are in normal form already.
+    // deleted before lies between them) join. An edit makes one insert run at most, and
+    // one delete run is in normal form: checked here rather than by `normalize()`, whose
+    // call cost every lone edit's transaction 11 instructions (+0.3%, and +0.4% inlined).
     if textDelta.deletes.count > 1 { textDelta.normalizeDeletes() }
     addToDelta(textDelta, counters: counters, last: last, field: field, of: key)
     let noted = recorder.noteSingleTextEdit(
